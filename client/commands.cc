@@ -1,0 +1,159 @@
+#include "client/commands.h"
+
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/flag_parser.h"
+#include "client/job_flags.h"
+#include "client/prediction_format.h"
+#include "core/predict/predictor.h"
+#include "core/profile/default_profiles.h"
+
+namespace vtrain::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "vtrainctl: predict the iteration time, training time and cost of LLM training\n"
+    "\n"
+    "usage: vtrainctl COMMAND [flags]\n"
+    "\n"
+    "commands:\n"
+    "  predict   simulate one training iteration of a model, plan and cluster\n"
+    "  presets   list the model presets and GPU models\n"
+    "  help      show this message\n"
+    "\n"
+    "'vtrainctl COMMAND --help' shows the flags of a command.\n";
+
+constexpr char kPredictHelp[] =
+    "usage: vtrainctl predict [--local] --model PRESET --gpus N --global-batch N [flags]\n"
+    "\n"
+    "Simulates one training iteration in-process on the built-in profiles and\n"
+    "prints the iteration time, its per-stage breakdown, MFU, throughput and,\n"
+    "with --tokens, the training time and cost.\n"
+    "\n"
+    "examples:\n"
+    "  vtrainctl predict --local --model gpt3-175b --gpus 512 --tp 8 --pp 16 \\\n"
+    "      --micro-batch 6 --global-batch 1536 --tokens 300e9 --price-usd-per-gpu-hour 4.096\n"
+    "  vtrainctl predict --local --layers 24 --hidden 2048 --heads 16 --seq-len 1024 \\\n"
+    "      --gpus 8 --tp 2 --global-batch 64 --json\n"
+    "\n"
+    "flags:\n";
+
+int ExitCodeFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kOutOfRange:
+      return kExitBadInput;
+    default:
+      return kExitFailure;
+  }
+}
+
+int Fail(std::ostream& err, absl::string_view command, const absl::Status& status) {
+  err << "vtrainctl " << command << ": " << status.message() << "\n";
+  return ExitCodeFor(status);
+}
+
+}  // namespace
+
+int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  FlagParser flags("vtrainctl predict");
+  flags.AddSwitch("local", "run the simulation in this process (the default)");
+  flags.AddValue("server", "HOST:PORT", "ask a vtrain-server (not in this build yet)");
+  AddJobFlags(flags);
+  flags.AddValue("tokens", "N", "tokens to train on, e.g. 270e9: adds training time and cost");
+  flags.AddValue("granularity", "G", "operator (fast, default) or kernel");
+  flags.AddValue("max-tasks", "N", "refuse graphs with more tasks (default 100000000)");
+  flags.AddSwitch("json", "print the prediction as JSON");
+  flags.AddSwitch("show-lookups", "list every profile lookup with its fidelity");
+  flags.AddSwitch("help", "show this help");
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "predict", s);
+  if (flags.Switch("help")) {
+    out << kPredictHelp << flags.Usage();
+    return kExitOk;
+  }
+  if (flags.Has("server")) {
+    return Fail(err, "predict",
+                absl::UnimplementedError(
+                    "--server is not available in this build yet; use --local"));
+  }
+  absl::StatusOr<Job> job = JobFromFlags(flags);
+  if (!job.ok()) return Fail(err, "predict", job.status());
+
+  PredictOptions options;
+  if (auto g = flags.Get("granularity")) {
+    absl::StatusOr<Granularity> granularity = ParseGranularity(*g);
+    if (!granularity.ok()) return Fail(err, "predict", granularity.status());
+    options.granularity = *granularity;
+  }
+  absl::StatusOr<std::optional<int64_t>> max_tasks = flags.GetInt("max-tasks");
+  if (!max_tasks.ok()) return Fail(err, "predict", max_tasks.status());
+  if (*max_tasks) options.max_tasks = **max_tasks;
+  absl::StatusOr<std::optional<double>> tokens = flags.GetDouble("tokens");
+  if (!tokens.ok()) return Fail(err, "predict", tokens.status());
+  if (*tokens) {
+    if (**tokens <= 0) {
+      return Fail(err, "predict",
+                  absl::InvalidArgumentError("--tokens must be a positive number, e.g. 270e9"));
+    }
+    options.train_tokens = **tokens;
+  }
+
+  const ProfileSet profiles = DefaultProfileSet(job->cluster.gpu);
+  absl::StatusOr<Prediction> prediction = Predict(*job, profiles, options);
+  if (!prediction.ok()) return Fail(err, "predict", prediction.status());
+  if (flags.Switch("json")) {
+    out << PredictionJson(*job, *prediction);
+  } else {
+    out << PredictionTable(*job, *prediction, flags.Switch("show-lookups"));
+  }
+  return kExitOk;
+}
+
+int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  FlagParser flags("vtrainctl presets");
+  flags.AddSwitch("help", "show this help");
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "presets", s);
+  if (flags.Switch("help")) {
+    out << "usage: vtrainctl presets\n\nLists the model presets and GPU models.\n";
+    return kExitOk;
+  }
+  out << "models:\n";
+  for (const std::string& name : ModelPresetNames()) {
+    const ModelSpec m = *ModelPreset(name);
+    out << absl::StrFormat("  %-12s %3d layers, hidden %5d, %3d heads, seq %d, %.1fB parameters\n",
+                           name, m.num_layers, m.hidden_size, m.num_heads, m.seq_len,
+                           ModelParameterCount(m) / 1e9);
+  }
+  out << "gpus:\n";
+  for (const std::string& name : GpuNames()) {
+    const GpuSpec g = *GpuByName(name);
+    out << absl::StrFormat(
+        "  %-15s %6.1f TFLOP/s fp16, %6.1f bf16, %5.0f GB/s HBM, %5.1f GiB\n", name,
+        g.peak_fp16_flops_per_s / 1e12, g.peak_bf16_flops_per_s / 1e12,
+        g.hbm_bandwidth_bytes_per_s / 1e9, static_cast<double>(g.memory_bytes) / (1 << 30));
+  }
+  return kExitOk;
+}
+
+int RunVtrainctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty()) {
+    err << kUsage;
+    return kExitBadInput;
+  }
+  const std::string& command = args[0];
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "predict") return RunPredict(rest, out, err);
+  if (command == "presets") return RunPresets(rest, out, err);
+  if (command == "help" || command == "--help" || command == "-h") {
+    out << kUsage;
+    return kExitOk;
+  }
+  err << "vtrainctl: unknown command '" << command << "'\n\n" << kUsage;
+  return kExitBadInput;
+}
+
+}  // namespace vtrain::cli

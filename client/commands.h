@@ -1,0 +1,25 @@
+// vtrainctl's subcommands. Each takes its arguments (after the subcommand
+// name), writes results to `out` and errors to `err`, and returns the exit
+// code: 0 success, 2 bad input, 1 any other failure.
+#ifndef VTRAIN_CLIENT_COMMANDS_H_
+#define VTRAIN_CLIENT_COMMANDS_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace vtrain::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitBadInput = 2;
+
+// Dispatches argv[1..] to a subcommand.
+int RunVtrainctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace vtrain::cli
+
+#endif  // VTRAIN_CLIENT_COMMANDS_H_

@@ -1,0 +1,100 @@
+#include "client/flag_parser.h"
+
+#include <cmath>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace vtrain::cli {
+
+void FlagParser::AddValue(std::string name, std::string value_name, std::string help) {
+  specs_.push_back({std::move(name), std::move(value_name), std::move(help), false});
+}
+
+void FlagParser::AddSwitch(std::string name, std::string help) {
+  specs_.push_back({std::move(name), "", std::move(help), true});
+}
+
+const FlagParser::Spec* FlagParser::Find(absl::string_view name) const {
+  for (const Spec& s : specs_) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+absl::Status FlagParser::Parse(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    absl::string_view arg = args[i];
+    if (arg.size() < 3 || arg.substr(0, 2) != "--") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unexpected argument '", arg, "' for '", command_, "'; flags start with --"));
+    }
+    arg.remove_prefix(2);
+    std::string name(arg.substr(0, arg.find('=')));
+    std::optional<std::string> value;
+    if (arg.find('=') != absl::string_view::npos) value = std::string(arg.substr(arg.find('=') + 1));
+    const Spec* spec = Find(name);
+    if (spec == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " for '", command_,
+                                                     "'; see '", command_, " --help'"));
+    }
+    if (spec->is_switch) {
+      if (value && *value != "true" && *value != "false") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", name, " takes no value (or =true / =false)"));
+      }
+      values_[name] = value.value_or("true");
+      continue;
+    }
+    if (!value) {
+      if (i + 1 >= args.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", name, " needs a value: --", name, " ", spec->value_name));
+      }
+      value = args[++i];
+    }
+    values_[name] = *value;
+  }
+  return absl::OkStatus();
+}
+
+std::optional<std::string> FlagParser::Get(absl::string_view name) const {
+  auto it = values_.find(std::string(name));
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool FlagParser::Switch(absl::string_view name) const { return Get(name).value_or("false") == "true"; }
+
+absl::StatusOr<std::optional<int64_t>> FlagParser::GetInt(absl::string_view name) const {
+  std::optional<std::string> text = Get(name);
+  if (!text) return std::optional<int64_t>();
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(*text, &value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, "='", *text, "' is not an integer"));
+  }
+  return std::optional<int64_t>(value);
+}
+
+absl::StatusOr<std::optional<double>> FlagParser::GetDouble(absl::string_view name) const {
+  std::optional<std::string> text = Get(name);
+  if (!text) return std::optional<double>();
+  double value = 0;
+  if (!absl::SimpleAtod(*text, &value) || !std::isfinite(value)) {
+    return absl::InvalidArgumentError(absl::StrCat("--", name, "='", *text, "' is not a number"));
+  }
+  return std::optional<double>(value);
+}
+
+std::string FlagParser::Usage() const {
+  std::string out;
+  for (const Spec& s : specs_) {
+    std::string left = absl::StrCat("--", s.name, s.is_switch ? "" : " ", s.value_name);
+    absl::StrAppend(&out, absl::StrFormat("  %-34s %s\n", left, s.help));
+  }
+  return out;
+}
+
+}  // namespace vtrain::cli

@@ -1,0 +1,55 @@
+// A small command-line flag parser for vtrainctl subcommands: "--name value",
+// "--name=value" and bare boolean "--name", with every unknown flag reported.
+#ifndef VTRAIN_CLIENT_FLAG_PARSER_H_
+#define VTRAIN_CLIENT_FLAG_PARSER_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace vtrain::cli {
+
+class FlagParser {
+ public:
+  explicit FlagParser(std::string command) : command_(std::move(command)) {}
+
+  // Declares a flag taking a value, or a boolean switch.
+  void AddValue(std::string name, std::string value_name, std::string help);
+  void AddSwitch(std::string name, std::string help);
+
+  // Parses args (without the program and subcommand names). INVALID_ARGUMENT
+  // names the first unknown flag, missing value or stray argument.
+  absl::Status Parse(const std::vector<std::string>& args);
+
+  bool Has(absl::string_view name) const { return values_.count(std::string(name)) > 0; }
+  std::optional<std::string> Get(absl::string_view name) const;
+  bool Switch(absl::string_view name) const;
+  // Typed getters: nullopt when absent; INVALID_ARGUMENT naming the flag when
+  // the value does not parse.
+  absl::StatusOr<std::optional<int64_t>> GetInt(absl::string_view name) const;
+  absl::StatusOr<std::optional<double>> GetDouble(absl::string_view name) const;
+
+  // "  --name VALUE   help" lines for --help.
+  std::string Usage() const;
+
+ private:
+  struct Spec {
+    std::string name, value_name, help;
+    bool is_switch = false;
+  };
+  const Spec* Find(absl::string_view name) const;
+
+  std::string command_;
+  std::vector<Spec> specs_;
+  std::map<std::string, std::string> values_;
+};
+
+}  // namespace vtrain::cli
+
+#endif  // VTRAIN_CLIENT_FLAG_PARSER_H_

@@ -1,0 +1,41 @@
+// Pipeline schedules: the order in which one pipeline stage runs the
+// forward and backward passes of the micro-batches.
+#ifndef VTRAIN_CORE_GRAPH_SCHEDULE_H_
+#define VTRAIN_CORE_GRAPH_SCHEDULE_H_
+
+#include <cstdint>
+
+#include "core/spec/job.h"
+
+namespace vtrain {
+
+struct PipelineAction {
+  bool forward = true;
+  int64_t micro_batch = 0;
+};
+
+// The i-th action (0 <= i < 2m) of `stage` (0-based) out of `stages` with
+// `m` micro-batches.
+//  - GPipe (Huang et al. 2019): all forwards, then all backwards.
+//  - 1F1B (Narayanan et al. 2019, PipeDream-Flush; Megatron's default):
+//    min(stages - stage - 1, m) warm-up forwards, then alternate one forward
+//    and one backward, then the remaining backwards.
+// With one stage, 1F1B is plain gradient accumulation: F0 B0 F1 B1 ...
+inline PipelineAction ScheduleAction(PipelineSchedule schedule, int64_t stage, int64_t stages,
+                                     int64_t m, int64_t i) {
+  if (schedule == PipelineSchedule::kGpipe) {
+    return i < m ? PipelineAction{true, i} : PipelineAction{false, i - m};
+  }
+  const int64_t warmup = std::min(stages - stage - 1, m);
+  if (i < warmup) return {true, i};
+  const int64_t steady = m - warmup;  // forward/backward pairs
+  if (i < warmup + 2 * steady) {
+    const int64_t k = (i - warmup) / 2;
+    return (i - warmup) % 2 == 0 ? PipelineAction{true, warmup + k} : PipelineAction{false, k};
+  }
+  return {false, steady + (i - warmup - 2 * steady)};
+}
+
+}  // namespace vtrain
+
+#endif  // VTRAIN_CORE_GRAPH_SCHEDULE_H_

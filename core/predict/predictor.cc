@@ -1,0 +1,105 @@
+#include "core/predict/predictor.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/engine/engine.h"
+#include "core/util/status_macros.h"
+
+namespace vtrain {
+namespace {
+
+// Forward FLOPs per token of one decoder layer and of the logit layer.
+double LayerForwardFlopsPerToken(const ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double f = static_cast<double>(m.ffn());
+  const double s = static_cast<double>(m.seq_len);
+  return 8 * h * h + 4 * h * f + 4 * s * h;
+}
+double LogitForwardFlopsPerToken(const ModelSpec& m) {
+  return 2 * static_cast<double>(m.hidden_size) * static_cast<double>(m.vocab_size);
+}
+
+}  // namespace
+
+double ModelFlopsPerIteration(const Job& job) {
+  const double tokens =
+      static_cast<double>(job.plan.global_batch) * static_cast<double>(job.model.seq_len);
+  return 3 * tokens *
+         (static_cast<double>(job.model.num_layers) * LayerForwardFlopsPerToken(job.model) +
+          LogitForwardFlopsPerToken(job.model));
+}
+
+absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
+                                   const PredictOptions& options) {
+  VTRAIN_RETURN_IF_ERROR(ValidateJob(job));
+  ProfileLookup lookup(profiles, job.cluster.gpu,
+                       LinkBandwidths{job.cluster.intra_node_bandwidth_bytes_per_s,
+                                      job.cluster.inter_node_bandwidth_bytes_per_s});
+  BuildOptions build;
+  build.granularity = options.granularity;
+  build.max_tasks = options.max_tasks;
+  VTRAIN_ASSIGN_OR_RETURN(IterationGraph graph, BuildIterationGraph(job, lookup, build));
+  SimulationOptions sim;
+  sim.cancelled = options.cancelled;
+  VTRAIN_ASSIGN_OR_RETURN(SimulationResult result, Simulate(graph.graph, sim));
+
+  Prediction p;
+  p.iteration_time_ns = result.makespan_ns;
+  p.num_micro_batches = graph.num_micro_batches;
+  p.granularity = options.granularity;
+  p.num_tasks = graph.graph.num_tasks();
+  p.graph_bytes = graph.graph.MemoryBytes();
+  p.profile_set = profiles.name;
+
+  for (size_t s = 0; s < graph.stages.size(); ++s) {
+    const StageInfo& info = graph.stages[s];
+    const StreamStats& c = result.streams[info.compute_stream];
+    StageBreakdown b;
+    b.stage = static_cast<int64_t>(s);
+    b.first_layer = info.first_layer;
+    b.num_layers = info.num_layers;
+    b.parameters_per_gpu = info.parameters_per_gpu;
+    int64_t busy = c.gap_ns;
+    for (int64_t k : c.busy_ns) busy += k;
+    b.tensor_parallel_ns = info.tensor_parallel_ns;
+    b.compute_ns = busy - info.tensor_parallel_ns;
+    b.pipeline_exposed_ns = c.exposed_wait_ns[static_cast<int>(TaskKind::kPipeline)];
+    b.data_parallel_exposed_ns = c.exposed_wait_ns[static_cast<int>(TaskKind::kDataParallel)];
+    b.idle_ns = c.idle_ns + c.exposed_wait_ns[static_cast<int>(TaskKind::kTensorParallel)];
+    p.stages.push_back(b);
+  }
+
+  const Job& j = job;
+  const double tokens = static_cast<double>(j.plan.global_batch) * static_cast<double>(j.model.seq_len);
+  p.model_flops = ModelFlopsPerIteration(j);
+  const double recompute_flops =
+      j.plan.recompute == Recompute::kFull
+          ? tokens * static_cast<double>(j.model.num_layers) * LayerForwardFlopsPerToken(j.model)
+          : 0;
+  p.hardware_flops = p.model_flops + recompute_flops;
+  const double seconds = static_cast<double>(p.iteration_time_ns) * 1e-9;
+  const double peak = static_cast<double>(j.cluster.num_gpus) * j.cluster.gpu.PeakFlops(j.plan.dtype);
+  if (seconds > 0) {
+    p.mfu = p.model_flops / (seconds * peak);
+    p.hfu = p.hardware_flops / (seconds * peak);
+    p.tokens_per_s = tokens / seconds;
+  }
+  if (options.train_tokens > 0) {
+    p.train_tokens = options.train_tokens;
+    p.iterations = static_cast<int64_t>(std::ceil(options.train_tokens / tokens));
+    p.training_time_s = static_cast<double>(p.iterations) * seconds;
+    p.gpu_hours = p.training_time_s / 3600 * static_cast<double>(j.cluster.num_gpus);
+    p.cost_usd = p.gpu_hours * j.cluster.price_usd_per_gpu_hour;
+  }
+
+  for (const LookupRecord& r : lookup.records()) {
+    ++p.fidelity.lookups[static_cast<int>(r.fidelity)];
+    p.fidelity.worst = std::max(p.fidelity.worst, r.fidelity);
+  }
+  p.fidelity.records = lookup.records();
+  p.fidelity.missing_keys = lookup.MissingKeys();
+  return p;
+}
+
+}  // namespace vtrain

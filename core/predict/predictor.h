@@ -1,0 +1,88 @@
+// One prediction: build the iteration graph, simulate it, and derive the
+// iteration time, its per-stage breakdown, utilisation, throughput, training
+// time and cost, with the fidelity of every profile lookup used.
+#ifndef VTRAIN_CORE_PREDICT_PREDICTOR_H_
+#define VTRAIN_CORE_PREDICT_PREDICTOR_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/graph/builder.h"
+#include "core/profile/lookup.h"
+#include "core/profile/profile.h"
+#include "core/spec/job.h"
+
+namespace vtrain {
+
+// Where one pipeline stage's iteration went. The five parts add up to the
+// iteration time.
+struct StageBreakdown {
+  int64_t stage = 0;
+  int64_t first_layer = 0;
+  int64_t num_layers = 0;
+  int64_t compute_ns = 0;                 // kernels and the gaps between them
+  int64_t tensor_parallel_ns = 0;         // TP collectives (they block compute)
+  int64_t pipeline_exposed_ns = 0;        // waiting on point-to-point transfers
+  int64_t data_parallel_exposed_ns = 0;   // waiting on gradient all-reduces
+  int64_t idle_ns = 0;                    // pipeline bubble and other waiting
+  double parameters_per_gpu = 0;
+};
+
+struct FidelitySummary {
+  std::array<int64_t, kNumFidelities> lookups{};  // count by Fidelity
+  Fidelity worst = Fidelity::kMeasured;
+  std::vector<LookupRecord> records;
+  std::vector<std::string> missing_keys;
+};
+
+struct Prediction {
+  int64_t iteration_time_ns = 0;
+  std::vector<StageBreakdown> stages;
+  int64_t num_micro_batches = 0;
+  // FLOPs of one iteration over all GPUs: the model's (forward + backward)
+  // and the hardware's (plus the recomputed forward).
+  double model_flops = 0;
+  double hardware_flops = 0;
+  double mfu = 0;  // model FLOPs / (time * GPUs * peak)
+  double hfu = 0;
+  double tokens_per_s = 0;
+  // Set when PredictOptions::train_tokens > 0.
+  double train_tokens = 0;
+  int64_t iterations = 0;
+  double training_time_s = 0;
+  double gpu_hours = 0;
+  double cost_usd = 0;  // 0 when the cluster has no price
+  // How it was computed.
+  Granularity granularity = Granularity::kOperator;
+  int64_t num_tasks = 0;
+  int64_t graph_bytes = 0;
+  std::string profile_set;
+  FidelitySummary fidelity;
+
+  double iteration_time_ms() const { return static_cast<double>(iteration_time_ns) * 1e-6; }
+};
+
+struct PredictOptions {
+  Granularity granularity = Granularity::kOperator;
+  int64_t max_tasks = 100'000'000;
+  double train_tokens = 0;
+  std::function<bool()> cancelled;
+};
+
+// Predicts `job` with `profiles` (whose GPU should be the cluster's; lookups
+// for another GPU fall back to ANALYTICAL). INVALID_ARGUMENT for a bad job,
+// RESOURCE_EXHAUSTED for a graph over options.max_tasks, CANCELLED.
+absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
+                                   const PredictOptions& options = {});
+
+// Model FLOPs of one iteration (Narayanan et al. 2021, §5.1, generalised to
+// any FFN width): 3 * tokens * (L * (8h^2 + 4hf + 4sh) + 2hV).
+double ModelFlopsPerIteration(const Job& job);
+
+}  // namespace vtrain
+
+#endif  // VTRAIN_CORE_PREDICT_PREDICTOR_H_

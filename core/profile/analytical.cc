@@ -1,0 +1,224 @@
+#include "core/profile/analytical.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace vtrain {
+namespace {
+
+// Accumulates kernels with their GPU time, then derives the gaps from the
+// host-dispatch model.
+class KernelSequence {
+ public:
+  KernelSequence(const GpuSpec& gpu, DType dtype, const AnalyticalParams& params)
+      : gpu_(gpu), params_(params), peak_flops_(gpu.PeakFlops(dtype)) {}
+
+  // C[m,n] = A[m,k] * B[k,n], `batch` times; 2-byte elements.
+  void Gemm(const char* name, double m, double n, double k, double batch = 1) {
+    const double flops = 2 * m * n * k * batch;
+    const double bytes = 2 * (m * k + k * n + m * n) * batch;
+    // Output tiles of 128x128 spread in waves over the SMs: a partial last
+    // wave leaves SMs idle.
+    const double tiles = std::ceil(m / 128) * std::ceil(n / 128) * batch;
+    const double waves = std::ceil(tiles / gpu_.num_sms);
+    const double wave_utilization = tiles / (waves * gpu_.num_sms);
+    double efficiency = params_.gemm_max_efficiency * flops / (flops + params_.gemm_half_flops) *
+                        wave_utilization;
+    if (!Aligned(m) || !Aligned(n) || !Aligned(k)) efficiency *= params_.gemm_misaligned_factor;
+    const double compute_ns = flops / (peak_flops_ * efficiency) * 1e9;
+    const double memory_ns = MemoryNs(bytes);
+    Add(name, std::max(compute_ns, memory_ns));
+  }
+
+  // A memory-bound kernel moving `bytes` through HBM.
+  void Memory(const char* name, double bytes) { Add(name, MemoryNs(bytes)); }
+
+  // Applies the host-dispatch recurrence: kernel i is enqueued i * dispatch
+  // after the first, and starts when both enqueued and its predecessor is
+  // done; the next operator's first kernel is enqueued n * dispatch +
+  // operator overhead after this one's first.
+  std::vector<KernelRecord> Finish() && {
+    const double dispatch = params_.host_dispatch_ns;
+    double finish = 0;
+    for (size_t i = 0; i < kernels_.size(); ++i) {
+      const double start = std::max(finish, static_cast<double>(i) * dispatch);
+      if (i > 0) kernels_[i - 1].gap_ns = std::llround(start - finish);
+      finish = start + static_cast<double>(kernels_[i].duration_ns);
+    }
+    if (!kernels_.empty()) {
+      const double next = static_cast<double>(kernels_.size()) * dispatch +
+                          params_.operator_overhead_ns;
+      kernels_.back().gap_ns = std::llround(std::max(0.0, next - finish));
+    }
+    return std::move(kernels_);
+  }
+
+ private:
+  static bool Aligned(double dim) { return std::fmod(dim, 8.0) == 0; }
+  double MemoryNs(double bytes) const {
+    return bytes / (gpu_.hbm_bandwidth_bytes_per_s * params_.memory_efficiency) * 1e9;
+  }
+  void Add(const char* name, double gpu_ns) {
+    KernelRecord k;
+    k.name = name;
+    k.duration_ns = std::llround(std::max(gpu_ns, params_.kernel_min_ns));
+    kernels_.push_back(std::move(k));
+  }
+
+  const GpuSpec& gpu_;
+  const AnalyticalParams& params_;
+  double peak_flops_;
+  std::vector<KernelRecord> kernels_;
+};
+
+constexpr double kElem = 2;  // fp16 / bf16 bytes per element
+
+}  // namespace
+
+// Kernel lists follow Megatron-LM's GPT layer (Shoeybi et al. 2019, Fig. 3;
+// Narayanan et al. 2021): column-parallel QKV and FFN-up, row-parallel
+// projection and FFN-down, fused scale-mask-softmax, fused bias-GeLU and
+// bias-dropout-add, vocabulary-parallel embedding and cross-entropy.
+std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const OperatorKey& key,
+                                                  const AnalyticalParams& params) {
+  KernelSequence seq(gpu, key.dtype, params);
+  const double t = static_cast<double>(key.tensor_parallel);
+  const double h = static_cast<double>(key.hidden);
+  const double s = static_cast<double>(key.seq);
+  const double tokens = static_cast<double>(key.micro_batch) * s;
+  const double e = kElem;
+  const double vocab_local = std::ceil(static_cast<double>(key.vocab) / t);
+  const double heads_local = static_cast<double>(key.heads) / t;
+  const double head_dim = key.heads > 0 ? h / static_cast<double>(key.heads) : 0;
+  const double batch_heads = static_cast<double>(key.micro_batch) * heads_local;
+  const double ffn_local = static_cast<double>(key.ffn) / t;
+  const double scores = batch_heads * s * s;  // attention-probability elements
+
+  switch (key.op) {
+    case OperatorKind::kAttentionFwd:
+      seq.Memory("layernorm_fwd", tokens * h * 2 * e);
+      seq.Gemm("gemm_qkv_fwd", tokens, 3 * h / t, h);
+      seq.Gemm("bgemm_attention_scores_fwd", s, s, head_dim, batch_heads);
+      seq.Memory("scaled_masked_softmax_fwd", scores * 2 * e);
+      seq.Memory("attention_dropout_fwd", scores * (2 * e + 1));
+      seq.Gemm("bgemm_attention_context_fwd", s, head_dim, s, batch_heads);
+      seq.Memory("context_transpose_copy", tokens * h / t * 2 * e);
+      seq.Gemm("gemm_projection_fwd", tokens, h, h / t);
+      seq.Memory("bias_dropout_add_fwd", tokens * h * (3 * e + 1));
+      break;
+    case OperatorKind::kMlpFwd:
+      seq.Memory("layernorm_fwd", tokens * h * 2 * e);
+      seq.Gemm("gemm_fc1_fwd", tokens, ffn_local, h);
+      seq.Memory("bias_gelu_fwd", tokens * ffn_local * 2 * e);
+      seq.Gemm("gemm_fc2_fwd", tokens, h, ffn_local);
+      seq.Memory("bias_dropout_add_fwd", tokens * h * (3 * e + 1));
+      break;
+    case OperatorKind::kAttentionBwd:
+      seq.Memory("bias_dropout_add_bwd", tokens * h * (2 * e + 1));
+      seq.Gemm("gemm_projection_dgrad", tokens, h / t, h);
+      seq.Gemm("gemm_projection_wgrad", h, h / t, tokens);
+      seq.Memory("context_transpose_copy_bwd", tokens * h / t * 2 * e);
+      seq.Gemm("bgemm_context_dgrad_probs", s, s, head_dim, batch_heads);
+      seq.Gemm("bgemm_context_dgrad_values", s, head_dim, s, batch_heads);
+      seq.Memory("attention_dropout_bwd", scores * (2 * e + 1));
+      seq.Memory("scaled_masked_softmax_bwd", scores * 3 * e);
+      seq.Gemm("bgemm_scores_dgrad_query", s, head_dim, s, batch_heads);
+      seq.Gemm("bgemm_scores_dgrad_key", s, head_dim, s, batch_heads);
+      seq.Gemm("gemm_qkv_dgrad", tokens, h, 3 * h / t);
+      seq.Gemm("gemm_qkv_wgrad", 3 * h / t, h, tokens);
+      seq.Memory("bias_grad_reduce", tokens * (3 * h / t + h) * e);
+      seq.Memory("layernorm_bwd", tokens * h * 4 * e);
+      seq.Memory("residual_add_bwd", tokens * h * 3 * e);
+      break;
+    case OperatorKind::kMlpBwd:
+      seq.Memory("bias_dropout_add_bwd", tokens * h * (2 * e + 1));
+      seq.Gemm("gemm_fc2_dgrad", tokens, ffn_local, h);
+      seq.Gemm("gemm_fc2_wgrad", h, ffn_local, tokens);
+      seq.Memory("bias_grad_reduce", tokens * (ffn_local + h) * e);
+      seq.Memory("bias_gelu_bwd", tokens * ffn_local * 3 * e);
+      seq.Gemm("gemm_fc1_dgrad", tokens, h, ffn_local);
+      seq.Gemm("gemm_fc1_wgrad", ffn_local, h, tokens);
+      seq.Memory("layernorm_bwd", tokens * h * 4 * e);
+      seq.Memory("residual_add_bwd", tokens * h * 3 * e);
+      break;
+    case OperatorKind::kEmbeddingFwd:
+      seq.Memory("vocab_range_mask", tokens * 8 * 3);
+      seq.Memory("word_embedding_gather", tokens * h * 2 * e);
+      seq.Memory("position_embedding_gather", tokens * h * 2 * e);
+      seq.Memory("embedding_add", tokens * h * 3 * e);
+      seq.Memory("embedding_dropout_fwd", tokens * h * (2 * e + 1));
+      break;
+    case OperatorKind::kEmbeddingBwd:
+      seq.Memory("embedding_dropout_bwd", tokens * h * (2 * e + 1));
+      seq.Memory("word_embedding_dense_bwd", tokens * h * 2 * e + tokens * 8);
+      // The dense word-embedding gradient is added into the fp32 main grad.
+      seq.Memory("word_embedding_grad_accumulate", vocab_local * h * (e + 8));
+      seq.Memory("position_embedding_bwd", tokens * h * e + s * h * (e + 8));
+      break;
+    case OperatorKind::kLogitFwd:
+      seq.Memory("final_layernorm_fwd", tokens * h * 2 * e);
+      seq.Gemm("gemm_logit_fwd", tokens, vocab_local, h);
+      break;
+    case OperatorKind::kLogitBwd:
+      seq.Gemm("gemm_logit_dgrad", tokens, h, vocab_local);
+      seq.Gemm("gemm_logit_wgrad", vocab_local, h, tokens);
+      seq.Memory("final_layernorm_bwd", tokens * h * 4 * e);
+      break;
+    case OperatorKind::kLossFwd:
+      // Megatron casts the logits to fp32 for the vocabulary-parallel loss.
+      seq.Memory("logits_to_fp32", tokens * vocab_local * (e + 4));
+      seq.Memory("cross_entropy_max", tokens * vocab_local * 4);
+      seq.Memory("cross_entropy_sub_exp", tokens * vocab_local * 8);
+      seq.Memory("cross_entropy_sum", tokens * vocab_local * 4);
+      seq.Memory("cross_entropy_target_gather", tokens * 8 * 3);
+      seq.Memory("cross_entropy_log", tokens * 4 * 4);
+      break;
+    case OperatorKind::kLossBwd:
+      seq.Memory("cross_entropy_softmax_grad", tokens * vocab_local * 8);
+      seq.Memory("cross_entropy_target_sub", tokens * 8 * 2);
+      seq.Memory("logit_grad_to_half", tokens * vocab_local * (4 + e));
+      break;
+    case OperatorKind::kOptimizerStep: {
+      // Mixed-precision Adam over fp32 main grads and master weights, as
+      // multi-tensor launches of ~65536 x 320 elements each (apex/Megatron).
+      const double p = static_cast<double>(key.num_parameters);
+      const int launches = static_cast<int>(std::max(1.0, std::ceil(p / (65536.0 * 320))));
+      const double chunk = p / launches;
+      for (int i = 0; i < launches; ++i) seq.Memory("grad_unscale_inf_check", chunk * 8);
+      for (int i = 0; i < launches; ++i) seq.Memory("grad_norm", chunk * 4);
+      for (int i = 0; i < launches; ++i) seq.Memory("adam_step", chunk * 28);
+      for (int i = 0; i < launches; ++i) seq.Memory("master_to_half_copy", chunk * 6);
+      seq.Memory("zero_main_grad", p * 4);
+      break;
+    }
+  }
+  return std::move(seq).Finish();
+}
+
+double AnalyticalCollectiveNs(Collective collective, double bytes, const CommGroup& group,
+                              const LinkBandwidths& links, const AnalyticalParams& params) {
+  const double n = static_cast<double>(group.ranks);
+  double factor = 1;
+  switch (collective) {
+    case Collective::kAllReduce:
+      factor = 2 * (n - 1) / n;
+      break;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+      factor = (n - 1) / n;
+      break;
+    case Collective::kSendRecv:
+      factor = 1;
+      break;
+  }
+  const double intra_ns =
+      factor * bytes / (links.intra_node_bytes_per_s * params.intra_node_efficiency) * 1e9;
+  if (group.nodes() <= 1) return params.intra_node_latency_ns + intra_ns;
+  const double nic_bytes_per_s =
+      links.inter_node_bytes_per_s * group.nic_fraction * params.inter_node_efficiency;
+  const double inter_ns = factor * bytes / nic_bytes_per_s * 1e9;
+  return params.inter_node_latency_ns + std::max(intra_ns, inter_ns);
+}
+
+}  // namespace vtrain

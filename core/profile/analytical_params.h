@@ -1,0 +1,39 @@
+// The free parameters of the analytical profile generator, in one struct so
+// that calibration can fit them (DESIGN.md §3, ANALYTICAL fidelity).
+#ifndef VTRAIN_CORE_PROFILE_ANALYTICAL_PARAMS_H_
+#define VTRAIN_CORE_PROFILE_ANALYTICAL_PARAMS_H_
+
+namespace vtrain {
+
+struct AnalyticalParams {
+  // GEMMs: efficiency(F) = gemm_max_efficiency * F / (F + gemm_half_flops),
+  // times the wave-quantisation utilisation, times gemm_misaligned_factor when
+  // a dimension is not a multiple of 8 elements (tensor cores need aligned
+  // tiles; the unpadded 50257-word logit GEMM, DESIGN.md §5).
+  double gemm_max_efficiency = 0.80;
+  double gemm_half_flops = 2.0e9;
+  double gemm_misaligned_factor = 0.55;
+  // Memory-bound kernels reach this fraction of HBM bandwidth.
+  double memory_efficiency = 0.70;
+  // No kernel takes less GPU time than this.
+  double kernel_min_ns = 2500;
+  // Host CPU time to dispatch one kernel (framework + launch). The host runs
+  // ahead of the GPU inside an operator; when it cannot keep up, the kernels
+  // are separated by gaps (DESIGN.md §5: small shapes are host-bound).
+  double host_dispatch_ns = 20000;
+  // Extra host time at the start of each operator (Python module call).
+  double operator_overhead_ns = 0;
+
+  // Collectives: latency + bytes / (bandwidth * efficiency).
+  double intra_node_latency_ns = 20000;
+  double inter_node_latency_ns = 40000;
+  double intra_node_efficiency = 0.80;
+  double inter_node_efficiency = 0.80;
+  // Extra time of each tensor-parallel collective inside training over what
+  // it takes in isolation (DESIGN.md §5; vTrain saw NCCL ~30% slower).
+  double tp_collective_overhead_ns = 0;
+};
+
+}  // namespace vtrain
+
+#endif  // VTRAIN_CORE_PROFILE_ANALYTICAL_PARAMS_H_

@@ -1,0 +1,166 @@
+#include "core/profile/profile.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace vtrain {
+namespace {
+
+constexpr absl::string_view kOperatorNames[kNumOperatorKinds] = {
+    "embedding_fwd", "embedding_bwd", "attention_fwd", "attention_bwd",
+    "mlp_fwd",       "mlp_bwd",       "logit_fwd",     "logit_bwd",
+    "loss_fwd",      "loss_bwd",      "optimizer_step",
+};
+
+constexpr absl::string_view kCollectiveNames[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                                 "send_recv"};
+
+}  // namespace
+
+absl::string_view FidelityName(Fidelity f) {
+  switch (f) {
+    case Fidelity::kMeasured:
+      return "measured";
+    case Fidelity::kInterpolated:
+      return "interpolated";
+    case Fidelity::kAnalytical:
+      return "analytical";
+  }
+  return "unknown";
+}
+
+absl::string_view OperatorKindName(OperatorKind kind) {
+  return kOperatorNames[static_cast<int>(kind)];
+}
+
+absl::StatusOr<OperatorKind> ParseOperatorKind(absl::string_view name) {
+  for (int i = 0; i < kNumOperatorKinds; ++i) {
+    if (name == kOperatorNames[i]) return static_cast<OperatorKind>(i);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("operator '", name, "' is unknown"));
+}
+
+absl::string_view CollectiveName(Collective c) { return kCollectiveNames[static_cast<int>(c)]; }
+
+absl::StatusOr<Collective> ParseCollective(absl::string_view name) {
+  for (int i = 0; i < 4; ++i) {
+    if (name == kCollectiveNames[i]) return static_cast<Collective>(i);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "collective '", name, "' is unknown; use all_reduce, all_gather, reduce_scatter or send_recv"));
+}
+
+absl::string_view LinkScopeName(LinkScope s) {
+  return s == LinkScope::kIntraNode ? "intra_node" : "inter_node";
+}
+
+std::string OperatorKey::ToString() const {
+  std::string out = absl::StrCat(gpu, "/", DTypeName(dtype), "/", OperatorKindName(op));
+  if (op == OperatorKind::kOptimizerStep) {
+    absl::StrAppend(&out, " params=", num_parameters);
+    return out;
+  }
+  absl::StrAppend(&out, " h=", hidden);
+  if (heads > 0) absl::StrAppend(&out, " a=", heads);
+  if (ffn > 0) absl::StrAppend(&out, " f=", ffn);
+  absl::StrAppend(&out, " s=", seq, " b=", micro_batch, " t=", tensor_parallel);
+  if (vocab > 0) absl::StrAppend(&out, " v=", vocab);
+  return out;
+}
+
+OperatorKey MakeOperatorKey(std::string gpu, DType dtype, OperatorKind op, int64_t hidden,
+                            int64_t heads, int64_t ffn, int64_t seq, int64_t micro_batch,
+                            int64_t tensor_parallel, int64_t vocab, int64_t num_parameters) {
+  OperatorKey k;
+  k.gpu = std::move(gpu);
+  k.dtype = dtype;
+  k.op = op;
+  switch (op) {
+    case OperatorKind::kOptimizerStep:
+      k.num_parameters = num_parameters;
+      return k;
+    case OperatorKind::kAttentionFwd:
+    case OperatorKind::kAttentionBwd:
+      k.heads = heads;
+      break;
+    case OperatorKind::kMlpFwd:
+    case OperatorKind::kMlpBwd:
+      k.ffn = ffn;
+      break;
+    case OperatorKind::kEmbeddingFwd:
+    case OperatorKind::kEmbeddingBwd:
+    case OperatorKind::kLogitFwd:
+    case OperatorKind::kLogitBwd:
+    case OperatorKind::kLossFwd:
+    case OperatorKind::kLossBwd:
+      k.vocab = vocab;
+      break;
+  }
+  k.hidden = hidden;
+  k.seq = seq;
+  k.micro_batch = micro_batch;
+  k.tensor_parallel = tensor_parallel;
+  return k;
+}
+
+int64_t OperatorProfile::SpanNs() const {
+  int64_t total = 0;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    total += kernels[i].duration_ns;
+    if (i + 1 < kernels.size()) total += kernels[i].gap_ns;
+  }
+  return total;
+}
+
+std::string CollectiveKey::ToString() const {
+  return absl::StrCat(gpu, "/", LinkScopeName(scope), "/", CollectiveName(collective),
+                      " ranks=", ranks);
+}
+
+absl::StatusOr<CollectiveCurve> CollectiveCurve::Create(std::vector<CollectivePoint> points) {
+  if (points.empty()) {
+    return absl::InvalidArgumentError("collective curve has no points; give at least one");
+  }
+  for (const CollectivePoint& p : points) {
+    if (!(p.bytes > 0) || !std::isfinite(p.bytes) || !(p.latency_ns > 0) ||
+        !std::isfinite(p.latency_ns)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("collective point (bytes=", p.bytes, ", latency_ns=", p.latency_ns,
+                       ") must have a positive, finite size and latency"));
+    }
+  }
+  std::sort(points.begin(), points.end(),
+            [](const CollectivePoint& a, const CollectivePoint& b) { return a.bytes < b.bytes; });
+  for (size_t i = 1; i < points.size(); ++i) {
+    if (points[i].bytes == points[i - 1].bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("collective curve has two points for bytes=", points[i].bytes,
+                       "; keep one measurement per size"));
+    }
+  }
+  return CollectiveCurve(std::move(points));
+}
+
+bool CollectiveCurve::IsPoint(double bytes) const {
+  auto it = std::lower_bound(
+      points_.begin(), points_.end(), bytes,
+      [](const CollectivePoint& p, double b) { return p.bytes < b; });
+  return it != points_.end() && it->bytes == bytes;
+}
+
+double CollectiveCurve::LatencyNs(double bytes) const {
+  if (bytes <= points_.front().bytes) return points_.front().latency_ns;
+  if (bytes >= points_.back().bytes) return points_.back().latency_ns;
+  auto hi = std::lower_bound(
+      points_.begin(), points_.end(), bytes,
+      [](const CollectivePoint& p, double b) { return p.bytes < b; });
+  auto lo = hi - 1;
+  const double x = (std::log(bytes) - std::log(lo->bytes)) /
+                   (std::log(hi->bytes) - std::log(lo->bytes));
+  return std::exp(std::log(lo->latency_ns) + x * (std::log(hi->latency_ns) - std::log(lo->latency_ns)));
+}
+
+}  // namespace vtrain

@@ -1,0 +1,146 @@
+// Profile tables: operator keys to the CUDA kernels they launch, collective
+// latency curves, and the fidelity every lookup reports (DESIGN.md §3).
+#ifndef VTRAIN_CORE_PROFILE_PROFILE_H_
+#define VTRAIN_CORE_PROFILE_PROFILE_H_
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "core/profile/analytical_params.h"
+#include "core/spec/gpu.h"
+
+namespace vtrain {
+
+// How a number was obtained. Ordered from best to worst.
+enum class Fidelity { kMeasured = 0, kInterpolated = 1, kAnalytical = 2 };
+inline constexpr int kNumFidelities = 3;
+absl::string_view FidelityName(Fidelity fidelity);
+
+// The operators vtrain profiles: one decoder layer's blocks, plus the parts
+// only the first or last pipeline stage runs, plus the optimizer step.
+enum class OperatorKind {
+  kEmbeddingFwd,
+  kEmbeddingBwd,
+  kAttentionFwd,
+  kAttentionBwd,
+  kMlpFwd,
+  kMlpBwd,
+  kLogitFwd,  // final layer-norm + logit GEMM
+  kLogitBwd,
+  kLossFwd,  // vocabulary-parallel cross-entropy
+  kLossBwd,
+  kOptimizerStep,  // Adam over the parameters one GPU holds
+};
+inline constexpr int kNumOperatorKinds = 11;
+absl::string_view OperatorKindName(OperatorKind kind);
+absl::StatusOr<OperatorKind> ParseOperatorKind(absl::string_view name);
+
+// Identifies one operator shape on one GPU model. Fields an operator does not
+// depend on are zero (see MakeOperatorKey), so equal work has equal keys.
+struct OperatorKey {
+  std::string gpu;
+  DType dtype = DType::kFp16;
+  OperatorKind op = OperatorKind::kAttentionFwd;
+  int64_t hidden = 0;
+  int64_t heads = 0;
+  int64_t ffn = 0;
+  int64_t seq = 0;
+  int64_t micro_batch = 0;
+  int64_t tensor_parallel = 1;
+  int64_t vocab = 0;           // embedding, logit and loss only
+  int64_t num_parameters = 0;  // optimizer only: parameters on one GPU
+
+  friend bool operator==(const OperatorKey&, const OperatorKey&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const OperatorKey& k) {
+    return H::combine(std::move(h), k.gpu, k.dtype, k.op, k.hidden, k.heads, k.ffn, k.seq,
+                      k.micro_batch, k.tensor_parallel, k.vocab, k.num_parameters);
+  }
+  // "a100-sxm4-80gb/fp16/attention_fwd h=2048 a=16 f=8192 s=2048 b=1 t=1".
+  std::string ToString() const;
+};
+
+// Builds a key with only the fields `op` depends on set.
+OperatorKey MakeOperatorKey(std::string gpu, DType dtype, OperatorKind op, int64_t hidden,
+                            int64_t heads, int64_t ffn, int64_t seq, int64_t micro_batch,
+                            int64_t tensor_parallel, int64_t vocab, int64_t num_parameters);
+
+// One kernel of an operator: GPU time, then the idle time on the stream until
+// the next kernel starts (host dispatch, synchronisation).
+struct KernelRecord {
+  std::string name;
+  int64_t duration_ns = 0;
+  int64_t gap_ns = 0;
+};
+
+struct OperatorProfile {
+  std::vector<KernelRecord> kernels;
+  Fidelity fidelity = Fidelity::kAnalytical;
+  // Sum of durations and of gaps except the last: the time from the first
+  // kernel's start to the last kernel's end when nothing else intervenes.
+  int64_t SpanNs() const;
+};
+
+enum class Collective { kAllReduce, kAllGather, kReduceScatter, kSendRecv };
+absl::string_view CollectiveName(Collective c);
+absl::StatusOr<Collective> ParseCollective(absl::string_view name);
+enum class LinkScope { kIntraNode, kInterNode };
+absl::string_view LinkScopeName(LinkScope s);
+
+struct CollectiveKey {
+  std::string gpu;
+  LinkScope scope = LinkScope::kIntraNode;
+  Collective collective = Collective::kAllReduce;
+  int64_t ranks = 2;
+
+  friend bool operator==(const CollectiveKey&, const CollectiveKey&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const CollectiveKey& k) {
+    return H::combine(std::move(h), k.gpu, k.scope, k.collective, k.ranks);
+  }
+  std::string ToString() const;
+};
+
+struct CollectivePoint {
+  double bytes = 0;
+  double latency_ns = 0;
+};
+
+// Latency against message size, sorted by size; at least one point.
+class CollectiveCurve {
+ public:
+  // Sorts the points; INVALID_ARGUMENT unless every size and latency is
+  // positive and finite and the sizes are distinct.
+  static absl::StatusOr<CollectiveCurve> Create(std::vector<CollectivePoint> points);
+
+  const std::vector<CollectivePoint>& points() const { return points_; }
+  bool Covers(double bytes) const {
+    return bytes >= points_.front().bytes && bytes <= points_.back().bytes;
+  }
+  bool IsPoint(double bytes) const;
+  // Log-log interpolation inside the range; the nearest end point outside it.
+  double LatencyNs(double bytes) const;
+
+ private:
+  explicit CollectiveCurve(std::vector<CollectivePoint> p) : points_(std::move(p)) {}
+  std::vector<CollectivePoint> points_;
+};
+
+// A set of tables for one GPU model: measured operators and collectives, and
+// the parameters of the analytical model that fills in whatever is missing.
+struct ProfileSet {
+  std::string name;
+  std::string gpu;
+  std::string provenance;  // where the numbers come from, for humans
+  AnalyticalParams params;
+  absl::flat_hash_map<OperatorKey, OperatorProfile> operators;
+  absl::flat_hash_map<CollectiveKey, CollectiveCurve> collectives;
+};
+
+}  // namespace vtrain
+
+#endif  // VTRAIN_CORE_PROFILE_PROFILE_H_

@@ -1,0 +1,204 @@
+#include "core/spec/job.h"
+
+#include <cstring>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+
+namespace vtrain {
+namespace {
+
+// Upper bounds that keep every product the simulator forms (tokens x hidden x
+// bytes, FLOPs) far inside int64 and double precision.
+constexpr int64_t kMaxLayers = 100'000;
+constexpr int64_t kMaxHidden = 1 << 18;
+constexpr int64_t kMaxHeads = 1 << 14;
+constexpr int64_t kMaxSeqLen = 1 << 20;
+constexpr int64_t kMaxVocab = 1 << 24;
+constexpr int64_t kMaxFfn = 1 << 20;
+constexpr int64_t kMaxParallel = 1 << 20;
+constexpr int64_t kMaxMicroBatch = 1 << 16;
+constexpr int64_t kMaxGlobalBatch = int64_t{1} << 31;
+constexpr int64_t kMaxGpus = 1 << 24;
+constexpr int64_t kMaxGpusPerNode = 1024;
+constexpr double kMaxBandwidth = 1e15;
+
+class Violations {
+ public:
+  // Checks lo <= value <= hi; returns whether it was in range.
+  bool InRange(absl::string_view field, int64_t value, int64_t lo, int64_t hi) {
+    if (value < lo) {
+      Add(absl::StrCat(field, "=", value, " must be at least ", lo));
+      return false;
+    }
+    if (value > hi) {
+      Add(absl::StrCat(field, "=", value, " exceeds the maximum ", hi, "; use a smaller value"));
+      return false;
+    }
+    return true;
+  }
+  bool Positive(absl::string_view field, double value, double hi) {
+    if (!(value > 0) || !std::isfinite(value)) {
+      Add(absl::StrCat(field, "=", value, " must be a positive number"));
+      return false;
+    }
+    if (value > hi) {
+      Add(absl::StrCat(field, "=", value, " exceeds the maximum ", hi, "; use a smaller value"));
+      return false;
+    }
+    return true;
+  }
+  void Add(std::string message) { messages_.push_back(std::move(message)); }
+  absl::Status ToStatus() const {
+    if (messages_.empty()) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrJoin(messages_, "; "));
+  }
+
+ private:
+  std::vector<std::string> messages_;
+};
+
+}  // namespace
+
+ClusterSpec DefaultCluster(const GpuSpec& gpu, int64_t num_gpus) {
+  ClusterSpec c;
+  c.gpu = gpu;
+  c.num_gpus = num_gpus;
+  c.intra_node_bandwidth_bytes_per_s = gpu.default_intra_node_bandwidth_bytes_per_s;
+  c.inter_node_bandwidth_bytes_per_s = gpu.default_inter_node_bandwidth_bytes_per_s;
+  return c;
+}
+
+absl::string_view ScheduleName(PipelineSchedule s) {
+  return s == PipelineSchedule::kGpipe ? "gpipe" : "1f1b";
+}
+
+absl::StatusOr<PipelineSchedule> ParseSchedule(absl::string_view name) {
+  if (name == "gpipe") return PipelineSchedule::kGpipe;
+  if (name == "1f1b") return PipelineSchedule::k1F1B;
+  return absl::InvalidArgumentError(
+      absl::StrCat("plan.schedule='", name, "' is unknown; use gpipe or 1f1b"));
+}
+
+absl::string_view RecomputeName(Recompute r) { return r == Recompute::kNone ? "none" : "full"; }
+
+absl::StatusOr<Recompute> ParseRecompute(absl::string_view name) {
+  if (name == "none") return Recompute::kNone;
+  if (name == "full") return Recompute::kFull;
+  return absl::InvalidArgumentError(
+      absl::StrCat("plan.recompute='", name, "' is unknown; use none or full"));
+}
+
+absl::Status ValidateJob(const Job& job) {
+  Violations v;
+  const ModelSpec& m = job.model;
+  const ParallelPlan& p = job.plan;
+  const ClusterSpec& c = job.cluster;
+
+  const bool layers_ok = v.InRange("model.num_layers", m.num_layers, 1, kMaxLayers);
+  const bool hidden_ok = v.InRange("model.hidden_size", m.hidden_size, 1, kMaxHidden);
+  const bool heads_ok = v.InRange("model.num_heads", m.num_heads, 1, kMaxHeads);
+  v.InRange("model.seq_len", m.seq_len, 1, kMaxSeqLen);
+  v.InRange("model.vocab_size", m.vocab_size, 1, kMaxVocab);
+  const bool ffn_ok = v.InRange("model.ffn_hidden_size", m.ffn_hidden_size, 0, kMaxFfn);
+  if (hidden_ok && heads_ok && m.hidden_size % m.num_heads != 0) {
+    v.Add(absl::StrCat("model.hidden_size=", m.hidden_size,
+                       " is not divisible by model.num_heads=", m.num_heads,
+                       "; choose a head count that divides the hidden size"));
+  }
+
+  const bool t_ok = v.InRange("plan.tensor_parallel", p.tensor_parallel, 1, kMaxParallel);
+  const bool d_ok = v.InRange("plan.data_parallel", p.data_parallel, 1, kMaxParallel);
+  const bool pp_ok = v.InRange("plan.pipeline_parallel", p.pipeline_parallel, 1, kMaxParallel);
+  const bool mb_ok = v.InRange("plan.micro_batch", p.micro_batch, 1, kMaxMicroBatch);
+  const bool gb_ok = v.InRange("plan.global_batch", p.global_batch, 1, kMaxGlobalBatch);
+  if (p.gradient_bucketing) {
+    v.InRange("plan.bucket_size_bytes", p.bucket_size_bytes, 1, int64_t{1} << 40);
+  }
+
+  const bool gpus_ok = v.InRange("cluster.num_gpus", c.num_gpus, 1, kMaxGpus);
+  v.InRange("cluster.gpus_per_node", c.gpus_per_node, 1, kMaxGpusPerNode);
+  v.Positive("cluster.intra_node_bandwidth", c.intra_node_bandwidth_bytes_per_s, kMaxBandwidth);
+  v.Positive("cluster.inter_node_bandwidth", c.inter_node_bandwidth_bytes_per_s, kMaxBandwidth);
+  if (!(c.price_usd_per_gpu_hour >= 0) || !std::isfinite(c.price_usd_per_gpu_hour)) {
+    v.Add(absl::StrCat("cluster.price_usd_per_gpu_hour=", c.price_usd_per_gpu_hour,
+                       " must be zero or a positive number"));
+  }
+  if (c.gpu.PeakFlops(p.dtype) <= 0) {
+    v.Add(absl::StrCat("plan.dtype=", DTypeName(p.dtype), " is not supported by GPU '",
+                       c.gpu.name, "'; use fp16"));
+  }
+
+  if (t_ok && d_ok && pp_ok && gpus_ok) {
+    // Each factor is below 2^20, so the product fits in int64.
+    const int64_t product = p.tensor_parallel * p.data_parallel * p.pipeline_parallel;
+    if (product != c.num_gpus) {
+      v.Add(absl::StrCat("plan.tensor_parallel * plan.data_parallel * plan.pipeline_parallel = ",
+                         p.tensor_parallel, " * ", p.data_parallel, " * ", p.pipeline_parallel,
+                         " = ", product, " does not equal cluster.num_gpus=", c.num_gpus,
+                         "; change the degrees or the GPU count"));
+    }
+  }
+  if (t_ok && heads_ok && m.num_heads % p.tensor_parallel != 0) {
+    v.Add(absl::StrCat("plan.tensor_parallel=", p.tensor_parallel,
+                       " does not divide model.num_heads=", m.num_heads,
+                       "; use a tensor-parallel degree that divides the head count"));
+  }
+  if (t_ok && ffn_ok && hidden_ok && m.ffn() % p.tensor_parallel != 0) {
+    v.Add(absl::StrCat("plan.tensor_parallel=", p.tensor_parallel,
+                       " does not divide the FFN size ", m.ffn(),
+                       "; use a tensor-parallel degree that divides model.ffn_hidden_size"));
+  }
+  if (pp_ok && layers_ok && m.num_layers % p.pipeline_parallel != 0) {
+    v.Add(absl::StrCat("plan.pipeline_parallel=", p.pipeline_parallel,
+                       " does not divide model.num_layers=", m.num_layers,
+                       "; use a pipeline degree that divides the layer count"));
+  }
+  if (d_ok && mb_ok && gb_ok && p.global_batch % (p.data_parallel * p.micro_batch) != 0) {
+    v.Add(absl::StrCat("plan.global_batch=", p.global_batch,
+                       " is not divisible by plan.data_parallel * plan.micro_batch = ",
+                       p.data_parallel * p.micro_batch,
+                       "; use a global batch that is a multiple of it"));
+  }
+  return v.ToStatus();
+}
+
+absl::StatusOr<double> ParseBandwidth(absl::string_view text, absl::string_view field) {
+  struct Unit {
+    const char* suffix;
+    double bytes_per_s;
+  };
+  // Longest suffixes first so "GiB/s" is not read as "B/s".
+  static constexpr Unit kUnits[] = {
+      {"KiB/s", 1024.0},     {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0},
+      {"TiB/s", 1099511627776.0},
+      {"kB/s", 1e3},         {"KB/s", 1e3},        {"MB/s", 1e6},
+      {"GB/s", 1e9},         {"TB/s", 1e12},       {"kb/s", 1e3 / 8},
+      {"Kb/s", 1e3 / 8},     {"Mb/s", 1e6 / 8},    {"Gb/s", 1e9 / 8},
+      {"Tb/s", 1e12 / 8},    {"B/s", 1.0},         {"b/s", 1.0 / 8},
+  };
+  const absl::string_view trimmed = absl::StripAsciiWhitespace(text);
+  for (const Unit& u : kUnits) {
+    if (!absl::EndsWith(trimmed, u.suffix)) continue;
+    absl::string_view number = trimmed.substr(0, trimmed.size() - std::strlen(u.suffix));
+    number = absl::StripAsciiWhitespace(number);
+    double value = 0;
+    if (!absl::SimpleAtod(number, &value) || !(value > 0) || !std::isfinite(value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, "='", text, "' is not a positive number with a unit; write e.g. 150GB/s"));
+    }
+    return value * u.bytes_per_s;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, "='", text,
+                   "' has no bandwidth unit; write e.g. 150GB/s (bytes) or 800Gb/s (bits)"));
+}
+
+}  // namespace vtrain

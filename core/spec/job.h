@@ -1,0 +1,75 @@
+// Cluster and parallel-plan descriptions, and the validation of a whole job
+// (model + plan + cluster) that reports every violation at once.
+#ifndef VTRAIN_CORE_SPEC_JOB_H_
+#define VTRAIN_CORE_SPEC_JOB_H_
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/spec/gpu.h"
+#include "core/spec/model.h"
+
+namespace vtrain {
+
+struct ClusterSpec {
+  GpuSpec gpu;
+  int64_t num_gpus = 0;
+  int64_t gpus_per_node = 8;
+  double intra_node_bandwidth_bytes_per_s = 0;  // per GPU, one direction (NVLink)
+  double inter_node_bandwidth_bytes_per_s = 0;  // per node, all NICs together
+  double price_usd_per_gpu_hour = 0;            // 0: no cost is computed
+};
+
+// A cluster of `num_gpus` GPUs of `gpu` with that GPU's default bandwidths.
+ClusterSpec DefaultCluster(const GpuSpec& gpu, int64_t num_gpus);
+
+enum class PipelineSchedule { kGpipe, k1F1B };
+enum class Recompute { kNone, kFull };
+
+absl::string_view ScheduleName(PipelineSchedule schedule);
+absl::StatusOr<PipelineSchedule> ParseSchedule(absl::string_view name);
+absl::string_view RecomputeName(Recompute recompute);
+absl::StatusOr<Recompute> ParseRecompute(absl::string_view name);
+
+// How one training iteration is split over the GPUs (Megatron-style 3D
+// parallelism: tensor t, data d, pipeline p).
+struct ParallelPlan {
+  int64_t tensor_parallel = 1;
+  int64_t data_parallel = 1;
+  int64_t pipeline_parallel = 1;
+  int64_t micro_batch = 1;
+  int64_t global_batch = 1;
+  PipelineSchedule schedule = PipelineSchedule::k1F1B;
+  Recompute recompute = Recompute::kFull;
+  bool gradient_bucketing = false;  // overlap DP all-reduce with the last backward
+  int64_t bucket_size_bytes = 25 * (int64_t{1} << 20);
+  DType dtype = DType::kFp16;
+
+  // global_batch / (d * micro_batch): micro-batches per replica per iteration.
+  int64_t num_micro_batches() const {
+    return global_batch / (data_parallel * micro_batch);
+  }
+};
+
+struct Job {
+  ModelSpec model;
+  ParallelPlan plan;
+  ClusterSpec cluster;
+};
+
+// Checks every constraint of the job and returns OK, or one INVALID_ARGUMENT
+// whose message lists every violation, each naming the field and the fix,
+// separated by "; ". Absurd values are rejected before any arithmetic on them
+// can overflow.
+absl::Status ValidateJob(const Job& job);
+
+// Bandwidth with an explicit unit: "150GB/s", "800Gb/s", "25GiB/s", "1.6Tb/s".
+// Returns bytes per second; `field` names the input in error messages.
+absl::StatusOr<double> ParseBandwidth(absl::string_view text, absl::string_view field);
+
+}  // namespace vtrain
+
+#endif  // VTRAIN_CORE_SPEC_JOB_H_
