@@ -42,14 +42,62 @@ struct ActionTemplate {
   }
 };
 
+// Where the builder puts tasks: a materialised graph, or a timeline that runs
+// each task as soon as it is generated (the streaming fast path).
+class GraphSink {
+ public:
+  using Handle = TaskId;
+  explicit GraphSink(TaskGraph& graph) : graph_(graph) {}
+  static Handle None() { return -1; }
+  static bool IsSet(Handle h) { return h >= 0; }
+  StreamId AddStream(std::string name) { return graph_.AddStream(std::move(name)); }
+  int32_t Label(const std::string& name) { return graph_.AddLabel(name); }
+  void Reserve(int64_t tasks, int64_t edges) { graph_.Reserve(tasks, edges); }
+  Handle Add(StreamId stream, int64_t duration_ns, int64_t gap_ns, TaskKind kind, int32_t label,
+             absl::Span<const Handle> parents) {
+    return graph_.AddTask(stream, duration_ns, gap_ns, kind, label, parents);
+  }
+  bool Stopped() const { return false; }
+  int64_t num_tasks() const { return graph_.num_tasks(); }
+
+ private:
+  TaskGraph& graph_;
+};
+
+class TimelineSink {
+ public:
+  using Handle = Completion;
+  explicit TimelineSink(const std::function<bool()>& cancelled) : cancelled_(cancelled) {}
+  static Handle None() { return Completion{}; }
+  static bool IsSet(const Handle& h) { return h.finish_ns >= 0; }
+  StreamId AddStream(const std::string&) { return timeline_.AddStream(); }
+  int32_t Label(const std::string&) { return 0; }
+  void Reserve(int64_t, int64_t) {}
+  Handle Add(StreamId stream, int64_t duration_ns, int64_t gap_ns, TaskKind kind, int32_t,
+             absl::Span<const Handle> parents) {
+    if ((++num_tasks_ & 0xFFFF) == 0 && cancelled_ && cancelled_()) stopped_ = true;
+    return timeline_.Run(stream, duration_ns, gap_ns, kind, parents);
+  }
+  bool Stopped() const { return stopped_; }
+  int64_t num_tasks() const { return num_tasks_; }
+  const Timeline& timeline() const { return timeline_; }
+
+ private:
+  const std::function<bool()>& cancelled_;
+  Timeline timeline_;
+  int64_t num_tasks_ = 0;
+  bool stopped_ = false;
+};
+
+template <typename Sink>
 class TemplateWriter {
  public:
-  explicit TemplateWriter(TaskGraph& graph) : graph_(graph) { segments_.emplace_back(); }
+  explicit TemplateWriter(Sink& sink) : sink_(sink) { segments_.emplace_back(); }
 
   void Operator(const OperatorProfile& profile) {
     for (const KernelRecord& k : profile.kernels) {
       segments_.back().items.push_back(
-          Item{k.duration_ns, k.gap_ns, graph_.AddLabel(k.name), TaskKind::kCompute});
+          Item{k.duration_ns, k.gap_ns, sink_.Label(k.name), TaskKind::kCompute});
     }
   }
   void TensorParallel(int64_t duration_ns, int32_t label) {
@@ -84,9 +132,32 @@ class TemplateWriter {
   }
 
  private:
-  TaskGraph& graph_;
+  Sink& sink_;
   std::vector<Segment> segments_;
   int64_t tensor_parallel_ns_ = 0;
+};
+
+// Point-to-point transfers from one stage to its neighbour, in micro-batch
+// order. Both schedules produce and consume them in that order, so a FIFO
+// whose storage is reused once drained holds only those in flight.
+template <typename Handle>
+class SendQueue {
+ public:
+  bool empty() const { return head_ == items_.size(); }
+  void Push(int64_t micro_batch, const Handle& h) { items_.push_back({micro_batch, h}); }
+  Handle Pop(int64_t micro_batch) {
+    VTRAIN_CHECK(!empty() && items_[head_].first == micro_batch);
+    Handle h = items_[head_++].second;
+    if (empty()) {
+      items_.clear();
+      head_ = 0;
+    }
+    return h;
+  }
+
+ private:
+  std::vector<std::pair<int64_t, Handle>> items_;
+  size_t head_ = 0;
 };
 
 struct StageTemplates {
@@ -97,10 +168,14 @@ struct StageTemplates {
   double parameters_per_gpu = 0;
 };
 
+template <typename Sink>
 class Builder {
  public:
-  Builder(const Job& job, ProfileLookup& lookup, const BuildOptions& options)
-      : job_(job),
+  using Handle = typename Sink::Handle;
+
+  Builder(const Job& job, ProfileLookup& lookup, const BuildOptions& options, Sink& sink)
+      : sink_(sink),
+        job_(job),
         model_(job.model),
         plan_(job.plan),
         cluster_(job.cluster),
@@ -115,7 +190,10 @@ class Builder {
                           static_cast<double>(model_.seq_len) *
                           static_cast<double>(model_.hidden_size) * kElemBytes) {}
 
-  absl::StatusOr<IterationGraph> Build();
+  // Generates every task into the sink; fills stages().
+  absl::Status Build();
+  std::vector<StageInfo>& stages() { return stages_; }
+  int64_t num_micro_batches() const { return m_; }
 
  private:
   OperatorKey Key(OperatorKind op, double num_parameters = 0) const {
@@ -158,10 +236,11 @@ class Builder {
   ActionTemplate Backward(bool has_embedding, bool has_logit, bool bucketed);
   int64_t CountTasks() const;
   void EmitAction(int64_t stage, PipelineAction action);
-  TaskId EmitTemplate(const ActionTemplate& t, StreamId stream, absl::Span<const TaskId> parents,
-                      StreamId bucket_stream, TaskId* last_bucket);
+  Handle EmitTemplate(const ActionTemplate& t, StreamId stream, absl::Span<const Handle> parents,
+                      StreamId bucket_stream, Handle* last_bucket);
   void EmitTail();
 
+  Sink& sink_;
   const Job& job_;
   const ModelSpec& model_;
   const ParallelPlan& plan_;
@@ -173,18 +252,20 @@ class Builder {
   int64_t layers_per_stage_ = 0;
   bool bucketing_ = false;
 
-  IterationGraph out_;
+  std::vector<StageInfo> stages_;
   std::vector<const StageTemplates*> stage_templates_;
   std::vector<StageTemplates> distinct_templates_;  // first, middle, last, or single
   std::vector<int64_t> send_ns_;                    // per stage boundary s -> s+1
   int32_t send_label_ = 0, dp_label_ = 0, emb_label_ = 0;
-  std::vector<TaskId> forward_send_, backward_send_;  // [stage * m + micro-batch]
-  std::vector<TaskId> last_backward_, last_dp_;       // per stage
+  // forward_sends_[s]: stage s to s+1; backward_sends_[s]: stage s to s-1.
+  std::vector<SendQueue<Handle>> forward_sends_, backward_sends_;
+  std::vector<Handle> last_backward_, last_dp_;       // per stage
 };
 
-ActionTemplate Builder::Forward(bool has_embedding, bool has_logit) {
-  TemplateWriter w(out_.graph);
-  const int32_t tp_label = out_.graph.AddLabel("tp_all_reduce");
+template <typename Sink>
+ActionTemplate Builder<Sink>::Forward(bool has_embedding, bool has_logit) {
+  TemplateWriter<Sink> w(sink_);
+  const int32_t tp_label = sink_.Label("tp_all_reduce");
   const int64_t tp_ns = t_ > 1 ? CollectiveNs(Collective::kAllReduce, activation_bytes_,
                                               TensorParallelGroup()) +
                                      std::llround(lookup_.params().tp_collective_overhead_ns)
@@ -212,12 +293,13 @@ ActionTemplate Builder::Forward(bool has_embedding, bool has_logit) {
       for (int i = 0; i < 3; ++i) w.TensorParallel(small_ns, tp_label);
     }
   }
-  return std::move(w).Take(options_.granularity, out_.graph.AddLabel("forward"));
+  return std::move(w).Take(options_.granularity, sink_.Label("forward"));
 }
 
-ActionTemplate Builder::Backward(bool has_embedding, bool has_logit, bool bucketed) {
-  TemplateWriter w(out_.graph);
-  const int32_t tp_label = out_.graph.AddLabel("tp_all_reduce");
+template <typename Sink>
+ActionTemplate Builder<Sink>::Backward(bool has_embedding, bool has_logit, bool bucketed) {
+  TemplateWriter<Sink> w(sink_);
+  const int32_t tp_label = sink_.Label("tp_all_reduce");
   const int64_t tp_ns = t_ > 1 ? CollectiveNs(Collective::kAllReduce, activation_bytes_,
                                               TensorParallelGroup()) +
                                      std::llround(lookup_.params().tp_collective_overhead_ns)
@@ -263,10 +345,11 @@ ActionTemplate Builder::Backward(bool has_embedding, bool has_logit, bool bucket
                     static_cast<double>(model_.seq_len) * h);
   }
   w.EndSegment(bucketed ? pending : 0);
-  return std::move(w).Take(options_.granularity, out_.graph.AddLabel("backward"));
+  return std::move(w).Take(options_.granularity, sink_.Label("backward"));
 }
 
-StageTemplates Builder::MakeTemplates(bool has_embedding, bool has_logit) {
+template <typename Sink>
+StageTemplates Builder<Sink>::MakeTemplates(bool has_embedding, bool has_logit) {
   StageTemplates s;
   const double h = static_cast<double>(model_.hidden_size);
   const double t = static_cast<double>(t_);
@@ -281,16 +364,17 @@ StageTemplates Builder::MakeTemplates(bool has_embedding, bool has_logit) {
   s.forward = Forward(has_embedding, has_logit);
   s.backward = Backward(has_embedding, has_logit, false);
   s.backward_last = bucketing_ ? Backward(has_embedding, has_logit, true) : s.backward;
-  TemplateWriter w(out_.graph);
+  TemplateWriter<Sink> w(sink_);
   w.Operator(Op(OperatorKind::kOptimizerStep, s.parameters_per_gpu));
-  s.optimizer = std::move(w).Take(options_.granularity, out_.graph.AddLabel("optimizer_step"));
+  s.optimizer = std::move(w).Take(options_.granularity, sink_.Label("optimizer_step"));
   for (Segment& seg : s.optimizer.segments) {
     for (Item& i : seg.items) i.kind = TaskKind::kOptimizer;
   }
   return s;
 }
 
-int64_t Builder::CountTasks() const {
+template <typename Sink>
+int64_t Builder<Sink>::CountTasks() const {
   double count = 0;
   for (int64_t s = 0; s < p_; ++s) {
     const StageTemplates& st = *stage_templates_[s];
@@ -308,70 +392,84 @@ int64_t Builder::CountTasks() const {
   return count > 9e18 ? INT64_MAX : static_cast<int64_t>(count);
 }
 
-TaskId Builder::EmitTemplate(const ActionTemplate& t, StreamId stream,
-                             absl::Span<const TaskId> parents, StreamId bucket_stream,
-                             TaskId* last_bucket) {
-  TaskGraph& g = out_.graph;
-  TaskId last = -1;
+template <typename Sink>
+typename Sink::Handle Builder<Sink>::EmitTemplate(const ActionTemplate& t, StreamId stream,
+                                                  absl::Span<const Handle> parents,
+                                                  StreamId bucket_stream, Handle* last_bucket) {
+  // The operator fast path's common case: one merged task, no bucket.
+  if (t.segments.size() == 1 && t.segments[0].items.size() == 1 &&
+      t.segments[0].bucket_bytes == 0) {
+    const Item& i = t.segments[0].items[0];
+    return sink_.Add(stream, i.duration_ns, i.gap_ns, i.kind, i.label, parents);
+  }
+  Handle last = Sink::None();
   bool first = true;
   for (const Segment& seg : t.segments) {
     for (const Item& i : seg.items) {
-      last = g.AddTask(stream, i.duration_ns, i.gap_ns, i.kind, i.label,
-                       first ? parents : absl::Span<const TaskId>());
+      last = sink_.Add(stream, i.duration_ns, i.gap_ns, i.kind, i.label,
+                       first ? parents : absl::Span<const Handle>());
       first = false;
     }
     if (seg.bucket_bytes > 0 && last_bucket != nullptr) {
       const int64_t ns =
           CollectiveNs(Collective::kAllReduce, seg.bucket_bytes, DataParallelGroup());
-      *last_bucket = g.AddTask(bucket_stream, ns, 0, TaskKind::kDataParallel, dp_label_, {last});
+      *last_bucket = sink_.Add(bucket_stream, ns, 0, TaskKind::kDataParallel, dp_label_,
+                               absl::MakeConstSpan(&last, 1));
     }
   }
   return last;
 }
 
-void Builder::EmitAction(int64_t s, PipelineAction a) {
+template <typename Sink>
+void Builder<Sink>::EmitAction(int64_t s, PipelineAction a) {
   const StageTemplates& st = *stage_templates_[s];
-  const StageInfo& info = out_.stages[s];
+  const StageInfo& info = stages_[s];
   const int64_t j = a.micro_batch;
-  TaskGraph& g = out_.graph;
   if (a.forward) {
-    TaskId recv = s > 0 ? forward_send_[(s - 1) * m_ + j] : -1;
-    const TaskId last = EmitTemplate(st.forward, info.compute_stream,
-                                     s > 0 ? absl::MakeConstSpan(&recv, 1) : absl::Span<const TaskId>(),
-                                     info.data_parallel_stream, nullptr);
+    Handle recv = Sink::None();
+    if (s > 0) recv = forward_sends_[s - 1].Pop(j);
+    const Handle last = EmitTemplate(
+        st.forward, info.compute_stream,
+        s > 0 ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>(),
+        info.data_parallel_stream, nullptr);
     if (s + 1 < p_) {
-      forward_send_[s * m_ + j] =
-          g.AddTask(info.pipeline_stream, send_ns_[s], 0, TaskKind::kPipeline, send_label_, {last});
+      forward_sends_[s].Push(j, sink_.Add(info.pipeline_stream, send_ns_[s], 0,
+                                          TaskKind::kPipeline, send_label_,
+                                          absl::MakeConstSpan(&last, 1)));
     }
     return;
   }
   const bool is_last = j == m_ - 1;
-  TaskId recv = s + 1 < p_ ? backward_send_[(s + 1) * m_ + j] : -1;
+  Handle recv = Sink::None();
+  if (s + 1 < p_) recv = backward_sends_[s + 1].Pop(j);
   const bool bucketed = is_last && bucketing_ && d_ > 1;
-  const TaskId last = EmitTemplate(
+  const Handle last = EmitTemplate(
       is_last ? st.backward_last : st.backward, info.compute_stream,
-      s + 1 < p_ ? absl::MakeConstSpan(&recv, 1) : absl::Span<const TaskId>(),
+      s + 1 < p_ ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>(),
       info.data_parallel_stream, bucketed ? &last_dp_[s] : nullptr);
   if (s > 0) {
-    backward_send_[s * m_ + j] =
-        g.AddTask(info.pipeline_stream, send_ns_[s - 1], 0, TaskKind::kPipeline, send_label_, {last});
+    backward_sends_[s].Push(j, sink_.Add(info.pipeline_stream, send_ns_[s - 1], 0,
+                                         TaskKind::kPipeline, send_label_,
+                                         absl::MakeConstSpan(&last, 1)));
   }
   if (is_last) last_backward_[s] = last;
 }
 
-void Builder::EmitTail() {
-  TaskGraph& g = out_.graph;
+template <typename Sink>
+void Builder<Sink>::EmitTail() {
   // Without bucketing, each stage all-reduces all its gradients at once.
   if (d_ > 1 && !bucketing_) {
     for (int64_t s = 0; s < p_; ++s) {
       const double bytes = stage_templates_[s]->parameters_per_gpu * kElemBytes;
       const int64_t ns = CollectiveNs(Collective::kAllReduce, bytes, DataParallelGroup());
-      last_dp_[s] = g.AddTask(out_.stages[s].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
-                              dp_label_, {last_backward_[s]});
+      last_dp_[s] = sink_.Add(stages_[s].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
+                              dp_label_, absl::MakeConstSpan(&last_backward_[s], 1));
     }
   }
-  auto done = [&](int64_t s) { return last_dp_[s] >= 0 ? last_dp_[s] : last_backward_[s]; };
-  TaskId embedding_sync = -1;
+  auto done = [&](int64_t s) {
+    return Sink::IsSet(last_dp_[s]) ? last_dp_[s] : last_backward_[s];
+  };
+  Handle embedding_sync = Sink::None();
   if (p_ > 1) {
     // Tied embeddings: the first and last stages all-reduce the word
     // embedding gradient (Megatron's allreduce_embedding_grads).
@@ -379,25 +477,26 @@ void Builder::EmitTail() {
                          static_cast<double>(model_.hidden_size) / static_cast<double>(t_) *
                          kElemBytes;
     const int64_t ns = CollectiveNs(Collective::kAllReduce, bytes, StagePairGroup(0, p_ - 1));
-    embedding_sync = g.AddTask(out_.stages[0].data_parallel_stream, ns, 0,
-                               TaskKind::kDataParallel, emb_label_, {done(0), done(p_ - 1)});
+    const Handle ends[2] = {done(0), done(p_ - 1)};
+    embedding_sync = sink_.Add(stages_[0].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
+                               emb_label_, ends);
   }
   for (int64_t s = 0; s < p_; ++s) {
-    std::vector<TaskId> parents = {done(s)};
-    if (embedding_sync >= 0 && (s == 0 || s == p_ - 1)) parents.push_back(embedding_sync);
-    EmitTemplate(stage_templates_[s]->optimizer, out_.stages[s].compute_stream, parents,
-                 out_.stages[s].data_parallel_stream, nullptr);
+    Handle parents[2] = {done(s), embedding_sync};
+    const bool synced = Sink::IsSet(embedding_sync) && (s == 0 || s == p_ - 1);
+    EmitTemplate(stage_templates_[s]->optimizer, stages_[s].compute_stream,
+                 absl::MakeConstSpan(parents, synced ? 2 : 1), stages_[s].data_parallel_stream,
+                 nullptr);
   }
 }
 
-absl::StatusOr<IterationGraph> Builder::Build() {
+template <typename Sink>
+absl::Status Builder<Sink>::Build() {
   layers_per_stage_ = model_.num_layers / p_;
   bucketing_ = plan_.gradient_bucketing && d_ > 1;
-  out_.num_micro_batches = m_;
-  TaskGraph& g = out_.graph;
-  send_label_ = g.AddLabel("pipeline_send_recv");
-  dp_label_ = g.AddLabel("dp_all_reduce");
-  emb_label_ = g.AddLabel("embedding_all_reduce");
+  send_label_ = sink_.Label("pipeline_send_recv");
+  dp_label_ = sink_.Label("dp_all_reduce");
+  emb_label_ = sink_.Label("embedding_all_reduce");
 
   // Stages differ only in holding the embedding (first) or the logit (last).
   distinct_templates_.reserve(4);
@@ -422,7 +521,8 @@ absl::StatusOr<IterationGraph> Builder::Build() {
         " granularity, above the limit max_tasks=", options_.max_tasks,
         "; use operator granularity, fewer micro-batches, or raise the limit"));
   }
-  g.Reserve(tasks, 2 * tasks / std::max<int64_t>(1, stage_templates_[0]->forward.NumItems()) + 4 * p_);
+  sink_.Reserve(tasks, 2 * tasks / std::max<int64_t>(1, stage_templates_[0]->forward.NumItems()) +
+                          4 * p_);
 
   send_ns_.resize(std::max<int64_t>(0, p_ - 1));
   const double send_bytes = activation_bytes_ / static_cast<double>(t_);  // scatter-gather
@@ -430,56 +530,60 @@ absl::StatusOr<IterationGraph> Builder::Build() {
     send_ns_[s] = CollectiveNs(Collective::kSendRecv, send_bytes, StagePairGroup(s, 1));
   }
 
-  out_.stages.resize(p_);
+  stages_.resize(p_);
   for (int64_t s = 0; s < p_; ++s) {
-    StageInfo& info = out_.stages[s];
+    StageInfo& info = stages_[s];
     const StageTemplates& st = *stage_templates_[s];
     info.first_layer = s * layers_per_stage_;
     info.num_layers = layers_per_stage_;
     info.has_embedding = s == 0;
     info.has_logit = s == p_ - 1;
-    info.compute_stream = g.AddStream(absl::StrCat("stage", s, "/compute"));
-    info.pipeline_stream = g.AddStream(absl::StrCat("stage", s, "/pipeline"));
-    info.data_parallel_stream = g.AddStream(absl::StrCat("stage", s, "/data_parallel"));
+    info.compute_stream = sink_.AddStream(absl::StrCat("stage", s, "/compute"));
+    info.pipeline_stream = sink_.AddStream(absl::StrCat("stage", s, "/pipeline"));
+    info.data_parallel_stream = sink_.AddStream(absl::StrCat("stage", s, "/data_parallel"));
     info.tensor_parallel_ns = m_ * (st.forward.tensor_parallel_ns + st.backward.tensor_parallel_ns);
     info.parameters_per_gpu = st.parameters_per_gpu;
   }
 
-  forward_send_.assign(p_ * m_, -1);
-  backward_send_.assign(p_ * m_, -1);
-  last_backward_.assign(p_, -1);
-  last_dp_.assign(p_, -1);
+  forward_sends_.resize(p_);
+  backward_sends_.resize(p_);
+  last_backward_.assign(p_, Sink::None());
+  last_dp_.assign(p_, Sink::None());
 
   // Emit actions in a wavefront so that every task's parents exist when it is
   // added: forwards flow down the pipeline, backwards up.
   std::vector<int64_t> next(p_, 0);
   int64_t remaining = p_ * 2 * m_;
+  const int64_t actions_per_stage = 2 * m_;
   auto drain = [&](int64_t s) {
-    bool progressed = false;
-    while (next[s] < 2 * m_) {
-      const PipelineAction a = ScheduleAction(plan_.schedule, s, p_, m_, next[s]);
-      const bool ready = a.forward ? (s == 0 || forward_send_[(s - 1) * m_ + a.micro_batch] >= 0)
-                                   : (s + 1 == p_ || backward_send_[(s + 1) * m_ + a.micro_batch] >= 0);
+    int64_t i = next[s];
+    const int64_t begin = i;
+    while (i < actions_per_stage) {
+      const PipelineAction a = ScheduleAction(plan_.schedule, s, p_, m_, i);
+      // Sends arrive in micro-batch order, so a waiting one is this action's.
+      const bool ready = a.forward ? (s == 0 || !forward_sends_[s - 1].empty())
+                                   : (s + 1 == p_ || !backward_sends_[s + 1].empty());
       if (!ready) break;
       EmitAction(s, a);
-      ++next[s];
-      --remaining;
-      progressed = true;
+      ++i;
     }
-    return progressed;
+    next[s] = i;
+    remaining -= i - begin;
+    return i > begin;
   };
   while (remaining > 0) {
     bool progressed = false;
     for (int64_t s = 0; s < p_; ++s) progressed |= drain(s);
     for (int64_t s = p_ - 1; s >= 0; --s) progressed |= drain(s);
+    if (sink_.Stopped()) return absl::CancelledError("simulation cancelled by the caller");
     if (!progressed) {
       return absl::InternalError(absl::StrCat("pipeline schedule ", ScheduleName(plan_.schedule),
                                               " deadlocked with ", remaining, " actions left"));
     }
   }
   EmitTail();
-  VTRAIN_CHECK(g.num_tasks() == tasks);
-  return std::move(out_);
+  VTRAIN_CHECK(sink_.num_tasks() == tasks);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -498,8 +602,28 @@ absl::StatusOr<Granularity> ParseGranularity(absl::string_view name) {
 absl::StatusOr<IterationGraph> BuildIterationGraph(const Job& job, ProfileLookup& lookup,
                                                    const BuildOptions& options) {
   VTRAIN_RETURN_IF_ERROR(ValidateJob(job));
-  Builder builder(job, lookup, options);
-  return builder.Build();
+  IterationGraph out;
+  GraphSink sink(out.graph);
+  Builder<GraphSink> builder(job, lookup, options, sink);
+  VTRAIN_RETURN_IF_ERROR(builder.Build());
+  out.stages = std::move(builder.stages());
+  out.num_micro_batches = builder.num_micro_batches();
+  return out;
+}
+
+absl::StatusOr<IterationSimulation> SimulateIteration(const Job& job, ProfileLookup& lookup,
+                                                      const BuildOptions& options,
+                                                      const std::function<bool()>& cancelled) {
+  VTRAIN_RETURN_IF_ERROR(ValidateJob(job));
+  TimelineSink sink(cancelled);
+  Builder<TimelineSink> builder(job, lookup, options, sink);
+  VTRAIN_RETURN_IF_ERROR(builder.Build());
+  IterationSimulation out;
+  out.result = sink.timeline().Finish();
+  out.stages = std::move(builder.stages());
+  out.num_micro_batches = builder.num_micro_batches();
+  out.num_tasks = sink.num_tasks();
+  return out;
 }
 
 }  // namespace vtrain

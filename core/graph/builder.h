@@ -8,7 +8,10 @@
 #include "absl/strings/string_view.h"
 #include <vector>
 
+#include <functional>
+
 #include "absl/status/statusor.h"
+#include "core/engine/timeline.h"
 #include "core/graph/task_graph.h"
 #include "core/profile/lookup.h"
 #include "core/spec/job.h"
@@ -52,12 +55,28 @@ struct BuildOptions {
   int64_t max_tasks = 100'000'000;
 };
 
-// Builds the graph for a validated `job`, resolving every operator and
+// Builds the graph for `job` (validated here), resolving every operator and
 // collective through `lookup` (which records their fidelity). Returns
 // RESOURCE_EXHAUSTED, naming the limit, when the graph would exceed
 // options.max_tasks.
 absl::StatusOr<IterationGraph> BuildIterationGraph(const Job& job, ProfileLookup& lookup,
                                                    const BuildOptions& options);
+
+struct IterationSimulation {
+  SimulationResult result;
+  std::vector<StageInfo> stages;
+  int64_t num_micro_batches = 0;
+  int64_t num_tasks = 0;
+};
+
+// The streaming path: generates the same tasks as BuildIterationGraph, in the
+// same order, but runs each on a Timeline as it is generated instead of
+// storing it, so the result equals Simulate(BuildIterationGraph(...)) with
+// memory independent of the task count. `cancelled` (may be empty) is polled
+// every 65,536 tasks; CANCELLED when it returns true.
+absl::StatusOr<IterationSimulation> SimulateIteration(const Job& job, ProfileLookup& lookup,
+                                                      const BuildOptions& options,
+                                                      const std::function<bool()>& cancelled);
 
 }  // namespace vtrain
 

@@ -1,5 +1,7 @@
 #include "core/graph/task_graph.h"
 
+#include <cstdint>
+
 #include "core/util/status_macros.h"
 
 namespace vtrain {
@@ -23,8 +25,9 @@ TaskId TaskGraph::AddTask(StreamId stream, int64_t duration_ns, int64_t gap_ns, 
   VTRAIN_CHECK(duration_ns >= 0 && gap_ns >= 0);
   for (TaskId p : parents) VTRAIN_CHECK(p >= 0 && p < id);
   tasks_.push_back(Task{duration_ns, gap_ns, stream, label, kind});
+  VTRAIN_CHECK(parents_.size() + parents.size() < UINT32_MAX);
   parents_.insert(parents_.end(), parents.begin(), parents.end());
-  parent_begin_.push_back(static_cast<int64_t>(parents_.size()));
+  parent_begin_.push_back(static_cast<uint32_t>(parents_.size()));
   return id;
 }
 
@@ -36,7 +39,7 @@ void TaskGraph::Reserve(int64_t tasks, int64_t edges) {
 
 int64_t TaskGraph::MemoryBytes() const {
   return static_cast<int64_t>(tasks_.capacity() * sizeof(Task) +
-                              parent_begin_.capacity() * sizeof(int64_t) +
+                              parent_begin_.capacity() * sizeof(uint32_t) +
                               parents_.capacity() * sizeof(TaskId));
 }
 

@@ -39,21 +39,31 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
   BuildOptions build;
   build.granularity = options.granularity;
   build.max_tasks = options.max_tasks;
-  VTRAIN_ASSIGN_OR_RETURN(IterationGraph graph, BuildIterationGraph(job, lookup, build));
-  SimulationOptions sim;
-  sim.cancelled = options.cancelled;
-  VTRAIN_ASSIGN_OR_RETURN(SimulationResult result, Simulate(graph.graph, sim));
-
   Prediction p;
+  IterationSimulation sim;
+  if (options.granularity == Granularity::kKernel) {
+    // Kernel granularity materialises the whole graph and runs the engine.
+    VTRAIN_ASSIGN_OR_RETURN(IterationGraph graph, BuildIterationGraph(job, lookup, build));
+    SimulationOptions sim_options;
+    sim_options.cancelled = options.cancelled;
+    VTRAIN_ASSIGN_OR_RETURN(sim.result, Simulate(graph.graph, sim_options));
+    sim.stages = std::move(graph.stages);
+    sim.num_micro_batches = graph.num_micro_batches;
+    sim.num_tasks = graph.graph.num_tasks();
+    p.graph_bytes = graph.graph.MemoryBytes();
+  } else {
+    // The fast path merges operators and runs tasks as they are generated.
+    VTRAIN_ASSIGN_OR_RETURN(sim, SimulateIteration(job, lookup, build, options.cancelled));
+  }
+  const SimulationResult& result = sim.result;
   p.iteration_time_ns = result.makespan_ns;
-  p.num_micro_batches = graph.num_micro_batches;
+  p.num_micro_batches = sim.num_micro_batches;
   p.granularity = options.granularity;
-  p.num_tasks = graph.graph.num_tasks();
-  p.graph_bytes = graph.graph.MemoryBytes();
+  p.num_tasks = sim.num_tasks;
   p.profile_set = profiles.name;
 
-  for (size_t s = 0; s < graph.stages.size(); ++s) {
-    const StageInfo& info = graph.stages[s];
+  for (size_t s = 0; s < sim.stages.size(); ++s) {
+    const StageInfo& info = sim.stages[s];
     const StreamStats& c = result.streams[info.compute_stream];
     StageBreakdown b;
     b.stage = static_cast<int64_t>(s);

@@ -59,7 +59,7 @@ struct Prediction {
   // How it was computed.
   Granularity granularity = Granularity::kOperator;
   int64_t num_tasks = 0;
-  int64_t graph_bytes = 0;
+  int64_t graph_bytes = 0;  // memory of the materialised graph (kernel granularity only)
   std::string profile_set;
   FidelitySummary fidelity;
 
