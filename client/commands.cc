@@ -22,6 +22,8 @@ constexpr char kUsage[] =
     "commands:\n"
     "  predict   simulate one training iteration of a model, plan and cluster\n"
     "  presets   list the model presets and GPU models\n"
+    "  validate  compare predictions with measured iteration times (MAPE, R^2)\n"
+    "  calibrate fit the analytical model to measured runs; cross-validated error\n"
     "  help      show this message\n"
     "\n"
     "'vtrainctl COMMAND --help' shows the flags of a command.\n";
@@ -148,6 +150,8 @@ int RunVtrainctl(const std::vector<std::string>& args, std::ostream& out, std::o
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (command == "predict") return RunPredict(rest, out, err);
   if (command == "presets") return RunPresets(rest, out, err);
+  if (command == "validate") return RunValidate(rest, out, err);
+  if (command == "calibrate") return RunCalibrate(rest, out, err);
   if (command == "help" || command == "--help" || command == "-h") {
     out << kUsage;
     return kExitOk;

@@ -19,6 +19,8 @@ int RunVtrainctl(const std::vector<std::string>& args, std::ostream& out, std::o
 
 int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace vtrain::cli
 

@@ -19,8 +19,8 @@ struct StreamStats {
   std::array<int64_t, kNumTaskKinds> busy_ns{};  // task durations by kind
   int64_t gap_ns = 0;                            // gaps between its tasks
   // Waiting for a communication parent, attributed to that parent's kind for
-  // the part of the wait its stream was busy without a break up to the
-  // parent's end (the exposed communication); the rest is idle.
+  // the part of the wait its stream was communicating without a break up to
+  // the parent's end (the exposed communication); the rest is idle.
   std::array<int64_t, kNumTaskKinds> exposed_wait_ns{};
   int64_t idle_ns = 0;  // the rest of the waiting, and the tail to the makespan
   int64_t last_finish_ns = 0;
@@ -30,7 +30,9 @@ struct StreamStats {
 // What a finished task tells its children.
 struct Completion {
   int64_t finish_ns = -1;   // -1: not run yet
-  int64_t run_start_ns = 0;  // start of the busy run on its stream it ended
+  // For a communication task, when the unbroken run of communication on its
+  // stream that it ends began; for others, its own start.
+  int64_t run_start_ns = 0;
   TaskKind kind = TaskKind::kCompute;
 };
 
@@ -56,6 +58,9 @@ class Timeline {
   // stream for duration + gap. `binding` is the parent that finished last
   // (nullptr when there are none or all finished at 0).
   // Inline: this is the innermost loop of every simulation.
+  static bool IsCommunication(TaskKind kind) {
+    return kind != TaskKind::kCompute && kind != TaskKind::kOptimizer;
+  }
   Completion RunAfter(StreamId stream, int64_t duration_ns, int64_t gap_ns, TaskKind kind,
                       int64_t ready_ns, const Completion* binding) {
     StreamState& s = streams_[stream];
@@ -63,18 +68,17 @@ class Timeline {
     const int64_t start = free > ready_ns ? free : ready_ns;
     if (start > free) {
       int64_t exposed = 0;
-      if (binding != nullptr && binding->kind != TaskKind::kCompute &&
-          binding->kind != TaskKind::kOptimizer) {
-        // vTrain's breakdown: the wait is exposed communication for as long
-        // as the transfer's stream was busy without a break.
+      if (binding != nullptr && IsCommunication(binding->kind)) {
+        // The wait is exposed communication for as long as the transfer's
+        // stream was busy communicating without a break.
         exposed = start - (free > binding->run_start_ns ? free : binding->run_start_ns);
         s.stats.exposed_wait_ns[static_cast<int>(binding->kind)] += exposed;
       }
       s.stats.idle_ns += start - free - exposed;
-      s.run_start_ns = start;  // a break: a new busy run begins
-    } else if (s.stats.num_tasks == 0) {
-      s.run_start_ns = start;
     }
+    const bool communication = IsCommunication(kind);
+    if (communication && (start > free || !s.last_was_communication)) s.comm_run_start_ns = start;
+    s.last_was_communication = communication;
     const int64_t finish = start + duration_ns;
     s.free_ns = finish + gap_ns;
     s.last_gap_ns = gap_ns;
@@ -82,7 +86,7 @@ class Timeline {
     s.stats.gap_ns += gap_ns;
     s.stats.last_finish_ns = finish;
     ++s.stats.num_tasks;
-    return Completion{finish, s.run_start_ns, kind};
+    return Completion{finish, communication ? s.comm_run_start_ns : start, kind};
   }
 
   Completion Run(StreamId stream, int64_t duration_ns, int64_t gap_ns, TaskKind kind,
@@ -105,7 +109,8 @@ class Timeline {
   struct StreamState {
     int64_t free_ns = 0;
     int64_t last_gap_ns = 0;
-    int64_t run_start_ns = 0;
+    int64_t comm_run_start_ns = 0;  // start of the current run of communication tasks
+    bool last_was_communication = false;
     StreamStats stats;
   };
   std::vector<StreamState> streams_;

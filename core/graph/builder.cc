@@ -208,6 +208,16 @@ class Builder {
     return lookup_.CollectiveNs(c, bytes, group).latency_ns;
   }
 
+  // A TP all-reduce inside training: the collective plus the in-training
+  // overhead (DESIGN.md §5), which grows with the group size.
+  int64_t TensorParallelNs(double bytes) {
+    if (t_ == 1) return 0;
+    const AnalyticalParams& p = lookup_.params();
+    return CollectiveNs(Collective::kAllReduce, bytes, TensorParallelGroup()) +
+           std::llround(p.tp_collective_overhead_ns +
+                        p.tp_collective_overhead_per_rank_ns * static_cast<double>(t_));
+  }
+
   // Megatron rank order: tensor-parallel ranks innermost, then data-parallel,
   // then pipeline (rank = stage * t * d + replica * t + tp_rank).
   CommGroup TensorParallelGroup() const {
@@ -266,10 +276,7 @@ template <typename Sink>
 ActionTemplate Builder<Sink>::Forward(bool has_embedding, bool has_logit) {
   TemplateWriter<Sink> w(sink_);
   const int32_t tp_label = sink_.Label("tp_all_reduce");
-  const int64_t tp_ns = t_ > 1 ? CollectiveNs(Collective::kAllReduce, activation_bytes_,
-                                              TensorParallelGroup()) +
-                                     std::llround(lookup_.params().tp_collective_overhead_ns)
-                               : 0;
+  const int64_t tp_ns = TensorParallelNs(activation_bytes_);
   if (has_embedding) {
     w.Operator(Op(OperatorKind::kEmbeddingFwd));
     if (t_ > 1) w.TensorParallel(tp_ns, tp_label);  // vocabulary-parallel embedding
@@ -287,9 +294,7 @@ ActionTemplate Builder<Sink>::Forward(bool has_embedding, bool has_logit) {
       // Vocabulary-parallel cross-entropy all-reduces the max, the sum of
       // exponentials and the target logit: fp32 per token each.
       const double bytes = static_cast<double>(plan_.micro_batch * model_.seq_len) * 4;
-      const int64_t small_ns =
-          CollectiveNs(Collective::kAllReduce, bytes, TensorParallelGroup()) +
-          std::llround(lookup_.params().tp_collective_overhead_ns);
+      const int64_t small_ns = TensorParallelNs(bytes);
       for (int i = 0; i < 3; ++i) w.TensorParallel(small_ns, tp_label);
     }
   }
@@ -300,10 +305,7 @@ template <typename Sink>
 ActionTemplate Builder<Sink>::Backward(bool has_embedding, bool has_logit, bool bucketed) {
   TemplateWriter<Sink> w(sink_);
   const int32_t tp_label = sink_.Label("tp_all_reduce");
-  const int64_t tp_ns = t_ > 1 ? CollectiveNs(Collective::kAllReduce, activation_bytes_,
-                                              TensorParallelGroup()) +
-                                     std::llround(lookup_.params().tp_collective_overhead_ns)
-                               : 0;
+  const int64_t tp_ns = TensorParallelNs(activation_bytes_);
   const double h = static_cast<double>(model_.hidden_size);
   const double t = static_cast<double>(t_);
   const double bucket_limit = static_cast<double>(plan_.bucket_size_bytes);
@@ -433,7 +435,7 @@ void Builder<Sink>::EmitAction(int64_t s, PipelineAction a) {
         s > 0 ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>(),
         info.data_parallel_stream, nullptr);
     if (s + 1 < p_) {
-      forward_sends_[s].Push(j, sink_.Add(info.pipeline_stream, send_ns_[s], 0,
+      forward_sends_[s].Push(j, sink_.Add(info.compute_stream, send_ns_[s], 0,
                                           TaskKind::kPipeline, send_label_,
                                           absl::MakeConstSpan(&last, 1)));
     }
@@ -448,7 +450,7 @@ void Builder<Sink>::EmitAction(int64_t s, PipelineAction a) {
       s + 1 < p_ ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>(),
       info.data_parallel_stream, bucketed ? &last_dp_[s] : nullptr);
   if (s > 0) {
-    backward_sends_[s].Push(j, sink_.Add(info.pipeline_stream, send_ns_[s - 1], 0,
+    backward_sends_[s].Push(j, sink_.Add(info.compute_stream, send_ns_[s - 1], 0,
                                          TaskKind::kPipeline, send_label_,
                                          absl::MakeConstSpan(&last, 1)));
   }
@@ -539,7 +541,6 @@ absl::Status Builder<Sink>::Build() {
     info.has_embedding = s == 0;
     info.has_logit = s == p_ - 1;
     info.compute_stream = sink_.AddStream(absl::StrCat("stage", s, "/compute"));
-    info.pipeline_stream = sink_.AddStream(absl::StrCat("stage", s, "/pipeline"));
     info.data_parallel_stream = sink_.AddStream(absl::StrCat("stage", s, "/data_parallel"));
     info.tensor_parallel_ns = m_ * (st.forward.tensor_parallel_ns + st.backward.tensor_parallel_ns);
     info.parameters_per_gpu = st.parameters_per_gpu;

@@ -34,8 +34,9 @@ struct StageInfo {
   int64_t num_layers = 0;
   bool has_embedding = false;
   bool has_logit = false;
+  // Pipeline sends run on the compute stream: Megatron's point-to-point
+  // exchanges are synchronous for the sending stage.
   StreamId compute_stream = 0;
-  StreamId pipeline_stream = 0;
   StreamId data_parallel_stream = 0;
   // Time the compute stream spends in TP collectives per iteration; the
   // engine cannot tell it apart once the operator path has merged tasks.

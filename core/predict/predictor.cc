@@ -72,9 +72,10 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
     b.parameters_per_gpu = info.parameters_per_gpu;
     int64_t busy = c.gap_ns;
     for (int64_t k : c.busy_ns) busy += k;
+    const int64_t sends = c.busy_ns[static_cast<int>(TaskKind::kPipeline)];
     b.tensor_parallel_ns = info.tensor_parallel_ns;
-    b.compute_ns = busy - info.tensor_parallel_ns;
-    b.pipeline_exposed_ns = c.exposed_wait_ns[static_cast<int>(TaskKind::kPipeline)];
+    b.compute_ns = busy - info.tensor_parallel_ns - sends;
+    b.pipeline_exposed_ns = sends + c.exposed_wait_ns[static_cast<int>(TaskKind::kPipeline)];
     b.data_parallel_exposed_ns = c.exposed_wait_ns[static_cast<int>(TaskKind::kDataParallel)];
     b.idle_ns = c.idle_ns + c.exposed_wait_ns[static_cast<int>(TaskKind::kTensorParallel)];
     p.stages.push_back(b);

@@ -214,7 +214,9 @@ double AnalyticalCollectiveNs(Collective collective, double bytes, const CommGro
   }
   const double intra_ns =
       factor * bytes / (links.intra_node_bytes_per_s * params.intra_node_efficiency) * 1e9;
-  if (group.nodes() <= 1) return params.intra_node_latency_ns + intra_ns;
+  if (group.nodes() <= 1) {
+    return params.intra_node_latency_ns + params.intra_node_latency_per_rank_ns * n + intra_ns;
+  }
   const double nic_bytes_per_s =
       links.inter_node_bytes_per_s * group.nic_fraction * params.inter_node_efficiency;
   const double inter_ns = factor * bytes / nic_bytes_per_s * 1e9;

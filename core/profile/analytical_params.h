@@ -24,14 +24,18 @@ struct AnalyticalParams {
   // Extra host time at the start of each operator (Python module call).
   double operator_overhead_ns = 0;
 
-  // Collectives: latency + bytes / (bandwidth * efficiency).
+  // Collectives: latency + bytes / (bandwidth * efficiency), the latency
+  // growing with the number of ranks inside a node (more NVSwitch hops and
+  // ring steps: 44 us at 2 ranks, 93 us at 8 for 1 MiB on A100, nccl-tests).
   double intra_node_latency_ns = 20000;
+  double intra_node_latency_per_rank_ns = 0;
   double inter_node_latency_ns = 40000;
   double intra_node_efficiency = 0.80;
   double inter_node_efficiency = 0.80;
   // Extra time of each tensor-parallel collective inside training over what
   // it takes in isolation (DESIGN.md §5; vTrain saw NCCL ~30% slower).
   double tp_collective_overhead_ns = 0;
+  double tp_collective_overhead_per_rank_ns = 0;  // times the TP degree
 };
 
 }  // namespace vtrain

@@ -1,6 +1,6 @@
 // The built-in profile sets: one per known GPU model, so a fresh build
 // predicts with no server and no files. They hold no measurements; every
-// lookup is ANALYTICAL, with the calibrated parameters below.
+// lookup is ANALYTICAL, with parameters calibrated on measured A100 runs.
 #ifndef VTRAIN_CORE_PROFILE_DEFAULT_PROFILES_H_
 #define VTRAIN_CORE_PROFILE_DEFAULT_PROFILES_H_
 
@@ -9,7 +9,8 @@
 
 namespace vtrain {
 
-// Parameters of the analytical model used when nothing better is known.
+// Parameters of the analytical model used when nothing better is known: the
+// A100 calibration (core/profile/a100_params.inc), used for every GPU model.
 AnalyticalParams DefaultAnalyticalParams();
 
 // The built-in profile set for `gpu`.

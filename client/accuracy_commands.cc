@@ -1,0 +1,305 @@
+// vtrainctl validate and calibrate: accuracy against measured runs.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "client/commands.h"
+#include "client/flag_parser.h"
+#include "client/json_writer.h"
+#include "client/measurements.h"
+#include "core/calibrate/calibration.h"
+#include "core/profile/default_profiles.h"
+#include "core/util/status_macros.h"
+
+namespace vtrain::cli {
+namespace {
+
+int Fail(std::ostream& err, absl::string_view command, const absl::Status& status) {
+  err << "vtrainctl " << command << ": " << status.message() << "\n";
+  return status.code() == absl::StatusCode::kInvalidArgument ||
+                 status.code() == absl::StatusCode::kNotFound
+             ? kExitBadInput
+             : kExitFailure;
+}
+
+void AddSetupFlags(FlagParser& f) {
+  f.AddValue("measurements", "FILE[,FILE]", "CSV files of measured runs (required)");
+  f.AddValue("nccl-dir", "DIR",
+             "directory of nccl-tests all-reduce files allreduce_{N}gpu.txt (intra-node)");
+  f.AddValue("threads", "N", "predictions in parallel (default: all cores)");
+}
+
+struct Inputs {
+  std::vector<Measurement> measurements;
+  ProfileSet profiles;
+  std::vector<std::pair<int64_t, CollectiveCurve>> nccl_curves;
+  int threads = 1;
+};
+
+absl::StatusOr<Inputs> LoadInputs(const FlagParser& flags) {
+  Inputs in;
+  std::optional<std::string> files = flags.Get("measurements");
+  if (!files) return absl::InvalidArgumentError("--measurements FILE.csv is required");
+  const MeasurementSetup setup = MegatronA100Setup();
+  for (absl::string_view path : absl::StrSplit(*files, ',', absl::SkipEmpty())) {
+    VTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFile(std::string(path)));
+    const std::string base = std::string(path.substr(path.rfind('/') + 1));
+    VTRAIN_ASSIGN_OR_RETURN(std::vector<Measurement> rows, ParseMeasurementCsv(text, base, setup));
+    in.measurements.insert(in.measurements.end(), rows.begin(), rows.end());
+  }
+  in.profiles = DefaultProfileSet(setup.cluster.gpu);
+  if (std::optional<std::string> dir = flags.Get("nccl-dir")) {
+    for (int64_t ranks = 2; ranks <= 64; ++ranks) {
+      const std::string path = absl::StrCat(*dir, "/allreduce_", ranks, "gpu.txt");
+      absl::StatusOr<std::string> text = ReadFile(path);
+      if (!text.ok()) continue;
+      VTRAIN_ASSIGN_OR_RETURN(CollectiveCurve curve, ParseNcclTests(*text, path));
+      in.nccl_curves.emplace_back(ranks, curve);
+    }
+    if (in.nccl_curves.empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("--nccl-dir ", *dir, " holds no allreduce_{N}gpu.txt files"));
+    }
+  }
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> threads, flags.GetInt("threads"));
+  in.threads = static_cast<int>(threads.value_or(std::max(1u, std::thread::hardware_concurrency())));
+  if (in.threads < 1 || in.threads > 1024) {
+    return absl::InvalidArgumentError("--threads must be between 1 and 1024");
+  }
+  return in;
+}
+
+std::string Pct(double fraction) { return absl::StrFormat("%.2f%%", 100 * fraction); }
+
+std::string ReportTable(const std::vector<Measurement>& m, const ValidationReport& r, int worst) {
+  std::string out;
+  absl::StrAppend(&out, absl::StrFormat(
+      "rows %d (failed %d)   MAPE %s   R^2 %.4f   max |error| %s   bias %s\n\n", r.overall.count,
+      r.failed, Pct(r.overall.mape), r.overall.r2, Pct(r.overall.max_abs_error),
+      Pct(r.overall.bias)));
+  absl::StrAppend(&out, absl::StrFormat("%-36s %6s %9s %9s %10s %9s\n", "group", "rows", "MAPE",
+                                        "R^2", "max|err|", "bias"));
+  for (const auto& [name, s] : r.groups) {
+    absl::StrAppend(&out, absl::StrFormat("%-36s %6d %9s %9.4f %10s %9s\n", name, s.count,
+                                          Pct(s.mape), s.r2, Pct(s.max_abs_error), Pct(s.bias)));
+  }
+  std::vector<size_t> order(r.rows.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::abs(r.rows[a].error) > std::abs(r.rows[b].error);
+  });
+  absl::StrAppend(&out, absl::StrFormat("\nworst %d rows:\n%-34s %5s %6s %5s %5s %5s %4s %4s %4s %11s %11s %8s\n",
+                                        worst, "source", "gpus", "hidden", "layers", "gb", "mb",
+                                        "tp", "dp", "pp", "measured", "predicted", "error"));
+  for (int k = 0; k < worst && k < static_cast<int>(order.size()); ++k) {
+    const size_t i = order[k];
+    const Job& j = m[i].job;
+    absl::StrAppend(&out, absl::StrFormat(
+        "%-34s %5d %6d %6d %5d %5d %4d %4d %4d %11.1f %11.1f %8s\n", m[i].source,
+        j.cluster.num_gpus, j.model.hidden_size, j.model.num_layers, j.plan.global_batch,
+        j.plan.micro_batch, j.plan.tensor_parallel, j.plan.data_parallel,
+        j.plan.pipeline_parallel, r.rows[i].measured_ms, r.rows[i].predicted_ms,
+        r.rows[i].status.ok() ? Pct(r.rows[i].error) : std::string(r.rows[i].status.message())));
+  }
+  return out;
+}
+
+std::string ReportCsv(const std::vector<Measurement>& m, const ValidationReport& r) {
+  std::string out =
+      "source,num_gpus,global_batch,micro_batch,hidden_size,num_heads,num_layers,seq_len,tp,dp,pp,"
+      "measured_ms,predicted_ms,error\n";
+  for (size_t i = 0; i < m.size(); ++i) {
+    const Job& j = m[i].job;
+    absl::StrAppend(&out, absl::StrFormat(
+        "%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.3f,%.3f,%.6f\n", m[i].source, j.cluster.num_gpus,
+        j.plan.global_batch, j.plan.micro_batch, j.model.hidden_size, j.model.num_heads,
+        j.model.num_layers, j.model.seq_len, j.plan.tensor_parallel, j.plan.data_parallel,
+        j.plan.pipeline_parallel, r.rows[i].measured_ms, r.rows[i].predicted_ms, r.rows[i].error));
+  }
+  return out;
+}
+
+void SummaryJson(JsonWriter& w, const ErrorSummary& s) {
+  w.BeginObject();
+  w.Key("rows").Int(s.count);
+  w.Key("mape").Double(s.mape);
+  w.Key("r2").Double(s.r2);
+  w.Key("max_abs_error").Double(s.max_abs_error);
+  w.Key("bias").Double(s.bias);
+  w.EndObject();
+}
+
+std::string ReportJson(const std::vector<Measurement>& m, const ValidationReport& r) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("overall");
+  SummaryJson(w, r.overall);
+  w.Key("failed").Int(r.failed);
+  w.Key("groups").BeginObject();
+  for (const auto& [name, s] : r.groups) {
+    w.Key(name);
+    SummaryJson(w, s);
+  }
+  w.EndObject();
+  w.Key("rows").BeginArray();
+  for (size_t i = 0; i < m.size(); ++i) {
+    w.BeginObject();
+    w.Key("source").String(m[i].source);
+    w.Key("measured_ms").Double(r.rows[i].measured_ms);
+    w.Key("predicted_ms").Double(r.rows[i].predicted_ms);
+    w.Key("error").Double(r.rows[i].error);
+    if (!r.rows[i].status.ok()) w.Key("failure").String(r.rows[i].status.message());
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return w.str() + "\n";
+}
+
+}  // namespace
+
+int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  FlagParser flags("vtrainctl validate");
+  AddSetupFlags(flags);
+  flags.AddValue("worst", "N", "list the N worst rows (default 10)");
+  flags.AddSwitch("csv", "print every row as CSV");
+  flags.AddSwitch("json", "print the report as JSON");
+  flags.AddSwitch("help", "show this help");
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "validate", s);
+  if (flags.Switch("help")) {
+    out << "usage: vtrainctl validate --measurements FILE.csv[,FILE.csv] [--nccl-dir DIR]\n\n"
+           "Predicts every measured run with the built-in profiles (plus measured intra-node\n"
+           "all-reduce curves from --nccl-dir) and reports MAPE, R^2, the maximum error,\n"
+           "errors by GPU count, dominant parallelism and file, and the worst rows.\n"
+           "Runs use the setup of ../shared/data/a100-megatron-measured: A100-SXM4-80GB,\n"
+           "8 per node, NVLink 150 GB/s, 800 Gb/s per node, fp16, full recomputation, 1F1B.\n\n"
+           "example:\n  vtrainctl validate --measurements "
+           "../shared/data/a100-megatron-measured/single_node_calibration.csv\n\nflags:\n"
+        << flags.Usage();
+    return kExitOk;
+  }
+  absl::StatusOr<Inputs> in = LoadInputs(flags);
+  if (!in.ok()) return Fail(err, "validate", in.status());
+  for (const auto& [ranks, curve] : in->nccl_curves) {
+    in->profiles.collectives.insert_or_assign(
+        CollectiveKey{in->profiles.gpu, LinkScope::kIntraNode, Collective::kAllReduce, ranks},
+        curve);
+  }
+  absl::StatusOr<std::optional<int64_t>> worst = flags.GetInt("worst");
+  if (!worst.ok()) return Fail(err, "validate", worst.status());
+  ValidateOptions options;
+  options.threads = in->threads;
+  const ValidationReport report = Validate(in->measurements, in->profiles, options);
+  if (flags.Switch("json")) {
+    out << ReportJson(in->measurements, report);
+  } else if (flags.Switch("csv")) {
+    out << ReportCsv(in->measurements, report);
+  } else {
+    out << ReportTable(in->measurements, report, static_cast<int>(worst->value_or(10)));
+  }
+  return kExitOk;
+}
+
+int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  FlagParser flags("vtrainctl calibrate");
+  AddSetupFlags(flags);
+  flags.AddValue("params", "A,B,...", "parameters to fit (default: the standard eight)");
+  flags.AddValue("folds", "K", "k-fold cross-validation (default 5)");
+  flags.AddValue("max-evaluations", "N", "objective evaluations per fit (default 300)");
+  flags.AddValue("seed", "N", "shuffles rows into folds (default 1)");
+  flags.AddValue("worst", "N", "list the N worst held-out rows (default 10)");
+  flags.AddSwitch("cpp", "print the fitted parameters as C++ (core/profile/a100_params.inc)");
+  flags.AddSwitch("help", "show this help");
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "calibrate", s);
+  if (flags.Switch("help")) {
+    out << "usage: vtrainctl calibrate --measurements FILE.csv[,FILE.csv] [--nccl-dir DIR]\n\n"
+           "Fits the analytical model's free parameters to measured iteration times and\n"
+           "reports k-fold cross-validated error: every row is predicted by parameters\n"
+           "fitted without it. With --nccl-dir the intra-node all-reduce model is first\n"
+           "fitted to the nccl-tests curves. Progress goes to stderr.\n\n"
+           "example (regenerates the built-in A100 parameters):\n"
+           "  vtrainctl calibrate --measurements ../shared/data/a100-megatron-measured/"
+           "single_node_calibration.csv,\\\n"
+           "      ../shared/data/a100-megatron-measured/multi_node_calibration.csv \\\n"
+           "      --nccl-dir ../shared/data/a100-nccl-allreduce --cpp > core/profile/a100_params.inc\n"
+           "\nparameters:";
+    for (const FittableParam& p : FittableParams()) out << " " << p.name;
+    out << "\n\nflags:\n" << flags.Usage();
+    return kExitOk;
+  }
+  absl::StatusOr<Inputs> in = LoadInputs(flags);
+  if (!in.ok()) return Fail(err, "calibrate", in.status());
+  // Start from the uncalibrated model, not the built-in calibration, so that
+  // regenerating core/profile/a100_params.inc is reproducible.
+  in->profiles.params = AnalyticalParams{};
+  CalibrateOptions options;
+  options.threads = in->threads;
+  if (auto p = flags.Get("params")) options.params = absl::StrSplit(*p, ',', absl::SkipEmpty());
+  for (auto [flag, target] : {std::pair<const char*, int*>{"folds", &options.folds},
+                              {"max-evaluations", &options.max_evaluations}}) {
+    absl::StatusOr<std::optional<int64_t>> v = flags.GetInt(flag);
+    if (!v.ok()) return Fail(err, "calibrate", v.status());
+    if (*v) {
+      if (**v < 0 || **v > 100000) {
+        return Fail(err, "calibrate",
+                    absl::InvalidArgumentError(absl::StrCat("--", flag, " is out of range")));
+      }
+      *target = static_cast<int>(**v);
+    }
+  }
+  absl::StatusOr<std::optional<int64_t>> seed = flags.GetInt("seed");
+  if (!seed.ok()) return Fail(err, "calibrate", seed.status());
+  if (*seed) options.seed = static_cast<uint64_t>(**seed);
+  options.progress = [&err](const std::string& line) { err << "calibrate: " << line << "\n"; };
+
+  double nccl_mape = -1;
+  if (!in->nccl_curves.empty()) {
+    auto [params, mape] = FitIntraNodeAllReduce(
+        in->nccl_curves, MegatronA100Setup().cluster.intra_node_bandwidth_bytes_per_s,
+        in->profiles.params);
+    in->profiles.params = params;
+    nccl_mape = mape;
+    err << absl::StrFormat("calibrate: intra-node all-reduce model fitted to %d nccl-tests curves, "
+                           "MAPE %.2f%%\n", in->nccl_curves.size(), 100 * mape);
+  }
+  absl::StatusOr<CalibrationResult> result = Calibrate(in->measurements, in->profiles, options);
+  if (!result.ok()) return Fail(err, "calibrate", result.status());
+  const AnalyticalParams& p = result->params;
+  if (flags.Switch("cpp")) {
+    out << "// Generated by: vtrainctl calibrate --measurements <the calibration CSVs> "
+           "--nccl-dir <nccl-tests dir> --cpp\n";
+    out << absl::StrFormat("// %d measured runs; %d-fold cross-validated MAPE %.2f%%, R^2 %.4f.\n",
+                           in->measurements.size(), options.folds,
+                           100 * result->cross_validated.overall.mape,
+                           result->cross_validated.overall.r2);
+    if (nccl_mape >= 0) {
+      out << absl::StrFormat("// Intra-node all-reduce model: MAPE %.2f%% against nccl-tests.\n",
+                             100 * nccl_mape);
+    }
+    for (const FittableParam& f : FittableParams()) {
+      out << absl::StrFormat("params.%s = %.6g;\n", f.name, p.*(f.member));
+    }
+    return kExitOk;
+  }
+  out << "fitted parameters:\n";
+  for (const FittableParam& f : FittableParams()) {
+    out << absl::StrFormat("  %-32s %.6g\n", f.name, p.*(f.member));
+  }
+  out << absl::StrFormat("\nin-sample MAPE %s (fitted on every row; not an accuracy figure)\n",
+                         Pct(result->fit_mape));
+  if (!result->fold_mape.empty()) {
+    absl::StatusOr<std::optional<int64_t>> worst = flags.GetInt("worst");
+    if (!worst.ok()) return Fail(err, "calibrate", worst.status());
+    out << absl::StrFormat("%d-fold cross-validated (held-out) error:\n", options.folds);
+    out << ReportTable(in->measurements, result->cross_validated,
+                       static_cast<int>(worst->value_or(10)));
+  }
+  return kExitOk;
+}
+
+}  // namespace vtrain::cli

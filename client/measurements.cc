@@ -1,0 +1,163 @@
+#include "client/measurements.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/util/status_macros.h"
+
+namespace vtrain::cli {
+
+MeasurementSetup MegatronA100Setup() {
+  MeasurementSetup s;
+  s.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), 0);
+  s.cluster.gpus_per_node = 8;
+  s.cluster.intra_node_bandwidth_bytes_per_s = 150e9;
+  s.cluster.inter_node_bandwidth_bytes_per_s = 800e9 / 8;
+  s.plan.schedule = PipelineSchedule::k1F1B;
+  s.plan.recompute = Recompute::kFull;
+  s.plan.dtype = DType::kFp16;
+  s.plan.gradient_bucketing = false;
+  return s;
+}
+
+absl::StatusOr<std::vector<Measurement>> ParseMeasurementCsv(absl::string_view text,
+                                                             absl::string_view name,
+                                                             const MeasurementSetup& setup) {
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  std::map<std::string, size_t> column;
+  std::vector<Measurement> out;
+  static const char* kRequired[] = {"num_gpus", "global_batch", "micro_batch", "hidden_size",
+                                    "num_heads", "num_layers", "seq_len", "tp", "dp", "pp",
+                                    "iter_time_ms"};
+  bool have_header = false;
+  for (size_t n = 0; n < lines.size(); ++n) {
+    const absl::string_view line = absl::StripAsciiWhitespace(lines[n]);
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> cells = absl::StrSplit(line, ',');
+    for (std::string& c : cells) c = std::string(absl::StripAsciiWhitespace(c));
+    if (!have_header) {
+      for (size_t i = 0; i < cells.size(); ++i) column[cells[i]] = i;
+      for (const char* req : kRequired) {
+        if (!column.count(req)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              name, ":", n + 1, ": the header has no column '", req,
+              "'; measurement files need num_gpus, global_batch, micro_batch, hidden_size, "
+              "num_heads, num_layers, seq_len, tp, dp, pp, iter_time_ms"));
+        }
+      }
+      have_header = true;
+      continue;
+    }
+    auto cell = [&](const char* col) -> absl::StatusOr<double> {
+      const size_t i = column[col];
+      double v = 0;
+      if (i >= cells.size() || !absl::SimpleAtod(cells[i], &v)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            name, ":", n + 1, ": column '", col, "' is not a number ('",
+            i < cells.size() ? cells[i] : "", "')"));
+      }
+      return v;
+    };
+    auto integer = [&](const char* col) -> absl::StatusOr<int64_t> {
+      VTRAIN_ASSIGN_OR_RETURN(double v, cell(col));
+      if (v != static_cast<double>(static_cast<int64_t>(v))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ":", n + 1, ": column '", col, "' must be an integer"));
+      }
+      return static_cast<int64_t>(v);
+    };
+    Measurement m;
+    m.source = absl::StrCat(name, ":", n + 1);
+    m.job.cluster = setup.cluster;
+    m.job.plan = setup.plan;
+    m.job.model.name = "measured";
+    m.job.model.vocab_size = setup.vocab_size;
+    VTRAIN_ASSIGN_OR_RETURN(m.job.cluster.num_gpus, integer("num_gpus"));
+    VTRAIN_ASSIGN_OR_RETURN(m.job.plan.global_batch, integer("global_batch"));
+    VTRAIN_ASSIGN_OR_RETURN(m.job.plan.micro_batch, integer("micro_batch"));
+    VTRAIN_ASSIGN_OR_RETURN(m.job.model.hidden_size, integer("hidden_size"));
+    VTRAIN_ASSIGN_OR_RETURN(m.job.model.num_heads, integer("num_heads"));
+    VTRAIN_ASSIGN_OR_RETURN(m.job.model.num_layers, integer("num_layers"));
+    VTRAIN_ASSIGN_OR_RETURN(m.job.model.seq_len, integer("seq_len"));
+    VTRAIN_ASSIGN_OR_RETURN(m.job.plan.tensor_parallel, integer("tp"));
+    VTRAIN_ASSIGN_OR_RETURN(m.job.plan.data_parallel, integer("dp"));
+    VTRAIN_ASSIGN_OR_RETURN(m.job.plan.pipeline_parallel, integer("pp"));
+    VTRAIN_ASSIGN_OR_RETURN(m.measured_ms, cell("iter_time_ms"));
+    if (!(m.measured_ms > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ":", n + 1, ": iter_time_ms must be positive"));
+    }
+    if (absl::Status s = ValidateJob(m.job); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ":", n + 1, ": ", s.message()));
+    }
+    out.push_back(std::move(m));
+  }
+  if (!have_header) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": no header line found"));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'; check the path"));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+absl::StatusOr<CollectiveCurve> ParseNcclTests(absl::string_view text, absl::string_view name) {
+  std::vector<CollectivePoint> points;
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  // nccl-tests prints times in microseconds under a "(us)" header; vTrain's
+  // A100 files say "time(ns)" in theirs.
+  double ns_per_unit = 1e3;
+  for (size_t n = 0; n < lines.size(); ++n) {
+    const absl::string_view line = absl::StripAsciiWhitespace(lines[n]);
+    if (line.empty()) continue;
+    double first = 0;
+    const bool numeric = absl::SimpleAtod(
+        std::vector<absl::string_view>(absl::StrSplit(line, absl::ByAnyChar(", \t"), absl::SkipEmpty()))[0],
+        &first);
+    if (!numeric) {
+      if (absl::StrContains(line, "(ns)")) ns_per_unit = 1;
+      if (absl::StrContains(line, "(us)")) ns_per_unit = 1e3;
+      continue;
+    }
+    // nccl-tests prints whitespace-separated columns; vTrain's copies use commas.
+    std::vector<absl::string_view> cells =
+        absl::StrSplit(line, absl::ByAnyChar(", \t"), absl::SkipEmpty());
+    double bytes = 0, count = 0;
+    if (cells.size() < 4 || !absl::SimpleAtod(cells[0], &bytes) ||
+        !absl::SimpleAtod(cells[1], &count)) {
+      continue;  // a header or a summary line
+    }
+    // Columns: size, count, type, [redop, root in newer versions], time, ...
+    // The out-of-place time is the first number after the type name.
+    double time = 0;
+    bool found = false;
+    for (size_t i = 3; i < cells.size(); ++i) {
+      if (absl::SimpleAtod(cells[i], &time)) {
+        found = true;
+        break;
+      }
+    }
+    if (!found || !(bytes > 0) || !(time > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ":", n + 1, ": expected 'size count type time ...'"));
+    }
+    points.push_back({bytes, time * ns_per_unit});
+  }
+  if (points.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": no measurement lines found"));
+  }
+  return CollectiveCurve::Create(std::move(points));
+}
+
+}  // namespace vtrain::cli

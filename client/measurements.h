@@ -1,0 +1,47 @@
+// Readers for measured data: Megatron iteration-time CSVs (the columns of
+// ../shared/data/a100-megatron-measured) and nccl-tests output.
+#ifndef VTRAIN_CLIENT_MEASUREMENTS_H_
+#define VTRAIN_CLIENT_MEASUREMENTS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/calibrate/calibration.h"
+#include "core/profile/profile.h"
+#include "core/spec/job.h"
+
+namespace vtrain::cli {
+
+// The setup of runs that a CSV row does not describe.
+struct MeasurementSetup {
+  ClusterSpec cluster;  // GPU, GPUs per node, bandwidths (num_gpus comes from the row)
+  ParallelPlan plan;    // schedule, recomputation, dtype, bucketing
+  int64_t vocab_size = 50257;
+};
+
+// The setup of the measured A100 runs (DESIGN.md §4): A100-SXM4-80GB, 8 per
+// node, NVLink 150 GB/s, 800 Gb/s per node, fp16, full recomputation, 1F1B.
+MeasurementSetup MegatronA100Setup();
+
+// Parses CSV text with a header naming at least num_gpus, global_batch,
+// micro_batch, hidden_size, num_heads, num_layers, seq_len, tp, dp, pp and
+// iter_time_ms (other columns are ignored; CRLF is fine). `name` prefixes
+// each row's source. INVALID_ARGUMENT names the line and column of the
+// first bad cell.
+absl::StatusOr<std::vector<Measurement>> ParseMeasurementCsv(absl::string_view text,
+                                                             absl::string_view name,
+                                                             const MeasurementSetup& setup);
+
+// Reads one file (errors name the path).
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// Parses nccl-tests output (all_reduce_perf and friends): lines of size
+// (bytes), count, type, then out-of-place time (ns) ...; '#' lines and
+// headers are skipped. Returns the out-of-place latency curve.
+absl::StatusOr<CollectiveCurve> ParseNcclTests(absl::string_view text, absl::string_view name);
+
+}  // namespace vtrain::cli
+
+#endif  // VTRAIN_CLIENT_MEASUREMENTS_H_

@@ -1,0 +1,309 @@
+#include "core/calibrate/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/calibrate/minimize.h"
+#include "core/predict/predictor.h"
+#include "core/profile/analytical.h"
+
+namespace vtrain {
+namespace {
+
+// Bounds keep the fit physical: efficiencies in (0, 1.5] (NVSwitch all-reduce
+// bus bandwidth exceeds the nominal 150 GB/s), times non-negative.
+constexpr FittableParam kParams[] = {
+    {"gemm_max_efficiency", &AnalyticalParams::gemm_max_efficiency, 0.05, 1.0, 0.8},
+    {"gemm_half_flops", &AnalyticalParams::gemm_half_flops, 1e6, 1e12, 1e+09},
+    {"gemm_misaligned_factor", &AnalyticalParams::gemm_misaligned_factor, 0.05, 1.0, 0.5},
+    {"memory_efficiency", &AnalyticalParams::memory_efficiency, 0.05, 1.0, 0.7},
+    {"kernel_min_ns", &AnalyticalParams::kernel_min_ns, 0, 1e5, 2000},
+    {"host_dispatch_ns", &AnalyticalParams::host_dispatch_ns, 0, 1e6, 20000},
+    {"operator_overhead_ns", &AnalyticalParams::operator_overhead_ns, 0, 1e7, 10000},
+    {"intra_node_latency_ns", &AnalyticalParams::intra_node_latency_ns, 0, 1e6, 20000},
+    {"intra_node_latency_per_rank_ns", &AnalyticalParams::intra_node_latency_per_rank_ns, 0, 1e5, 5000},
+    {"inter_node_latency_ns", &AnalyticalParams::inter_node_latency_ns, 0, 1e6, 20000},
+    {"intra_node_efficiency", &AnalyticalParams::intra_node_efficiency, 0.05, 1.5, 0.8},
+    {"inter_node_efficiency", &AnalyticalParams::inter_node_efficiency, 0.05, 1.5, 0.8},
+    {"tp_collective_overhead_ns", &AnalyticalParams::tp_collective_overhead_ns, 0, 1e7, 50000},
+    {"tp_collective_overhead_per_rank_ns", &AnalyticalParams::tp_collective_overhead_per_rank_ns,
+     0, 1e6, 20000},
+};
+
+const FittableParam* FindParam(absl::string_view name) {
+  for (const FittableParam& p : kParams) {
+    if (name == p.name) return &p;
+  }
+  return nullptr;
+}
+
+// Predicts rows [begin, end) of `indices` into `rows`.
+void PredictRange(absl::Span<const Measurement> m, absl::Span<const size_t> indices,
+                  const ProfileSet& profiles, std::vector<ValidationRow>& rows) {
+  for (size_t i : indices) {
+    ValidationRow& r = rows[i];
+    r.measured_ms = m[i].measured_ms;
+    absl::StatusOr<Prediction> p = Predict(m[i].job, profiles);
+    if (!p.ok()) {
+      r.status = p.status();
+      r.predicted_ms = 0;
+      r.error = 0;
+      continue;
+    }
+    r.status = absl::OkStatus();
+    r.predicted_ms = p->iteration_time_ms();
+    r.error = (r.predicted_ms - r.measured_ms) / r.measured_ms;
+  }
+}
+
+// Predicts the rows named by `indices`, spreading them over `threads`.
+void PredictRows(absl::Span<const Measurement> m, const std::vector<size_t>& indices,
+                 const ProfileSet& profiles, int threads, std::vector<ValidationRow>& rows) {
+  rows.resize(m.size());
+  const size_t n = indices.size();
+  const size_t workers = std::max<size_t>(1, std::min<size_t>(threads, n));
+  if (workers == 1) {
+    PredictRange(m, indices, profiles, rows);
+    return;
+  }
+  // Interleaved chunks balance small and large jobs across threads.
+  std::vector<std::vector<size_t>> parts(workers);
+  for (size_t k = 0; k < n; ++k) parts[k % workers].push_back(indices[k]);
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < workers; ++w) {
+    pool.emplace_back([&, w] { PredictRange(m, parts[w], profiles, rows); });
+  }
+  PredictRange(m, parts[0], profiles, rows);
+  for (std::thread& t : pool) t.join();
+}
+
+double MapeOf(const std::vector<ValidationRow>& rows, const std::vector<size_t>& indices) {
+  double sum = 0;
+  for (size_t i : indices) {
+    // A failed prediction counts as a 100% error, so the fit avoids it.
+    sum += rows[i].status.ok() ? std::abs(rows[i].error) : 1.0;
+  }
+  return indices.empty() ? 0 : sum / static_cast<double>(indices.size());
+}
+
+// Fits `fit` parameters on the rows in `train`.
+AnalyticalParams Fit(absl::Span<const Measurement> m, const std::vector<size_t>& train,
+                     const ProfileSet& base, const std::vector<const FittableParam*>& fit,
+                     const CalibrateOptions& options, double* mape) {
+  ProfileSet trial = base;
+  std::vector<ValidationRow> rows;
+  // Each parameter is searched in units of its starting value (or of its
+  // typical value when it starts at zero), clamped to its bounds.
+  std::vector<double> scale(fit.size());
+  std::vector<double> x0(fit.size(), 1.0);
+  for (size_t k = 0; k < fit.size(); ++k) {
+    const double v = base.params.*(fit[k]->member);
+    scale[k] = v > 0 ? v : fit[k]->typical;
+    x0[k] = v / scale[k];
+  }
+  auto decode = [&](const std::vector<double>& x) {
+    AnalyticalParams p = base.params;
+    for (size_t k = 0; k < fit.size(); ++k) {
+      p.*(fit[k]->member) = std::clamp(x[k] * scale[k], fit[k]->min, fit[k]->max);
+    }
+    return p;
+  };
+  auto objective = [&](const std::vector<double>& x) {
+    trial.params = decode(x);
+    PredictRows(m, train, trial, options.threads, rows);
+    return MapeOf(rows, train);
+  };
+  MinimizeOptions mo;
+  mo.max_evaluations = options.max_evaluations;
+  MinimizeResult r = Minimize(objective, x0, mo);
+  // A restart from the optimum escapes a collapsed simplex.
+  mo.initial_step = 0.1;
+  MinimizeResult r2 = Minimize(objective, r.x, mo);
+  if (r2.value < r.value) r = r2;
+  *mape = r.value;
+  return decode(r.x);
+}
+
+}  // namespace
+
+ErrorSummary Summarize(absl::Span<const ValidationRow> rows) {
+  ErrorSummary s;
+  double sum_abs = 0, sum_err = 0, sum_meas = 0;
+  for (const ValidationRow& r : rows) {
+    if (!r.status.ok()) continue;
+    ++s.count;
+    sum_abs += std::abs(r.error);
+    sum_err += r.error;
+    sum_meas += r.measured_ms;
+    s.max_abs_error = std::max(s.max_abs_error, std::abs(r.error));
+  }
+  if (s.count == 0) return s;
+  const double n = static_cast<double>(s.count);
+  s.mape = sum_abs / n;
+  s.bias = sum_err / n;
+  const double mean = sum_meas / n;
+  double ss_res = 0, ss_tot = 0;
+  for (const ValidationRow& r : rows) {
+    if (!r.status.ok()) continue;
+    ss_res += (r.predicted_ms - r.measured_ms) * (r.predicted_ms - r.measured_ms);
+    ss_tot += (r.measured_ms - mean) * (r.measured_ms - mean);
+  }
+  s.r2 = ss_tot > 0 ? 1 - ss_res / ss_tot : 0;
+  return s;
+}
+
+std::string DominantParallelism(const ParallelPlan& plan) {
+  const int64_t t = plan.tensor_parallel, d = plan.data_parallel, p = plan.pipeline_parallel;
+  if (t == 1 && d == 1 && p == 1) return "none";
+  if (t >= p && t >= d) return "tp";
+  if (p >= d) return "pp";
+  return "dp";
+}
+
+namespace {
+
+// Fills report.overall, groups and failed from report.rows.
+void Group(absl::Span<const Measurement> measurements, ValidationReport& report) {
+  report.overall = Summarize(report.rows);
+  report.failed = 0;
+  report.groups.clear();
+  std::map<std::string, std::vector<ValidationRow>> groups;
+  for (size_t i = 0; i < measurements.size(); ++i) {
+    const Job& job = measurements[i].job;
+    if (!report.rows[i].status.ok()) ++report.failed;
+    groups[absl::StrFormat("gpus=%05d", job.cluster.num_gpus)].push_back(report.rows[i]);
+    groups[absl::StrCat("dominant=", DominantParallelism(job.plan))].push_back(report.rows[i]);
+    const std::string& src = measurements[i].source;
+    if (!src.empty()) {
+      groups[absl::StrCat("source=", src.substr(0, src.rfind(':')))].push_back(report.rows[i]);
+    }
+  }
+  for (auto& [name, rows] : groups) {
+    std::string label = name;
+    if (absl::StartsWith(label, "gpus=")) {
+      label = absl::StrCat("gpus=", std::stoll(label.substr(5)));  // drop the sort padding
+    }
+    report.groups.emplace_back(label, Summarize(rows));
+  }
+}
+
+}  // namespace
+
+ValidationReport Validate(absl::Span<const Measurement> measurements, const ProfileSet& profiles,
+                          const ValidateOptions& options) {
+  ValidationReport report;
+  std::vector<size_t> all(measurements.size());
+  std::iota(all.begin(), all.end(), 0);
+  PredictRows(measurements, all, profiles, options.threads, report.rows);
+  Group(measurements, report);
+  return report;
+}
+
+absl::Span<const FittableParam> FittableParams() { return kParams; }
+
+std::vector<std::string> DefaultFitParams() {
+  return {"gemm_max_efficiency",  "gemm_half_flops",           "gemm_misaligned_factor",
+          "memory_efficiency",    "host_dispatch_ns",          "operator_overhead_ns",
+          "inter_node_efficiency", "tp_collective_overhead_ns",
+          "tp_collective_overhead_per_rank_ns"};
+}
+
+absl::StatusOr<CalibrationResult> Calibrate(absl::Span<const Measurement> measurements,
+                                            const ProfileSet& profiles,
+                                            const CalibrateOptions& options) {
+  std::vector<const FittableParam*> fit;
+  for (const std::string& name : options.params.empty() ? DefaultFitParams() : options.params) {
+    const FittableParam* p = FindParam(name);
+    if (p == nullptr) {
+      std::string known;
+      for (const FittableParam& k : kParams) absl::StrAppend(&known, known.empty() ? "" : ", ", k.name);
+      return absl::InvalidArgumentError(
+          absl::StrCat("calibration parameter '", name, "' is unknown; use one of: ", known));
+    }
+    fit.push_back(p);
+  }
+  const int folds = std::max(1, options.folds);
+  if (measurements.size() < static_cast<size_t>(std::max(2, folds))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "calibration needs at least ", std::max(2, folds), " measurements, got ",
+        measurements.size(), "; add rows or lower the number of folds"));
+  }
+  auto progress = [&](const std::string& s) {
+    if (options.progress) options.progress(s);
+  };
+
+  CalibrationResult result;
+  std::vector<size_t> order(measurements.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(options.seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  result.cross_validated.rows.resize(measurements.size());
+  if (folds > 1) {
+    for (int f = 0; f < folds; ++f) {
+      std::vector<size_t> train, test;
+      for (size_t k = 0; k < order.size(); ++k) {
+        (static_cast<int>(k % folds) == f ? test : train).push_back(order[k]);
+      }
+      double train_mape = 0;
+      ProfileSet fitted = profiles;
+      fitted.params = Fit(measurements, train, profiles, fit, options, &train_mape);
+      std::vector<ValidationRow> rows;
+      PredictRows(measurements, test, fitted, options.threads, rows);
+      for (size_t i : test) result.cross_validated.rows[i] = rows[i];
+      result.fold_mape.push_back(MapeOf(rows, test));
+      progress(absl::StrFormat("fold %d/%d: train MAPE %.2f%%, held-out MAPE %.2f%%", f + 1,
+                               folds, 100 * train_mape, 100 * result.fold_mape.back()));
+    }
+    Group(measurements, result.cross_validated);
+  }
+  std::vector<size_t> all(measurements.size());
+  std::iota(all.begin(), all.end(), 0);
+  result.params = Fit(measurements, all, profiles, fit, options, &result.fit_mape);
+  progress(absl::StrFormat("final fit on all %d rows: in-sample MAPE %.2f%%", all.size(),
+                           100 * result.fit_mape));
+  return result;
+}
+
+std::pair<AnalyticalParams, double> FitIntraNodeAllReduce(
+    const std::vector<std::pair<int64_t, CollectiveCurve>>& curves_by_ranks,
+    double intra_node_bandwidth_bytes_per_s, AnalyticalParams params) {
+  LinkBandwidths links{intra_node_bandwidth_bytes_per_s, intra_node_bandwidth_bytes_per_s};
+  const double s0 = params.intra_node_latency_ns > 0 ? params.intra_node_latency_ns : 1e4;
+  const double s1 = params.intra_node_latency_per_rank_ns > 0 ? params.intra_node_latency_per_rank_ns : 1e3;
+  const double s2 = params.intra_node_efficiency > 0 ? params.intra_node_efficiency : 1;
+  auto decode = [&](const std::vector<double>& x) {
+    AnalyticalParams p = params;
+    p.intra_node_latency_ns = std::max(0.0, x[0] * s0);
+    p.intra_node_latency_per_rank_ns = std::max(0.0, x[1] * s1);
+    p.intra_node_efficiency = std::clamp(x[2] * s2, 0.05, 1.5);
+    return p;
+  };
+  auto objective = [&](const std::vector<double>& x) {
+    const AnalyticalParams p = decode(x);
+    double sum = 0;
+    int64_t count = 0;
+    for (const auto& [ranks, curve] : curves_by_ranks) {
+      const CommGroup group{ranks, ranks, 1.0};
+      for (const CollectivePoint& point : curve.points()) {
+        const double model = AnalyticalCollectiveNs(Collective::kAllReduce, point.bytes, group, links, p);
+        sum += std::abs(model - point.latency_ns) / point.latency_ns;
+        ++count;
+      }
+    }
+    return count > 0 ? sum / static_cast<double>(count) : 0;
+  };
+  MinimizeOptions mo;
+  mo.max_evaluations = 2000;
+  MinimizeResult r = Minimize(objective, {1, 1, 1}, mo);
+  r = Minimize(objective, r.x, mo);
+  return {decode(r.x), r.value};
+}
+
+}  // namespace vtrain
