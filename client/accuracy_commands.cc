@@ -6,12 +6,15 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/flag_parser.h"
 #include "client/json_writer.h"
 #include "client/measurements.h"
+#include "client/svg_plot.h"
 #include "core/calibrate/calibration.h"
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
@@ -167,8 +170,10 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
   FlagParser flags("vtrainctl validate");
   AddSetupFlags(flags);
   flags.AddValue("worst", "N", "list the N worst rows (default 10)");
+  flags.AddValue("set", "NAME=V[,NAME=V]", "override analytical parameters (see calibrate --help)");
   flags.AddSwitch("csv", "print every row as CSV");
   flags.AddSwitch("json", "print the report as JSON");
+  flags.AddValue("plot", "FILE.svg", "also draw predicted against measured, with the +/-10% band");
   flags.AddSwitch("help", "show this help");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "validate", s);
   if (flags.Switch("help")) {
@@ -190,11 +195,48 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
         CollectiveKey{in->profiles.gpu, LinkScope::kIntraNode, Collective::kAllReduce, ranks},
         curve);
   }
+  if (auto overrides = flags.Get("set")) {
+    for (absl::string_view kv : absl::StrSplit(*overrides, ',', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> parts = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+      const FittableParam* param = nullptr;
+      for (const FittableParam& f : FittableParams()) {
+        if (parts.first == f.name) param = &f;
+      }
+      double value = 0;
+      if (param == nullptr || !absl::SimpleAtod(parts.second, &value) || value < param->min ||
+          value > param->max) {
+        return Fail(err, "validate",
+                    absl::InvalidArgumentError(absl::StrCat(
+                        "--set '", kv, "' must be NAME=VALUE with a parameter from "
+                        "'vtrainctl calibrate --help' and a value within its bounds")));
+      }
+      in->profiles.params.*(param->member) = value;
+    }
+  }
   absl::StatusOr<std::optional<int64_t>> worst = flags.GetInt("worst");
   if (!worst.ok()) return Fail(err, "validate", worst.status());
   ValidateOptions options;
   options.threads = in->threads;
   const ValidationReport report = Validate(in->measurements, in->profiles, options);
+  if (auto plot = flags.Get("plot")) {
+    std::vector<ScatterPoint> points;
+    for (size_t i = 0; i < report.rows.size(); ++i) {
+      const ValidationRow& r = report.rows[i];
+      if (!r.status.ok()) continue;
+      points.push_back({r.measured_ms, r.predicted_ms,
+                        absl::StrFormat("%s: measured %.1f ms, predicted %.1f ms (%+.1f%%)",
+                                        in->measurements[i].source, r.measured_ms,
+                                        r.predicted_ms, 100 * r.error),
+                        in->measurements[i].job.cluster.num_gpus >
+                            in->measurements[i].job.cluster.gpus_per_node});
+    }
+    const std::string title = absl::StrFormat(
+        "vtrain: %d runs, MAPE %.2f%%, R^2 %.3f (red: multi-node)", report.overall.count,
+        100 * report.overall.mape, report.overall.r2);
+    if (absl::Status s = WriteFile(*plot, PredictedVsMeasuredSvg(points, 0.10, title)); !s.ok()) {
+      return Fail(err, "validate", s);
+    }
+  }
   if (flags.Switch("json")) {
     out << ReportJson(in->measurements, report);
   } else if (flags.Switch("csv")) {
@@ -213,6 +255,7 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
   flags.AddValue("max-evaluations", "N", "objective evaluations per fit (default 300)");
   flags.AddValue("seed", "N", "shuffles rows into folds (default 1)");
   flags.AddValue("worst", "N", "list the N worst held-out rows (default 10)");
+  flags.AddSwitch("unbalanced", "weigh every row the same (default: every file the same)");
   flags.AddSwitch("cpp", "print the fitted parameters as C++ (core/profile/a100_params.inc)");
   flags.AddSwitch("help", "show this help");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "calibrate", s);
@@ -255,6 +298,7 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
   absl::StatusOr<std::optional<int64_t>> seed = flags.GetInt("seed");
   if (!seed.ok()) return Fail(err, "calibrate", seed.status());
   if (*seed) options.seed = static_cast<uint64_t>(**seed);
+  options.balance_sources = !flags.Switch("unbalanced");
   options.progress = [&err](const std::string& line) { err << "calibrate: " << line << "\n"; };
 
   double nccl_mape = -1;
@@ -277,6 +321,11 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
                            in->measurements.size(), options.folds,
                            100 * result->cross_validated.overall.mape,
                            result->cross_validated.overall.r2);
+    for (const auto& [name, g] : result->cross_validated.groups) {
+      if (!absl::StartsWith(name, "source=")) continue;
+      out << absl::StrFormat("//   %s: %d runs, cross-validated MAPE %.2f%%, R^2 %.4f.\n",
+                             name.substr(7), g.count, 100 * g.mape, g.r2);
+    }
     if (nccl_mape >= 0) {
       out << absl::StrFormat("// Intra-node all-reduce model: MAPE %.2f%% against nccl-tests.\n",
                              100 * nccl_mape);
@@ -284,13 +333,18 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
     for (const FittableParam& f : FittableParams()) {
       out << absl::StrFormat("params.%s = %.6g;\n", f.name, p.*(f.member));
     }
+    out << "// Prediction intervals: central bands of the held-out errors by regime.\n";
+    for (const ErrorBand& b : result->bands) {
+      out << absl::StrFormat("bands.push_back({\"%s\", %.6g, %.6g, %.2f, %d});\n", b.regime,
+                             b.error_low, b.error_high, b.coverage, b.rows);
+    }
     return kExitOk;
   }
   out << "fitted parameters:\n";
   for (const FittableParam& f : FittableParams()) {
     out << absl::StrFormat("  %-32s %.6g\n", f.name, p.*(f.member));
   }
-  out << absl::StrFormat("\nin-sample MAPE %s (fitted on every row; not an accuracy figure)\n",
+  out << absl::StrFormat("\nin-sample objective %s (fitted on every row; not an accuracy figure)\n",
                          Pct(result->fit_mape));
   if (!result->fold_mape.empty()) {
     absl::StatusOr<std::optional<int64_t>> worst = flags.GetInt("worst");
@@ -298,6 +352,11 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
     out << absl::StrFormat("%d-fold cross-validated (held-out) error:\n", options.folds);
     out << ReportTable(in->measurements, result->cross_validated,
                        static_cast<int>(worst->value_or(10)));
+    out << "\nprediction intervals (90% of held-out errors):\n";
+    for (const ErrorBand& b : result->bands) {
+      out << absl::StrFormat("  %-12s error from %s to %s over %d rows\n", b.regime,
+                             Pct(b.error_low), Pct(b.error_high), b.rows);
+    }
   }
   return kExitOk;
 }

@@ -112,6 +112,15 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return s.str();
 }
 
+absl::Status WriteFile(const std::string& path, const std::string& contents) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write '", path, "'"));
+  out << contents;
+  out.close();
+  if (!out) return absl::DataLossError(absl::StrCat("writing '", path, "' failed"));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CollectiveCurve> ParseNcclTests(absl::string_view text, absl::string_view name) {
   std::vector<CollectivePoint> points;
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');

@@ -36,6 +36,8 @@ absl::StatusOr<std::vector<Measurement>> ParseMeasurementCsv(absl::string_view t
 
 // Reads one file (errors name the path).
 absl::StatusOr<std::string> ReadFile(const std::string& path);
+// Writes one file, replacing it (errors name the path).
+absl::Status WriteFile(const std::string& path, const std::string& contents);
 
 // Parses nccl-tests output (all_reduce_perf and friends): lines of size
 // (bytes), count, type, then out-of-place time (ns) ...; '#' lines and

@@ -42,6 +42,12 @@ std::string PredictionTable(const Job& job, const Prediction& p, bool show_looku
       c.inter_node_bandwidth_bytes_per_s * 8 / 1e9));
 
   absl::StrAppend(&out, absl::StrFormat("iteration time   %.3f ms\n", p.iteration_time_ms()));
+  if (p.interval_coverage > 0) {
+    absl::StrAppend(&out, absl::StrFormat(
+        "%.0f%% interval     %.1f .. %.1f ms (held-out errors of %s A100 calibration runs)\n",
+        100 * p.interval_coverage, p.interval_low_ns * 1e-6, p.interval_high_ns * 1e-6,
+        p.regime == "single_node" ? "single-node" : "multi-node"));
+  }
   absl::StrAppend(&out, absl::StrFormat("throughput       %s tokens/s\n", Human(p.tokens_per_s)));
   absl::StrAppend(&out, absl::StrFormat("MFU / HFU        %.1f%% / %.1f%%\n", 100 * p.mfu,
                                         100 * p.hfu));
@@ -88,6 +94,14 @@ std::string PredictionJson(const Job& job, const Prediction& p) {
   w.BeginObject();
   w.Key("iteration_time_ms").Double(p.iteration_time_ms());
   w.Key("iteration_time_ns").Int(p.iteration_time_ns);
+  if (p.interval_coverage > 0) {
+    w.Key("interval").BeginObject();
+    w.Key("low_ms").Double(p.interval_low_ns * 1e-6);
+    w.Key("high_ms").Double(p.interval_high_ns * 1e-6);
+    w.Key("coverage").Double(p.interval_coverage);
+    w.Key("regime").String(p.regime);
+    w.EndObject();
+  }
   w.Key("tokens_per_s").Double(p.tokens_per_s);
   w.Key("mfu").Double(p.mfu);
   w.Key("hfu").Double(p.hfu);

@@ -93,6 +93,28 @@ double MapeOf(const std::vector<ValidationRow>& rows, const std::vector<size_t>&
   return indices.empty() ? 0 : sum / static_cast<double>(indices.size());
 }
 
+// The source file of a measurement ("a.csv" of "a.csv:17").
+std::string SourceFile(const Measurement& m) { return m.source.substr(0, m.source.rfind(':')); }
+
+// Weights that give every source file the same total weight, so that a small
+// multi-node file is not outvoted by a large single-node one (DESIGN.md §5:
+// fitting one regime transfers poorly to the other).
+std::vector<double> BalancedWeights(absl::Span<const Measurement> m,
+                                    const std::vector<size_t>& indices) {
+  std::map<std::string, double> count;
+  for (size_t i : indices) count[SourceFile(m[i])] += 1;
+  std::vector<double> w(m.size(), 0.0);
+  for (size_t i : indices) w[i] = 1.0 / (count[SourceFile(m[i])] * static_cast<double>(count.size()));
+  return w;
+}
+
+double WeightedMape(const std::vector<ValidationRow>& rows, const std::vector<size_t>& indices,
+                    const std::vector<double>& weights) {
+  double sum = 0;
+  for (size_t i : indices) sum += weights[i] * (rows[i].status.ok() ? std::abs(rows[i].error) : 1.0);
+  return sum;
+}
+
 // Fits `fit` parameters on the rows in `train`.
 AnalyticalParams Fit(absl::Span<const Measurement> m, const std::vector<size_t>& train,
                      const ProfileSet& base, const std::vector<const FittableParam*>& fit,
@@ -115,18 +137,26 @@ AnalyticalParams Fit(absl::Span<const Measurement> m, const std::vector<size_t>&
     }
     return p;
   };
+  const std::vector<double> weights = options.balance_sources
+                                         ? BalancedWeights(m, train)
+                                         : std::vector<double>(m.size(), 1.0 / train.size());
   auto objective = [&](const std::vector<double>& x) {
     trial.params = decode(x);
     PredictRows(m, train, trial, options.threads, rows);
-    return MapeOf(rows, train);
+    return WeightedMape(rows, train, weights);
   };
   MinimizeOptions mo;
   mo.max_evaluations = options.max_evaluations;
   MinimizeResult r = Minimize(objective, x0, mo);
-  // A restart from the optimum escapes a collapsed simplex.
-  mo.initial_step = 0.1;
-  MinimizeResult r2 = Minimize(objective, r.x, mo);
-  if (r2.value < r.value) r = r2;
+  // Restarts from the optimum escape a collapsed simplex; stop when one no
+  // longer helps.
+  for (int restart = 0; restart < 4; ++restart) {
+    mo.initial_step = restart % 2 == 0 ? 0.1 : 0.3;
+    MinimizeResult next = Minimize(objective, r.x, mo);
+    const bool better = next.value < r.value * (1 - 1e-3);
+    if (next.value < r.value) r = next;
+    if (!better) break;
+  }
   *mape = r.value;
   return decode(r.x);
 }
@@ -209,9 +239,8 @@ ValidationReport Validate(absl::Span<const Measurement> measurements, const Prof
 absl::Span<const FittableParam> FittableParams() { return kParams; }
 
 std::vector<std::string> DefaultFitParams() {
-  return {"gemm_max_efficiency",  "gemm_half_flops",           "gemm_misaligned_factor",
-          "memory_efficiency",    "host_dispatch_ns",          "operator_overhead_ns",
-          "inter_node_efficiency", "tp_collective_overhead_ns",
+  return {"gemm_max_efficiency", "gemm_half_flops",       "gemm_misaligned_factor",
+          "memory_efficiency",   "host_dispatch_ns",      "inter_node_efficiency",
           "tp_collective_overhead_per_rank_ns"};
 }
 
@@ -262,6 +291,10 @@ absl::StatusOr<CalibrationResult> Calibrate(absl::Span<const Measurement> measur
                                folds, 100 * train_mape, 100 * result.fold_mape.back()));
     }
     Group(measurements, result.cross_validated);
+    for (const char* regime : {"single_node", "multi_node"}) {
+      ErrorBand band = BandOf(measurements, result.cross_validated.rows, regime, 0.9);
+      if (band.rows > 0) result.bands.push_back(band);
+    }
   }
   std::vector<size_t> all(measurements.size());
   std::iota(all.begin(), all.end(), 0);
@@ -269,6 +302,30 @@ absl::StatusOr<CalibrationResult> Calibrate(absl::Span<const Measurement> measur
   progress(absl::StrFormat("final fit on all %d rows: in-sample MAPE %.2f%%", all.size(),
                            100 * result.fit_mape));
   return result;
+}
+
+ErrorBand BandOf(absl::Span<const Measurement> measurements, absl::Span<const ValidationRow> rows,
+                 const std::string& regime, double coverage) {
+  std::vector<double> errors;
+  for (size_t i = 0; i < measurements.size() && i < rows.size(); ++i) {
+    if (rows[i].status.ok() && RegimeOf(measurements[i].job) == regime) {
+      errors.push_back(rows[i].error);
+    }
+  }
+  ErrorBand band;
+  band.regime = regime;
+  band.coverage = coverage;
+  band.rows = static_cast<int64_t>(errors.size());
+  if (errors.empty()) return band;
+  std::sort(errors.begin(), errors.end());
+  // Nearest-rank quantiles of the tails (1 - coverage) / 2 on each side.
+  auto quantile = [&](double q) {
+    const double pos = q * static_cast<double>(errors.size() - 1);
+    return errors[static_cast<size_t>(std::llround(pos))];
+  };
+  band.error_low = quantile((1 - coverage) / 2);
+  band.error_high = quantile(1 - (1 - coverage) / 2);
+  return band;
 }
 
 std::pair<AnalyticalParams, double> FitIntraNodeAllReduce(

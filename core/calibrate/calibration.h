@@ -79,17 +79,28 @@ struct CalibrateOptions {
   int folds = 5;                    // k of k-fold cross-validation; 0 or 1: none
   int max_evaluations = 300;        // per fit
   uint64_t seed = 1;                // shuffles the rows into folds
+  // Minimise the mean of the per-file MAPEs (each measurement file weighs the
+  // same) instead of the MAPE over all rows.
+  bool balance_sources = true;
   int threads = 1;
   std::function<void(const std::string&)> progress;  // may be empty
 };
 
 struct CalibrationResult {
   AnalyticalParams params;  // fitted on every row
-  double fit_mape = 0;      // in-sample, for reference only
+  double fit_mape = 0;      // in-sample objective, for reference only
   // Each row predicted by the parameters fitted without its fold.
   ValidationReport cross_validated;
   std::vector<double> fold_mape;
+  // 90% bands of the held-out errors per regime (RegimeOf), for prediction
+  // intervals; empty without cross-validation.
+  std::vector<ErrorBand> bands;
 };
+
+// The central `coverage` band of the signed errors of `rows` whose
+// measurement is in `regime`.
+ErrorBand BandOf(absl::Span<const Measurement> measurements, absl::Span<const ValidationRow> rows,
+                 const std::string& regime, double coverage);
 
 // Fits options.params of profiles.params to the measurements, minimising the
 // mean absolute percentage error, and cross-validates the fit.

@@ -61,8 +61,12 @@ class Timeline {
   static bool IsCommunication(TaskKind kind) {
     return kind != TaskKind::kCompute && kind != TaskKind::kOptimizer;
   }
+  //
+  // `tail_ns` > 0 marks a merged task whose last `tail_ns` are a transfer of
+  // `kind` (the operator path folds a pipeline send into the pass before it):
+  // its children see a transfer that started tail_ns before the end.
   Completion RunAfter(StreamId stream, int64_t duration_ns, int64_t gap_ns, TaskKind kind,
-                      int64_t ready_ns, const Completion* binding) {
+                      int64_t ready_ns, const Completion* binding, int64_t tail_ns = 0) {
     StreamState& s = streams_[stream];
     const int64_t free = s.free_ns;
     const int64_t start = free > ready_ns ? free : ready_ns;
@@ -77,9 +81,12 @@ class Timeline {
       s.stats.idle_ns += start - free - exposed;
     }
     const bool communication = IsCommunication(kind);
-    if (communication && (start > free || !s.last_was_communication)) s.comm_run_start_ns = start;
-    s.last_was_communication = communication;
+    // A run of communication continues only through tasks of the same kind
+    // that follow each other without a break.
+    if (communication && (start > free || s.last_kind != kind)) s.comm_run_start_ns = start;
+    s.last_kind = kind;
     const int64_t finish = start + duration_ns;
+    if (tail_ns > 0) s.comm_run_start_ns = finish - tail_ns;
     s.free_ns = finish + gap_ns;
     s.last_gap_ns = gap_ns;
     s.stats.busy_ns[static_cast<int>(kind)] += duration_ns;
@@ -90,7 +97,7 @@ class Timeline {
   }
 
   Completion Run(StreamId stream, int64_t duration_ns, int64_t gap_ns, TaskKind kind,
-                 absl::Span<const Completion> parents) {
+                 absl::Span<const Completion> parents, int64_t tail_ns = 0) {
     int64_t ready = 0;
     const Completion* binding = nullptr;
     for (const Completion& p : parents) {
@@ -99,7 +106,7 @@ class Timeline {
         binding = &p;
       }
     }
-    return RunAfter(stream, duration_ns, gap_ns, kind, ready, binding);
+    return RunAfter(stream, duration_ns, gap_ns, kind, ready, binding, tail_ns);
   }
 
   // The makespan and the per-stream accounting so far.
@@ -110,7 +117,7 @@ class Timeline {
     int64_t free_ns = 0;
     int64_t last_gap_ns = 0;
     int64_t comm_run_start_ns = 0;  // start of the current run of communication tasks
-    bool last_was_communication = false;
+    TaskKind last_kind = TaskKind::kCompute;
     StreamStats stats;
   };
   std::vector<StreamState> streams_;

@@ -21,6 +21,7 @@ struct Item {
   int64_t gap_ns = 0;
   int32_t label = 0;
   TaskKind kind = TaskKind::kCompute;
+  int64_t host_ns = 0;  // host dispatch time; 0 when unknown
 };
 
 // A run of items on the compute stream; when bucket_bytes > 0 a gradient
@@ -47,6 +48,8 @@ struct ActionTemplate {
 class GraphSink {
  public:
   using Handle = TaskId;
+  // Every task of the graph is one kernel, collective or merged pass.
+  static constexpr bool kMergesSends = false;
   explicit GraphSink(TaskGraph& graph) : graph_(graph) {}
   static Handle None() { return -1; }
   static bool IsSet(Handle h) { return h >= 0; }
@@ -54,7 +57,8 @@ class GraphSink {
   int32_t Label(const std::string& name) { return graph_.AddLabel(name); }
   void Reserve(int64_t tasks, int64_t edges) { graph_.Reserve(tasks, edges); }
   Handle Add(StreamId stream, int64_t duration_ns, int64_t gap_ns, TaskKind kind, int32_t label,
-             absl::Span<const Handle> parents) {
+             absl::Span<const Handle> parents, int64_t tail_ns = 0) {
+    VTRAIN_CHECK(tail_ns == 0);  // the graph never merges sends
     return graph_.AddTask(stream, duration_ns, gap_ns, kind, label, parents);
   }
   bool Stopped() const { return false; }
@@ -67,6 +71,8 @@ class GraphSink {
 class TimelineSink {
  public:
   using Handle = Completion;
+  // A pass and the pipeline send after it become one task (see EmitAction).
+  static constexpr bool kMergesSends = true;
   explicit TimelineSink(const std::function<bool()>& cancelled) : cancelled_(cancelled) {}
   static Handle None() { return Completion{}; }
   static bool IsSet(const Handle& h) { return h.finish_ns >= 0; }
@@ -74,9 +80,9 @@ class TimelineSink {
   int32_t Label(const std::string&) { return 0; }
   void Reserve(int64_t, int64_t) {}
   Handle Add(StreamId stream, int64_t duration_ns, int64_t gap_ns, TaskKind kind, int32_t,
-             absl::Span<const Handle> parents) {
+             absl::Span<const Handle> parents, int64_t tail_ns = 0) {
     if ((++num_tasks_ & 0xFFFF) == 0 && cancelled_ && cancelled_()) stopped_ = true;
-    return timeline_.Run(stream, duration_ns, gap_ns, kind, parents);
+    return timeline_.Run(stream, duration_ns, gap_ns, kind, parents, tail_ns);
   }
   bool Stopped() const { return stopped_; }
   int64_t num_tasks() const { return num_tasks_; }
@@ -92,16 +98,21 @@ class TimelineSink {
 template <typename Sink>
 class TemplateWriter {
  public:
-  explicit TemplateWriter(Sink& sink) : sink_(sink) { segments_.emplace_back(); }
+  // `collective_host_ns`: host time to launch a collective.
+  TemplateWriter(Sink& sink, int64_t collective_host_ns)
+      : sink_(sink), collective_host_ns_(collective_host_ns) {
+    segments_.emplace_back();
+  }
 
   void Operator(const OperatorProfile& profile) {
     for (const KernelRecord& k : profile.kernels) {
-      segments_.back().items.push_back(
-          Item{k.duration_ns, k.gap_ns, sink_.Label(k.name), TaskKind::kCompute});
+      segments_.back().items.push_back(Item{k.duration_ns, k.gap_ns, sink_.Label(k.name),
+                                            TaskKind::kCompute, k.host_ns});
     }
   }
   void TensorParallel(int64_t duration_ns, int32_t label) {
-    segments_.back().items.push_back(Item{duration_ns, 0, label, TaskKind::kTensorParallel});
+    segments_.back().items.push_back(
+        Item{duration_ns, 0, label, TaskKind::kTensorParallel, collective_host_ns_});
     tensor_parallel_ns_ += duration_ns;
   }
   // Ends the current segment; a bucket all-reduce of `bucket_bytes` follows it.
@@ -115,6 +126,7 @@ class TemplateWriter {
   // to back on one stream with nothing entering or leaving in the middle, so
   // start(i+1) = finish(i) + gap(i) and the merged task is exact.
   ActionTemplate Take(Granularity granularity, int32_t merged_label) && {
+    ReplayHost();
     ActionTemplate t;
     t.tensor_parallel_ns = tensor_parallel_ns_;
     for (Segment& s : segments_) {
@@ -132,7 +144,37 @@ class TemplateWriter {
   }
 
  private:
+  // DESIGN.md §5: the host runs ahead of the GPU through a whole pass. When
+  // every item's host time is known, the gaps are recomputed for the pass as
+  // one sequence: item i is dispatched once the host has spent the host time
+  // of items 0..i, and starts when dispatched and its predecessor is done.
+  // The host and the GPU start the pass together (the synchronous pipeline
+  // exchange, or the optimizer, has just synchronised them).
+  void ReplayHost() {
+    std::vector<Item*> items;
+    for (Segment& s : segments_) {
+      for (Item& i : s.items) {
+        if (i.host_ns <= 0) return;  // measured gaps without host times: keep them
+        items.push_back(&i);
+      }
+    }
+    // Times are relative to the first kernel's dispatch.
+    int64_t host = -items.front()->host_ns, gpu = 0;
+    Item* previous = nullptr;
+    for (Item* i : items) {
+      host += i->host_ns;
+      const int64_t start = std::max(gpu, host);
+      if (previous != nullptr) previous->gap_ns = start - gpu;
+      gpu = start + i->duration_ns;
+      previous = i;
+    }
+    // What follows the pass waits for its own dispatch; like the first
+    // kernel here, charge it one lead-in of this pass's first dispatch.
+    if (previous != nullptr) previous->gap_ns = items.front()->host_ns;
+  }
+
   Sink& sink_;
+  const int64_t collective_host_ns_;
   std::vector<Segment> segments_;
   int64_t tensor_parallel_ns_ = 0;
 };
@@ -144,10 +186,13 @@ template <typename Handle>
 class SendQueue {
  public:
   bool empty() const { return head_ == items_.size(); }
-  void Push(int64_t micro_batch, const Handle& h) { items_.push_back({micro_batch, h}); }
+  void Push(int64_t micro_batch, const Handle& h) {
+    VTRAIN_CHECK(micro_batch == pushed_++);
+    items_.push_back(h);
+  }
   Handle Pop(int64_t micro_batch) {
-    VTRAIN_CHECK(!empty() && items_[head_].first == micro_batch);
-    Handle h = items_[head_++].second;
+    VTRAIN_CHECK(!empty() && micro_batch == popped_++);
+    Handle h = items_[head_++];
     if (empty()) {
       items_.clear();
       head_ = 0;
@@ -156,8 +201,9 @@ class SendQueue {
   }
 
  private:
-  std::vector<std::pair<int64_t, Handle>> items_;
+  std::vector<Handle> items_;
   size_t head_ = 0;
+  int64_t pushed_ = 0, popped_ = 0;
 };
 
 struct StageTemplates {
@@ -242,6 +288,20 @@ class Builder {
   }
 
   StageTemplates MakeTemplates(bool has_embedding, bool has_logit);
+  // Whether the sink folds the send after `t` into it: only a pass already
+  // merged into one task, whose end nothing but the send depends on.
+  static bool MergesSend(const ActionTemplate& t) {
+    return Sink::kMergesSends && t.segments.size() == 1 && t.segments[0].items.size() == 1 &&
+           t.segments[0].bucket_bytes == 0;
+  }
+  // The pass and its send as one task: the send starts when the pass's last
+  // gap ends (start(send) = finish(pass) + gap), so the sum is exact.
+  Handle AddPassWithSend(const ActionTemplate& t, StreamId stream,
+                         absl::Span<const Handle> parents, int64_t send_ns) {
+    const Item& i = t.segments[0].items[0];
+    return sink_.Add(stream, i.duration_ns + i.gap_ns + send_ns, 0, TaskKind::kPipeline,
+                     send_label_, parents, send_ns);
+  }
   ActionTemplate Forward(bool has_embedding, bool has_logit);
   ActionTemplate Backward(bool has_embedding, bool has_logit, bool bucketed);
   int64_t CountTasks() const;
@@ -274,7 +334,7 @@ class Builder {
 
 template <typename Sink>
 ActionTemplate Builder<Sink>::Forward(bool has_embedding, bool has_logit) {
-  TemplateWriter<Sink> w(sink_);
+  TemplateWriter<Sink> w(sink_, std::llround(lookup_.params().host_dispatch_ns));
   const int32_t tp_label = sink_.Label("tp_all_reduce");
   const int64_t tp_ns = TensorParallelNs(activation_bytes_);
   if (has_embedding) {
@@ -303,7 +363,7 @@ ActionTemplate Builder<Sink>::Forward(bool has_embedding, bool has_logit) {
 
 template <typename Sink>
 ActionTemplate Builder<Sink>::Backward(bool has_embedding, bool has_logit, bool bucketed) {
-  TemplateWriter<Sink> w(sink_);
+  TemplateWriter<Sink> w(sink_, std::llround(lookup_.params().host_dispatch_ns));
   const int32_t tp_label = sink_.Label("tp_all_reduce");
   const int64_t tp_ns = TensorParallelNs(activation_bytes_);
   const double h = static_cast<double>(model_.hidden_size);
@@ -366,7 +426,7 @@ StageTemplates Builder<Sink>::MakeTemplates(bool has_embedding, bool has_logit) 
   s.forward = Forward(has_embedding, has_logit);
   s.backward = Backward(has_embedding, has_logit, false);
   s.backward_last = bucketing_ ? Backward(has_embedding, has_logit, true) : s.backward;
-  TemplateWriter<Sink> w(sink_);
+  TemplateWriter<Sink> w(sink_, std::llround(lookup_.params().host_dispatch_ns));
   w.Operator(Op(OperatorKind::kOptimizerStep, s.parameters_per_gpu));
   s.optimizer = std::move(w).Take(options_.granularity, sink_.Label("optimizer_step"));
   for (Segment& seg : s.optimizer.segments) {
@@ -384,8 +444,9 @@ int64_t Builder<Sink>::CountTasks() const {
     count += m * static_cast<double>(st.forward.NumItems()) +
              (m - 1) * static_cast<double>(st.backward.NumItems()) +
              static_cast<double>(st.backward_last.NumItems() + st.optimizer.NumItems());
-    if (s + 1 < p_) count += m;  // forward sends
-    if (s > 0) count += m;       // backward sends
+    // Pipeline sends, unless folded into the pass before them.
+    if (s + 1 < p_ && !MergesSend(st.forward)) count += m;
+    if (s > 0) count += MergesSend(st.backward) ? 1 : m;
     if (d_ > 1) {
       count += bucketing_ ? static_cast<double>(st.backward_last.segments.size()) : 1;
     }
@@ -430,10 +491,13 @@ void Builder<Sink>::EmitAction(int64_t s, PipelineAction a) {
   if (a.forward) {
     Handle recv = Sink::None();
     if (s > 0) recv = forward_sends_[s - 1].Pop(j);
-    const Handle last = EmitTemplate(
-        st.forward, info.compute_stream,
-        s > 0 ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>(),
-        info.data_parallel_stream, nullptr);
+    const auto parents = s > 0 ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>();
+    if (s + 1 < p_ && MergesSend(st.forward)) {
+      forward_sends_[s].Push(j, AddPassWithSend(st.forward, info.compute_stream, parents, send_ns_[s]));
+      return;
+    }
+    const Handle last =
+        EmitTemplate(st.forward, info.compute_stream, parents, info.data_parallel_stream, nullptr);
     if (s + 1 < p_) {
       forward_sends_[s].Push(j, sink_.Add(info.compute_stream, send_ns_[s], 0,
                                           TaskKind::kPipeline, send_label_,
@@ -444,11 +508,18 @@ void Builder<Sink>::EmitAction(int64_t s, PipelineAction a) {
   const bool is_last = j == m_ - 1;
   Handle recv = Sink::None();
   if (s + 1 < p_) recv = backward_sends_[s + 1].Pop(j);
+  const auto parents = s + 1 < p_ ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>();
+  // The last backward's end also starts the gradient all-reduce, so its send
+  // stays a task of its own.
+  if (s > 0 && !is_last && MergesSend(st.backward)) {
+    backward_sends_[s].Push(
+        j, AddPassWithSend(st.backward, info.compute_stream, parents, send_ns_[s - 1]));
+    return;
+  }
   const bool bucketed = is_last && bucketing_ && d_ > 1;
-  const Handle last = EmitTemplate(
-      is_last ? st.backward_last : st.backward, info.compute_stream,
-      s + 1 < p_ ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>(),
-      info.data_parallel_stream, bucketed ? &last_dp_[s] : nullptr);
+  const Handle last =
+      EmitTemplate(is_last ? st.backward_last : st.backward, info.compute_stream, parents,
+                   info.data_parallel_stream, bucketed ? &last_dp_[s] : nullptr);
   if (s > 0) {
     backward_sends_[s].Push(j, sink_.Add(info.compute_stream, send_ns_[s - 1], 0,
                                          TaskKind::kPipeline, send_label_,
@@ -543,6 +614,8 @@ absl::Status Builder<Sink>::Build() {
     info.compute_stream = sink_.AddStream(absl::StrCat("stage", s, "/compute"));
     info.data_parallel_stream = sink_.AddStream(absl::StrCat("stage", s, "/data_parallel"));
     info.tensor_parallel_ns = m_ * (st.forward.tensor_parallel_ns + st.backward.tensor_parallel_ns);
+    info.pipeline_send_ns =
+        m_ * ((s + 1 < p_ ? send_ns_[s] : 0) + (s > 0 ? send_ns_[s - 1] : 0));
     info.parameters_per_gpu = st.parameters_per_gpu;
   }
 
@@ -553,24 +626,24 @@ absl::Status Builder<Sink>::Build() {
 
   // Emit actions in a wavefront so that every task's parents exist when it is
   // added: forwards flow down the pipeline, backwards up.
-  std::vector<int64_t> next(p_, 0);
+  std::vector<int64_t> forwards(p_, 0), backwards(p_, 0);
   int64_t remaining = p_ * 2 * m_;
-  const int64_t actions_per_stage = 2 * m_;
   auto drain = [&](int64_t s) {
-    int64_t i = next[s];
-    const int64_t begin = i;
-    while (i < actions_per_stage) {
-      const PipelineAction a = ScheduleAction(plan_.schedule, s, p_, m_, i);
+    int64_t f = forwards[s], b = backwards[s];
+    const int64_t begin = f + b;
+    while (b < m_) {
+      const bool forward = NextIsForward(plan_.schedule, s, p_, m_, f, b);
       // Sends arrive in micro-batch order, so a waiting one is this action's.
-      const bool ready = a.forward ? (s == 0 || !forward_sends_[s - 1].empty())
-                                   : (s + 1 == p_ || !backward_sends_[s + 1].empty());
-      if (!ready) break;
-      EmitAction(s, a);
-      ++i;
+      if (forward ? (s > 0 && forward_sends_[s - 1].empty())
+                  : (s + 1 < p_ && backward_sends_[s + 1].empty())) {
+        break;
+      }
+      EmitAction(s, PipelineAction{forward, forward ? f++ : b++});
     }
-    next[s] = i;
-    remaining -= i - begin;
-    return i > begin;
+    forwards[s] = f;
+    backwards[s] = b;
+    remaining -= f + b - begin;
+    return f + b > begin;
   };
   while (remaining > 0) {
     bool progressed = false;

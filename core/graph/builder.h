@@ -41,6 +41,8 @@ struct StageInfo {
   // Time the compute stream spends in TP collectives per iteration; the
   // engine cannot tell it apart once the operator path has merged tasks.
   int64_t tensor_parallel_ns = 0;
+  // Time the compute stream spends sending to the neighbouring stages.
+  int64_t pipeline_send_ns = 0;
   double parameters_per_gpu = 0;
 };
 

@@ -36,6 +36,17 @@ inline PipelineAction ScheduleAction(PipelineSchedule schedule, int64_t stage, i
   return {false, steady + (i - warmup - 2 * steady)};
 }
 
+// The same order, incrementally: whether `stage`'s next action is a forward,
+// after it ran `forwards` forwards and `backwards` backwards (< 2m in all).
+// Both schedules run the forwards, and the backwards, in micro-batch order.
+inline bool NextIsForward(PipelineSchedule schedule, int64_t stage, int64_t stages, int64_t m,
+                          int64_t forwards, int64_t backwards) {
+  if (forwards == m) return false;
+  if (schedule == PipelineSchedule::kGpipe) return true;
+  const int64_t warmup = std::min(stages - stage - 1, m);
+  return forwards < warmup || forwards - warmup == backwards;
+}
+
 }  // namespace vtrain
 
 #endif  // VTRAIN_CORE_GRAPH_SCHEDULE_H_

@@ -22,6 +22,10 @@ double LogitForwardFlopsPerToken(const ModelSpec& m) {
 
 }  // namespace
 
+std::string RegimeOf(const Job& job) {
+  return job.cluster.num_gpus <= job.cluster.gpus_per_node ? "single_node" : "multi_node";
+}
+
 double ModelFlopsPerIteration(const Job& job) {
   const double tokens =
       static_cast<double>(job.plan.global_batch) * static_cast<double>(job.model.seq_len);
@@ -72,7 +76,7 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
     b.parameters_per_gpu = info.parameters_per_gpu;
     int64_t busy = c.gap_ns;
     for (int64_t k : c.busy_ns) busy += k;
-    const int64_t sends = c.busy_ns[static_cast<int>(TaskKind::kPipeline)];
+    const int64_t sends = info.pipeline_send_ns;
     b.tensor_parallel_ns = info.tensor_parallel_ns;
     b.compute_ns = busy - info.tensor_parallel_ns - sends;
     b.pipeline_exposed_ns = sends + c.exposed_wait_ns[static_cast<int>(TaskKind::kPipeline)];
@@ -109,6 +113,15 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
     p.fidelity.worst = std::max(p.fidelity.worst, r.fidelity);
   }
   p.fidelity.records = lookup.records();
+  p.regime = RegimeOf(job);
+  for (const ErrorBand& band : profiles.error_bands) {
+    if (band.regime != p.regime) continue;
+    // error = (predicted - measured) / measured, so measured = predicted / (1 + error).
+    const double t = static_cast<double>(p.iteration_time_ns);
+    p.interval_low_ns = t / (1 + band.error_high);
+    p.interval_high_ns = t / (1 + band.error_low);
+    p.interval_coverage = band.coverage;
+  }
   p.fidelity.missing_keys = lookup.MissingKeys();
   return p;
 }

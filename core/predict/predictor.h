@@ -62,6 +62,13 @@ struct Prediction {
   int64_t graph_bytes = 0;  // memory of the materialised graph (kernel granularity only)
   std::string profile_set;
   FidelitySummary fidelity;
+  // Where measured iteration times fell around predictions like this one,
+  // from the profile set's calibration residuals for this regime; all zero
+  // when the set has no band for it.
+  std::string regime;
+  double interval_low_ns = 0;
+  double interval_high_ns = 0;
+  double interval_coverage = 0;
 
   double iteration_time_ms() const { return static_cast<double>(iteration_time_ns) * 1e-6; }
 };
@@ -78,6 +85,10 @@ struct PredictOptions {
 // RESOURCE_EXHAUSTED for a graph over options.max_tasks, CANCELLED.
 absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
                                    const PredictOptions& options = {});
+
+// The calibration regime of a job: "single_node" when all its GPUs fit in
+// one node, else "multi_node".
+std::string RegimeOf(const Job& job);
 
 // Model FLOPs of one iteration (Narayanan et al. 2021, §5.1, generalised to
 // any FFN width): 3 * tokens * (L * (8h^2 + 4hf + 4sh) + 2hV).

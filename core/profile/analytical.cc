@@ -50,6 +50,8 @@ class KernelSequence {
       const double next = static_cast<double>(kernels_.size()) * dispatch +
                           params_.operator_overhead_ns;
       kernels_.back().gap_ns = std::llround(std::max(0.0, next - finish));
+      for (KernelRecord& k : kernels_) k.host_ns = std::llround(dispatch);
+      kernels_.front().host_ns += std::llround(params_.operator_overhead_ns);
     }
     return std::move(kernels_);
   }

@@ -5,6 +5,8 @@
 
 namespace vtrain {
 
+// The values below are physically plausible starting points (uncalibrated);
+// the built-in profiles use the fitted values of core/profile/a100_params.inc.
 struct AnalyticalParams {
   // GEMMs: efficiency(F) = gemm_max_efficiency * F / (F + gemm_half_flops),
   // times the wave-quantisation utilisation, times gemm_misaligned_factor when
@@ -20,7 +22,7 @@ struct AnalyticalParams {
   // Host CPU time to dispatch one kernel (framework + launch). The host runs
   // ahead of the GPU inside an operator; when it cannot keep up, the kernels
   // are separated by gaps (DESIGN.md §5: small shapes are host-bound).
-  double host_dispatch_ns = 20000;
+  double host_dispatch_ns = 50000;
   // Extra host time at the start of each operator (Python module call).
   double operator_overhead_ns = 0;
 

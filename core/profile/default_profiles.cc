@@ -4,13 +4,29 @@
 
 namespace vtrain {
 
+namespace {
+
+// Fitted to the measured A100 Megatron runs and nccl-tests curves of
+// ../shared/data by `vtrainctl calibrate ... --cpp` (see README); the header
+// of the file records the cross-validated error.
+void A100Calibration(AnalyticalParams& params, std::vector<ErrorBand>& bands) {
+#include "core/profile/a100_params.inc"
+}
+
+}  // namespace
+
 AnalyticalParams DefaultAnalyticalParams() {
   AnalyticalParams params;
-  // Fitted to the measured A100 Megatron runs and nccl-tests curves of
-  // ../shared/data by `vtrainctl calibrate ... --cpp` (see README); the
-  // header of the file records the cross-validated error.
-#include "core/profile/a100_params.inc"
+  std::vector<ErrorBand> bands;
+  A100Calibration(params, bands);
   return params;
+}
+
+std::vector<ErrorBand> DefaultErrorBands() {
+  AnalyticalParams params;
+  std::vector<ErrorBand> bands;
+  A100Calibration(params, bands);
+  return bands;
 }
 
 ProfileSet DefaultProfileSet(const GpuSpec& gpu) {
@@ -23,6 +39,7 @@ ProfileSet DefaultProfileSet(const GpuSpec& gpu) {
       "calibrated on 464 measured A100-SXM4-80GB Megatron runs and nccl-tests all-reduce "
       "curves (core/profile/a100_params.inc); no measurements of this GPU");
   set.params = DefaultAnalyticalParams();
+  set.error_bands = DefaultErrorBands();
   return set;
 }
 

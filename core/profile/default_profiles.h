@@ -13,6 +13,9 @@ namespace vtrain {
 // A100 calibration (core/profile/a100_params.inc), used for every GPU model.
 AnalyticalParams DefaultAnalyticalParams();
 
+// The prediction-interval bands of the A100 calibration.
+std::vector<ErrorBand> DefaultErrorBands();
+
 // The built-in profile set for `gpu`.
 ProfileSet DefaultProfileSet(const GpuSpec& gpu);
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "core/profile/analytical.h"
 #include "core/profile/profile.h"
 #include "core/spec/gpu.h"
@@ -51,7 +52,8 @@ class ProfileLookup {
   const ProfileSet& set_;
   const GpuSpec& gpu_;
   LinkBandwidths links_;
-  absl::flat_hash_map<OperatorKey, OperatorProfile> operators_;
+  // Node-based: Operator() hands out references that must survive rehashing.
+  absl::node_hash_map<OperatorKey, OperatorProfile> operators_;
   absl::flat_hash_map<std::string, CollectiveTime> collectives_;
   std::vector<LookupRecord> records_;
 };

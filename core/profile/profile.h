@@ -70,11 +70,17 @@ OperatorKey MakeOperatorKey(std::string gpu, DType dtype, OperatorKind op, int64
                             int64_t tensor_parallel, int64_t vocab, int64_t num_parameters);
 
 // One kernel of an operator: GPU time, then the idle time on the stream until
-// the next kernel starts (host dispatch, synchronisation).
+// the next kernel starts (host dispatch, synchronisation), as profiled with
+// the operator run on its own.
 struct KernelRecord {
   std::string name;
   int64_t duration_ns = 0;
   int64_t gap_ns = 0;
+  // Host CPU time to dispatch the kernel, when known (the analytical model
+  // knows it; 0 otherwise). With it, the graph builder replays a whole
+  // forward or backward pass with the host running ahead of the GPU instead
+  // of using gaps measured operator by operator (DESIGN.md §5).
+  int64_t host_ns = 0;
 };
 
 struct OperatorProfile {
@@ -132,11 +138,23 @@ class CollectiveCurve {
 
 // A set of tables for one GPU model: measured operators and collectives, and
 // the parameters of the analytical model that fills in whatever is missing.
+// How far measurements fell from predictions in one regime, from the
+// held-out residuals of a calibration: the signed relative error
+// (predicted - measured) / measured has quantiles error_low and error_high.
+struct ErrorBand {
+  std::string regime;     // see RegimeOf in core/predict/predictor.h
+  double error_low = 0;   // e.g. the 5th percentile
+  double error_high = 0;  // e.g. the 95th percentile
+  double coverage = 0.9;  // fraction of residuals inside [low, high]
+  int64_t rows = 0;       // residuals it was computed from
+};
+
 struct ProfileSet {
   std::string name;
   std::string gpu;
   std::string provenance;  // where the numbers come from, for humans
   AnalyticalParams params;
+  std::vector<ErrorBand> error_bands;
   absl::flat_hash_map<OperatorKey, OperatorProfile> operators;
   absl::flat_hash_map<CollectiveKey, CollectiveCurve> collectives;
 };

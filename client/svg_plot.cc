@@ -1,0 +1,89 @@
+#include "client/svg_plot.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace vtrain::cli {
+namespace {
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string PredictedVsMeasuredSvg(const std::vector<ScatterPoint>& points, double band_fraction,
+                                   const std::string& title) {
+  constexpr double kWidth = 640, kHeight = 640, kMargin = 70;
+  double lo = 1e300, hi = 0;
+  for (const ScatterPoint& p : points) {
+    if (p.x <= 0 || p.y <= 0) continue;
+    lo = std::min({lo, p.x, p.y});
+    hi = std::max({hi, p.x, p.y});
+  }
+  if (!(hi > 0)) lo = 1, hi = 10;
+  // Whole decades around the data.
+  const double dlo = std::floor(std::log10(lo)), dhi = std::ceil(std::log10(hi));
+  const double span = std::max(1.0, dhi - dlo);
+  auto sx = [&](double v) { return kMargin + (std::log10(v) - dlo) / span * (kWidth - 2 * kMargin); };
+  auto sy = [&](double v) {
+    return kHeight - kMargin - (std::log10(v) - dlo) / span * (kHeight - 2 * kMargin);
+  };
+  std::string svg = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+      "<text x=\"%.0f\" y=\"30\" text-anchor=\"middle\" font-size=\"15\">%s</text>\n",
+      kWidth, kHeight, kWidth / 2, Escape(title));
+  // The +/- band, then y = x.
+  const double a = std::pow(10.0, dlo), b = std::pow(10.0, dlo + span);
+  absl::StrAppend(&svg, absl::StrFormat(
+      "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f\" fill=\"#dde8f5\"/>\n", sx(a),
+      sy(a * (1 + band_fraction)), sx(b), sy(std::min(b, b * (1 + band_fraction))), sx(b),
+      sy(b * (1 - band_fraction)), sx(a), sy(a * (1 - band_fraction))));
+  absl::StrAppend(&svg, absl::StrFormat(
+      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#4a78b5\"/>\n", sx(a), sy(a),
+      sx(b), sy(b)));
+  // Axes with decade ticks.
+  absl::StrAppend(&svg, absl::StrFormat(
+      "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n",
+      kMargin, kMargin, kWidth - 2 * kMargin, kHeight - 2 * kMargin));
+  for (double d = dlo; d <= dlo + span + 1e-9; d += 1) {
+    const double v = std::pow(10.0, d);
+    absl::StrAppend(&svg, absl::StrFormat(
+        "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n"
+        "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+        sx(v), kHeight - kMargin + 18, v, kMargin - 6, sy(v) + 4, v));
+  }
+  absl::StrAppend(&svg, absl::StrFormat(
+      "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">measured iteration time (ms)</text>\n"
+      "<text x=\"20\" y=\"%.0f\" text-anchor=\"middle\" transform=\"rotate(-90 20 %.0f)\">"
+      "predicted iteration time (ms)</text>\n"
+      "<text x=\"%.0f\" y=\"%.0f\" fill=\"#4a78b5\">shaded: within %.0f%%</text>\n",
+      kWidth / 2, kHeight - 25, kHeight / 2, kHeight / 2, kMargin + 8, kMargin + 16,
+      100 * band_fraction));
+  for (const ScatterPoint& p : points) {
+    if (p.x <= 0 || p.y <= 0) continue;
+    absl::StrAppend(&svg, absl::StrFormat(
+        "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\" fill-opacity=\"0.7\"><title>%s</title>"
+        "</circle>\n",
+        sx(p.x), sy(p.y), p.highlight ? "#d1495b" : "#333333", Escape(p.label)));
+  }
+  svg += "</svg>\n";
+  return svg;
+}
+
+}  // namespace vtrain::cli

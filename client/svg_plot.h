@@ -1,0 +1,24 @@
+// Small SVG charts for vtrainctl reports (no plotting library needed).
+#ifndef VTRAIN_CLIENT_SVG_PLOT_H_
+#define VTRAIN_CLIENT_SVG_PLOT_H_
+
+#include <string>
+#include <vector>
+
+namespace vtrain::cli {
+
+struct ScatterPoint {
+  double x = 0;
+  double y = 0;
+  std::string label;  // shown as a tooltip
+  bool highlight = false;
+};
+
+// Predicted (y) against measured (x) on log-log axes, with the y = x line and
+// a +/- band_fraction band around it. Non-positive points are skipped.
+std::string PredictedVsMeasuredSvg(const std::vector<ScatterPoint>& points, double band_fraction,
+                                   const std::string& title);
+
+}  // namespace vtrain::cli
+
+#endif  // VTRAIN_CLIENT_SVG_PLOT_H_
