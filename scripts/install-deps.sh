@@ -2,7 +2,9 @@
 # Installs the Debian 12 packages vtrain builds with, if any are missing.
 set -euo pipefail
 
-packages=(cmake g++ make pkg-config libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev)
+packages=(cmake g++ make pkg-config libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libsqlite3-dev
+  prometheus-cpp-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,406 @@
+#include "proto/convert.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/util/json_util.h"
+#include "core/util/status_macros.h"
+#include "proto/sha256.h"
+
+namespace vtrain::convert {
+namespace {
+
+DType FromProto(v1::DType d) { return d == v1::DTYPE_BF16 ? DType::kBf16 : DType::kFp16; }
+v1::DType ToProto(DType d) { return d == DType::kBf16 ? v1::DTYPE_BF16 : v1::DTYPE_FP16; }
+
+v1::Fidelity ToProto(Fidelity f) {
+  switch (f) {
+    case Fidelity::kMeasured:
+      return v1::FIDELITY_MEASURED;
+    case Fidelity::kInterpolated:
+      return v1::FIDELITY_INTERPOLATED;
+    case Fidelity::kAnalytical:
+      return v1::FIDELITY_ANALYTICAL;
+  }
+  return v1::FIDELITY_UNSPECIFIED;
+}
+
+// Each field of AnalyticalParams with its proto accessors.
+struct ParamField {
+  double AnalyticalParams::*member;
+  double (v1::AnalyticalParams::*get)() const;
+  void (v1::AnalyticalParams::*set)(double);
+};
+#define VTRAIN_PARAM(name) \
+  {&AnalyticalParams::name, &v1::AnalyticalParams::name, &v1::AnalyticalParams::set_##name}
+constexpr ParamField kParamFields[] = {
+    VTRAIN_PARAM(gemm_max_efficiency),      VTRAIN_PARAM(gemm_half_flops),
+    VTRAIN_PARAM(gemm_misaligned_factor),   VTRAIN_PARAM(memory_efficiency),
+    VTRAIN_PARAM(kernel_min_ns),            VTRAIN_PARAM(host_dispatch_ns),
+    VTRAIN_PARAM(operator_overhead_ns),     VTRAIN_PARAM(intra_node_latency_ns),
+    VTRAIN_PARAM(intra_node_latency_per_rank_ns), VTRAIN_PARAM(inter_node_latency_ns),
+    VTRAIN_PARAM(intra_node_efficiency),    VTRAIN_PARAM(inter_node_efficiency),
+    VTRAIN_PARAM(tp_collective_overhead_ns), VTRAIN_PARAM(tp_collective_overhead_per_rank_ns),
+};
+#undef VTRAIN_PARAM
+
+std::string KeyText(const v1::OperatorKey& k) { return k.SerializeAsString(); }
+
+}  // namespace
+
+absl::StatusOr<Job> JobFromProto(const v1::PredictRequest& r) {
+  Job job;
+  const v1::ModelSpec& m = r.model();
+  if (!m.preset().empty()) {
+    absl::StatusOr<ModelSpec> preset = ModelPreset(m.preset());
+    if (!preset.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("model.preset: ", preset.status().message()));
+    }
+    job.model = *preset;
+  } else {
+    job.model.name = "custom";
+    if (m.num_layers() == 0 || m.hidden_size() == 0 || m.num_heads() == 0 || m.seq_len() == 0) {
+      return absl::InvalidArgumentError(
+          "model: give model.preset, or model.num_layers, model.hidden_size, model.num_heads "
+          "and model.seq_len");
+    }
+  }
+  if (m.num_layers() != 0) job.model.num_layers = m.num_layers();
+  if (m.hidden_size() != 0) job.model.hidden_size = m.hidden_size();
+  if (m.num_heads() != 0) job.model.num_heads = m.num_heads();
+  if (m.seq_len() != 0) job.model.seq_len = m.seq_len();
+  if (m.vocab_size() != 0) job.model.vocab_size = m.vocab_size();
+  if (m.ffn_hidden_size() != 0) job.model.ffn_hidden_size = m.ffn_hidden_size();
+
+  const v1::ClusterSpec& c = r.cluster();
+  absl::StatusOr<GpuSpec> gpu = GpuByName(c.gpu().empty() ? "a100-sxm4-80gb" : c.gpu());
+  if (!gpu.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("cluster.gpu: ", gpu.status().message()));
+  }
+  job.cluster = DefaultCluster(*gpu, c.num_gpus());
+  if (c.gpus_per_node() != 0) job.cluster.gpus_per_node = c.gpus_per_node();
+  if (c.intra_node_bandwidth_bytes_per_s() != 0) {
+    job.cluster.intra_node_bandwidth_bytes_per_s = c.intra_node_bandwidth_bytes_per_s();
+  }
+  if (c.inter_node_bandwidth_bytes_per_s() != 0) {
+    job.cluster.inter_node_bandwidth_bytes_per_s = c.inter_node_bandwidth_bytes_per_s();
+  }
+  job.cluster.price_usd_per_gpu_hour = c.price_usd_per_gpu_hour();
+
+  const v1::ParallelPlan& p = r.plan();
+  ParallelPlan& plan = job.plan;
+  if (p.tensor_parallel() != 0) plan.tensor_parallel = p.tensor_parallel();
+  if (p.pipeline_parallel() != 0) plan.pipeline_parallel = p.pipeline_parallel();
+  if (p.micro_batch() != 0) plan.micro_batch = p.micro_batch();
+  if (p.global_batch() == 0) {
+    return absl::InvalidArgumentError("plan.global_batch is required; give the batch in sequences");
+  }
+  plan.global_batch = p.global_batch();
+  if (p.data_parallel() != 0) {
+    plan.data_parallel = p.data_parallel();
+  } else if (job.cluster.num_gpus > 0 && plan.tensor_parallel > 0 && plan.pipeline_parallel > 0 &&
+             plan.tensor_parallel <= (int64_t{1} << 20) &&
+             plan.pipeline_parallel <= (int64_t{1} << 20)) {
+    const int64_t tp_pp = plan.tensor_parallel * plan.pipeline_parallel;
+    if (job.cluster.num_gpus % tp_pp != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cluster.num_gpus=", job.cluster.num_gpus,
+          " is not divisible by plan.tensor_parallel * plan.pipeline_parallel = ", tp_pp,
+          "; choose a GPU count that is a multiple of it, or set plan.data_parallel"));
+    }
+    plan.data_parallel = job.cluster.num_gpus / tp_pp;
+  }
+  if (job.cluster.num_gpus == 0) {
+    job.cluster.num_gpus = plan.tensor_parallel * plan.data_parallel * plan.pipeline_parallel;
+  }
+  plan.schedule = p.schedule() == v1::PIPELINE_SCHEDULE_GPIPE ? PipelineSchedule::kGpipe
+                                                                : PipelineSchedule::k1F1B;
+  plan.recompute = p.recompute() == v1::RECOMPUTE_NONE ? Recompute::kNone : Recompute::kFull;
+  plan.gradient_bucketing = p.gradient_bucketing();
+  if (p.bucket_size_bytes() != 0) plan.bucket_size_bytes = p.bucket_size_bytes();
+  plan.dtype = FromProto(p.dtype());
+  VTRAIN_RETURN_IF_ERROR(ValidateJob(job));
+  return job;
+}
+
+PredictOptions OptionsFromProto(const v1::PredictRequest& r) {
+  PredictOptions o;
+  o.granularity =
+      r.granularity() == v1::GRANULARITY_KERNEL ? Granularity::kKernel : Granularity::kOperator;
+  o.train_tokens = r.train_tokens() > 0 ? r.train_tokens() : 0;
+  return o;
+}
+
+v1::PredictRequest JobToProto(const Job& job) {
+  v1::PredictRequest r;
+  v1::ModelSpec* m = r.mutable_model();
+  m->set_num_layers(job.model.num_layers);
+  m->set_hidden_size(job.model.hidden_size);
+  m->set_num_heads(job.model.num_heads);
+  m->set_seq_len(job.model.seq_len);
+  m->set_vocab_size(job.model.vocab_size);
+  m->set_ffn_hidden_size(job.model.ffn());
+  v1::ClusterSpec* c = r.mutable_cluster();
+  c->set_gpu(job.cluster.gpu.name);
+  c->set_num_gpus(job.cluster.num_gpus);
+  c->set_gpus_per_node(job.cluster.gpus_per_node);
+  c->set_intra_node_bandwidth_bytes_per_s(job.cluster.intra_node_bandwidth_bytes_per_s);
+  c->set_inter_node_bandwidth_bytes_per_s(job.cluster.inter_node_bandwidth_bytes_per_s);
+  c->set_price_usd_per_gpu_hour(job.cluster.price_usd_per_gpu_hour);
+  v1::ParallelPlan* p = r.mutable_plan();
+  p->set_tensor_parallel(job.plan.tensor_parallel);
+  p->set_data_parallel(job.plan.data_parallel);
+  p->set_pipeline_parallel(job.plan.pipeline_parallel);
+  p->set_micro_batch(job.plan.micro_batch);
+  p->set_global_batch(job.plan.global_batch);
+  p->set_schedule(job.plan.schedule == PipelineSchedule::kGpipe ? v1::PIPELINE_SCHEDULE_GPIPE
+                                                                : v1::PIPELINE_SCHEDULE_1F1B);
+  p->set_recompute(job.plan.recompute == Recompute::kNone ? v1::RECOMPUTE_NONE
+                                                          : v1::RECOMPUTE_FULL);
+  p->set_gradient_bucketing(job.plan.gradient_bucketing);
+  p->set_bucket_size_bytes(job.plan.bucket_size_bytes);
+  p->set_dtype(ToProto(job.plan.dtype));
+  return r;
+}
+
+void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse* out) {
+  out->set_iteration_time_ms(p.iteration_time_ms());
+  out->set_iteration_time_ns(p.iteration_time_ns);
+  for (const StageBreakdown& s : p.stages) {
+    v1::StageBreakdown* b = out->add_stages();
+    b->set_stage(s.stage);
+    b->set_first_layer(s.first_layer);
+    b->set_num_layers(s.num_layers);
+    b->set_compute_ms(static_cast<double>(s.compute_ns) * 1e-6);
+    b->set_tensor_parallel_ms(static_cast<double>(s.tensor_parallel_ns) * 1e-6);
+    b->set_pipeline_exposed_ms(static_cast<double>(s.pipeline_exposed_ns) * 1e-6);
+    b->set_data_parallel_exposed_ms(static_cast<double>(s.data_parallel_exposed_ns) * 1e-6);
+    b->set_idle_ms(static_cast<double>(s.idle_ns) * 1e-6);
+    b->set_parameters_per_gpu(s.parameters_per_gpu);
+  }
+  out->set_num_micro_batches(p.num_micro_batches);
+  out->set_mfu(p.mfu);
+  out->set_hfu(p.hfu);
+  out->set_tokens_per_s(p.tokens_per_s);
+  out->set_model_flops_per_iteration(p.model_flops);
+  out->set_hardware_flops_per_iteration(p.hardware_flops);
+  if (p.train_tokens > 0) {
+    v1::Training* t = out->mutable_training();
+    t->set_tokens(p.train_tokens);
+    t->set_iterations(p.iterations);
+    t->set_time_s(p.training_time_s);
+    t->set_gpu_hours(p.gpu_hours);
+    t->set_cost_usd(p.cost_usd);
+  }
+  v1::FidelitySummary* f = out->mutable_fidelity();
+  f->set_worst(ToProto(p.fidelity.worst));
+  f->set_measured(p.fidelity.lookups[static_cast<int>(Fidelity::kMeasured)]);
+  f->set_interpolated(p.fidelity.lookups[static_cast<int>(Fidelity::kInterpolated)]);
+  f->set_analytical(p.fidelity.lookups[static_cast<int>(Fidelity::kAnalytical)]);
+  for (const LookupRecord& r : p.fidelity.records) {
+    v1::Lookup* l = f->add_lookups();
+    l->set_key(r.key);
+    l->set_fidelity(ToProto(r.fidelity));
+    l->set_missing(r.missing);
+  }
+  for (const std::string& k : p.fidelity.missing_keys) f->add_missing_keys(k);
+  if (p.interval_coverage > 0) {
+    v1::Interval* i = out->mutable_interval();
+    i->set_low_ms(p.interval_low_ns * 1e-6);
+    i->set_high_ms(p.interval_high_ns * 1e-6);
+    i->set_coverage(p.interval_coverage);
+    i->set_regime(p.regime);
+  }
+  out->set_profile_set_id(p.profile_set);
+  out->set_granularity(p.granularity == Granularity::kKernel ? v1::GRANULARITY_KERNEL
+                                                             : v1::GRANULARITY_OPERATOR);
+  out->set_num_tasks(p.num_tasks);
+  const v1::PredictRequest echo = JobToProto(job);
+  *out->mutable_model() = echo.model();
+  out->mutable_model()->set_preset(job.model.name == "custom" ? "" : job.model.name);
+  *out->mutable_plan() = echo.plan();
+  *out->mutable_cluster() = echo.cluster();
+}
+
+absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
+  ProfileSet set;
+  set.name = in.id().empty() ? in.name() : in.id();
+  set.gpu = in.gpu();
+  if (set.gpu.empty()) return absl::InvalidArgumentError("profile_set.gpu is required");
+  set.provenance = in.provenance().note();
+  if (in.has_params()) {
+    for (const ParamField& f : kParamFields) set.params.*(f.member) = (in.params().*(f.get))();
+  }
+  for (int i = 0; i < in.operators_size(); ++i) {
+    const v1::OperatorProfile& op = in.operators(i);
+    const std::string where = absl::StrCat("profile_set.operators[", i, "]");
+    absl::StatusOr<OperatorKind> kind = ParseOperatorKind(op.key().op());
+    if (!kind.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".key.op: ", kind.status().message()));
+    }
+    const v1::OperatorKey& k = op.key();
+    OperatorKey key = MakeOperatorKey(k.gpu().empty() ? set.gpu : k.gpu(), FromProto(k.dtype()),
+                                      *kind, k.hidden(), k.heads(), k.ffn(), k.seq(),
+                                      k.micro_batch(), std::max<int64_t>(1, k.tensor_parallel()),
+                                      k.vocab(), k.num_parameters());
+    OperatorProfile profile;
+    profile.fidelity = Fidelity::kMeasured;
+    if (op.kernels_size() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".kernels is empty"));
+    }
+    for (int j = 0; j < op.kernels_size(); ++j) {
+      const v1::Kernel& kernel = op.kernels(j);
+      if (kernel.duration_ns() < 0 || kernel.gap_ns() < 0 || kernel.host_ns() < 0 ||
+          kernel.duration_ns() > (int64_t{1} << 40) || kernel.gap_ns() > (int64_t{1} << 40)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ".kernels[", j, "]: duration_ns, gap_ns and host_ns must be in [0, 2^40]"));
+      }
+      profile.kernels.push_back({kernel.name(), kernel.duration_ns(), kernel.gap_ns(),
+                                 kernel.host_ns()});
+    }
+    if (!set.operators.emplace(key, std::move(profile)).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".key duplicates an earlier operator (", key.ToString(), ")"));
+    }
+  }
+  for (int i = 0; i < in.collectives_size(); ++i) {
+    const v1::CollectiveCurve& c = in.collectives(i);
+    const std::string where = absl::StrCat("profile_set.collectives[", i, "]");
+    absl::StatusOr<Collective> collective = ParseCollective(c.collective());
+    if (!collective.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".collective: ", collective.status().message()));
+    }
+    if (c.scope() != "intra_node" && c.scope() != "inter_node") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".scope='", c.scope(), "' must be intra_node or inter_node"));
+    }
+    if (c.ranks() < 2 || c.ranks() > (1 << 24)) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".ranks must be at least 2"));
+    }
+    std::vector<CollectivePoint> points;
+    for (const v1::CollectivePoint& p : c.points()) points.push_back({p.bytes(), p.latency_ns()});
+    absl::StatusOr<CollectiveCurve> curve = CollectiveCurve::Create(std::move(points));
+    if (!curve.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".points: ", curve.status().message()));
+    }
+    CollectiveKey key{c.gpu().empty() ? set.gpu : c.gpu(),
+                      c.scope() == "intra_node" ? LinkScope::kIntraNode : LinkScope::kInterNode,
+                      *collective, c.ranks()};
+    set.collectives.insert_or_assign(key, *std::move(curve));
+  }
+  for (const v1::ErrorBand& b : in.error_bands()) {
+    set.error_bands.push_back(
+        {b.regime(), b.error_low(), b.error_high(), b.coverage(), b.rows()});
+  }
+  return set;
+}
+
+v1::ProfileSet ProfileSetToProto(const ProfileSet& set) {
+  v1::ProfileSet out;
+  out.set_name(set.name);
+  out.set_gpu(set.gpu);
+  out.mutable_provenance()->set_note(set.provenance);
+  for (const ParamField& f : kParamFields) {
+    (out.mutable_params()->*(f.set))(set.params.*(f.member));
+  }
+  for (const auto& [key, profile] : set.operators) {
+    v1::OperatorProfile* op = out.add_operators();
+    v1::OperatorKey* k = op->mutable_key();
+    k->set_gpu(key.gpu);
+    k->set_dtype(ToProto(key.dtype));
+    k->set_op(std::string(OperatorKindName(key.op)));
+    k->set_hidden(key.hidden);
+    k->set_heads(key.heads);
+    k->set_ffn(key.ffn);
+    k->set_seq(key.seq);
+    k->set_micro_batch(key.micro_batch);
+    k->set_tensor_parallel(key.tensor_parallel);
+    k->set_vocab(key.vocab);
+    k->set_num_parameters(key.num_parameters);
+    for (const KernelRecord& kr : profile.kernels) {
+      v1::Kernel* kernel = op->add_kernels();
+      kernel->set_name(kr.name);
+      kernel->set_duration_ns(kr.duration_ns);
+      kernel->set_gap_ns(kr.gap_ns);
+      kernel->set_host_ns(kr.host_ns);
+    }
+  }
+  for (const auto& [key, curve] : set.collectives) {
+    v1::CollectiveCurve* c = out.add_collectives();
+    c->set_gpu(key.gpu);
+    c->set_scope(std::string(LinkScopeName(key.scope)));
+    c->set_collective(std::string(CollectiveName(key.collective)));
+    c->set_ranks(key.ranks);
+    for (const CollectivePoint& p : curve.points()) {
+      v1::CollectivePoint* point = c->add_points();
+      point->set_bytes(p.bytes);
+      point->set_latency_ns(p.latency_ns);
+    }
+  }
+  for (const ErrorBand& b : set.error_bands) {
+    v1::ErrorBand* band = out.add_error_bands();
+    band->set_regime(b.regime);
+    band->set_error_low(b.error_low);
+    band->set_error_high(b.error_high);
+    band->set_coverage(b.coverage);
+    band->set_rows(b.rows);
+  }
+  Canonicalize(&out);
+  return out;
+}
+
+void Canonicalize(v1::ProfileSet* set) {
+  std::sort(set->mutable_operators()->begin(), set->mutable_operators()->end(),
+            [](const v1::OperatorProfile& a, const v1::OperatorProfile& b) {
+              return KeyText(a.key()) < KeyText(b.key());
+            });
+  std::sort(set->mutable_collectives()->begin(), set->mutable_collectives()->end(),
+            [](const v1::CollectiveCurve& a, const v1::CollectiveCurve& b) {
+              return std::make_tuple(a.gpu(), a.scope(), a.collective(), a.ranks()) <
+                     std::make_tuple(b.gpu(), b.scope(), b.collective(), b.ranks());
+            });
+}
+
+std::string ContentId(const v1::ProfileSet& set) {
+  v1::ProfileSet content = set;
+  content.clear_id();
+  content.clear_created_at();
+  Canonicalize(&content);
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    content.SerializeToCodedStream(&coded);
+  }
+  return absl::StrCat("sha256:", Sha256Hex(bytes));
+}
+
+absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  auto status = google::protobuf::util::MessageToJsonString(message, &out, options);
+  if (!status.ok()) return absl::InternalError(std::string(status.message()));
+  return out;
+}
+
+absl::Status FromJson(const std::string& json, google::protobuf::Message* message) {
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  auto status = google::protobuf::util::JsonStringToMessage(json, message, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a valid ", message->GetDescriptor()->full_name(),
+                     " in JSON form: ", std::string(status.message())));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace vtrain::convert

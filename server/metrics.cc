@@ -1,0 +1,56 @@
+#include "server/metrics.h"
+
+namespace vtrain::server {
+
+Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  requests_ = &prometheus::BuildCounter()
+                   .Name("vtrain_requests_total")
+                   .Help("RPCs handled, by method and gRPC status code")
+                   .Register(*registry_);
+  latency_ = &prometheus::BuildHistogram()
+                  .Name("vtrain_request_duration_seconds")
+                  .Help("RPC latency by method")
+                  .Register(*registry_);
+  lookups_ = &prometheus::BuildCounter()
+                  .Name("vtrain_profile_lookups_total")
+                  .Help("Profile lookups of predictions, by fidelity")
+                  .Register(*registry_);
+  simulated_tasks_ = &prometheus::BuildCounter()
+                          .Name("vtrain_simulated_tasks_total")
+                          .Help("Tasks simulated by predictions")
+                          .Register(*registry_)
+                          .Add({});
+  profile_sets_ = &prometheus::BuildGauge()
+                       .Name("vtrain_profile_sets_loaded")
+                       .Help("Profile sets held in memory")
+                       .Register(*registry_)
+                       .Add({});
+  registry_up_ = &prometheus::BuildGauge()
+                      .Name("vtrain_registry_up")
+                      .Help("1 while a predictor is connected to its registry")
+                      .Register(*registry_)
+                      .Add({});
+  sync_lag_ = &prometheus::BuildGauge()
+                   .Name("vtrain_registry_sync_lag_seconds")
+                   .Help("Seconds since a predictor last heard from its registry")
+                   .Register(*registry_)
+                   .Add({});
+  db_errors_ = &prometheus::BuildCounter()
+                    .Name("vtrain_database_errors_total")
+                    .Help("SQLite errors")
+                    .Register(*registry_)
+                    .Add({});
+}
+
+void Metrics::Request(const std::string& method, const std::string& code, double seconds) {
+  requests_->Add({{"method", method}, {"code", code}}).Increment();
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+  latency_->Add({{"method", method}}, kBuckets).Observe(seconds);
+}
+
+void Metrics::Lookups(const std::string& fidelity, double n) {
+  lookups_->Add({{"fidelity", fidelity}}).Increment(n);
+}
+
+}  // namespace vtrain::server

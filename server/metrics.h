@@ -1,0 +1,44 @@
+// The Prometheus metrics of vtrain-server, all named vtrain_*.
+#ifndef VTRAIN_SERVER_METRICS_H_
+#define VTRAIN_SERVER_METRICS_H_
+
+#include <memory>
+#include <string>
+
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace vtrain::server {
+
+class Metrics {
+ public:
+  Metrics();
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  // One finished RPC.
+  void Request(const std::string& method, const std::string& code, double seconds);
+  void SimulatedTasks(double n) { simulated_tasks_->Increment(n); }
+  void Lookups(const std::string& fidelity, double n);
+  void ProfileSetsLoaded(double n) { profile_sets_->Set(n); }
+  void RegistryUp(bool up) { registry_up_->Set(up ? 1 : 0); }
+  void RegistrySyncLag(double seconds) { sync_lag_->Set(seconds); }
+  void DatabaseError() { db_errors_->Increment(); }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>* requests_;
+  prometheus::Family<prometheus::Histogram>* latency_;
+  prometheus::Family<prometheus::Counter>* lookups_;
+  prometheus::Counter* simulated_tasks_;
+  prometheus::Gauge* profile_sets_;
+  prometheus::Gauge* registry_up_;
+  prometheus::Gauge* sync_lag_;
+  prometheus::Counter* db_errors_;
+};
+
+}  // namespace vtrain::server
+
+#endif  // VTRAIN_SERVER_METRICS_H_

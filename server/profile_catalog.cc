@@ -1,0 +1,66 @@
+#include "server/profile_catalog.h"
+
+#include "google/protobuf/util/time_util.h"
+
+namespace vtrain::server {
+
+void ProfileCatalog::Add(CatalogEntry entry) {
+  absl::MutexLock lock(&mu_);
+  entry.sequence = ++sequence_;
+  entries_[entry.proto.id()] = std::move(entry);
+}
+
+bool ProfileCatalog::Remove(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  return entries_.erase(id) > 0;
+}
+
+std::optional<CatalogEntry> ProfileCatalog::Get(const std::string& id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<CatalogEntry> ProfileCatalog::Newest(const std::string& gpu) const {
+  absl::MutexLock lock(&mu_);
+  const CatalogEntry* best = nullptr;
+  for (const auto& [id, e] : entries_) {
+    if (e.proto.gpu() != gpu) continue;
+    if (best == nullptr || (best->builtin && !e.builtin) ||
+        (best->builtin == e.builtin &&
+         google::protobuf::util::TimeUtil::TimestampToNanoseconds(e.proto.created_at()) >
+             google::protobuf::util::TimeUtil::TimestampToNanoseconds(best->proto.created_at()))) {
+      best = &e;
+    }
+  }
+  if (best == nullptr) return std::nullopt;
+  return *best;
+}
+
+std::vector<CatalogEntry> ProfileCatalog::List() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<CatalogEntry> out;
+  for (const auto& [id, e] : entries_) out.push_back(e);
+  return out;
+}
+
+int64_t ProfileCatalog::size() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(entries_.size());
+}
+
+std::vector<CatalogEntry> ProfileCatalog::WaitForNewer(int64_t after, absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto newer = [this, after]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return sequence_ > after; };
+  mu_.AwaitWithTimeout(absl::Condition(&newer), timeout);
+  std::vector<CatalogEntry> out;
+  for (const auto& [id, e] : entries_) {
+    if (e.sequence > after) out.push_back(e);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const CatalogEntry& a, const CatalogEntry& b) { return a.sequence < b.sequence; });
+  return out;
+}
+
+}  // namespace vtrain::server

@@ -1,0 +1,52 @@
+// The decoded profile sets a server predicts from, kept in memory (the
+// SQLite store is the durable copy), with a version counter that
+// WatchProfileSets streams wait on. Thread-safe.
+#ifndef VTRAIN_SERVER_PROFILE_CATALOG_H_
+#define VTRAIN_SERVER_PROFILE_CATALOG_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/profile/profile.h"
+#include "vtrain/v1/vtrain.pb.h"
+
+namespace vtrain::server {
+
+struct CatalogEntry {
+  v1::ProfileSet proto;                     // as stored and served
+  std::shared_ptr<const ProfileSet> tables;  // decoded for lookups
+  bool builtin = false;
+  int64_t sequence = 0;  // order of arrival in this process
+};
+
+class ProfileCatalog {
+ public:
+  // Adds or replaces a set; wakes watchers.
+  void Add(CatalogEntry entry);
+  bool Remove(const std::string& id);
+  std::optional<CatalogEntry> Get(const std::string& id) const;
+  // The newest set for `gpu` (measured sets before built-in ones).
+  std::optional<CatalogEntry> Newest(const std::string& gpu) const;
+  std::vector<CatalogEntry> List() const;
+  int64_t size() const;
+
+  // Entries that arrived after sequence `after`, waiting up to `timeout` for
+  // one if there are none yet.
+  std::vector<CatalogEntry> WaitForNewer(int64_t after, absl::Duration timeout) const;
+
+ private:
+  mutable absl::Mutex mu_;
+  std::map<std::string, CatalogEntry> entries_ ABSL_GUARDED_BY(mu_);
+  int64_t sequence_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace vtrain::server
+
+#endif  // VTRAIN_SERVER_PROFILE_CATALOG_H_

@@ -1,0 +1,253 @@
+#include "server/profile_store.h"
+
+#include <sqlite3.h>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace vtrain::server {
+namespace {
+
+// A prepared statement, finalised on scope exit.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() { return stmt_; }
+  void Bind(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  void BindBlob(int i, const std::string& s) {
+    sqlite3_bind_blob(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  int Step() { return sqlite3_step(stmt_); }
+  std::string Text(int col) {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    return p == nullptr ? std::string() : std::string(p, sqlite3_column_bytes(stmt_, col));
+  }
+  std::string Blob(int col) {
+    const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt_, col));
+    return p == nullptr ? std::string() : std::string(p, sqlite3_column_bytes(stmt_, col));
+  }
+  int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_ERROR;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &db,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                                 nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot open database '", path, "': ", msg, "; check --db and its directory"));
+  }
+  sqlite3_busy_timeout(db, 5000);
+  std::unique_ptr<ProfileStore> store(new ProfileStore(db));
+  absl::MutexLock lock(&store->mu_);
+  // A corrupt file is refused, never recreated: the operator decides.
+  {
+    Statement check(db, "PRAGMA integrity_check");
+    if (!check.ok() || check.Step() != SQLITE_ROW || check.Text(0) != "ok") {
+      const std::string detail = check.ok() ? check.Text(0) : sqlite3_errmsg(db);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "database '", path, "' failed the integrity check (", detail,
+          "); restore it from a backup or move it away — vtrain-server never recreates it"));
+    }
+  }
+  if (absl::Status s = store->Exec("PRAGMA journal_mode=WAL"); !s.ok()) return s;
+  if (absl::Status s = store->Exec("PRAGMA synchronous=NORMAL"); !s.ok()) return s;
+  if (absl::Status s = store->Migrate(); !s.ok()) return s;
+  return store;
+}
+
+ProfileStore::~ProfileStore() {
+  absl::MutexLock lock(&mu_);
+  sqlite3_close(db_);
+}
+
+absl::Status ProfileStore::Error(const char* what) {
+  return absl::InternalError(absl::StrCat("database error while ", what, ": ", sqlite3_errmsg(db_)));
+}
+
+absl::Status ProfileStore::Exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    absl::Status s = absl::InternalError(absl::StrCat("database error: ", err ? err : "", " in ", sql));
+    sqlite3_free(err);
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ProfileStore::Migrate() {
+  if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  auto fail = [&](absl::Status s) {
+    Exec("ROLLBACK").IgnoreError();
+    return s;
+  };
+  if (absl::Status s = Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+      !s.ok()) {
+    return fail(s);
+  }
+  int64_t version = 0;
+  {
+    Statement q(db_, "SELECT MAX(version) FROM schema_version");
+    if (!q.ok() || q.Step() != SQLITE_ROW) return fail(Error("reading the schema version"));
+    version = q.Int(0);
+  }
+  if (version > kSchemaVersion) {
+    return fail(absl::FailedPreconditionError(absl::StrCat(
+        "database schema version ", version, " is newer than this vtrain-server's (",
+        kSchemaVersion, "); upgrade vtrain-server")));
+  }
+  // Migrations, one per version step.
+  if (version < 1) {
+    const char* v1 =
+        "CREATE TABLE profile_sets ("
+        "  id TEXT PRIMARY KEY, name TEXT NOT NULL, gpu TEXT NOT NULL,"
+        "  created_at_ns INTEGER NOT NULL, builtin INTEGER NOT NULL, body BLOB NOT NULL);"
+        "CREATE INDEX profile_sets_gpu ON profile_sets (gpu, created_at_ns);"
+        "CREATE TABLE profiling_work ("
+        "  gpu TEXT NOT NULL, key TEXT NOT NULL, requests INTEGER NOT NULL,"
+        "  PRIMARY KEY (gpu, key));"
+        "INSERT INTO schema_version VALUES (1);";
+    if (absl::Status s = Exec(v1); !s.ok()) return fail(s);
+  }
+  return Exec("COMMIT");
+}
+
+absl::StatusOr<ProfileStore::PutResult> ProfileStore::Put(const v1::ProfileSet& set, bool builtin) {
+  absl::MutexLock lock(&mu_);
+  PutResult result{set.id(), false};
+  std::string body;
+  if (!set.SerializeToString(&body)) return absl::InternalError("cannot serialize the profile set");
+  if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  Statement insert(db_,
+                   "INSERT OR IGNORE INTO profile_sets (id, name, gpu, created_at_ns, builtin, body) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+  if (!insert.ok()) {
+    Exec("ROLLBACK").IgnoreError();
+    return Error("preparing the insert");
+  }
+  insert.Bind(1, set.id());
+  insert.Bind(2, set.name());
+  insert.Bind(3, set.gpu());
+  insert.Bind(4, static_cast<int64_t>(google::protobuf::util::TimeUtil::TimestampToNanoseconds(
+                     set.created_at())));
+  insert.Bind(5, int64_t{builtin ? 1 : 0});
+  insert.BindBlob(6, body);
+  if (insert.Step() != SQLITE_DONE) {
+    absl::Status s = Error("inserting a profile set");
+    Exec("ROLLBACK").IgnoreError();
+    return s;
+  }
+  result.already_present = sqlite3_changes(db_) == 0;
+  if (absl::Status s = Exec("COMMIT"); !s.ok()) {
+    Exec("ROLLBACK").IgnoreError();
+    return s;
+  }
+  return result;
+}
+
+absl::StatusOr<std::vector<v1::ProfileSet>> ProfileStore::LoadAll() {
+  absl::MutexLock lock(&mu_);
+  Statement q(db_, "SELECT id, body FROM profile_sets ORDER BY created_at_ns, id");
+  if (!q.ok()) return Error("listing profile sets");
+  std::vector<v1::ProfileSet> out;
+  int rc;
+  while ((rc = q.Step()) == SQLITE_ROW) {
+    v1::ProfileSet set;
+    if (!set.ParseFromString(q.Blob(1))) {
+      return absl::DataLossError(absl::StrCat("profile set ", q.Text(0), " does not parse"));
+    }
+    out.push_back(std::move(set));
+  }
+  if (rc != SQLITE_DONE) return Error("listing profile sets");
+  return out;
+}
+
+absl::StatusOr<v1::ProfileSet> ProfileStore::Get(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  Statement q(db_, "SELECT body FROM profile_sets WHERE id = ?1");
+  if (!q.ok()) return Error("reading a profile set");
+  q.Bind(1, id);
+  const int rc = q.Step();
+  if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("profile set '", id, "' not found"));
+  if (rc != SQLITE_ROW) return Error("reading a profile set");
+  v1::ProfileSet set;
+  if (!set.ParseFromString(q.Blob(0))) {
+    return absl::DataLossError(absl::StrCat("profile set ", id, " does not parse"));
+  }
+  return set;
+}
+
+absl::StatusOr<bool> ProfileStore::Delete(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  Statement d(db_, "DELETE FROM profile_sets WHERE id = ?1");
+  if (!d.ok()) return Error("deleting a profile set");
+  d.Bind(1, id);
+  if (d.Step() != SQLITE_DONE) return Error("deleting a profile set");
+  return sqlite3_changes(db_) > 0;
+}
+
+absl::StatusOr<int64_t> ProfileStore::Count() {
+  absl::MutexLock lock(&mu_);
+  Statement q(db_, "SELECT COUNT(*) FROM profile_sets");
+  if (!q.ok() || q.Step() != SQLITE_ROW) return Error("counting profile sets");
+  return q.Int(0);
+}
+
+absl::Status ProfileStore::RecordMissing(const std::string& gpu,
+                                         const std::vector<std::string>& keys) {
+  if (keys.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  Statement up(db_,
+               "INSERT INTO profiling_work (gpu, key, requests) VALUES (?1, ?2, 1) "
+               "ON CONFLICT (gpu, key) DO UPDATE SET requests = requests + 1");
+  if (!up.ok()) {
+    Exec("ROLLBACK").IgnoreError();
+    return Error("preparing the work update");
+  }
+  for (const std::string& key : keys) {
+    sqlite3_reset(up.get());
+    up.Bind(1, gpu);
+    up.Bind(2, key);
+    if (up.Step() != SQLITE_DONE) {
+      absl::Status s = Error("recording profiling work");
+      Exec("ROLLBACK").IgnoreError();
+      return s;
+    }
+  }
+  return Exec("COMMIT");
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ProfileStore::NextWork(
+    const std::string& gpu, int limit) {
+  absl::MutexLock lock(&mu_);
+  Statement q(db_,
+              "SELECT key, requests FROM profiling_work WHERE (?1 = '' OR gpu = ?1) "
+              "ORDER BY requests DESC, key LIMIT ?2");
+  if (!q.ok()) return Error("reading profiling work");
+  q.Bind(1, gpu);
+  q.Bind(2, int64_t{limit});
+  std::vector<std::pair<std::string, int64_t>> out;
+  int rc;
+  while ((rc = q.Step()) == SQLITE_ROW) out.emplace_back(q.Text(0), q.Int(1));
+  if (rc != SQLITE_DONE) return Error("reading profiling work");
+  return out;
+}
+
+}  // namespace vtrain::server

@@ -1,0 +1,65 @@
+// The durable profile store of vtrain-server: one SQLite file (WAL mode,
+// versioned schema, one transaction per write, prepared statements only),
+// holding profile sets as serialized vtrain.v1.ProfileSet rows and the
+// profiling-work queue.
+#ifndef VTRAIN_SERVER_PROFILE_STORE_H_
+#define VTRAIN_SERVER_PROFILE_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "vtrain/v1/vtrain.pb.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace vtrain::server {
+
+class ProfileStore {
+ public:
+  // Opens (creating if absent) the database at `path`, runs the integrity
+  // check and the schema migrations. A corrupt or foreign file is refused
+  // with FAILED_PRECONDITION naming it; it is never recreated.
+  static absl::StatusOr<std::unique_ptr<ProfileStore>> Open(const std::string& path);
+  ~ProfileStore();
+
+  struct PutResult {
+    std::string id;
+    bool already_present = false;
+  };
+  // Stores `set` (whose id and created_at must be set) atomically; a set with
+  // the same id is left as it is.
+  absl::StatusOr<PutResult> Put(const v1::ProfileSet& set, bool builtin);
+  absl::StatusOr<std::vector<v1::ProfileSet>> LoadAll();
+  // NOT_FOUND when absent.
+  absl::StatusOr<v1::ProfileSet> Get(const std::string& id);
+  // Whether a set was deleted.
+  absl::StatusOr<bool> Delete(const std::string& id);
+  absl::StatusOr<int64_t> Count();
+
+  // The profiling-work queue: keys predictions needed but found no
+  // measurement for, counted.
+  absl::Status RecordMissing(const std::string& gpu, const std::vector<std::string>& keys);
+  absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> NextWork(const std::string& gpu,
+                                                                         int limit);
+
+  static constexpr int kSchemaVersion = 1;
+
+ private:
+  explicit ProfileStore(sqlite3* db) : db_(db) {}
+  absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Error(const char* what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  sqlite3* db_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace vtrain::server
+
+#endif  // VTRAIN_SERVER_PROFILE_STORE_H_

@@ -1,0 +1,57 @@
+// vtrain-server: the Simulator and ProfileRegistry gRPC services over the
+// core, a SQLite profile store, health, reflection and Prometheus metrics.
+#ifndef VTRAIN_SERVER_SERVER_H_
+#define VTRAIN_SERVER_SERVER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace vtrain::server {
+
+enum class Role { kAll, kRegistry, kPredictor };
+absl::StatusOr<Role> ParseRole(const std::string& name);
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:50051";  // port 0 picks a free port
+  std::string metrics_listen;              // empty: no /metrics
+  std::string db_path = "vtrain.db";
+  Role role = Role::kAll;
+  std::string registry;      // predictor: the registry's address
+  std::string push_token;    // bearer token for pushes and deletes; empty: refused
+  bool require_auth_for_reads = false;
+  std::string tls_cert_file, tls_key_file;  // both set: TLS
+  std::string tls_client_ca_file;           // set: clients need certificates (mTLS)
+  std::string registry_ca_file;             // predictor: TLS to the registry with this CA
+  int64_t max_message_bytes = 64 << 20;
+  int64_t max_tasks = 50'000'000;           // per prediction
+  int max_concurrent_simulations = 0;       // 0: hardware threads
+};
+
+class Server {
+ public:
+  // Opens the store (seeding an empty one with the built-in profile sets),
+  // loads it, starts listening. A predictor also syncs from its registry.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
+  ~Server();
+
+  int port() const;
+  // Stops accepting, lets in-flight calls finish within `grace`, flushes and
+  // closes the store.
+  void Shutdown(absl::Duration grace);
+  // Blocks until Shutdown.
+  void Wait();
+
+  class Impl;
+
+ private:
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vtrain::server
+
+#endif  // VTRAIN_SERVER_SERVER_H_
