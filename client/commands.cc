@@ -8,6 +8,7 @@
 #include "client/flag_parser.h"
 #include "client/job_flags.h"
 #include "client/prediction_format.h"
+#include "client/remote.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
 
@@ -22,6 +23,8 @@ constexpr char kUsage[] =
     "commands:\n"
     "  predict   simulate one training iteration of a model, plan and cluster\n"
     "  presets   list the model presets and GPU models\n"
+    "  profiles  list, show, push, pull and delete a server's profile sets\n"
+    "  bench     load-test a vtrain-server on loopback (throughput, p50/p99)\n"
     "  validate  compare predictions with measured iteration times (MAPE, R^2)\n"
     "  calibrate fit the analytical model to measured runs; cross-validated error\n"
     "  help      show this message\n"
@@ -29,9 +32,11 @@ constexpr char kUsage[] =
     "'vtrainctl COMMAND --help' shows the flags of a command.\n";
 
 constexpr char kPredictHelp[] =
-    "usage: vtrainctl predict [--local] --model PRESET --gpus N --global-batch N [flags]\n"
+    "usage: vtrainctl predict [--local | --server HOST:PORT] --model PRESET --gpus N\n"
+    "                         --global-batch N [flags]\n"
     "\n"
-    "Simulates one training iteration in-process on the built-in profiles and\n"
+    "Simulates one training iteration in-process on the built-in profiles (or asks a\n"
+    "vtrain-server, which uses its newest profile set for the GPU) and\n"
     "prints the iteration time, its per-stage breakdown, MFU, throughput and,\n"
     "with --tokens, the training time and cost.\n"
     "\n"
@@ -63,8 +68,9 @@ int Fail(std::ostream& err, absl::string_view command, const absl::Status& statu
 
 int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   FlagParser flags("vtrainctl predict");
-  flags.AddSwitch("local", "run the simulation in this process (the default)");
-  flags.AddValue("server", "HOST:PORT", "ask a vtrain-server (not in this build yet)");
+  flags.AddSwitch("local", "run the simulation in this process (the default without --server)");
+  AddConnectionFlags(flags);
+  flags.AddValue("profile-set", "ID", "--server: predict with this profile set (default: newest)");
   AddJobFlags(flags);
   flags.AddValue("tokens", "N", "tokens to train on, e.g. 270e9: adds training time and cost");
   flags.AddValue("granularity", "G", "operator (fast, default) or kernel");
@@ -77,10 +83,9 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
     out << kPredictHelp << flags.Usage();
     return kExitOk;
   }
-  if (flags.Has("server")) {
+  if (flags.Has("server") && flags.Switch("local")) {
     return Fail(err, "predict",
-                absl::UnimplementedError(
-                    "--server is not available in this build yet; use --local"));
+                absl::InvalidArgumentError("give either --local or --server, not both"));
   }
   absl::StatusOr<Job> job = JobFromFlags(flags);
   if (!job.ok()) return Fail(err, "predict", job.status());
@@ -104,6 +109,7 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
     options.train_tokens = **tokens;
   }
 
+  if (flags.Has("server")) return RunRemotePredict(flags, *job, options, out, err);
   const ProfileSet profiles = DefaultProfileSet(job->cluster.gpu);
   absl::StatusOr<Prediction> prediction = Predict(*job, profiles, options);
   if (!prediction.ok()) return Fail(err, "predict", prediction.status());
@@ -151,6 +157,8 @@ int RunVtrainctl(const std::vector<std::string>& args, std::ostream& out, std::o
   if (command == "predict") return RunPredict(rest, out, err);
   if (command == "presets") return RunPresets(rest, out, err);
   if (command == "validate") return RunValidate(rest, out, err);
+  if (command == "profiles") return RunProfiles(rest, out, err);
+  if (command == "bench") return RunBench(rest, out, err);
   if (command == "calibrate") return RunCalibrate(rest, out, err);
   if (command == "help" || command == "--help" || command == "-h") {
     out << kUsage;

@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "client/flag_parser.h"
+#include "core/predict/predictor.h"
+#include "core/spec/job.h"
+
 namespace vtrain::cli {
 
 inline constexpr int kExitOk = 0;
@@ -19,8 +23,14 @@ int RunVtrainctl(const std::vector<std::string>& args, std::ostream& out, std::o
 
 int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// predict --server: asks the server and prints like the local path.
+int RunRemotePredict(const FlagParser& flags, const Job& job, const PredictOptions& options,
+                     std::ostream& out, std::ostream& err);
 
 }  // namespace vtrain::cli
 

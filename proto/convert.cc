@@ -1,6 +1,7 @@
 #include "proto/convert.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -223,6 +224,63 @@ void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse*
   out->mutable_model()->set_preset(job.model.name == "custom" ? "" : job.model.name);
   *out->mutable_plan() = echo.plan();
   *out->mutable_cluster() = echo.cluster();
+}
+
+Prediction PredictionFromProto(const v1::PredictResponse& r) {
+  auto ns = [](double ms) { return static_cast<int64_t>(std::llround(ms * 1e6)); };
+  auto fidelity = [](v1::Fidelity f) {
+    return f == v1::FIDELITY_MEASURED      ? Fidelity::kMeasured
+           : f == v1::FIDELITY_INTERPOLATED ? Fidelity::kInterpolated
+                                             : Fidelity::kAnalytical;
+  };
+  Prediction p;
+  p.iteration_time_ns = r.iteration_time_ns();
+  for (const v1::StageBreakdown& s : r.stages()) {
+    StageBreakdown b;
+    b.stage = s.stage();
+    b.first_layer = s.first_layer();
+    b.num_layers = s.num_layers();
+    b.compute_ns = ns(s.compute_ms());
+    b.tensor_parallel_ns = ns(s.tensor_parallel_ms());
+    b.pipeline_exposed_ns = ns(s.pipeline_exposed_ms());
+    b.data_parallel_exposed_ns = ns(s.data_parallel_exposed_ms());
+    b.idle_ns = ns(s.idle_ms());
+    b.parameters_per_gpu = s.parameters_per_gpu();
+    p.stages.push_back(b);
+  }
+  p.num_micro_batches = r.num_micro_batches();
+  p.model_flops = r.model_flops_per_iteration();
+  p.hardware_flops = r.hardware_flops_per_iteration();
+  p.mfu = r.mfu();
+  p.hfu = r.hfu();
+  p.tokens_per_s = r.tokens_per_s();
+  if (r.has_training()) {
+    p.train_tokens = r.training().tokens();
+    p.iterations = r.training().iterations();
+    p.training_time_s = r.training().time_s();
+    p.gpu_hours = r.training().gpu_hours();
+    p.cost_usd = r.training().cost_usd();
+  }
+  p.granularity = r.granularity() == v1::GRANULARITY_KERNEL ? Granularity::kKernel
+                                                             : Granularity::kOperator;
+  p.num_tasks = r.num_tasks();
+  p.profile_set = r.profile_set_id();
+  const v1::FidelitySummary& f = r.fidelity();
+  p.fidelity.worst = fidelity(f.worst());
+  p.fidelity.lookups[static_cast<int>(Fidelity::kMeasured)] = f.measured();
+  p.fidelity.lookups[static_cast<int>(Fidelity::kInterpolated)] = f.interpolated();
+  p.fidelity.lookups[static_cast<int>(Fidelity::kAnalytical)] = f.analytical();
+  for (const v1::Lookup& l : f.lookups()) {
+    p.fidelity.records.push_back({l.key(), fidelity(l.fidelity()), l.missing()});
+  }
+  p.fidelity.missing_keys.assign(f.missing_keys().begin(), f.missing_keys().end());
+  if (r.has_interval()) {
+    p.interval_low_ns = r.interval().low_ms() * 1e6;
+    p.interval_high_ns = r.interval().high_ms() * 1e6;
+    p.interval_coverage = r.interval().coverage();
+    p.regime = r.interval().regime();
+  }
+  return p;
 }
 
 absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {

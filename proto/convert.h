@@ -23,6 +23,8 @@ PredictOptions OptionsFromProto(const v1::PredictRequest& request);
 v1::PredictRequest JobToProto(const Job& job);
 
 void PredictionToProto(const Job& job, const Prediction& prediction, v1::PredictResponse* out);
+// The reverse, for clients that print a server's prediction like a local one.
+Prediction PredictionFromProto(const v1::PredictResponse& response);
 
 // Profile sets. FromProto validates every key, kernel and curve.
 absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& set);

@@ -1,0 +1,65 @@
+#include "client/remote.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "client/measurements.h"
+#include "core/util/status_macros.h"
+
+namespace vtrain::cli {
+
+void AddConnectionFlags(FlagParser& f) {
+  f.AddValue("server", "HOST:PORT", "the vtrain-server to ask");
+  f.AddValue("token-file", "FILE", "file holding the bearer token (push, delete, guarded reads)");
+  f.AddValue("tls-ca-file", "FILE", "PEM CA certificate: connect with TLS");
+  f.AddValue("tls-cert-file", "FILE", "PEM client certificate (mutual TLS)");
+  f.AddValue("tls-key-file", "FILE", "PEM client key (mutual TLS)");
+  f.AddValue("timeout", "SECONDS", "deadline of each call (default 30)");
+}
+
+std::unique_ptr<grpc::ClientContext> Connection::Context() const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+  if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
+  return ctx;
+}
+
+absl::StatusOr<Connection> Connect(const FlagParser& flags) {
+  std::optional<std::string> server = flags.Get("server");
+  if (!server || server->empty()) {
+    return absl::InvalidArgumentError("--server HOST:PORT is required (or use --local)");
+  }
+  Connection c;
+  if (auto path = flags.Get("token-file")) {
+    VTRAIN_ASSIGN_OR_RETURN(std::string token, ReadFile(*path));
+    c.token = std::string(absl::StripAsciiWhitespace(token));
+    if (c.token.empty()) return absl::InvalidArgumentError(absl::StrCat("--token-file ", *path, " is empty"));
+  }
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> timeout, flags.GetDouble("timeout"));
+  if (timeout) {
+    if (*timeout <= 0 || *timeout > 86400) {
+      return absl::InvalidArgumentError("--timeout must be between 0 and 86400 seconds");
+    }
+    c.timeout = std::chrono::milliseconds(static_cast<int64_t>(*timeout * 1000));
+  }
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (auto ca = flags.Get("tls-ca-file")) {
+    grpc::SslCredentialsOptions ssl;
+    VTRAIN_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(*ca));
+    if (auto cert = flags.Get("tls-cert-file")) {
+      VTRAIN_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadFile(*cert));
+      VTRAIN_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadFile(flags.Get("tls-key-file").value_or("")));
+    }
+    creds = grpc::SslCredentials(ssl);
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  args.SetMaxSendMessageSize(256 << 20);
+  c.channel = grpc::CreateCustomChannel(*server, creds, args);
+  return c;
+}
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+}  // namespace vtrain::cli

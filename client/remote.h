@@ -1,0 +1,38 @@
+// Talking to a vtrain-server: channel (plain or TLS), bearer token, deadline.
+#ifndef VTRAIN_CLIENT_REMOTE_H_
+#define VTRAIN_CLIENT_REMOTE_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client/flag_parser.h"
+#include "grpcpp/grpcpp.h"
+
+namespace vtrain::cli {
+
+// Declares --server, --token-file, --tls-ca-file, --tls-cert-file,
+// --tls-key-file and --timeout.
+void AddConnectionFlags(FlagParser& flags);
+
+struct Connection {
+  std::shared_ptr<grpc::Channel> channel;
+  std::string token;  // empty: none
+  std::chrono::milliseconds timeout{30000};
+
+  // A context with the deadline and, when a token is set, the bearer token.
+  std::unique_ptr<grpc::ClientContext> Context() const;
+};
+
+// From the flags; INVALID_ARGUMENT when --server is missing or a file does
+// not read.
+absl::StatusOr<Connection> Connect(const FlagParser& flags);
+
+// The reverse of the server's ToGrpcStatus.
+absl::Status FromGrpc(const grpc::Status& s);
+
+}  // namespace vtrain::cli
+
+#endif  // VTRAIN_CLIENT_REMOTE_H_
