@@ -147,16 +147,13 @@ absl::StatusOr<CollectiveCurve> ParseNcclTests(absl::string_view text, absl::str
         !absl::SimpleAtod(cells[1], &count)) {
       continue;  // a header or a summary line
     }
-    // Columns: size, count, type, [redop, root in newer versions], time, ...
-    // The out-of-place time is the first number after the type name.
+    // Columns: size, count, type, [redop, root in newer nccl-tests], then the
+    // out-of-place time.
+    double ignored = 0;
+    const size_t time_column = absl::SimpleAtod(cells[3], &ignored) ? 3 : 5;
     double time = 0;
-    bool found = false;
-    for (size_t i = 3; i < cells.size(); ++i) {
-      if (absl::SimpleAtod(cells[i], &time)) {
-        found = true;
-        break;
-      }
-    }
+    const bool found =
+        time_column < cells.size() && absl::SimpleAtod(cells[time_column], &time);
     if (!found || !(bytes > 0) || !(time > 0)) {
       return absl::InvalidArgumentError(
           absl::StrCat(name, ":", n + 1, ": expected 'size count type time ...'"));

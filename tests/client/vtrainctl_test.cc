@@ -1,0 +1,204 @@
+// End-to-end tests of the vtrainctl binary (run as a child process with a
+// time limit), and of its command dispatcher in-process.
+#include <cctype>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "client/commands.h"
+#include "core/predict/predictor.h"
+#include "core/profile/default_profiles.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/spec_builders.h"
+#include "tests/testing/subprocess.h"
+
+namespace vtrain::cli {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::vtrain::testing::ProcessResult;
+using ::vtrain::testing::RunProcess;
+
+std::string VtrainctlPath() {
+  if (const char* path = std::getenv("VTRAIN_VTRAINCTL"); path != nullptr && *path != '\0') {
+    return path;
+  }
+  return VTRAIN_TEST_VTRAINCTL;  // set by tests/CMakeLists.txt
+}
+
+ProcessResult RunBinary(const std::vector<std::string>& args) {
+  absl::StatusOr<ProcessResult> r = RunProcess(VtrainctlPath(), args, /*timeout_s=*/120);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : ProcessResult{};
+}
+
+// The integer after "key": in a JSON document, or -1.
+int64_t JsonInt(const std::string& json, const std::string& key) {
+  const std::string prefix = "\"" + key + "\":";
+  const size_t at = json.find(prefix);
+  if (at == std::string::npos) return -1;
+  const size_t begin = at + prefix.size();
+  size_t end = begin;
+  while (end < json.size() && (std::isdigit(static_cast<unsigned char>(json[end])) ||
+                               (end == begin && json[end] == '-'))) {
+    ++end;
+  }
+  int64_t value = -1;
+  if (!absl::SimpleAtoi(absl::string_view(json).substr(begin, end - begin), &value)) return -1;
+  return value;
+}
+
+const std::vector<std::string> kGpt13b = {"predict",        "--local", "--model", "gpt3-1.3b",
+                                          "--gpus",         "8",       "--tp",    "2",
+                                          "--global-batch", "64"};
+
+std::vector<std::string> With(std::vector<std::string> base, const std::vector<std::string>& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+TEST(VtrainctlEndToEndTest, PredictJson) {
+  const ProcessResult r = RunBinary(With(kGpt13b, {"--json"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, IsEmpty());
+  EXPECT_THAT(r.out,
+              AllOf(HasSubstr("\"iteration_time_ms\":"), HasSubstr("\"stages\":"),
+                    HasSubstr("\"model\":\"gpt3-1.3b\""), HasSubstr("\"granularity\":\"operator\""),
+                    HasSubstr("\"data_parallel\":4")));
+  EXPECT_EQ(r.out.front(), '{');
+  EXPECT_EQ(r.out.substr(r.out.size() - 2), "}\n");
+  EXPECT_GT(JsonInt(r.out, "iteration_time_ns"), 0);
+}
+
+TEST(VtrainctlEndToEndTest, KernelGranularityGivesTheSameIterationTime) {
+  const ProcessResult op = RunBinary(With(kGpt13b, {"--json"}));
+  const ProcessResult kernel = RunBinary(With(kGpt13b, {"--json", "--granularity", "kernel"}));
+  ASSERT_EQ(op.exit_code, 0) << op.err;
+  ASSERT_EQ(kernel.exit_code, 0) << kernel.err;
+  EXPECT_THAT(kernel.out, HasSubstr("\"granularity\":\"kernel\""));
+  const int64_t op_ns = JsonInt(op.out, "iteration_time_ns");
+  EXPECT_GT(op_ns, 0);
+  EXPECT_EQ(JsonInt(kernel.out, "iteration_time_ns"), op_ns);
+  EXPECT_GT(JsonInt(kernel.out, "num_tasks"), JsonInt(op.out, "num_tasks"));
+}
+
+TEST(VtrainctlEndToEndTest, FlagsMapToTheSameJobAsTheLibrary) {
+  // The flags of kGpt13b describe Gpt13bJob(): gpt3-1.3b, t=2, d=8/2=4, p=1,
+  // micro-batch 1, global batch 64, A100-80GB defaults.
+  const ProcessResult r = RunBinary(With(kGpt13b, {"--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Job job = vtrain::testing::Gpt13bJob();
+  absl::StatusOr<Prediction> p = Predict(job, DefaultProfileSet(job.cluster.gpu));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(JsonInt(r.out, "iteration_time_ns"), p->iteration_time_ns);
+}
+
+TEST(VtrainctlEndToEndTest, HumanReadableTable) {
+  const ProcessResult r =
+      RunBinary(With(kGpt13b, {"--tokens", "1e9", "--price-usd-per-gpu-hour", "2"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("iteration time"), HasSubstr("MFU"), HasSubstr("training"),
+                           HasSubstr("analytical")));
+}
+
+TEST(VtrainctlEndToEndTest, TensorParallelNotDividingHeadsIsBadInput) {
+  // 16 heads; t = 3 on 6 GPUs (d = 2).
+  const ProcessResult r = RunBinary({"predict", "--local", "--model", "gpt3-1.3b", "--gpus", "6",
+                                     "--tp", "3", "--global-batch", "64"});
+  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_THAT(r.err, HasSubstr("plan.tensor_parallel=3"));
+  EXPECT_THAT(r.out, IsEmpty());
+}
+
+TEST(VtrainctlEndToEndTest, GpusNotDivisibleByTpIsBadInput) {
+  const ProcessResult r = RunBinary({"predict", "--local", "--model", "gpt3-1.3b", "--gpus", "8",
+                                     "--tp", "3", "--global-batch", "64"});
+  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_THAT(r.err, AllOf(HasSubstr("cluster.num_gpus=8"), HasSubstr("--tp")));
+}
+
+TEST(VtrainctlEndToEndTest, UnknownFlagIsBadInput) {
+  const ProcessResult r = RunBinary(With(kGpt13b, {"--bogus", "1"}));
+  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_THAT(r.err, HasSubstr("unknown flag --bogus"));
+}
+
+TEST(VtrainctlEndToEndTest, BandwidthWithoutUnitIsBadInput) {
+  const ProcessResult r = RunBinary(With(kGpt13b, {"--intra-node-bandwidth", "150"}));
+  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_THAT(r.err, AllOf(HasSubstr("--intra-node-bandwidth='150'"), HasSubstr("unit")));
+}
+
+TEST(VtrainctlEndToEndTest, UnknownPresetIsBadInputListingNames) {
+  const ProcessResult r =
+      RunBinary({"predict", "--model", "gpt5", "--gpus", "8", "--global-batch", "64"});
+  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_THAT(r.err, AllOf(HasSubstr("'gpt5'"), HasSubstr("gpt3-175b")));
+}
+
+TEST(VtrainctlEndToEndTest, MissingGlobalBatchIsBadInput) {
+  const ProcessResult r = RunBinary({"predict", "--model", "gpt3-1.3b", "--gpus", "8"});
+  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_THAT(r.err, HasSubstr("--global-batch"));
+}
+
+TEST(VtrainctlEndToEndTest, TinyMaxTasksIsAFailureNotBadInput) {
+  const ProcessResult r = RunBinary(With(kGpt13b, {"--max-tasks", "10"}));
+  EXPECT_EQ(r.exit_code, kExitFailure);
+  EXPECT_THAT(r.err, HasSubstr("max_tasks=10"));
+}
+
+TEST(VtrainctlEndToEndTest, PresetsListsModelsAndGpus) {
+  const ProcessResult r = RunBinary({"presets"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, AllOf(HasSubstr("gpt3-175b"), HasSubstr("mtnlg-530b"),
+                           HasSubstr("a100-sxm4-80gb"), HasSubstr("v100-sxm2-32gb")));
+}
+
+TEST(VtrainctlEndToEndTest, UsageErrors) {
+  const ProcessResult none = RunBinary({});
+  EXPECT_EQ(none.exit_code, kExitBadInput);
+  EXPECT_THAT(none.err, HasSubstr("usage: vtrainctl"));
+  const ProcessResult unknown = RunBinary({"train"});
+  EXPECT_EQ(unknown.exit_code, kExitBadInput);
+  EXPECT_THAT(unknown.err, HasSubstr("unknown command 'train'"));
+  const ProcessResult help = RunBinary({"help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.out, HasSubstr("predict"));
+  const ProcessResult predict_help = RunBinary({"predict", "--help"});
+  EXPECT_EQ(predict_help.exit_code, 0);
+  EXPECT_THAT(predict_help.out, AllOf(HasSubstr("--global-batch"), HasSubstr("--granularity")));
+}
+
+TEST(VtrainctlInProcessTest, DispatcherReturnsExitCodesAndWritesStreams) {
+  std::ostringstream out, err;
+  EXPECT_EQ(RunVtrainctl({"presets"}, out, err), kExitOk);
+  EXPECT_THAT(out.str(), HasSubstr("gpt3-175b"));
+  EXPECT_THAT(err.str(), IsEmpty());
+
+  std::ostringstream out2, err2;
+  EXPECT_EQ(RunVtrainctl(
+                {"predict", "--local", "--layers", "4", "--hidden", "64", "--heads", "4",
+                 "--seq-len", "128", "--gpus", "2", "--tp", "2", "--global-batch", "4", "--json"},
+                out2, err2),
+            kExitOk)
+      << err2.str();
+  EXPECT_GT(JsonInt(out2.str(), "iteration_time_ns"), 0);
+  EXPECT_THAT(out2.str(), HasSubstr("\"model\":\"custom\""));
+
+  std::ostringstream out3, err3;
+  EXPECT_EQ(
+      RunVtrainctl({"predict", "--model", "gpt3-125m", "--global-batch", "8", "--dtype", "fp8"},
+                   out3, err3),
+      kExitBadInput);
+  EXPECT_THAT(err3.str(), HasSubstr("plan.dtype='fp8'"));
+  EXPECT_THAT(out3.str(), IsEmpty());
+}
+
+}  // namespace
+}  // namespace vtrain::cli

@@ -1,0 +1,122 @@
+#include "proto/convert.h"
+
+#include "core/profile/default_profiles.h"
+#include "gtest/gtest.h"
+#include "proto/sha256.h"
+#include "tests/testing/spec_builders.h"
+
+namespace vtrain::convert {
+namespace {
+
+TEST(Sha256Test, FipsExamples) {
+  // FIPS 180-2 Appendix B.1 and B.2, and the empty string.
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Sha256Hex(std::string(1000000, 'a')),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(ConvertTest, JobRoundTripsThroughTheRequest) {
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    Job job = testing::RandomSmallJob(seed);
+    if (!ValidateJob(job).ok()) continue;
+    absl::StatusOr<Job> back = JobFromProto(JobToProto(job));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->model.num_layers, job.model.num_layers);
+    EXPECT_EQ(back->model.hidden_size, job.model.hidden_size);
+    EXPECT_EQ(back->plan.tensor_parallel, job.plan.tensor_parallel);
+    EXPECT_EQ(back->plan.data_parallel, job.plan.data_parallel);
+    EXPECT_EQ(back->plan.pipeline_parallel, job.plan.pipeline_parallel);
+    EXPECT_EQ(back->plan.schedule, job.plan.schedule);
+    EXPECT_EQ(back->plan.recompute, job.plan.recompute);
+    EXPECT_EQ(back->cluster.num_gpus, job.cluster.num_gpus);
+    EXPECT_EQ(back->cluster.gpu.name, job.cluster.gpu.name);
+  }
+}
+
+TEST(ConvertTest, DefaultsAndFieldPathsInErrors) {
+  v1::PredictRequest r;
+  r.mutable_model()->set_preset("gpt3-1.3b");
+  r.mutable_cluster()->set_num_gpus(8);
+  r.mutable_plan()->set_global_batch(64);
+  absl::StatusOr<Job> job = JobFromProto(r);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->plan.data_parallel, 8);
+  EXPECT_EQ(job->cluster.gpu.name, "a100-sxm4-80gb");
+  r.mutable_plan()->set_tensor_parallel(5);
+  r.mutable_cluster()->set_num_gpus(10);
+  job = JobFromProto(r);
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(job.status().message().find("plan.tensor_parallel"), std::string::npos);
+}
+
+TEST(ConvertTest, PredictionRoundTripKeepsTheNumbers) {
+  Job job = testing::Gpt13bJob();
+  absl::StatusOr<Prediction> p = Predict(job, DefaultProfileSet(job.cluster.gpu));
+  ASSERT_TRUE(p.ok());
+  v1::PredictResponse r;
+  PredictionToProto(job, *p, &r);
+  Prediction back = PredictionFromProto(r);
+  EXPECT_EQ(back.iteration_time_ns, p->iteration_time_ns);
+  ASSERT_EQ(back.stages.size(), p->stages.size());
+  for (size_t s = 0; s < back.stages.size(); ++s) {
+    EXPECT_EQ(back.stages[s].compute_ns, p->stages[s].compute_ns);
+    EXPECT_EQ(back.stages[s].idle_ns, p->stages[s].idle_ns);
+  }
+  EXPECT_EQ(back.fidelity.missing_keys, p->fidelity.missing_keys);
+}
+
+TEST(ConvertTest, ProfileSetRoundTripAndContentId) {
+  ProfileSet set = DefaultProfileSet(*GpuByName("h100-sxm5-80gb"));
+  OperatorProfile op;
+  op.kernels = {{"gemm", 1000, 10, 0}, {"softmax", 200, 5, 0}};
+  set.operators.emplace(MakeOperatorKey("h100-sxm5-80gb", DType::kBf16, OperatorKind::kMlpFwd,
+                                        4096, 32, 16384, 2048, 2, 4, 0, 0),
+                        op);
+  set.collectives.insert_or_assign(
+      CollectiveKey{"h100-sxm5-80gb", LinkScope::kIntraNode, Collective::kAllReduce, 8},
+      *CollectiveCurve::Create({{1e6, 5e4}, {1e8, 6e5}}));
+  v1::ProfileSet proto = ProfileSetToProto(set);
+  absl::StatusOr<ProfileSet> back = ProfileSetFromProto(proto);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->operators.size(), 1u);
+  EXPECT_EQ(back->operators.begin()->second.kernels[1].duration_ns, 200);
+  EXPECT_EQ(back->collectives.size(), 1u);
+  EXPECT_EQ(back->params.host_dispatch_ns, set.params.host_dispatch_ns);
+
+  // The id ignores id and created_at, and changes with the content.
+  const std::string id = ContentId(proto);
+  v1::ProfileSet stamped = proto;
+  stamped.set_id("whatever");
+  stamped.mutable_created_at()->set_seconds(12345);
+  EXPECT_EQ(ContentId(stamped), id);
+  stamped.mutable_operators(0)->mutable_kernels(0)->set_duration_ns(1001);
+  EXPECT_NE(ContentId(stamped), id);
+
+  // JSON round trip.
+  absl::StatusOr<std::string> json = ToJson(proto);
+  ASSERT_TRUE(json.ok());
+  v1::ProfileSet parsed;
+  ASSERT_TRUE(FromJson(*json, &parsed).ok());
+  EXPECT_EQ(ContentId(parsed), id);
+  EXPECT_FALSE(FromJson("{\"gpu\": 3, \"bogus\": 1}", &parsed).ok());
+}
+
+TEST(ConvertTest, InvalidProfileSetsNameTheField) {
+  v1::ProfileSet set;
+  EXPECT_NE(ProfileSetFromProto(set).status().message().find("profile_set.gpu"), std::string::npos);
+  set.set_gpu("a100-sxm4-80gb");
+  v1::CollectiveCurve* c = set.add_collectives();
+  c->set_collective("all_reduce");
+  c->set_scope("intra_node");
+  c->set_ranks(4);
+  c->add_points()->set_bytes(-1);
+  absl::Status s = ProfileSetFromProto(set).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("collectives[0].points"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace vtrain::convert

@@ -1,0 +1,431 @@
+// vtrain-server on 127.0.0.1:0 with a real SQLite file in a temp dir:
+// in-process for the services, and the built binary for kill -9.
+#include "server/server.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/predict/predictor.h"
+#include "core/profile/default_profiles.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/convert.h"
+#include "server/profile_store.h"
+#include "vtrain/v1/vtrain.grpc.pb.h"
+
+namespace vtrain::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "vtrain_server_test_XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string File(const std::string& name) const { return (fs::path(path_) / name).string(); }
+
+ private:
+  std::string path_;
+};
+
+constexpr char kToken[] = "s3cret-token";
+
+std::unique_ptr<Server> StartServer(const std::string& db, Role role = Role::kAll,
+                                    const std::string& registry = "") {
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.db_path = db;
+  o.role = role;
+  o.registry = registry;
+  o.push_token = kToken;
+  o.max_tasks = 5'000'000;
+  absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *std::move(s) : nullptr;
+}
+
+std::shared_ptr<grpc::Channel> ChannelTo(const Server& s) {
+  return grpc::CreateChannel(absl::StrCat("127.0.0.1:", s.port()),
+                             grpc::InsecureChannelCredentials());
+}
+
+std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token = "") {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  if (!token.empty()) ctx->AddMetadata("authorization", absl::StrCat("Bearer ", token));
+  return ctx;
+}
+
+v1::PredictRequest Gpt13bRequest() {
+  v1::PredictRequest r;
+  r.mutable_model()->set_preset("gpt3-1.3b");
+  r.mutable_cluster()->set_num_gpus(8);
+  r.mutable_plan()->set_tensor_parallel(2);
+  r.mutable_plan()->set_global_batch(64);
+  return r;
+}
+
+// A measured-looking set: one attention_fwd kernel table for the A100.
+v1::ProfileSet MeasuredSet(int64_t duration_ns) {
+  v1::ProfileSet set;
+  set.set_name("test-set");
+  set.set_gpu("a100-sxm4-80gb");
+  *set.mutable_params() = convert::ProfileSetToProto(DefaultProfileSet(*GpuByName("a100-sxm4-80gb"))).params();
+  v1::OperatorProfile* op = set.add_operators();
+  op->mutable_key()->set_op("attention_fwd");
+  op->mutable_key()->set_dtype(v1::DTYPE_FP16);
+  op->mutable_key()->set_hidden(2048);
+  op->mutable_key()->set_heads(16);
+  op->mutable_key()->set_seq(2048);
+  op->mutable_key()->set_micro_batch(1);
+  op->mutable_key()->set_tensor_parallel(2);
+  v1::Kernel* k = op->add_kernels();
+  k->set_name("gemm");
+  k->set_duration_ns(duration_ns);
+  k->set_gap_ns(1000);
+  return set;
+}
+
+TEST(ServerTest, PredictRoundTripEqualsInProcessResult) {
+  TempDir dir;
+  auto server = StartServer(dir.File("a.db"));
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::Simulator::NewStub(ChannelTo(*server));
+  v1::PredictResponse resp;
+  grpc::Status s = stub->Predict(Ctx().get(), Gpt13bRequest(), &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+
+  absl::StatusOr<Job> job = convert::JobFromProto(Gpt13bRequest());
+  ASSERT_TRUE(job.ok());
+  absl::StatusOr<Prediction> local = Predict(*job, DefaultProfileSet(job->cluster.gpu));
+  ASSERT_TRUE(local.ok());
+  EXPECT_EQ(resp.iteration_time_ns(), local->iteration_time_ns);
+  EXPECT_EQ(resp.stages_size(), 1);
+  EXPECT_EQ(resp.fidelity().worst(), v1::FIDELITY_ANALYTICAL);
+  EXPECT_GT(resp.fidelity().missing_keys_size(), 0);
+  EXPECT_EQ(resp.plan().data_parallel(), 4);
+}
+
+TEST(ServerTest, PushListGetDeleteAndIdempotentRepush) {
+  TempDir dir;
+  auto server = StartServer(dir.File("a.db"));
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::ProfileRegistry::NewStub(ChannelTo(*server));
+  v1::ListProfileSetsResponse before;
+  ASSERT_TRUE(stub->ListProfileSets(Ctx().get(), {}, &before).ok());
+  EXPECT_EQ(before.profile_sets_size(), 5);  // seeded built-in sets
+
+  v1::PushProfileSetRequest push;
+  *push.mutable_profile_set() = MeasuredSet(123'000);
+  v1::PushProfileSetResponse first, second;
+  ASSERT_TRUE(stub->PushProfileSet(Ctx(kToken).get(), push, &first).ok());
+  EXPECT_FALSE(first.already_present());
+  EXPECT_EQ(first.id(), convert::ContentId(push.profile_set()));
+  ASSERT_TRUE(stub->PushProfileSet(Ctx(kToken).get(), push, &second).ok());
+  EXPECT_TRUE(second.already_present());
+  EXPECT_EQ(second.id(), first.id());
+
+  v1::ListProfileSetsRequest by_gpu;
+  by_gpu.set_gpu("a100-sxm4-80gb");
+  v1::ListProfileSetsResponse listed;
+  ASSERT_TRUE(stub->ListProfileSets(Ctx().get(), by_gpu, &listed).ok());
+  EXPECT_EQ(listed.profile_sets_size(), 2);
+
+  v1::GetProfileSetRequest get;
+  get.set_id(first.id());
+  v1::ProfileSet got;
+  ASSERT_TRUE(stub->GetProfileSet(Ctx().get(), get, &got).ok());
+  EXPECT_EQ(got.operators(0).kernels(0).duration_ns(), 123'000);
+
+  // A prediction now uses the measured set (the newest for the GPU).
+  auto sim = v1::Simulator::NewStub(ChannelTo(*server));
+  v1::PredictResponse resp;
+  ASSERT_TRUE(sim->Predict(Ctx().get(), Gpt13bRequest(), &resp).ok());
+  EXPECT_EQ(resp.profile_set_id(), first.id());
+  EXPECT_EQ(resp.fidelity().measured(), 1);
+
+  v1::DeleteProfileSetRequest del;
+  del.set_id(first.id());
+  v1::DeleteProfileSetResponse deleted;
+  ASSERT_TRUE(stub->DeleteProfileSet(Ctx(kToken).get(), del, &deleted).ok());
+  EXPECT_TRUE(deleted.deleted());
+  EXPECT_EQ(stub->GetProfileSet(Ctx().get(), get, &got).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST(ServerTest, PushWithoutOrWithWrongTokenIsUnauthenticatedAndStoresNothing) {
+  TempDir dir;
+  {
+    auto server = StartServer(dir.File("a.db"));
+    ASSERT_NE(server, nullptr);
+    auto stub = v1::ProfileRegistry::NewStub(ChannelTo(*server));
+    v1::PushProfileSetRequest push;
+    *push.mutable_profile_set() = MeasuredSet(5'000);
+    v1::PushProfileSetResponse resp;
+    EXPECT_EQ(stub->PushProfileSet(Ctx().get(), push, &resp).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(stub->PushProfileSet(Ctx("wrong").get(), push, &resp).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(stub->PushProfileSet(Ctx(std::string(kToken) + "x").get(), push, &resp).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    v1::ListProfileSetsResponse listed;
+    ASSERT_TRUE(stub->ListProfileSets(Ctx().get(), {}, &listed).ok());
+    EXPECT_EQ(listed.profile_sets_size(), 5);
+  }
+  absl::StatusOr<std::unique_ptr<ProfileStore>> store = ProfileStore::Open(dir.File("a.db"));
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ(*(*store)->Count(), 5);
+}
+
+TEST(ServerTest, InvalidRequestsGetTheirSpecificErrors) {
+  TempDir dir;
+  auto server = StartServer(dir.File("a.db"));
+  ASSERT_NE(server, nullptr);
+  auto sim = v1::Simulator::NewStub(ChannelTo(*server));
+  struct Case {
+    const char* name;
+    std::function<void(v1::PredictRequest&)> mutate;
+    grpc::StatusCode code;
+    const char* field;
+  };
+  const Case cases[] = {
+      {"tp does not divide heads", [](v1::PredictRequest& r) { r.mutable_plan()->set_tensor_parallel(3); r.mutable_cluster()->set_num_gpus(6); },
+       grpc::StatusCode::INVALID_ARGUMENT, "plan.tensor_parallel"},
+      {"no global batch", [](v1::PredictRequest& r) { r.mutable_plan()->set_global_batch(0); },
+       grpc::StatusCode::INVALID_ARGUMENT, "plan.global_batch"},
+      {"negative layers", [](v1::PredictRequest& r) { r.mutable_model()->set_num_layers(-4); },
+       grpc::StatusCode::INVALID_ARGUMENT, "model.num_layers"},
+      {"unknown preset", [](v1::PredictRequest& r) { r.mutable_model()->set_preset("gpt5"); },
+       grpc::StatusCode::INVALID_ARGUMENT, "model.preset"},
+      {"unknown gpu", [](v1::PredictRequest& r) { r.mutable_cluster()->set_gpu("tpu"); },
+       grpc::StatusCode::INVALID_ARGUMENT, "cluster.gpu"},
+      {"gpus not divisible", [](v1::PredictRequest& r) { r.mutable_cluster()->set_num_gpus(7); },
+       grpc::StatusCode::INVALID_ARGUMENT, "cluster.num_gpus"},
+      {"absurd hidden", [](v1::PredictRequest& r) { r.mutable_model()->set_hidden_size(int64_t{1} << 50); },
+       grpc::StatusCode::INVALID_ARGUMENT, "model.hidden_size"},
+      {"bad bandwidth", [](v1::PredictRequest& r) { r.mutable_cluster()->set_intra_node_bandwidth_bytes_per_s(-5); },
+       grpc::StatusCode::INVALID_ARGUMENT, "cluster.intra_node_bandwidth"},
+      {"too many tasks", [](v1::PredictRequest& r) { r.mutable_plan()->set_global_batch(1 << 24); r.set_granularity(v1::GRANULARITY_KERNEL); },
+       grpc::StatusCode::RESOURCE_EXHAUSTED, "max_tasks"},
+      {"unknown profile set", [](v1::PredictRequest& r) { r.set_profile_set_id("sha256:nope"); },
+       grpc::StatusCode::NOT_FOUND, "profile_set_id"},
+  };
+  for (const Case& c : cases) {
+    v1::PredictRequest r = Gpt13bRequest();
+    c.mutate(r);
+    v1::PredictResponse resp;
+    grpc::Status s = sim->Predict(Ctx().get(), r, &resp);
+    EXPECT_EQ(s.error_code(), c.code) << c.name << ": " << s.error_message();
+    EXPECT_NE(s.error_message().find(c.field), std::string::npos) << c.name << ": " << s.error_message();
+  }
+  // Invalid pushes.
+  auto reg = v1::ProfileRegistry::NewStub(ChannelTo(*server));
+  v1::PushProfileSetRequest push;
+  *push.mutable_profile_set() = MeasuredSet(1000);
+  push.mutable_profile_set()->mutable_operators(0)->mutable_key()->set_op("warp_drive");
+  v1::PushProfileSetResponse pr;
+  grpc::Status s = reg->PushProfileSet(Ctx(kToken).get(), push, &pr);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("operators[0].key.op"), std::string::npos) << s.error_message();
+  *push.mutable_profile_set() = MeasuredSet(1000);
+  push.mutable_profile_set()->set_id("sha256:forged");
+  EXPECT_EQ(reg->PushProfileSet(Ctx(kToken).get(), push, &pr).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST(ServerTest, ManyConcurrentClientsAllGetTheSameAnswer) {
+  TempDir dir;
+  auto server = StartServer(dir.File("a.db"));
+  ASSERT_NE(server, nullptr);
+  std::atomic<int> ok{0};
+  std::atomic<int64_t> mismatches{0};
+  int64_t expected = 0;
+  {
+    auto sim = v1::Simulator::NewStub(ChannelTo(*server));
+    v1::PredictResponse resp;
+    ASSERT_TRUE(sim->Predict(Ctx().get(), Gpt13bRequest(), &resp).ok());
+    expected = resp.iteration_time_ns();
+  }
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 16; ++c) {
+    clients.emplace_back([&] {
+      auto sim = v1::Simulator::NewStub(ChannelTo(*server));
+      for (int i = 0; i < 20; ++i) {
+        v1::PredictResponse resp;
+        if (sim->Predict(Ctx().get(), Gpt13bRequest(), &resp).ok()) {
+          ++ok;
+          if (resp.iteration_time_ns() != expected) ++mismatches;
+        }
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(ok.load(), 16 * 20);
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout) {
+  const absl::Time end = absl::Now() + timeout;
+  while (absl::Now() < end) {
+    if (condition()) return true;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return condition();
+}
+
+TEST(ServerTest, PushReachesBothPredictorsWhichKeepServingWithoutTheRegistry) {
+  TempDir dir;
+  auto registry = StartServer(dir.File("registry.db"), Role::kRegistry);
+  ASSERT_NE(registry, nullptr);
+  const std::string address = absl::StrCat("127.0.0.1:", registry->port());
+  auto p1 = StartServer(dir.File("p1.db"), Role::kPredictor, address);
+  auto p2 = StartServer(dir.File("p2.db"), Role::kPredictor, address);
+  ASSERT_NE(p1, nullptr);
+  ASSERT_NE(p2, nullptr);
+
+  v1::PushProfileSetRequest push;
+  *push.mutable_profile_set() = MeasuredSet(77'000);
+  v1::PushProfileSetResponse pushed;
+  ASSERT_TRUE(v1::ProfileRegistry::NewStub(ChannelTo(*registry))
+                  ->PushProfileSet(Ctx(kToken).get(), push, &pushed)
+                  .ok());
+  for (Server* p : {p1.get(), p2.get()}) {
+    auto stub = v1::ProfileRegistry::NewStub(ChannelTo(*p));
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          v1::GetProfileSetRequest get;
+          get.set_id(pushed.id());
+          v1::ProfileSet set;
+          return stub->GetProfileSet(Ctx().get(), get, &set).ok();
+        },
+        absl::Seconds(10)))
+        << "the push did not reach a predictor";
+  }
+  // A predictor refuses pushes: the registry is the authority.
+  v1::PushProfileSetResponse refused;
+  EXPECT_EQ(v1::ProfileRegistry::NewStub(ChannelTo(*p1))
+                ->PushProfileSet(Ctx(kToken).get(), push, &refused)
+                .error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+
+  registry->Shutdown(absl::Milliseconds(100));
+  registry.reset();
+  auto sim = v1::Simulator::NewStub(ChannelTo(*p1));
+  v1::PredictResponse resp;
+  grpc::Status s = sim->Predict(Ctx().get(), Gpt13bRequest(), &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.profile_set_id(), pushed.id());
+}
+
+TEST(ServerTest, CorruptDatabaseIsRefusedAndKeptAsItWas) {
+  TempDir dir;
+  const std::string db = dir.File("bad.db");
+  {
+    std::ofstream out(db, std::ios::binary);
+    out << std::string(8192, 'x');
+  }
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.db_path = db;
+  absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.status().message().find(db), std::string::npos) << s.status();
+  EXPECT_EQ(fs::file_size(db), 8192u);  // never recreated
+}
+
+// kill -9 of the built binary in the middle of a stream of pushes leaves a
+// database that opens, passes the integrity check and holds only whole sets.
+TEST(ServerBinaryTest, KillNineDuringPushesLeavesOnlyWholeSets) {
+  const char* binary = std::getenv("VTRAIN_SERVER");
+  if (binary == nullptr) GTEST_SKIP() << "VTRAIN_SERVER is not set";
+  TempDir dir;
+  const std::string db = dir.File("k.db");
+  const std::string token_file = dir.File("token");
+  std::ofstream(token_file) << kToken;
+  // A fixed port found by binding 0 first.
+  int port = 0;
+  {
+    auto probe = StartServer(dir.File("probe.db"));
+    ASSERT_NE(probe, nullptr);
+    port = probe->port();
+  }
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string listen = absl::StrCat("--listen=127.0.0.1:", port);
+    const std::string db_flag = absl::StrCat("--db=", db);
+    const std::string token_flag = absl::StrCat("--push-token-file=", token_file);
+    execl(binary, binary, listen.c_str(), db_flag.c_str(), token_flag.c_str(), nullptr);
+    _exit(127);
+  }
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
+  ASSERT_TRUE(channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(20)));
+  auto stub = v1::ProfileRegistry::NewStub(channel);
+  std::atomic<int> accepted{0};
+  std::atomic<bool> stop{false};
+  std::thread pusher([&] {
+    for (int i = 0; i < 100000 && !stop; ++i) {
+      v1::PushProfileSetRequest push;
+      *push.mutable_profile_set() = MeasuredSet(1000 + i);
+      // Make each set large so that the kill lands inside writes.
+      for (int k = 0; k < 200; ++k) {
+        *push.mutable_profile_set()->mutable_operators(0)->add_kernels() =
+            push.profile_set().operators(0).kernels(0);
+      }
+      v1::PushProfileSetResponse r;
+      if (stub->PushProfileSet(Ctx(kToken).get(), push, &r).ok()) ++accepted;
+    }
+  });
+  ASSERT_TRUE(WaitFor([&] { return accepted > 20; }, absl::Seconds(30)));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  stop = true;
+  pusher.join();
+
+  absl::StatusOr<std::unique_ptr<ProfileStore>> store = ProfileStore::Open(db);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::vector<v1::ProfileSet>> sets = (*store)->LoadAll();
+  ASSERT_TRUE(sets.ok()) << sets.status();
+  EXPECT_GE(static_cast<int>(sets->size()), 5 + 20);
+  for (const v1::ProfileSet& set : *sets) {
+    EXPECT_EQ(convert::ContentId(set), set.id()) << "a partial set survived";
+    if (set.operators_size() > 0) {
+      EXPECT_EQ(set.operators(0).kernels_size(), 201);
+    }
+  }
+}
+
+TEST(ServerBinaryTest, SigtermExitsZero) {
+  const char* binary = std::getenv("VTRAIN_SERVER");
+  if (binary == nullptr) GTEST_SKIP() << "VTRAIN_SERVER is not set";
+  TempDir dir;
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string db_flag = absl::StrCat("--db=", dir.File("t.db"));
+    execl(binary, binary, "--listen=127.0.0.1:0", db_flag.c_str(), nullptr);
+    _exit(127);
+  }
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(dir.File("t.db")); }, absl::Seconds(10)));
+  absl::SleepFor(absl::Milliseconds(500));
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace vtrain::server

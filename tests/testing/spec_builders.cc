@@ -1,0 +1,116 @@
+#include "tests/testing/spec_builders.h"
+
+#include <initializer_list>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/spec/gpu.h"
+#include "core/spec/model.h"
+#include "core/util/status_macros.h"
+
+namespace vtrain::testing {
+namespace {
+
+// Draws without std distributions, whose output differs between libraries.
+class Random {
+ public:
+  explicit Random(uint64_t seed) : rng_(seed) {}
+  int64_t Uniform(int64_t lo, int64_t hi) {  // inclusive
+    return lo + static_cast<int64_t>(rng_() % static_cast<uint64_t>(hi - lo + 1));
+  }
+  template <typename T>
+  T Pick(std::initializer_list<T> values) {
+    return *(values.begin() + Uniform(0, static_cast<int64_t>(values.size()) - 1));
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+}  // namespace
+
+Job TinyJob() {
+  Job job;
+  job.model.name = "tiny";
+  job.model.num_layers = 8;
+  job.model.hidden_size = 64;
+  job.model.num_heads = 4;
+  job.model.seq_len = 128;
+  job.model.vocab_size = 512;
+  absl::StatusOr<GpuSpec> gpu = GpuByName("a100-sxm4-80gb");
+  VTRAIN_CHECK(gpu.ok());
+  job.cluster = DefaultCluster(*gpu, 1);
+  job.plan.micro_batch = 1;
+  job.plan.global_batch = 4;
+  job.plan.schedule = PipelineSchedule::k1F1B;
+  job.plan.recompute = Recompute::kNone;
+  return job;
+}
+
+Job WithPlan(Job job, int64_t t, int64_t d, int64_t p, int64_t micro_batch, int64_t global_batch) {
+  job.plan.tensor_parallel = t;
+  job.plan.data_parallel = d;
+  job.plan.pipeline_parallel = p;
+  job.plan.micro_batch = micro_batch;
+  job.plan.global_batch = global_batch;
+  job.cluster.num_gpus = t * d * p;
+  return job;
+}
+
+Job Gpt13bJob() {
+  Job job;
+  absl::StatusOr<ModelSpec> model = ModelPreset("gpt3-1.3b");
+  absl::StatusOr<GpuSpec> gpu = GpuByName("a100-sxm4-80gb");
+  VTRAIN_CHECK(model.ok() && gpu.ok());
+  job.model = *model;
+  job.cluster = DefaultCluster(*gpu, 8);
+  return WithPlan(job, 2, 4, 1, 1, 64);
+}
+
+}  // namespace vtrain::testing
+
+namespace vtrain::testing {
+
+Job RandomSmallJob(uint64_t seed) {
+  Random r(seed);
+  Job job;
+  job.model.name = "random";
+  job.model.hidden_size = r.Pick<int64_t>({64, 128, 192, 256});
+  job.model.num_heads = r.Pick<int64_t>({1, 2, 4, 8});
+  job.model.seq_len = r.Pick<int64_t>({32, 64, 128, 256});
+  job.model.vocab_size = r.Pick<int64_t>({1000, 4096, 50257});
+  const int64_t p = r.Pick<int64_t>({1, 1, 2, 3, 4});
+  job.model.num_layers = p * r.Uniform(1, 3);
+  int64_t t = r.Pick<int64_t>({1, 1, 2, 4, 8});
+  while (job.model.num_heads % t != 0) t /= 2;
+  const int64_t d = r.Uniform(1, 4);
+  const int64_t micro_batch = r.Pick<int64_t>({1, 1, 2, 4});
+  const int64_t m = r.Uniform(1, 9);
+  const std::vector<std::string> gpus = GpuNames();
+  absl::StatusOr<GpuSpec> gpu =
+      GpuByName(gpus[r.Uniform(0, static_cast<int64_t>(gpus.size()) - 1)]);
+  VTRAIN_CHECK(gpu.ok());
+  job.cluster = DefaultCluster(*gpu, 1);
+  job = WithPlan(job, t, d, p, micro_batch, d * micro_batch * m);
+  job.cluster.gpus_per_node = r.Pick<int64_t>({1, 2, 4, 8, 16});
+  job.plan.schedule = r.Pick({PipelineSchedule::kGpipe, PipelineSchedule::k1F1B});
+  job.plan.recompute = r.Pick({Recompute::kNone, Recompute::kFull});
+  job.plan.gradient_bucketing = r.Uniform(0, 1) == 1;
+  // Small buckets so that the last backward splits into several.
+  job.plan.bucket_size_bytes = r.Pick<int64_t>({1, 50'000, 400'000, 25 << 20});
+  return job;
+}
+
+std::string DescribeJob(const Job& job) {
+  return absl::StrCat(
+      "L=", job.model.num_layers, " h=", job.model.hidden_size, " a=", job.model.num_heads,
+      " s=", job.model.seq_len, " v=", job.model.vocab_size, " t=", job.plan.tensor_parallel,
+      " d=", job.plan.data_parallel, " p=", job.plan.pipeline_parallel, " b=", job.plan.micro_batch,
+      " B=", job.plan.global_batch, " gpn=", job.cluster.gpus_per_node, " ", job.cluster.gpu.name,
+      " ", ScheduleName(job.plan.schedule), " recompute=", RecomputeName(job.plan.recompute),
+      " bucketing=", job.plan.gradient_bucketing ? "on" : "off",
+      " bucket=", job.plan.bucket_size_bytes);
+}
+
+}  // namespace vtrain::testing

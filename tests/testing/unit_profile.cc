@@ -1,0 +1,91 @@
+#include "tests/testing/unit_profile.h"
+
+#include <utility>
+
+#include "core/spec/model.h"
+
+namespace vtrain::testing {
+namespace {
+
+int64_t Span(const std::vector<KernelRecord>& kernels) {
+  OperatorProfile p;
+  p.kernels = kernels;
+  return p.SpanNs();
+}
+
+OperatorProfile Measured(std::vector<KernelRecord> kernels) {
+  OperatorProfile p;
+  p.kernels = std::move(kernels);
+  p.fidelity = Fidelity::kMeasured;
+  return p;
+}
+
+}  // namespace
+
+int64_t UnitTimes::LayerForwardNs() const { return Span(attention_fwd) + Span(mlp_fwd); }
+int64_t UnitTimes::LayerBackwardNs() const { return Span(attention_bwd) + Span(mlp_bwd); }
+
+int64_t StageOptimizerParameters(const Job& job, int64_t stage) {
+  // Mirrors Builder::MakeTemplates, operation for operation, so that the
+  // double rounds identically before the cast to int64.
+  const int64_t p = job.plan.pipeline_parallel;
+  const double h = static_cast<double>(job.model.hidden_size);
+  const double t = static_cast<double>(job.plan.tensor_parallel);
+  const int64_t layers_per_stage = job.model.num_layers / p;
+  double params = static_cast<double>(layers_per_stage) * LayerParameterCount(job.model) / t;
+  if (stage == 0) {
+    params += static_cast<double>(job.model.vocab_size) * h / t +
+              static_cast<double>(job.model.seq_len) * h;
+  }
+  if (stage == p - 1) {
+    params += 2 * h + (p > 1 ? static_cast<double>(job.model.vocab_size) * h / t : 0);
+  }
+  return static_cast<int64_t>(params);
+}
+
+ProfileSet UnitProfileSet(const Job& job, const UnitTimes& times) {
+  ProfileSet set;
+  set.name = "unit";
+  set.gpu = job.cluster.gpu.name;
+  set.provenance = "tests/testing/unit_profile.cc";
+  // Free communication: no latency and a link efficiency of 10^9, so with
+  // UseFreeLinks a transfer takes bytes / 10^24 s, which rounds to 0 ns for
+  // anything under 5 * 10^14 bytes.
+  set.params.intra_node_latency_ns = 0;
+  set.params.intra_node_latency_per_rank_ns = 0;
+  set.params.inter_node_latency_ns = 0;
+  set.params.intra_node_efficiency = 1e9;
+  set.params.inter_node_efficiency = 1e9;
+  set.params.tp_collective_overhead_ns = 0;
+  set.params.tp_collective_overhead_per_rank_ns = 0;
+
+  const ModelSpec& m = job.model;
+  const ParallelPlan& plan = job.plan;
+  auto key = [&](OperatorKind op, int64_t num_parameters) {
+    return MakeOperatorKey(job.cluster.gpu.name, plan.dtype, op, m.hidden_size, m.num_heads,
+                           m.ffn(), m.seq_len, plan.micro_batch, plan.tensor_parallel, m.vocab_size,
+                           num_parameters);
+  };
+  const std::vector<KernelRecord> zero = {{"zero", 0, 0}};
+  set.operators[key(OperatorKind::kAttentionFwd, 0)] = Measured(times.attention_fwd);
+  set.operators[key(OperatorKind::kMlpFwd, 0)] = Measured(times.mlp_fwd);
+  set.operators[key(OperatorKind::kAttentionBwd, 0)] = Measured(times.attention_bwd);
+  set.operators[key(OperatorKind::kMlpBwd, 0)] = Measured(times.mlp_bwd);
+  for (OperatorKind op :
+       {OperatorKind::kEmbeddingFwd, OperatorKind::kEmbeddingBwd, OperatorKind::kLogitFwd,
+        OperatorKind::kLogitBwd, OperatorKind::kLossFwd, OperatorKind::kLossBwd}) {
+    set.operators[key(op, 0)] = Measured(zero);
+  }
+  for (int64_t s = 0; s < plan.pipeline_parallel; ++s) {
+    set.operators[key(OperatorKind::kOptimizerStep, StageOptimizerParameters(job, s))] =
+        Measured(zero);
+  }
+  return set;
+}
+
+void UseFreeLinks(Job& job) {
+  job.cluster.intra_node_bandwidth_bytes_per_s = 1e15;
+  job.cluster.inter_node_bandwidth_bytes_per_s = 1e15;
+}
+
+}  // namespace vtrain::testing
