@@ -38,7 +38,7 @@ struct ParamField {
 #define VTRAIN_PARAM(name) \
   {&AnalyticalParams::name, &v1::AnalyticalParams::name, &v1::AnalyticalParams::set_##name}
 constexpr ParamField kParamFields[] = {
-    VTRAIN_PARAM(gemm_max_efficiency),      VTRAIN_PARAM(gemm_half_flops),
+    VTRAIN_PARAM(gemm_max_efficiency),      VTRAIN_PARAM(gemm_overhead_ns),
     VTRAIN_PARAM(gemm_misaligned_factor),   VTRAIN_PARAM(memory_efficiency),
     VTRAIN_PARAM(kernel_min_ns),            VTRAIN_PARAM(host_dispatch_ns),
     VTRAIN_PARAM(operator_overhead_ns),     VTRAIN_PARAM(intra_node_latency_ns),

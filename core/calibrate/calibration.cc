@@ -21,7 +21,7 @@ namespace {
 // bus bandwidth exceeds the nominal 150 GB/s), times non-negative.
 constexpr FittableParam kParams[] = {
     {"gemm_max_efficiency", &AnalyticalParams::gemm_max_efficiency, 0.05, 1.0, 0.8},
-    {"gemm_half_flops", &AnalyticalParams::gemm_half_flops, 1e6, 1e12, 1e+09},
+    {"gemm_overhead_ns", &AnalyticalParams::gemm_overhead_ns, 0, 1e6, 5000},
     {"gemm_misaligned_factor", &AnalyticalParams::gemm_misaligned_factor, 0.05, 1.0, 0.5},
     {"memory_efficiency", &AnalyticalParams::memory_efficiency, 0.05, 1.0, 0.7},
     {"kernel_min_ns", &AnalyticalParams::kernel_min_ns, 0, 1e5, 2000},
@@ -239,7 +239,7 @@ ValidationReport Validate(absl::Span<const Measurement> measurements, const Prof
 absl::Span<const FittableParam> FittableParams() { return kParams; }
 
 std::vector<std::string> DefaultFitParams() {
-  return {"gemm_max_efficiency", "gemm_half_flops",       "gemm_misaligned_factor",
+  return {"gemm_max_efficiency", "gemm_overhead_ns",       "gemm_misaligned_factor",
           "memory_efficiency",   "host_dispatch_ns",      "inter_node_efficiency",
           "tp_collective_overhead_per_rank_ns"};
 }

@@ -50,7 +50,8 @@ class GraphSink {
   using Handle = TaskId;
   // Every task of the graph is one kernel, collective or merged pass.
   static constexpr bool kMergesSends = false;
-  explicit GraphSink(TaskGraph& graph) : graph_(graph) {}
+  GraphSink(TaskGraph& graph, const std::function<bool()>& cancelled)
+      : graph_(graph), cancelled_(cancelled) {}
   static Handle None() { return -1; }
   static bool IsSet(Handle h) { return h >= 0; }
   StreamId AddStream(std::string name) { return graph_.AddStream(std::move(name)); }
@@ -59,13 +60,16 @@ class GraphSink {
   Handle Add(StreamId stream, int64_t duration_ns, int64_t gap_ns, TaskKind kind, int32_t label,
              absl::Span<const Handle> parents, int64_t tail_ns = 0) {
     VTRAIN_CHECK(tail_ns == 0);  // the graph never merges sends
+    if ((graph_.num_tasks() & 0xFFFF) == 0xFFFF && cancelled_ && cancelled_()) stopped_ = true;
     return graph_.AddTask(stream, duration_ns, gap_ns, kind, label, parents);
   }
-  bool Stopped() const { return false; }
+  bool Stopped() const { return stopped_; }
   int64_t num_tasks() const { return graph_.num_tasks(); }
 
  private:
   TaskGraph& graph_;
+  const std::function<bool()>& cancelled_;
+  bool stopped_ = false;
 };
 
 class TimelineSink {
@@ -631,7 +635,7 @@ absl::Status Builder<Sink>::Build() {
   auto drain = [&](int64_t s) {
     int64_t f = forwards[s], b = backwards[s];
     const int64_t begin = f + b;
-    while (b < m_) {
+    while (b < m_ && !sink_.Stopped()) {
       const bool forward = NextIsForward(plan_.schedule, s, p_, m_, f, b);
       // Sends arrive in micro-batch order, so a waiting one is this action's.
       if (forward ? (s > 0 && forward_sends_[s - 1].empty())
@@ -677,7 +681,7 @@ absl::StatusOr<IterationGraph> BuildIterationGraph(const Job& job, ProfileLookup
                                                    const BuildOptions& options) {
   VTRAIN_RETURN_IF_ERROR(ValidateJob(job));
   IterationGraph out;
-  GraphSink sink(out.graph);
+  GraphSink sink(out.graph, options.cancelled);
   Builder<GraphSink> builder(job, lookup, options, sink);
   VTRAIN_RETURN_IF_ERROR(builder.Build());
   out.stages = std::move(builder.stages());

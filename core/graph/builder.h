@@ -56,6 +56,9 @@ struct BuildOptions {
   Granularity granularity = Granularity::kOperator;
   // Larger graphs are refused with RESOURCE_EXHAUSTED before allocation.
   int64_t max_tasks = 100'000'000;
+  // BuildIterationGraph polls it every 65,536 tasks and returns CANCELLED
+  // when it says so (may be empty).
+  std::function<bool()> cancelled;
 };
 
 // Builds the graph for `job` (validated here), resolving every operator and

@@ -43,6 +43,7 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
   BuildOptions build;
   build.granularity = options.granularity;
   build.max_tasks = options.max_tasks;
+  build.cancelled = options.cancelled;
   Prediction p;
   IterationSimulation sim;
   if (options.granularity == Granularity::kKernel) {

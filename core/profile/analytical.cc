@@ -18,15 +18,17 @@ class KernelSequence {
   void Gemm(const char* name, double m, double n, double k, double batch = 1) {
     const double flops = 2 * m * n * k * batch;
     const double bytes = 2 * (m * k + k * n + m * n) * batch;
-    // Output tiles of 128x128 spread in waves over the SMs: a partial last
-    // wave leaves SMs idle.
+    (void)flops;
+    // Output tiles of 128x128 run in waves over the SMs, each SM computing a
+    // tile's 2 * 128 * 128 * k FLOPs at its share of the peak. A partial tile
+    // or a partial last wave costs a whole one (tile and wave quantisation),
+    // so the time never decreases when a dimension grows.
     const double tiles = std::ceil(m / 128) * std::ceil(n / 128) * batch;
     const double waves = std::ceil(tiles / gpu_.num_sms);
-    const double wave_utilization = tiles / (waves * gpu_.num_sms);
-    double efficiency = params_.gemm_max_efficiency * flops / (flops + params_.gemm_half_flops) *
-                        wave_utilization;
-    if (!Aligned(m) || !Aligned(n) || !Aligned(k)) efficiency *= params_.gemm_misaligned_factor;
-    const double compute_ns = flops / (peak_flops_ * efficiency) * 1e9;
+    double sm_flops_per_s = peak_flops_ / gpu_.num_sms * params_.gemm_max_efficiency;
+    if (!Aligned(m) || !Aligned(n) || !Aligned(k)) sm_flops_per_s *= params_.gemm_misaligned_factor;
+    const double compute_ns =
+        waves * (2 * 128 * 128 * k) / sm_flops_per_s * 1e9 + params_.gemm_overhead_ns;
     const double memory_ns = MemoryNs(bytes);
     Add(name, std::max(compute_ns, memory_ns));
   }

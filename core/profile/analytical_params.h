@@ -8,12 +8,13 @@ namespace vtrain {
 // The values below are physically plausible starting points (uncalibrated);
 // the built-in profiles use the fitted values of core/profile/a100_params.inc.
 struct AnalyticalParams {
-  // GEMMs: efficiency(F) = gemm_max_efficiency * F / (F + gemm_half_flops),
-  // times the wave-quantisation utilisation, times gemm_misaligned_factor when
-  // a dimension is not a multiple of 8 elements (tensor cores need aligned
-  // tiles; the unpadded 50257-word logit GEMM, DESIGN.md §5).
+  // GEMMs: 128x128 output tiles in waves over the SMs, each SM at
+  // gemm_max_efficiency of its share of the peak (times gemm_misaligned_factor
+  // when a dimension is not a multiple of 8 elements: tensor cores need
+  // aligned tiles; the unpadded 50257-word logit GEMM, DESIGN.md §5), plus a
+  // fixed gemm_overhead_ns per GEMM (prologue, epilogue, tail).
   double gemm_max_efficiency = 0.80;
-  double gemm_half_flops = 2.0e9;
+  double gemm_overhead_ns = 5000;
   double gemm_misaligned_factor = 0.55;
   // Memory-bound kernels reach this fraction of HBM bandwidth.
   double memory_efficiency = 0.70;

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "proto/convert.h"
 #include "server/profile_store.h"
+#include "tests/testing/subprocess.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
 namespace vtrain::server {
@@ -425,6 +426,79 @@ TEST(ServerBinaryTest, SigtermExitsZero) {
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace vtrain::server
+
+namespace vtrain::server {
+namespace {
+
+TEST(ServerTest, DeadlineStopsARunningSimulation) {
+  TempDir dir;
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.db_path = dir.File("d.db");
+  o.max_tasks = 100'000'000;
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto sim = v1::Simulator::NewStub(ChannelTo(**server));
+  // MT-NLG 530B at kernel granularity: millions of tasks, far longer than
+  // the 20 ms deadline.
+  v1::PredictRequest r;
+  r.mutable_model()->set_preset("mtnlg-530b");
+  r.mutable_cluster()->set_num_gpus(3360);
+  r.mutable_plan()->set_tensor_parallel(16);
+  r.mutable_plan()->set_pipeline_parallel(105);
+  r.mutable_plan()->set_global_batch(1920);
+  r.set_granularity(v1::GRANULARITY_KERNEL);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(20));
+  v1::PredictResponse resp;
+  grpc::Status s = sim->Predict(&ctx, r, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  // The server is free again: a small prediction still answers.
+  v1::PredictResponse small;
+  EXPECT_TRUE(sim->Predict(Ctx().get(), Gpt13bRequest(), &small).ok());
+}
+
+}  // namespace
+}  // namespace vtrain::server
+
+namespace vtrain::server {
+namespace {
+
+// The built vtrainctl against the server prints what --local prints.
+TEST(ServerBinaryTest, VtrainctlServerPredictMatchesLocal) {
+  const char* vtrainctl = std::getenv("VTRAIN_VTRAINCTL");
+  if (vtrainctl == nullptr) GTEST_SKIP() << "VTRAIN_VTRAINCTL is not set";
+  TempDir dir;
+  auto server = StartServer(dir.File("c.db"));
+  ASSERT_NE(server, nullptr);
+  const std::vector<std::string> job = {"--model", "gpt3-1.3b", "--gpus", "8", "--tp", "2",
+                                        "--global-batch", "64"};
+  std::vector<std::string> remote = {"predict", "--server", absl::StrCat("127.0.0.1:", server->port())};
+  std::vector<std::string> local = {"predict", "--local"};
+  remote.insert(remote.end(), job.begin(), job.end());
+  local.insert(local.end(), job.begin(), job.end());
+  absl::StatusOr<testing::ProcessResult> r = testing::RunProcess(vtrainctl, remote, 60);
+  absl::StatusOr<testing::ProcessResult> l = testing::RunProcess(vtrainctl, local, 60);
+  ASSERT_TRUE(r.ok() && l.ok());
+  ASSERT_EQ(r->exit_code, 0) << r->err;
+  ASSERT_EQ(l->exit_code, 0) << l->err;
+  // Everything but the line naming the profile set is the same.
+  auto without_profiles_line = [](std::string s) {
+    const size_t at = s.find("\nprofiles ");
+    if (at != std::string::npos) s.erase(at, s.find('\n', at + 1) - at);
+    return s;
+  };
+  EXPECT_EQ(without_profiles_line(r->out), without_profiles_line(l->out));
+  EXPECT_NE(r->out.find("iteration time"), std::string::npos);
+  // Bad input through the server is bad input on the client too.
+  remote.push_back("--tp=3");
+  r = testing::RunProcess(vtrainctl, remote, 60);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 2) << r->err;
 }
 
 }  // namespace
