@@ -503,3 +503,55 @@ TEST(ServerBinaryTest, VtrainctlServerPredictMatchesLocal) {
 
 }  // namespace
 }  // namespace vtrain::server
+
+namespace vtrain::server {
+namespace {
+
+TEST(ServerTest, MissingKeysBecomeProfilingWork) {
+  TempDir dir;
+  auto server = StartServer(dir.File("w.db"));
+  ASSERT_NE(server, nullptr);
+  auto sim = v1::Simulator::NewStub(ChannelTo(*server));
+  for (int i = 0; i < 3; ++i) {
+    v1::PredictResponse resp;
+    ASSERT_TRUE(sim->Predict(Ctx().get(), Gpt13bRequest(), &resp).ok());
+  }
+  auto reg = v1::ProfileRegistry::NewStub(ChannelTo(*server));
+  v1::NextProfilingWorkRequest req;
+  req.set_gpu("a100-sxm4-80gb");
+  req.set_max_items(5);
+  v1::NextProfilingWorkResponse work;
+  ASSERT_TRUE(reg->NextProfilingWork(Ctx().get(), req, &work).ok());
+  ASSERT_EQ(work.work_size(), 5);
+  EXPECT_EQ(work.work(0).requests(), 3);  // every prediction needed it
+  EXPECT_NE(work.work(0).key().find("a100-sxm4-80gb"), std::string::npos);
+  req.set_gpu("h100-sxm5-80gb");
+  ASSERT_TRUE(reg->NextProfilingWork(Ctx().get(), req, &work).ok());
+  EXPECT_EQ(work.work_size(), 0);
+  req.set_max_items(-1);
+  EXPECT_EQ(reg->NextProfilingWork(Ctx().get(), req, &work).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST(ServerTest, ReadsNeedTheTokenWhenRequired) {
+  TempDir dir;
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.db_path = dir.File("r.db");
+  o.push_token = kToken;
+  o.require_auth_for_reads = true;
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto sim = v1::Simulator::NewStub(ChannelTo(**server));
+  v1::PredictResponse resp;
+  EXPECT_EQ(sim->Predict(Ctx().get(), Gpt13bRequest(), &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(sim->Predict(Ctx(kToken).get(), Gpt13bRequest(), &resp).ok());
+  auto reg = v1::ProfileRegistry::NewStub(ChannelTo(**server));
+  v1::ListProfileSetsResponse listed;
+  EXPECT_EQ(reg->ListProfileSets(Ctx().get(), {}, &listed).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
+}  // namespace
+}  // namespace vtrain::server
