@@ -22,14 +22,6 @@
 namespace vtrain::cli {
 namespace {
 
-int Fail(std::ostream& err, absl::string_view command, const absl::Status& status) {
-  err << "vtrainctl " << command << ": " << status.message() << "\n";
-  return status.code() == absl::StatusCode::kInvalidArgument ||
-                 status.code() == absl::StatusCode::kNotFound
-             ? kExitBadInput
-             : kExitFailure;
-}
-
 void AddSetupFlags(FlagParser& f) {
   f.AddValue("measurements", "FILE[,FILE]", "CSV files of measured runs (required)");
   f.AddValue("nccl-dir", "DIR",

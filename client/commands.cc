@@ -48,6 +48,8 @@ constexpr char kPredictHelp[] =
     "\n"
     "flags:\n";
 
+}  // namespace
+
 int ExitCodeFor(const absl::Status& status) {
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
@@ -63,8 +65,6 @@ int Fail(std::ostream& err, absl::string_view command, const absl::Status& statu
   err << "vtrainctl " << command << ": " << status.message() << "\n";
   return ExitCodeFor(status);
 }
-
-}  // namespace
 
 int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   FlagParser flags("vtrainctl predict");

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "client/flag_parser.h"
 #include "core/predict/predictor.h"
 #include "core/spec/job.h"
@@ -17,6 +19,12 @@ namespace vtrain::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
+
+// The exit code for a failed status: kExitBadInput for INVALID_ARGUMENT,
+// NOT_FOUND and OUT_OF_RANGE, else kExitFailure.
+int ExitCodeFor(const absl::Status& status);
+// Writes "vtrainctl COMMAND: message" to `err` and returns ExitCodeFor.
+int Fail(std::ostream& err, absl::string_view command, const absl::Status& status);
 
 // Dispatches argv[1..] to a subcommand.
 int RunVtrainctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -22,18 +22,6 @@
 namespace vtrain::cli {
 namespace {
 
-int Fail(std::ostream& err, absl::string_view command, const absl::Status& status) {
-  err << "vtrainctl " << command << ": " << status.message() << "\n";
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kNotFound:
-    case absl::StatusCode::kOutOfRange:
-      return kExitBadInput;
-    default:
-      return kExitFailure;
-  }
-}
-
 std::string Time(const google::protobuf::Timestamp& t) {
   return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixSeconds(t.seconds()),
                           absl::UTCTimeZone());
