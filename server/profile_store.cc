@@ -209,22 +209,22 @@ absl::StatusOr<int64_t> ProfileStore::Count() {
   return q.Int(0);
 }
 
-absl::Status ProfileStore::RecordMissing(const std::string& gpu,
-                                         const std::vector<std::string>& keys) {
-  if (keys.empty()) return absl::OkStatus();
+absl::Status ProfileStore::RecordMissing(const std::vector<WorkCount>& counts) {
+  if (counts.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
   if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
   Statement up(db_,
-               "INSERT INTO profiling_work (gpu, key, requests) VALUES (?1, ?2, 1) "
-               "ON CONFLICT (gpu, key) DO UPDATE SET requests = requests + 1");
+               "INSERT INTO profiling_work (gpu, key, requests) VALUES (?1, ?2, ?3) "
+               "ON CONFLICT (gpu, key) DO UPDATE SET requests = requests + ?3");
   if (!up.ok()) {
     Exec("ROLLBACK").IgnoreError();
     return Error("preparing the work update");
   }
-  for (const std::string& key : keys) {
+  for (const WorkCount& c : counts) {
     sqlite3_reset(up.get());
-    up.Bind(1, gpu);
-    up.Bind(2, key);
+    up.Bind(1, c.gpu);
+    up.Bind(2, c.key);
+    up.Bind(3, c.requests);
     if (up.Step() != SQLITE_DONE) {
       absl::Status s = Error("recording profiling work");
       Exec("ROLLBACK").IgnoreError();

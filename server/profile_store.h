@@ -43,8 +43,13 @@ class ProfileStore {
   absl::StatusOr<int64_t> Count();
 
   // The profiling-work queue: keys predictions needed but found no
-  // measurement for, counted.
-  absl::Status RecordMissing(const std::string& gpu, const std::vector<std::string>& keys);
+  // measurement for, counted. Adds `requests` to each key's count.
+  struct WorkCount {
+    std::string gpu;
+    std::string key;
+    int64_t requests = 1;
+  };
+  absl::Status RecordMissing(const std::vector<WorkCount>& counts);
   absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> NextWork(const std::string& gpu,
                                                                          int limit);
 

@@ -133,7 +133,10 @@ class Server::Impl final : public v1::Simulator::Service, public v1::ProfileRegi
   int max_slots_ = 1;
 
   absl::Mutex work_mu_;
-  absl::flat_hash_map<std::string, std::vector<std::string>> pending_work_ ABSL_GUARDED_BY(work_mu_);
+  // Missing keys not yet written to the store, counted: bounded by the number
+  // of distinct keys, however many predictions arrive.
+  absl::flat_hash_map<std::pair<std::string, std::string>, int64_t> pending_work_
+      ABSL_GUARDED_BY(work_mu_);
 };
 
 absl::Status Server::Impl::Init() {
@@ -306,21 +309,23 @@ grpc::Status Server::Impl::Predict(grpc::ServerContext* ctx, const v1::PredictRe
   }
   if (!p->fidelity.missing_keys.empty()) {
     absl::MutexLock lock(&work_mu_);
-    auto& keys = pending_work_[job->cluster.gpu.name];
-    keys.insert(keys.end(), p->fidelity.missing_keys.begin(), p->fidelity.missing_keys.end());
+    for (const std::string& key : p->fidelity.missing_keys) {
+      ++pending_work_[{job->cluster.gpu.name, key}];
+    }
   }
   return Done(kMethod, start, grpc::Status::OK);
 }
 
 void Server::Impl::FlushWork() {
-  absl::flat_hash_map<std::string, std::vector<std::string>> work;
+  absl::flat_hash_map<std::pair<std::string, std::string>, int64_t> work;
   {
     absl::MutexLock lock(&work_mu_);
     work.swap(pending_work_);
   }
-  for (const auto& [gpu, keys] : work) {
-    if (!store_->RecordMissing(gpu, keys).ok()) metrics_.DatabaseError();
-  }
+  if (work.empty()) return;
+  std::vector<ProfileStore::WorkCount> counts;
+  for (const auto& [gpu_key, n] : work) counts.push_back({gpu_key.first, gpu_key.second, n});
+  if (!store_->RecordMissing(counts).ok()) metrics_.DatabaseError();
 }
 
 grpc::Status Server::Impl::PushProfileSet(grpc::ServerContext* ctx,
