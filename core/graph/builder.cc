@@ -189,24 +189,34 @@ class TemplateWriter {
 template <typename Handle>
 class SendQueue {
  public:
-  bool empty() const { return head_ == items_.size(); }
+  bool empty() const { return size_ == 0; }
   void Push(int64_t micro_batch, const Handle& h) {
     VTRAIN_CHECK(micro_batch == pushed_++);
-    items_.push_back(h);
+    if (size_ == ring_.size()) Grow();
+    size_t tail = head_ + size_;
+    if (tail >= ring_.size()) tail -= ring_.size();
+    ring_[tail] = h;
+    ++size_;
   }
   Handle Pop(int64_t micro_batch) {
-    VTRAIN_CHECK(!empty() && micro_batch == popped_++);
-    Handle h = items_[head_++];
-    if (empty()) {
-      items_.clear();
-      head_ = 0;
-    }
+    VTRAIN_CHECK(size_ > 0 && micro_batch == popped_++);
+    const Handle h = ring_[head_];
+    if (++head_ == ring_.size()) head_ = 0;
+    --size_;
     return h;
   }
 
  private:
-  std::vector<Handle> items_;
-  size_t head_ = 0;
+  // A ring buffer that doubles when full; 1F1B keeps at most p in flight.
+  void Grow() {
+    std::vector<Handle> bigger(std::max<size_t>(8, 2 * ring_.size()));
+    for (size_t i = 0; i < size_; ++i) bigger[i] = ring_[(head_ + i) % ring_.size()];
+    ring_ = std::move(bigger);
+    head_ = 0;
+  }
+
+  std::vector<Handle> ring_;
+  size_t head_ = 0, size_ = 0;
   int64_t pushed_ = 0, popped_ = 0;
 };
 

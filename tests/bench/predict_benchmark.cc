@@ -43,6 +43,12 @@ void RunPredict(benchmark::State& state, const Job& job, Granularity granularity
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// The plan of the server load benchmark (vtrainctl bench): gpt3-1.3b on one
+// 8-GPU node, t=2, global batch 64.
+void BM_Gpt13B_Operator(benchmark::State& state) {
+  RunPredict(state, MakeJob("gpt3-1.3b", 2, 4, 1, 1, 64), Granularity::kOperator);
+}
+
 // GPT-3 175B, t=8 d=4 p=16, micro-batch 6, global batch 1536 (512 GPUs):
 // the reference Python implementation takes 3.2 s at kernel granularity.
 void BM_Gpt175B_Kernel(benchmark::State& state) {
@@ -69,6 +75,7 @@ void BM_MtNlg530B_Operator_Baseline(benchmark::State& state) {
   RunPredict(state, MakeJob("mtnlg-530b", 8, 4, 105, 1, 1920), Granularity::kOperator);
 }
 
+BENCHMARK(BM_Gpt13B_Operator)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Gpt175B_Kernel)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Gpt175B_Operator)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Kernel)->Unit(benchmark::kMillisecond)->Iterations(3);
