@@ -60,14 +60,21 @@ std::string PredictionTable(const Job& job, const Prediction& p, bool show_looku
     }
     out += "\n";
   }
+  constexpr double kGiB = 1 << 30;
+  absl::StrAppend(&out, absl::StrFormat(
+      "memory           peak %.1f GiB per GPU of %.1f GiB%s\n", p.memory.peak_bytes / kGiB,
+      p.memory.capacity_bytes / kGiB,
+      p.memory.fits ? "" : "  ** OUT OF MEMORY: this plan does not fit **"));
   absl::StrAppend(&out, "\nstage  layers     compute_ms      tp_ms  pp_exposed_ms  dp_exposed_ms"
-                        "    idle_ms\n");
-  for (const StageBreakdown& s : p.stages) {
+                        "    idle_ms  memory_GiB\n");
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    const StageBreakdown& s = p.stages[i];
+    const double mem = i < p.memory.stages.size() ? p.memory.stages[i].peak_bytes / kGiB : 0;
     absl::StrAppend(&out, absl::StrFormat(
-        "%5d  %-8s %12.3f %10.3f %14.3f %14.3f %10.3f\n", s.stage,
+        "%5d  %-8s %12.3f %10.3f %14.3f %14.3f %10.3f %11.1f\n", s.stage,
         absl::StrCat(s.first_layer, "-", s.first_layer + s.num_layers - 1), Ms(s.compute_ns),
         Ms(s.tensor_parallel_ns), Ms(s.pipeline_exposed_ns), Ms(s.data_parallel_exposed_ns),
-        Ms(s.idle_ns)));
+        Ms(s.idle_ns), mem));
   }
   const FidelitySummary& f = p.fidelity;
   absl::StrAppend(&out, absl::StrFormat(
@@ -118,9 +125,22 @@ std::string PredictionJson(const Job& job, const Prediction& p) {
     w.Key("cost_usd").Double(p.cost_usd);
     w.EndObject();
   }
+  w.Key("memory").BeginObject();
+  w.Key("peak_bytes").Double(p.memory.peak_bytes);
+  w.Key("capacity_bytes").Double(p.memory.capacity_bytes);
+  w.Key("fits").Bool(p.memory.fits);
+  w.EndObject();
   w.Key("stages").BeginArray();
-  for (const StageBreakdown& s : p.stages) {
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    const StageBreakdown& s = p.stages[i];
     w.BeginObject();
+    if (i < p.memory.stages.size()) {
+      const StageMemory& sm = p.memory.stages[i];
+      w.Key("peak_memory_bytes").Double(sm.peak_bytes);
+      w.Key("model_states_bytes").Double(sm.model_states_bytes);
+      w.Key("activations_bytes").Double(sm.activations_bytes);
+      w.Key("micro_batches_in_flight").Int(sm.micro_batches_in_flight);
+    }
     w.Key("stage").Int(s.stage);
     w.Key("first_layer").Int(s.first_layer);
     w.Key("num_layers").Int(s.num_layers);

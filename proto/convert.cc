@@ -181,7 +181,18 @@ void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse*
     b->set_data_parallel_exposed_ms(static_cast<double>(s.data_parallel_exposed_ns) * 1e-6);
     b->set_idle_ms(static_cast<double>(s.idle_ns) * 1e-6);
     b->set_parameters_per_gpu(s.parameters_per_gpu);
+    const size_t i = static_cast<size_t>(out->stages_size() - 1);
+    if (i < p.memory.stages.size()) {
+      const StageMemory& sm = p.memory.stages[i];
+      b->set_peak_memory_bytes(sm.peak_bytes);
+      b->set_model_states_bytes(sm.model_states_bytes);
+      b->set_activations_bytes(sm.activations_bytes);
+      b->set_micro_batches_in_flight(sm.micro_batches_in_flight);
+    }
   }
+  out->mutable_memory()->set_peak_bytes(p.memory.peak_bytes);
+  out->mutable_memory()->set_capacity_bytes(p.memory.capacity_bytes);
+  out->mutable_memory()->set_fits(p.memory.fits);
   out->set_num_micro_batches(p.num_micro_batches);
   out->set_mfu(p.mfu);
   out->set_hfu(p.hfu);
@@ -247,7 +258,18 @@ Prediction PredictionFromProto(const v1::PredictResponse& r) {
     b.idle_ns = ns(s.idle_ms());
     b.parameters_per_gpu = s.parameters_per_gpu();
     p.stages.push_back(b);
+    StageMemory sm;
+    sm.stage = s.stage();
+    sm.parameters = s.parameters_per_gpu();
+    sm.peak_bytes = s.peak_memory_bytes();
+    sm.model_states_bytes = s.model_states_bytes();
+    sm.activations_bytes = s.activations_bytes();
+    sm.micro_batches_in_flight = s.micro_batches_in_flight();
+    p.memory.stages.push_back(sm);
   }
+  p.memory.peak_bytes = r.memory().peak_bytes();
+  p.memory.capacity_bytes = r.memory().capacity_bytes();
+  p.memory.fits = r.memory().fits();
   p.num_micro_batches = r.num_micro_batches();
   p.model_flops = r.model_flops_per_iteration();
   p.hardware_flops = r.hardware_flops_per_iteration();

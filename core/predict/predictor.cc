@@ -114,6 +114,7 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
     p.fidelity.worst = std::max(p.fidelity.worst, r.fidelity);
   }
   p.fidelity.records = lookup.records();
+  p.memory = EstimateMemory(job);
   p.regime = RegimeOf(job);
   for (const ErrorBand& band : profiles.error_bands) {
     if (band.regime != p.regime) continue;

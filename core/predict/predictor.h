@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/graph/builder.h"
+#include "core/plan/memory.h"
 #include "core/profile/lookup.h"
 #include "core/profile/profile.h"
 #include "core/spec/job.h"
@@ -65,6 +66,9 @@ struct Prediction {
   // Where measured iteration times fell around predictions like this one,
   // from the profile set's calibration residuals for this regime; all zero
   // when the set has no band for it.
+  // Per-GPU memory by stage; a plan that does not fit is still simulated
+  // and marked here (memory.fits == false).
+  MemoryEstimate memory;
   std::string regime;
   double interval_low_ns = 0;
   double interval_high_ns = 0;
