@@ -1,0 +1,187 @@
+#include "core/plan/search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "core/plan/memory.h"
+#include "core/predict/predictor.h"
+
+namespace vtrain {
+namespace {
+
+std::vector<int64_t> Divisors(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t i = 1; i * i <= n; ++i) {
+    if (n % i != 0) continue;
+    out.push_back(i);
+    if (i != n / i) out.push_back(n / i);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<Objective> ParseObjective(const std::string& name) {
+  if (name == "time") return Objective::kTime;
+  if (name == "cost") return Objective::kCost;
+  if (name == "deadline-cost") return Objective::kCostUnderDeadline;
+  if (name == "deadline-gpus") return Objective::kFewestGpusUnderDeadline;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "objective '", name, "' is unknown; use time, cost, deadline-cost or deadline-gpus"));
+}
+
+absl::StatusOr<SearchResult> Search(const SearchSpace& space, const ProfileSet& profiles,
+                                    const SearchOptions& options) {
+  if (space.gpus <= 0 && space.max_gpus <= 0) {
+    return absl::InvalidArgumentError("give the GPU count (gpus) or a maximum (max_gpus)");
+  }
+  if (space.global_batch <= 0) return absl::InvalidArgumentError("global_batch must be positive");
+  if ((options.objective == Objective::kCostUnderDeadline ||
+       options.objective == Objective::kFewestGpusUnderDeadline) &&
+      (options.deadline_days <= 0 || space.train_tokens <= 0)) {
+    return absl::InvalidArgumentError("deadline objectives need deadline_days and train_tokens");
+  }
+  if (options.objective == Objective::kCost && space.train_tokens <= 0) {
+    return absl::InvalidArgumentError("the cost objective needs train_tokens");
+  }
+  std::vector<int64_t> tps = space.tensor_parallel;
+  if (tps.empty()) {
+    for (int64_t t = 1; t <= 2 * space.cluster.gpus_per_node; t *= 2) tps.push_back(t);
+  }
+  const int64_t limit = space.gpus > 0 ? space.gpus : space.max_gpus;
+
+  // Enumerate valid jobs; the memory model drops those that cannot fit
+  // before any simulation.
+  SearchResult result;
+  std::vector<Job> candidates;
+  for (int64_t t : tps) {
+    for (int64_t p : Divisors(space.model.num_layers)) {
+      for (int64_t d : Divisors(space.global_batch)) {
+        if (t * p > limit || t * d * p > limit) continue;
+        if (space.gpus > 0 && t * d * p != space.gpus) continue;
+        if (space.max_data_parallel > 0 && d > space.max_data_parallel) continue;
+        for (int64_t mb : Divisors(space.global_batch / d)) {
+          if (space.max_micro_batch > 0 && mb > space.max_micro_batch) continue;
+          for (PipelineSchedule schedule : space.schedules) {
+            for (Recompute recompute : space.recomputes) {
+              Job job;
+              job.model = space.model;
+              job.cluster = space.cluster;
+              job.cluster.num_gpus = t * d * p;
+              job.plan.tensor_parallel = t;
+              job.plan.data_parallel = d;
+              job.plan.pipeline_parallel = p;
+              job.plan.micro_batch = mb;
+              job.plan.global_batch = space.global_batch;
+              job.plan.schedule = schedule;
+              job.plan.recompute = recompute;
+              job.plan.dtype = space.dtype;
+              if (!ValidateJob(job).ok()) continue;
+              ++result.considered;
+              if (result.considered > options.max_candidates) {
+                return absl::ResourceExhaustedError(absl::StrCat(
+                    "the search space has more than max_candidates=", options.max_candidates,
+                    " plans; narrow it (tensor-parallel degrees, max micro-batch, max data-parallel)"));
+              }
+              if (!EstimateMemory(job).fits) {
+                ++result.out_of_memory;
+                continue;
+              }
+              candidates.push_back(std::move(job));
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // Predict in parallel; each worker takes the next index.
+  std::vector<PlanResult> evaluated(candidates.size());
+  std::vector<char> ok(candidates.size(), 0);
+  std::atomic<int64_t> next{0}, done{0};
+  std::atomic<bool> stop{false};
+  auto work = [&] {
+    PredictOptions po;
+    po.train_tokens = space.train_tokens;
+    po.cancelled = [&] { return stop.load() || (options.cancelled && options.cancelled()); };
+    for (int64_t i; (i = next.fetch_add(1)) < static_cast<int64_t>(candidates.size());) {
+      if (po.cancelled()) {
+        stop = true;
+        return;
+      }
+      absl::StatusOr<Prediction> p = Predict(candidates[i], profiles, po);
+      if (p.ok()) {
+        PlanResult& r = evaluated[i];
+        r.job = candidates[i];
+        r.iteration_time_ms = p->iteration_time_ms();
+        r.training_days = p->training_time_s / 86400;
+        r.cost_usd = p->cost_usd;
+        r.peak_memory_bytes = p->memory.peak_bytes;
+        ok[i] = 1;
+      } else if (p.status().code() == absl::StatusCode::kCancelled) {
+        stop = true;
+        return;
+      }
+      const int64_t n = ++done;
+      if (options.progress) options.progress(n, static_cast<int64_t>(candidates.size()));
+    }
+  };
+  const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(candidates.size())));
+  std::vector<std::thread> pool;
+  for (int i = 1; i < threads; ++i) pool.emplace_back(work);
+  work();
+  for (std::thread& th : pool) th.join();
+  if (stop) return absl::CancelledError("search cancelled by the caller");
+
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (ok[i]) result.plans.push_back(std::move(evaluated[i]));
+  }
+  std::sort(result.plans.begin(), result.plans.end(), [](const PlanResult& a, const PlanResult& b) {
+    if (a.iteration_time_ms != b.iteration_time_ms) return a.iteration_time_ms < b.iteration_time_ms;
+    return a.job.cluster.num_gpus < b.job.cluster.num_gpus;
+  });
+  // Pareto frontier of training time (iteration time) against cost: walking
+  // from the fastest, keep each plan cheaper than every faster one.
+  double cheapest = INFINITY;
+  for (size_t i = 0; i < result.plans.size(); ++i) {
+    const double cost = space.train_tokens > 0
+                            ? result.plans[i].cost_usd
+                            : result.plans[i].iteration_time_ms *
+                                  static_cast<double>(result.plans[i].job.cluster.num_gpus);
+    if (cost < cheapest) {
+      cheapest = cost;
+      result.pareto.push_back(static_cast<int>(i));
+    }
+  }
+  for (size_t i = 0; i < result.plans.size(); ++i) {
+    const PlanResult& r = result.plans[i];
+    const bool in_time = r.training_days <= options.deadline_days;
+    auto better = [&](const PlanResult& b) {
+      switch (options.objective) {
+        case Objective::kTime:
+          return r.iteration_time_ms < b.iteration_time_ms;
+        case Objective::kCost:
+        case Objective::kCostUnderDeadline:
+          return r.cost_usd < b.cost_usd;
+        case Objective::kFewestGpusUnderDeadline:
+          return r.job.cluster.num_gpus < b.job.cluster.num_gpus ||
+                 (r.job.cluster.num_gpus == b.job.cluster.num_gpus &&
+                  r.iteration_time_ms < b.iteration_time_ms);
+      }
+      return false;
+    };
+    if ((options.objective == Objective::kCostUnderDeadline ||
+         options.objective == Objective::kFewestGpusUnderDeadline) &&
+        !in_time) {
+      continue;
+    }
+    if (result.best < 0 || better(result.plans[result.best])) result.best = static_cast<int>(i);
+  }
+  return result;
+}
+
+}  // namespace vtrain

@@ -1,0 +1,78 @@
+// Plan search: enumerate parallel plans (t, d, p, micro-batch, schedule,
+// recomputation) for a model on a cluster, drop those that do not fit in
+// memory, predict the rest in parallel, and pick the best by an objective;
+// always also the Pareto frontier of training time against cost.
+#ifndef VTRAIN_CORE_PLAN_SEARCH_H_
+#define VTRAIN_CORE_PLAN_SEARCH_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/profile/profile.h"
+#include "core/spec/job.h"
+
+namespace vtrain {
+
+struct SearchSpace {
+  ModelSpec model;
+  ClusterSpec cluster;  // GPU, GPUs per node, bandwidths, price; num_gpus is ignored
+  int64_t global_batch = 0;
+  int64_t gpus = 0;      // exactly this many GPUs, or 0
+  int64_t max_gpus = 0;  // at most this many (when gpus == 0)
+  // Tensor-parallel degrees to try; empty: powers of two up to twice the
+  // GPUs per node.
+  std::vector<int64_t> tensor_parallel;
+  int64_t max_data_parallel = 0;  // 0: no bound
+  int64_t max_micro_batch = 0;    // 0: every divisor of the per-replica batch
+  std::vector<PipelineSchedule> schedules = {PipelineSchedule::k1F1B};
+  std::vector<Recompute> recomputes = {Recompute::kFull};
+  DType dtype = DType::kFp16;
+  double train_tokens = 0;  // for training time and cost; 0: per iteration only
+};
+
+enum class Objective {
+  kTime,                    // fastest iteration
+  kCost,                    // cheapest training run
+  kCostUnderDeadline,       // cheapest that trains within the deadline
+  kFewestGpusUnderDeadline  // fewest GPUs that train within the deadline
+};
+absl::StatusOr<Objective> ParseObjective(const std::string& name);
+
+struct SearchOptions {
+  Objective objective = Objective::kTime;
+  double deadline_days = 0;
+  int threads = 1;
+  int64_t max_candidates = 1'000'000;  // refuse larger spaces (RESOURCE_EXHAUSTED)
+  // Called from worker threads with (evaluated, to evaluate); may be empty.
+  std::function<void(int64_t, int64_t)> progress;
+  std::function<bool()> cancelled;
+};
+
+struct PlanResult {
+  Job job;
+  double iteration_time_ms = 0;
+  double training_days = 0;
+  double cost_usd = 0;
+  double peak_memory_bytes = 0;
+};
+
+struct SearchResult {
+  std::vector<PlanResult> plans;  // every plan that fits, fastest first
+  int64_t considered = 0;         // valid plans enumerated
+  int64_t out_of_memory = 0;      // of those, dropped by the memory model
+  int best = -1;                  // index into plans; -1 when none qualifies
+  std::vector<int> pareto;        // indices: no other plan is both faster and cheaper
+};
+
+// INVALID_ARGUMENT for a space no plan can satisfy the constraints of (the
+// message says which), RESOURCE_EXHAUSTED above options.max_candidates,
+// CANCELLED.
+absl::StatusOr<SearchResult> Search(const SearchSpace& space, const ProfileSet& profiles,
+                                    const SearchOptions& options);
+
+}  // namespace vtrain
+
+#endif  // VTRAIN_CORE_PLAN_SEARCH_H_

@@ -1,0 +1,119 @@
+#include "core/plan/search.h"
+
+#include "core/plan/memory.h"
+#include "core/profile/default_profiles.h"
+#include "gtest/gtest.h"
+
+namespace vtrain {
+namespace {
+
+SearchSpace Space() {
+  SearchSpace s;
+  s.model = *ModelPreset("gpt3-2.7b");
+  s.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), 0);
+  s.cluster.price_usd_per_gpu_hour = 4.096;
+  s.global_batch = 128;
+  s.max_gpus = 32;
+  s.train_tokens = 10e9;
+  return s;
+}
+
+TEST(SearchTest, EveryPlanIsValidFitsAndRespectsTheBounds) {
+  const ProfileSet profiles = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
+  SearchOptions o;
+  o.threads = 2;
+  absl::StatusOr<SearchResult> r = Search(Space(), profiles, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_FALSE(r->plans.empty());
+  EXPECT_EQ(r->considered, static_cast<int64_t>(r->plans.size()) + r->out_of_memory);
+  for (size_t i = 0; i < r->plans.size(); ++i) {
+    const PlanResult& p = r->plans[i];
+    EXPECT_TRUE(ValidateJob(p.job).ok());
+    EXPECT_LE(p.job.cluster.num_gpus, 32);
+    EXPECT_TRUE(EstimateMemory(p.job).fits);
+    if (i > 0) {
+      EXPECT_GE(p.iteration_time_ms, r->plans[i - 1].iteration_time_ms);
+    }
+  }
+  // Objective time: the best is the fastest.
+  ASSERT_GE(r->best, 0);
+  EXPECT_EQ(r->plans[r->best].iteration_time_ms, r->plans[0].iteration_time_ms);
+}
+
+TEST(SearchTest, ParetoFrontierHoldsOnlyUndominatedPlans) {
+  const ProfileSet profiles = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
+  SearchOptions o;
+  o.threads = 2;
+  o.objective = Objective::kCost;
+  absl::StatusOr<SearchResult> r = Search(Space(), profiles, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_FALSE(r->pareto.empty());
+  for (int i : r->pareto) {
+    for (const PlanResult& q : r->plans) {
+      const PlanResult& p = r->plans[i];
+      const bool dominates = q.iteration_time_ms < p.iteration_time_ms && q.cost_usd < p.cost_usd;
+      EXPECT_FALSE(dominates);
+    }
+  }
+  // Objective cost: nothing is cheaper than the best, and the cheapest plan
+  // is on the frontier.
+  for (const PlanResult& q : r->plans) EXPECT_GE(q.cost_usd, r->plans[r->best].cost_usd);
+  EXPECT_EQ(r->pareto.back(), r->best);
+}
+
+TEST(SearchTest, DeadlineObjectivesRespectTheDeadline) {
+  const ProfileSet profiles = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
+  SearchOptions o;
+  o.threads = 2;
+  absl::StatusOr<SearchResult> all = Search(Space(), profiles, o);
+  ASSERT_TRUE(all.ok());
+  // A deadline between the fastest and the slowest plan's training time.
+  const double deadline = (all->plans.front().training_days + all->plans.back().training_days) / 2;
+  o.deadline_days = deadline;
+  for (Objective objective : {Objective::kCostUnderDeadline, Objective::kFewestGpusUnderDeadline}) {
+    o.objective = objective;
+    absl::StatusOr<SearchResult> r = Search(Space(), profiles, o);
+    ASSERT_TRUE(r.ok());
+    ASSERT_GE(r->best, 0);
+    const PlanResult& best = r->plans[r->best];
+    EXPECT_LE(best.training_days, deadline);
+    for (const PlanResult& q : r->plans) {
+      if (q.training_days > deadline) continue;
+      if (objective == Objective::kCostUnderDeadline) {
+        EXPECT_GE(q.cost_usd, best.cost_usd);
+      }
+      if (objective == Objective::kFewestGpusUnderDeadline) {
+        EXPECT_GE(q.job.cluster.num_gpus, best.job.cluster.num_gpus);
+      }
+    }
+  }
+  // An impossible deadline: no best plan.
+  o.deadline_days = 1e-9;
+  absl::StatusOr<SearchResult> none = Search(Space(), profiles, o);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->best, -1);
+}
+
+TEST(SearchTest, ExactGpuCountAndInvalidSpaces) {
+  const ProfileSet profiles = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
+  SearchSpace s = Space();
+  s.max_gpus = 0;
+  s.gpus = 16;
+  absl::StatusOr<SearchResult> r = Search(s, profiles, SearchOptions{});
+  ASSERT_TRUE(r.ok());
+  for (const PlanResult& p : r->plans) EXPECT_EQ(p.job.cluster.num_gpus, 16);
+  s.gpus = 0;
+  EXPECT_EQ(Search(s, profiles, SearchOptions{}).status().code(), absl::StatusCode::kInvalidArgument);
+  SearchOptions o;
+  o.objective = Objective::kCostUnderDeadline;  // without a deadline
+  EXPECT_EQ(Search(Space(), profiles, o).status().code(), absl::StatusCode::kInvalidArgument);
+  o = SearchOptions{};
+  o.max_candidates = 3;
+  EXPECT_EQ(Search(Space(), profiles, o).status().code(), absl::StatusCode::kResourceExhausted);
+  o = SearchOptions{};
+  o.cancelled = [] { return true; };
+  EXPECT_EQ(Search(Space(), profiles, o).status().code(), absl::StatusCode::kCancelled);
+}
+
+}  // namespace
+}  // namespace vtrain
