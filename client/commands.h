@@ -31,6 +31,7 @@ int RunVtrainctl(const std::vector<std::string>& args, std::ostream& out, std::o
 
 int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -26,6 +26,9 @@ const FlagParser::Spec* FlagParser::Find(absl::string_view name) const {
 absl::Status FlagParser::Parse(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     absl::string_view arg = args[i];
+    // Short aliases: -f FILE (a job file) and -o FILE (an output file).
+    if (arg == "-f" && Find("job-file") != nullptr) arg = "--job-file";
+    if (arg == "-o" && Find("o") != nullptr) arg = "--o";
     if (arg.size() < 3 || arg.substr(0, 2) != "--") {
       return absl::InvalidArgumentError(absl::StrCat(
           "unexpected argument '", arg, "' for '", command_, "'; flags start with --"));

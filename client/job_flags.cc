@@ -3,7 +3,9 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "client/measurements.h"
 #include "core/util/status_macros.h"
+#include "proto/convert.h"
 
 namespace vtrain::cli {
 namespace {
@@ -33,6 +35,8 @@ absl::StatusOr<int64_t> ParseBytes(absl::string_view text, absl::string_view fie
 }  // namespace
 
 void AddJobFlags(FlagParser& p) {
+  p.AddValue("job-file", "FILE", "-f: the job as JSON (vtrain.v1.PredictRequest) instead of flags");
+  p.AddValue("vtrain-config", "FILE", "the job from a vTrain configuration JSON file");
   p.AddValue("model", "PRESET", "model preset: gpt3-125m ... gpt3-175b, mtnlg-530b");
   p.AddValue("layers", "N", "decoder layers (model.num_layers); overrides the preset");
   p.AddValue("hidden", "N", "hidden size (model.hidden_size)");
@@ -59,6 +63,33 @@ void AddJobFlags(FlagParser& p) {
 }
 
 absl::StatusOr<Job> JobFromFlags(const FlagParser& flags) {
+  const bool from_file = flags.Has("job-file") || flags.Has("vtrain-config");
+  if (from_file) {
+    for (const char* other : {"model", "layers", "hidden", "heads", "seq-len", "gpus", "tp", "pp",
+                              "dp", "micro-batch", "global-batch"}) {
+      if (flags.Has(other)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", other, " cannot be combined with a job file; put it in the file"));
+      }
+    }
+    if (flags.Has("job-file") && flags.Has("vtrain-config")) {
+      return absl::InvalidArgumentError("give either -f/--job-file or --vtrain-config, not both");
+    }
+    const std::string path = *flags.Get(flags.Has("job-file") ? "job-file" : "vtrain-config");
+    VTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+    if (flags.Has("vtrain-config")) {
+      absl::StatusOr<Job> job = convert::JobFromVtrainConfig(text);
+      if (!job.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", job.status().message()));
+      return job;
+    }
+    v1::PredictRequest request;
+    if (absl::Status s = convert::FromJson(text, &request); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
+    }
+    absl::StatusOr<Job> job = convert::JobFromProto(request);
+    if (!job.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", job.status().message()));
+    return job;
+  }
   Job job;
   if (std::optional<std::string> preset = flags.Get("model")) {
     VTRAIN_ASSIGN_OR_RETURN(job.model, ModelPreset(*preset));

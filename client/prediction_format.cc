@@ -61,10 +61,12 @@ std::string PredictionTable(const Job& job, const Prediction& p, bool show_looku
     out += "\n";
   }
   constexpr double kGiB = 1 << 30;
-  absl::StrAppend(&out, absl::StrFormat(
-      "memory           peak %.1f GiB per GPU of %.1f GiB%s\n", p.memory.peak_bytes / kGiB,
-      p.memory.capacity_bytes / kGiB,
-      p.memory.fits ? "" : "  ** OUT OF MEMORY: this plan does not fit **"));
+  if (p.memory.capacity_bytes > 0) {  // an older server sends no memory estimate
+    absl::StrAppend(&out, absl::StrFormat(
+        "memory           peak %.1f GiB per GPU of %.1f GiB%s\n", p.memory.peak_bytes / kGiB,
+        p.memory.capacity_bytes / kGiB,
+        p.memory.fits ? "" : "  ** OUT OF MEMORY: this plan does not fit **"));
+  }
   absl::StrAppend(&out, "\nstage  layers     compute_ms      tp_ms  pp_exposed_ms  dp_exposed_ms"
                         "    idle_ms  memory_GiB\n");
   for (size_t i = 0; i < p.stages.size(); ++i) {

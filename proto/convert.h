@@ -36,6 +36,15 @@ std::string ContentId(const v1::ProfileSet& set);
 // Sorts operators and curves into the canonical order ContentId hashes.
 void Canonicalize(v1::ProfileSet* set);
 
+// A job from vTrain's own configuration JSON (fields num_gpus,
+// tensor/data/pipeline_parallel_size, global_batch_size, micro_batch_size,
+// num_layers, hidden_size, num_attention_heads, max_length, vocab_size,
+// use_checkpoint, use_gradient_bucket, ddp_bucket_size [MB],
+// inter_node_bandwidth [Gb/s], intra_node_bandwidth [GB/s],
+// pipeline_scheduling, node_size, gpu_name). Validated like a request;
+// errors name the vTrain field.
+absl::StatusOr<Job> JobFromVtrainConfig(const std::string& json);
+
 // Protobuf JSON mapping, for files.
 absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message);
 absl::Status FromJson(const std::string& json, google::protobuf::Message* message);

@@ -1,0 +1,105 @@
+// vtrainctl trace: the simulated iteration as a Chrome trace / Perfetto JSON
+// file (a track per stage and stream, a slice per task).
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/commands.h"
+#include "client/flag_parser.h"
+#include "client/job_flags.h"
+#include "client/json_writer.h"
+#include "client/measurements.h"
+#include "core/engine/engine.h"
+#include "core/graph/builder.h"
+#include "core/profile/default_profiles.h"
+#include "core/profile/lookup.h"
+
+namespace vtrain::cli {
+
+int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  FlagParser flags("vtrainctl trace");
+  AddJobFlags(flags);
+  flags.AddValue("o", "FILE", "where to write the trace (default trace.json)");
+  flags.AddSwitch("kernels", "one slice per CUDA kernel (default: one per merged pass)");
+  flags.AddValue("max-tasks", "N", "refuse larger traces (default 2000000)");
+  flags.AddSwitch("help", "show this help");
+  std::vector<std::string> fixed = args;
+  for (std::string& a : fixed) {
+    if (a == "-o") a = "--o";
+  }
+  if (absl::Status s = flags.Parse(fixed); !s.ok()) return Fail(err, "trace", s);
+  if (flags.Switch("help")) {
+    out << "usage: vtrainctl trace [job flags] [-o trace.json] [--kernels]\n\n"
+           "Writes the simulated iteration in the Chrome trace event format: open it in\n"
+           "https://ui.perfetto.dev or chrome://tracing to see the pipeline bubble, the\n"
+           "exposed communication and each stage's passes. A process per pipeline stage,\n"
+           "a thread per stream (compute, data_parallel).\n\n"
+           "example:\n  vtrainctl trace --model gpt3-1.3b --gpus 16 --tp 2 --pp 4 --global-batch 32 "
+           "-o trace.json\n\nflags:\n"
+        << flags.Usage();
+    return kExitOk;
+  }
+  absl::StatusOr<Job> job = JobFromFlags(flags);
+  if (!job.ok()) return Fail(err, "trace", job.status());
+  absl::StatusOr<std::optional<int64_t>> max_tasks = flags.GetInt("max-tasks");
+  if (!max_tasks.ok()) return Fail(err, "trace", max_tasks.status());
+  const ProfileSet profiles = DefaultProfileSet(job->cluster.gpu);
+  ProfileLookup lookup(profiles, job->cluster.gpu,
+                       LinkBandwidths{job->cluster.intra_node_bandwidth_bytes_per_s,
+                                      job->cluster.inter_node_bandwidth_bytes_per_s});
+  BuildOptions build;
+  build.granularity = flags.Switch("kernels") ? Granularity::kKernel : Granularity::kOperator;
+  build.max_tasks = max_tasks->value_or(2'000'000);
+  absl::StatusOr<IterationGraph> graph = BuildIterationGraph(*job, lookup, build);
+  if (!graph.ok()) return Fail(err, "trace", graph.status());
+  SimulationOptions sim;
+  sim.keep_task_times = true;
+  absl::StatusOr<SimulationResult> result = Simulate(graph->graph, sim);
+  if (!result.ok()) return Fail(err, "trace", result.status());
+
+  const TaskGraph& g = graph->graph;
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("displayTimeUnit").String("ms");
+  w.Key("traceEvents").BeginArray();
+  // Names: a process per stage, a thread per stream ("stage3/compute").
+  for (StreamId s = 0; s < g.num_streams(); ++s) {
+    const std::string& name = g.stream_name(s);
+    const size_t slash = name.find('/');
+    const int64_t stage = std::stoll(name.substr(5, slash - 5));
+    if (name.substr(slash + 1) == "compute") {
+      w.BeginObject().Key("name").String("process_name").Key("ph").String("M");
+      w.Key("pid").Int(stage).Key("args").BeginObject().Key("name").String(
+          absl::StrCat("stage ", stage));
+      w.EndObject().EndObject();
+    }
+    w.BeginObject().Key("name").String("thread_name").Key("ph").String("M");
+    w.Key("pid").Int(stage).Key("tid").Int(s).Key("args").BeginObject().Key("name").String(
+        name.substr(slash + 1));
+    w.EndObject().EndObject();
+  }
+  for (int64_t id = 0; id < g.num_tasks(); ++id) {
+    const Task& t = g.task(static_cast<TaskId>(id));
+    const std::string& name = g.stream_name(t.stream);
+    const int64_t stage = std::stoll(name.substr(5, name.find('/') - 5));
+    const double end_us = static_cast<double>(result->finish_ns[id]) * 1e-3;
+    const double dur_us = static_cast<double>(t.duration_ns) * 1e-3;
+    w.BeginObject();
+    w.Key("name").String(g.labels()[t.label]);
+    w.Key("ph").String("X");
+    w.Key("ts").Double(end_us - dur_us);
+    w.Key("dur").Double(dur_us);
+    w.Key("pid").Int(stage);
+    w.Key("tid").Int(t.stream);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  const std::string path = flags.Get("o").value_or("trace.json");
+  if (absl::Status s = WriteFile(path, w.str() + "\n"); !s.ok()) return Fail(err, "trace", s);
+  out << absl::StrFormat("wrote %d slices of a %.3f ms iteration to %s\n", g.num_tasks(),
+                         static_cast<double>(result->makespan_ns) * 1e-6, path);
+  return kExitOk;
+}
+
+}  // namespace vtrain::cli
