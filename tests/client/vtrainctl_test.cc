@@ -6,7 +6,13 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
@@ -198,6 +204,89 @@ TEST(VtrainctlInProcessTest, DispatcherReturnsExitCodesAndWritesStreams) {
       kExitBadInput);
   EXPECT_THAT(err3.str(), HasSubstr("plan.dtype='fp8'"));
   EXPECT_THAT(out3.str(), IsEmpty());
+}
+
+}  // namespace
+}  // namespace vtrain::cli
+
+namespace vtrain::cli {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TMPDIR");
+  return absl::StrCat(dir != nullptr ? dir : "/tmp", "/vtrainctl_test_", getpid(), "_", name);
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+}
+
+TEST(VtrainctlFilesTest, JobFileAndVtrainConfigGiveTheFlagsResult) {
+  const ProcessResult flags = RunBinary(With(kGpt13b, {"--json"}));
+  const std::string job = TempPath("job.json");
+  WriteText(job, R"({"model":{"preset":"gpt3-1.3b"},"cluster":{"num_gpus":8},)"
+                 R"("plan":{"tensor_parallel":2,"global_batch":64}})");
+  const ProcessResult from_job = RunBinary({"predict", "-f", job, "--json"});
+  EXPECT_EQ(from_job.exit_code, 0) << from_job.err;
+  EXPECT_EQ(JsonInt(from_job.out, "iteration_time_ns"), JsonInt(flags.out, "iteration_time_ns"));
+
+  const std::string config = TempPath("vtrain.json");
+  WriteText(config, R"({"num_gpus": 8, "tensor_parallel_size": 2, "data_parallel_size": 4,
+    "pipeline_parallel_size": 1, "global_batch_size": 64, "micro_batch_size": 1,
+    "num_layers": 24, "hidden_size": 2048, "num_attention_heads": 16, "max_length": 2048,
+    "vocab_size": 50257, "use_checkpoint": true, "use_gradient_bucket": false,
+    "ddp_bucket_size": 25, "inter_node_bandwidth": 800, "intra_node_bandwidth": 150,
+    "pipeline_scheduling": "1f1b", "node_size": 8, "gpu_name": "A100"})");
+  const ProcessResult from_config = RunBinary({"predict", "--vtrain-config", config, "--json"});
+  EXPECT_EQ(from_config.exit_code, 0) << from_config.err;
+  EXPECT_EQ(JsonInt(from_config.out, "iteration_time_ns"), JsonInt(flags.out, "iteration_time_ns"));
+
+  // A job file with a bad field, and a file combined with job flags: bad input.
+  WriteText(job, R"({"model":{"preset":"gpt3-1.3b"},"plan":{"tensor_parallel":3,"global_batch":64}})");
+  const ProcessResult bad = RunBinary({"predict", "-f", job});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("plan.tensor_parallel"));
+  const ProcessResult mixed = RunBinary({"predict", "-f", job, "--tp", "2"});
+  EXPECT_EQ(mixed.exit_code, 2);
+  WriteText(config, R"({"num_layers": "many"})");
+  const ProcessResult bad_config = RunBinary({"predict", "--vtrain-config", config});
+  EXPECT_EQ(bad_config.exit_code, 2);
+  EXPECT_THAT(bad_config.err, HasSubstr("num_layers"));
+  std::remove(job.c_str());
+  std::remove(config.c_str());
+}
+
+TEST(VtrainctlFilesTest, TraceWritesChromeTraceEvents) {
+  const std::string path = TempPath("trace.json");
+  const ProcessResult r = RunBinary({"trace", "--model", "gpt3-1.3b", "--gpus", "16", "--tp", "2",
+                                     "--pp", "4", "--global-batch", "32", "-o", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  FILE* f = std::fopen(path.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+  std::fclose(f);
+  std::remove(path.c_str());
+  EXPECT_THAT(text, HasSubstr("\"traceEvents\""));
+  EXPECT_THAT(text, HasSubstr("\"ph\":\"X\""));
+  EXPECT_THAT(text, HasSubstr("\"name\":\"stage 3\""));
+  EXPECT_THAT(text, HasSubstr("pipeline_send_recv"));
+  EXPECT_THAT(r.out, HasSubstr("slices"));
+}
+
+TEST(VtrainctlSearchTest, SearchFindsPlansAndPrintsCsv) {
+  const ProcessResult r = RunBinary({"search", "--model", "gpt3-1.3b", "--global-batch", "64",
+                                     "--max-gpus", "16", "--csv"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("tensor_parallel,data_parallel,pipeline_parallel"));
+  EXPECT_GT(std::count(r.out.begin(), r.out.end(), '\n'), 5);
+  const ProcessResult bad = RunBinary({"search", "--model", "gpt3-1.3b", "--global-batch", "64"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--gpus"));
 }
 
 }  // namespace
