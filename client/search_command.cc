@@ -13,6 +13,8 @@
 #include "client/commands.h"
 #include "client/flag_parser.h"
 #include "client/json_writer.h"
+#include "client/measurements.h"
+#include "client/svg_plot.h"
 #include "core/plan/search.h"
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
@@ -142,6 +144,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   flags.AddValue("deadline-days", "D", "for the deadline objectives");
   flags.AddValue("top", "N", "plans to list (default 10)");
   flags.AddValue("threads", "N", "parallel predictions (default: all cores)");
+  flags.AddValue("plot", "FILE.svg", "draw training time against cost, frontier and choice marked");
   flags.AddSwitch("csv", "print every plan that fits as CSV");
   flags.AddSwitch("json", "print the result as JSON");
   flags.AddSwitch("help", "show this help");
@@ -182,6 +185,31 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   absl::StatusOr<SearchResult> r = Search(*space, profiles, options);
   if (!r.ok()) return Fail(err, "search", r.status());
 
+  if (auto plot = flags.Get("plot")) {
+    if (space->train_tokens <= 0 || space->cluster.price_usd_per_gpu_hour <= 0) {
+      return Fail(err, "search", absl::InvalidArgumentError(
+                                     "--plot needs --tokens and --price-usd-per-gpu-hour"));
+    }
+    std::vector<PlanPoint> points;
+    for (size_t i = 0; i < r->plans.size(); ++i) {
+      const PlanResult& p = r->plans[i];
+      PlanPoint pt;
+      pt.days = p.training_days;
+      pt.cost_usd = p.cost_usd;
+      pt.label = absl::StrFormat("t=%d d=%d p=%d mb=%d, %d GPUs: %.2f days, $%.0f",
+                                 p.job.plan.tensor_parallel, p.job.plan.data_parallel,
+                                 p.job.plan.pipeline_parallel, p.job.plan.micro_batch,
+                                 p.job.cluster.num_gpus, p.training_days, p.cost_usd);
+      pt.frontier = std::find(r->pareto.begin(), r->pareto.end(), static_cast<int>(i)) != r->pareto.end();
+      pt.chosen = static_cast<int>(i) == r->best;
+      points.push_back(pt);
+    }
+    const std::string title = absl::StrFormat("%s: %d plans that fit (of %d)", space->model.name,
+                                              r->plans.size(), r->considered);
+    if (absl::Status s = WriteFile(*plot, TimeVsCostSvg(points, title)); !s.ok()) {
+      return Fail(err, "search", s);
+    }
+  }
   if (flags.Switch("json")) {
     JsonWriter w;
     w.BeginObject();

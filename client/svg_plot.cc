@@ -86,4 +86,60 @@ std::string PredictedVsMeasuredSvg(const std::vector<ScatterPoint>& points, doub
   return svg;
 }
 
+std::string TimeVsCostSvg(const std::vector<PlanPoint>& points, const std::string& title) {
+  constexpr double kWidth = 720, kHeight = 520, kMargin = 80;
+  double xlo = 1e300, xhi = 0, ylo = 1e300, yhi = 0;
+  for (const PlanPoint& p : points) {
+    if (p.days <= 0 || p.cost_usd <= 0) continue;
+    xlo = std::min(xlo, p.days), xhi = std::max(xhi, p.days);
+    ylo = std::min(ylo, p.cost_usd), yhi = std::max(yhi, p.cost_usd);
+  }
+  if (!(xhi > 0)) xlo = 1, xhi = 10, ylo = 1, yhi = 10;
+  const double x0 = std::floor(std::log10(xlo)), x1 = std::max(x0 + 1, std::ceil(std::log10(xhi)));
+  const double y0 = std::floor(std::log10(ylo)), y1 = std::max(y0 + 1, std::ceil(std::log10(yhi)));
+  auto sx = [&](double v) { return kMargin + (std::log10(v) - x0) / (x1 - x0) * (kWidth - 2 * kMargin); };
+  auto sy = [&](double v) {
+    return kHeight - kMargin - (std::log10(v) - y0) / (y1 - y0) * (kHeight - 2 * kMargin);
+  };
+  std::string svg = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+      "<text x=\"%.0f\" y=\"30\" text-anchor=\"middle\" font-size=\"15\">%s</text>\n"
+      "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n",
+      kWidth, kHeight, kWidth / 2, Escape(title), kMargin, kMargin, kWidth - 2 * kMargin,
+      kHeight - 2 * kMargin);
+  for (double d = x0; d <= x1 + 1e-9; d += 1) {
+    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n",
+                                          sx(std::pow(10.0, d)), kHeight - kMargin + 18, std::pow(10.0, d)));
+  }
+  for (double d = y0; d <= y1 + 1e-9; d += 1) {
+    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">$%g</text>\n",
+                                          kMargin - 6, sy(std::pow(10.0, d)) + 4, std::pow(10.0, d)));
+  }
+  absl::StrAppend(&svg, absl::StrFormat(
+      "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">training time (days)</text>\n"
+      "<text x=\"20\" y=\"%.0f\" text-anchor=\"middle\" transform=\"rotate(-90 20 %.0f)\">cost (USD)</text>\n",
+      kWidth / 2, kHeight - 25, kHeight / 2, kHeight / 2));
+  std::string frontier;
+  for (const PlanPoint& p : points) {
+    if (p.days <= 0 || p.cost_usd <= 0) continue;
+    if (p.frontier) absl::StrAppend(&frontier, absl::StrFormat("%.1f,%.1f ", sx(p.days), sy(p.cost_usd)));
+    absl::StrAppend(&svg, absl::StrFormat(
+        "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%d\" fill=\"%s\" fill-opacity=\"0.7\"><title>%s</title></circle>\n",
+        sx(p.days), sy(p.cost_usd), p.chosen ? 6 : 3,
+        p.chosen ? "#d1495b" : (p.frontier ? "#4a78b5" : "#999999"), Escape(p.label)));
+  }
+  if (!frontier.empty()) {
+    absl::StrAppend(&svg, absl::StrFormat(
+        "<polyline points=\"%s\" fill=\"none\" stroke=\"#4a78b5\" stroke-width=\"1.5\"/>\n", frontier));
+  }
+  absl::StrAppend(&svg, absl::StrFormat(
+      "<text x=\"%.0f\" y=\"%.0f\" fill=\"#4a78b5\">blue: Pareto frontier</text>"
+      "<text x=\"%.0f\" y=\"%.0f\" fill=\"#d1495b\">red: chosen plan</text>\n",
+      kWidth - kMargin - 150, kMargin + 16, kWidth - kMargin - 150, kMargin + 32));
+  svg += "</svg>\n";
+  return svg;
+}
+
 }  // namespace vtrain::cli

@@ -19,6 +19,17 @@ struct ScatterPoint {
 std::string PredictedVsMeasuredSvg(const std::vector<ScatterPoint>& points, double band_fraction,
                                    const std::string& title);
 
+// Training time (x, days) against cost (y, USD) of plans, log-log: every plan
+// grey, the Pareto frontier joined in blue, the chosen plan red.
+struct PlanPoint {
+  double days = 0;
+  double cost_usd = 0;
+  std::string label;
+  bool frontier = false;
+  bool chosen = false;
+};
+std::string TimeVsCostSvg(const std::vector<PlanPoint>& points, const std::string& title);
+
 }  // namespace vtrain::cli
 
 #endif  // VTRAIN_CLIENT_SVG_PLOT_H_
