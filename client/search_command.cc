@@ -13,6 +13,9 @@
 #include "client/commands.h"
 #include "client/flag_parser.h"
 #include "client/json_writer.h"
+#include "client/remote.h"
+#include "proto/convert.h"
+#include "vtrain/v1/vtrain.grpc.pb.h"
 #include "client/measurements.h"
 #include "client/svg_plot.h"
 #include "core/plan/search.h"
@@ -147,6 +150,8 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   flags.AddValue("plot", "FILE.svg", "draw training time against cost, frontier and choice marked");
   flags.AddSwitch("csv", "print every plan that fits as CSV");
   flags.AddSwitch("json", "print the result as JSON");
+  AddConnectionFlags(flags);
+  flags.AddSwitch("local", "search in this process (the default without --server)");
   flags.AddSwitch("help", "show this help");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "search", s);
   if (flags.Switch("help")) {
@@ -181,8 +186,35 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
           << "/" << total << (done == total ? "\n" : "") << std::flush;
     };
   }
-  const ProfileSet profiles = DefaultProfileSet(space->cluster.gpu);
-  absl::StatusOr<SearchResult> r = Search(*space, profiles, options);
+  absl::StatusOr<SearchResult> r;
+  if (flags.Has("server")) {
+    // The server streams progress, then the result.
+    absl::StatusOr<Connection> c = Connect(flags);
+    if (!c.ok()) return Fail(err, "search", c.status());
+    const v1::SearchRequest req = convert::SearchToProto(
+        *space, flags.Get("objective").value_or("time"), options.deadline_days,
+        static_cast<int>(std::min<int64_t>(show, 1000)));
+    auto stub = v1::Simulator::NewStub(c->channel);
+    auto ctx = c->Context();
+    std::unique_ptr<grpc::ClientReader<v1::SearchResponse>> reader = stub->Search(ctx.get(), req);
+    v1::SearchResponse msg;
+    std::optional<v1::SearchResult> final_result;
+    while (reader->Read(&msg)) {
+      if (msg.has_progress() && options.progress) {
+        options.progress(msg.progress().evaluated(), msg.progress().total());
+      }
+      if (msg.has_result()) final_result = msg.result();
+    }
+    grpc::Status s = reader->Finish();
+    if (!s.ok()) return Fail(err, "search", FromGrpc(s));
+    if (!final_result) {
+      return Fail(err, "search", absl::InternalError("the server sent no search result"));
+    }
+    r = convert::SearchResultFromProto(*final_result, *space);
+  } else {
+    const ProfileSet profiles = DefaultProfileSet(space->cluster.gpu);
+    r = Search(*space, profiles, options);
+  }
   if (!r.ok()) return Fail(err, "search", r.status());
 
   if (auto plot = flags.Get("plot")) {
@@ -215,7 +247,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     w.BeginObject();
     w.Key("considered").Int(r->considered);
     w.Key("out_of_memory").Int(r->out_of_memory);
-    w.Key("evaluated").Int(static_cast<int64_t>(r->plans.size()));
+    w.Key("evaluated").Int(r->considered - r->out_of_memory);
     w.Key("best");
     if (r->best >= 0) PlanJson(w, r->plans[r->best]); else w.String("none");
     w.Key("pareto").BeginArray();
@@ -244,7 +276,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     return kExitOk;
   }
   out << absl::StrFormat("%d plans considered, %d out of memory, %d predicted\n\n", r->considered,
-                         r->out_of_memory, r->plans.size());
+                         r->out_of_memory, r->considered - r->out_of_memory);
   auto row = [&](const char* tag, const PlanResult& p) {
     out << absl::StrFormat("%-7s t=%-3d d=%-4d p=%-4d mb=%-4d gpus=%-6d %-5s %-4s %12.1f ms %9.2f days "
                            "$%-12.0f %6.1f GiB\n",

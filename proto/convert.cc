@@ -307,6 +307,166 @@ Prediction PredictionFromProto(const v1::PredictResponse& r) {
   return p;
 }
 
+absl::StatusOr<SearchSpace> SearchSpaceFromProto(const v1::SearchRequest& r) {
+  // Reuse the request path for the model and cluster defaults.
+  v1::PredictRequest probe;
+  *probe.mutable_model() = r.model();
+  *probe.mutable_cluster() = r.cluster();
+  probe.mutable_cluster()->set_num_gpus(1);
+  probe.mutable_plan()->set_global_batch(1);
+  probe.mutable_plan()->set_tensor_parallel(1);
+  absl::StatusOr<Job> base = JobFromProto(probe);
+  if (!base.ok() && base.status().message().find("model") != std::string::npos) return base.status();
+  if (!base.ok() && base.status().message().find("cluster.gpu") != std::string::npos) {
+    return base.status();
+  }
+  SearchSpace s;
+  if (base.ok()) {
+    s.model = base->model;
+    s.cluster = base->cluster;
+  }
+  if (r.global_batch() <= 0) return absl::InvalidArgumentError("global_batch must be positive");
+  if (r.gpus() < 0 || r.max_gpus() < 0 || (r.gpus() == 0 && r.max_gpus() == 0) ||
+      r.gpus() > (1 << 24) || r.max_gpus() > (1 << 24)) {
+    return absl::InvalidArgumentError("give gpus or max_gpus, between 1 and 16777216");
+  }
+  s.global_batch = r.global_batch();
+  s.gpus = r.gpus();
+  s.max_gpus = r.max_gpus();
+  for (int64_t t : r.tensor_parallel()) {
+    if (t < 1 || t > 1024) return absl::InvalidArgumentError("tensor_parallel values must be in [1, 1024]");
+    s.tensor_parallel.push_back(t);
+  }
+  if (r.max_data_parallel() < 0 || r.max_micro_batch() < 0) {
+    return absl::InvalidArgumentError("max_data_parallel and max_micro_batch must not be negative");
+  }
+  s.max_data_parallel = r.max_data_parallel();
+  s.max_micro_batch = r.max_micro_batch();
+  if (r.schedules_size() > 0) {
+    s.schedules.clear();
+    for (int x : r.schedules()) {
+      s.schedules.push_back(x == v1::PIPELINE_SCHEDULE_GPIPE ? PipelineSchedule::kGpipe
+                                                             : PipelineSchedule::k1F1B);
+    }
+  }
+  if (r.recomputes_size() > 0) {
+    s.recomputes.clear();
+    for (int x : r.recomputes()) {
+      s.recomputes.push_back(x == v1::RECOMPUTE_NONE ? Recompute::kNone : Recompute::kFull);
+    }
+  }
+  s.dtype = FromProto(r.dtype());
+  if (r.train_tokens() < 0) return absl::InvalidArgumentError("train_tokens must not be negative");
+  s.train_tokens = r.train_tokens();
+  return s;
+}
+
+absl::StatusOr<SearchOptions> SearchOptionsFromProto(const v1::SearchRequest& r) {
+  SearchOptions o;
+  absl::StatusOr<Objective> objective = ParseObjective(r.objective().empty() ? "time" : r.objective());
+  if (!objective.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("objective: ", objective.status().message()));
+  }
+  o.objective = *objective;
+  o.deadline_days = r.deadline_days();
+  return o;
+}
+
+v1::SearchRequest SearchToProto(const SearchSpace& s, const std::string& objective,
+                                double deadline_days, int top) {
+  const v1::PredictRequest job = JobToProto(Job{s.model, ParallelPlan{}, s.cluster});
+  v1::SearchRequest r;
+  *r.mutable_model() = job.model();
+  *r.mutable_cluster() = job.cluster();
+  r.mutable_cluster()->set_num_gpus(0);
+  r.set_global_batch(s.global_batch);
+  r.set_gpus(s.gpus);
+  r.set_max_gpus(s.max_gpus);
+  for (int64_t t : s.tensor_parallel) r.add_tensor_parallel(t);
+  r.set_max_data_parallel(s.max_data_parallel);
+  r.set_max_micro_batch(s.max_micro_batch);
+  for (PipelineSchedule x : s.schedules) {
+    r.add_schedules(x == PipelineSchedule::kGpipe ? v1::PIPELINE_SCHEDULE_GPIPE
+                                                  : v1::PIPELINE_SCHEDULE_1F1B);
+  }
+  for (Recompute x : s.recomputes) {
+    r.add_recomputes(x == Recompute::kNone ? v1::RECOMPUTE_NONE : v1::RECOMPUTE_FULL);
+  }
+  r.set_dtype(ToProto(s.dtype));
+  r.set_train_tokens(s.train_tokens);
+  r.set_objective(objective);
+  r.set_deadline_days(deadline_days);
+  r.set_top(top);
+  return r;
+}
+
+namespace {
+void PlanToProto(const PlanResult& p, v1::PlanSummary* out) {
+  *out->mutable_plan() = JobToProto(p.job).plan();
+  out->set_gpus(p.job.cluster.num_gpus);
+  out->set_iteration_time_ms(p.iteration_time_ms);
+  out->set_training_days(p.training_days);
+  out->set_cost_usd(p.cost_usd);
+  out->set_peak_memory_bytes(p.peak_memory_bytes);
+}
+PlanResult PlanFromProto(const v1::PlanSummary& s, const SearchSpace& space) {
+  PlanResult p;
+  p.job.model = space.model;
+  p.job.cluster = space.cluster;
+  p.job.cluster.num_gpus = s.gpus();
+  const v1::ParallelPlan& q = s.plan();
+  p.job.plan.tensor_parallel = q.tensor_parallel();
+  p.job.plan.data_parallel = q.data_parallel();
+  p.job.plan.pipeline_parallel = q.pipeline_parallel();
+  p.job.plan.micro_batch = q.micro_batch();
+  p.job.plan.global_batch = q.global_batch();
+  p.job.plan.schedule =
+      q.schedule() == v1::PIPELINE_SCHEDULE_GPIPE ? PipelineSchedule::kGpipe : PipelineSchedule::k1F1B;
+  p.job.plan.recompute = q.recompute() == v1::RECOMPUTE_NONE ? Recompute::kNone : Recompute::kFull;
+  p.iteration_time_ms = s.iteration_time_ms();
+  p.training_days = s.training_days();
+  p.cost_usd = s.cost_usd();
+  p.peak_memory_bytes = s.peak_memory_bytes();
+  return p;
+}
+}  // namespace
+
+void SearchResultToProto(const SearchResult& r, int top, v1::SearchResult* out) {
+  out->set_considered(r.considered);
+  out->set_out_of_memory(r.out_of_memory);
+  out->set_evaluated(static_cast<int64_t>(r.plans.size()));
+  if (r.best >= 0) PlanToProto(r.plans[r.best], out->mutable_best());
+  for (int i : r.pareto) PlanToProto(r.plans[i], out->add_pareto());
+  for (int i = 0; i < top && i < static_cast<int>(r.plans.size()); ++i) {
+    PlanToProto(r.plans[i], out->add_fastest());
+  }
+}
+
+SearchResult SearchResultFromProto(const v1::SearchResult& in, const SearchSpace& space) {
+  // Plans: the fastest first, then frontier plans not among them; best and
+  // pareto index into that list.
+  SearchResult r;
+  r.considered = in.considered();
+  r.out_of_memory = in.out_of_memory();
+  auto index_of = [&](const v1::PlanSummary& s) {
+    for (size_t i = 0; i < r.plans.size(); ++i) {
+      const PlanResult& p = r.plans[i];
+      if (p.job.cluster.num_gpus == s.gpus() && p.iteration_time_ms == s.iteration_time_ms() &&
+          p.job.plan.tensor_parallel == s.plan().tensor_parallel() &&
+          p.job.plan.pipeline_parallel == s.plan().pipeline_parallel() &&
+          p.job.plan.micro_batch == s.plan().micro_batch()) {
+        return static_cast<int>(i);
+      }
+    }
+    r.plans.push_back(PlanFromProto(s, space));
+    return static_cast<int>(r.plans.size() - 1);
+  };
+  for (const v1::PlanSummary& s : in.fastest()) index_of(s);
+  for (const v1::PlanSummary& s : in.pareto()) r.pareto.push_back(index_of(s));
+  if (in.has_best()) r.best = index_of(in.best());
+  return r;
+}
+
 absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
   ProfileSet set;
   set.name = in.id().empty() ? in.name() : in.id();

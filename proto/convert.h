@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/plan/search.h"
 #include "core/predict/predictor.h"
 #include "core/profile/profile.h"
 #include "core/spec/job.h"
@@ -25,6 +26,15 @@ v1::PredictRequest JobToProto(const Job& job);
 void PredictionToProto(const Job& job, const Prediction& prediction, v1::PredictResponse* out);
 // The reverse, for clients that print a server's prediction like a local one.
 Prediction PredictionFromProto(const v1::PredictResponse& response);
+
+// Plan search: the space and options of a request (INVALID_ARGUMENT naming
+// the field), and the result as a message.
+absl::StatusOr<SearchSpace> SearchSpaceFromProto(const v1::SearchRequest& request);
+absl::StatusOr<SearchOptions> SearchOptionsFromProto(const v1::SearchRequest& request);
+v1::SearchRequest SearchToProto(const SearchSpace& space, const std::string& objective,
+                                double deadline_days, int top);
+void SearchResultToProto(const SearchResult& result, int top, v1::SearchResult* out);
+SearchResult SearchResultFromProto(const v1::SearchResult& result, const SearchSpace& space);
 
 // Profile sets. FromProto validates every key, kernel and curve.
 absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& set);

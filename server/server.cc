@@ -14,6 +14,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/exposer.h"
+#include "core/plan/search.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
 #include "proto/convert.h"
@@ -85,6 +86,8 @@ class Server::Impl final : public v1::Simulator::Service, public v1::ProfileRegi
   // Simulator
   grpc::Status Predict(grpc::ServerContext* ctx, const v1::PredictRequest* req,
                        v1::PredictResponse* resp) override;
+  grpc::Status Search(grpc::ServerContext* ctx, const v1::SearchRequest* req,
+                      grpc::ServerWriter<v1::SearchResponse>* writer) override;
   // ProfileRegistry
   grpc::Status PushProfileSet(grpc::ServerContext* ctx, const v1::PushProfileSetRequest* req,
                               v1::PushProfileSetResponse* resp) override;
@@ -312,6 +315,57 @@ grpc::Status Server::Impl::Predict(grpc::ServerContext* ctx, const v1::PredictRe
     for (const std::string& key : p->fidelity.missing_keys) {
       ++pending_work_[{job->cluster.gpu.name, key}];
     }
+  }
+  return Done(kMethod, start, grpc::Status::OK);
+}
+
+grpc::Status Server::Impl::Search(grpc::ServerContext* ctx, const v1::SearchRequest* req,
+                                  grpc::ServerWriter<v1::SearchResponse>* writer) {
+  const absl::Time start = absl::Now();
+  const char* kMethod = "Search";
+  if (options_.role == Role::kRegistry) {
+    return Done(kMethod, start, grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                             "a registry does not search; ask a predictor"));
+  }
+  if (grpc::Status s = CheckRead(ctx); !s.ok()) return Done(kMethod, start, s);
+  absl::StatusOr<SearchSpace> space = convert::SearchSpaceFromProto(*req);
+  if (!space.ok()) return Done(kMethod, start, ToGrpcStatus(space.status()));
+  absl::StatusOr<SearchOptions> options = convert::SearchOptionsFromProto(*req);
+  if (!options.ok()) return Done(kMethod, start, ToGrpcStatus(options.status()));
+  std::shared_ptr<const ProfileSet> tables;
+  if (std::optional<CatalogEntry> e = catalog_.Newest(space->cluster.gpu.name)) {
+    tables = e->tables;
+  } else {
+    tables = std::make_shared<const ProfileSet>(DefaultProfileSet(space->cluster.gpu));
+  }
+  options->threads = max_slots_;
+  options->cancelled = [ctx] { return ctx->IsCancelled(); };
+  // Progress as results finish, at most every 2% (writes are serialised).
+  absl::Mutex write_mu;
+  int64_t last_reported = 0;
+  options->progress = [&](int64_t done, int64_t total) {
+    absl::MutexLock lock(&write_mu);
+    if (done != total && (done - last_reported) * 50 < total) return;
+    last_reported = done;
+    v1::SearchResponse msg;
+    msg.mutable_progress()->set_evaluated(done);
+    msg.mutable_progress()->set_total(total);
+    writer->Write(msg);
+  };
+  absl::StatusOr<SearchResult> result = vtrain::Search(*space, *tables, *options);
+  if (!result.ok()) {
+    if (result.status().code() == absl::StatusCode::kCancelled &&
+        ctx->deadline() < std::chrono::system_clock::now()) {
+      return Done(kMethod, start, grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                               "the deadline passed during the search"));
+    }
+    return Done(kMethod, start, ToGrpcStatus(result.status()));
+  }
+  v1::SearchResponse msg;
+  convert::SearchResultToProto(*result, req->top() > 0 ? req->top() : 10, msg.mutable_result());
+  {
+    absl::MutexLock lock(&write_mu);
+    writer->Write(msg);
   }
   return Done(kMethod, start, grpc::Status::OK);
 }

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/plan/search.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
 #include "grpcpp/grpcpp.h"
@@ -551,6 +552,66 @@ TEST(ServerTest, ReadsNeedTheTokenWhenRequired) {
   v1::ListProfileSetsResponse listed;
   EXPECT_EQ(reg->ListProfileSets(Ctx().get(), {}, &listed).error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
+}
+
+}  // namespace
+}  // namespace vtrain::server
+
+namespace vtrain::server {
+namespace {
+
+TEST(ServerTest, SearchStreamsProgressThenTheResultTheLocalSearchGives) {
+  TempDir dir;
+  auto server = StartServer(dir.File("s.db"));
+  ASSERT_NE(server, nullptr);
+  SearchSpace space;
+  space.model = *ModelPreset("gpt3-2.7b");
+  space.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), 0);
+  space.cluster.price_usd_per_gpu_hour = 4.096;
+  space.global_batch = 128;
+  space.max_gpus = 32;
+  space.train_tokens = 10e9;
+  v1::SearchRequest req = convert::SearchToProto(space, "cost", 0, 5);
+  auto stub = v1::Simulator::NewStub(ChannelTo(*server));
+  auto ctx = Ctx();
+  auto reader = stub->Search(ctx.get(), req);
+  v1::SearchResponse msg;
+  int progress = 0, results = 0;
+  v1::SearchResult result;
+  while (reader->Read(&msg)) {
+    if (msg.has_progress()) {
+      ++progress;
+      EXPECT_EQ(results, 0) << "progress after the result";
+      EXPECT_LE(msg.progress().evaluated(), msg.progress().total());
+    }
+    if (msg.has_result()) {
+      ++results;
+      result = msg.result();
+    }
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_GT(progress, 0);
+  ASSERT_EQ(results, 1);
+  SearchOptions o;
+  o.objective = Objective::kCost;
+  absl::StatusOr<SearchResult> local =
+      Search(space, DefaultProfileSet(space.cluster.gpu), o);
+  ASSERT_TRUE(local.ok());
+  EXPECT_EQ(result.considered(), local->considered);
+  ASSERT_TRUE(result.has_best());
+  EXPECT_DOUBLE_EQ(result.best().cost_usd(), local->plans[local->best].cost_usd);
+  EXPECT_EQ(result.pareto_size(), static_cast<int>(local->pareto.size()));
+  EXPECT_EQ(result.fastest_size(), 5);
+
+  // A bad objective is INVALID_ARGUMENT naming the field.
+  req.set_objective("fastest-ever");
+  auto bad_ctx = Ctx();
+  auto bad = stub->Search(bad_ctx.get(), req);
+  while (bad->Read(&msg)) {
+  }
+  grpc::Status s = bad->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("objective"), std::string::npos);
 }
 
 }  // namespace
