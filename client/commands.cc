@@ -128,7 +128,8 @@ int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ost
   flags.AddSwitch("help", "show this help");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "presets", s);
   if (flags.Switch("help")) {
-    out << "usage: vtrainctl presets\n\nLists the model presets and GPU models.\n";
+    out << "usage: vtrainctl presets\n\nLists the model presets (with parameter counts) and the GPU "
+           "models (with their datasheet figures).\n\nexample:\n  vtrainctl presets\n";
     return kExitOk;
   }
   out << "models:\n";
