@@ -62,6 +62,23 @@ void AddJobFlags(FlagParser& p) {
   p.AddValue("dtype", "T", "fp16 or bf16 (default fp16)");
 }
 
+absl::StatusOr<ClusterSpec> ClusterFromFlags(const FlagParser& flags) {
+  VTRAIN_ASSIGN_OR_RETURN(GpuSpec gpu, GpuByName(flags.Get("gpu").value_or("a100-sxm4-80gb")));
+  ClusterSpec cluster = DefaultCluster(gpu, 0);
+  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "gpus-per-node", &cluster.gpus_per_node));
+  if (auto bw = flags.Get("intra-node-bandwidth")) {
+    VTRAIN_ASSIGN_OR_RETURN(cluster.intra_node_bandwidth_bytes_per_s,
+                            ParseBandwidth(*bw, "--intra-node-bandwidth"));
+  }
+  if (auto bw = flags.Get("inter-node-bandwidth")) {
+    VTRAIN_ASSIGN_OR_RETURN(cluster.inter_node_bandwidth_bytes_per_s,
+                            ParseBandwidth(*bw, "--inter-node-bandwidth"));
+  }
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> price, flags.GetDouble("price-usd-per-gpu-hour"));
+  if (price) cluster.price_usd_per_gpu_hour = *price;
+  return cluster;
+}
+
 absl::StatusOr<Job> JobFromFlags(const FlagParser& flags) {
   const bool from_file = flags.Has("job-file") || flags.Has("vtrain-config");
   if (from_file) {
@@ -108,19 +125,7 @@ absl::StatusOr<Job> JobFromFlags(const FlagParser& flags) {
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "vocab", &job.model.vocab_size));
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "ffn", &job.model.ffn_hidden_size));
 
-  VTRAIN_ASSIGN_OR_RETURN(GpuSpec gpu, GpuByName(flags.Get("gpu").value_or("a100-sxm4-80gb")));
-  job.cluster = DefaultCluster(gpu, 0);
-  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "gpus-per-node", &job.cluster.gpus_per_node));
-  if (auto bw = flags.Get("intra-node-bandwidth")) {
-    VTRAIN_ASSIGN_OR_RETURN(job.cluster.intra_node_bandwidth_bytes_per_s,
-                            ParseBandwidth(*bw, "--intra-node-bandwidth"));
-  }
-  if (auto bw = flags.Get("inter-node-bandwidth")) {
-    VTRAIN_ASSIGN_OR_RETURN(job.cluster.inter_node_bandwidth_bytes_per_s,
-                            ParseBandwidth(*bw, "--inter-node-bandwidth"));
-  }
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> price, flags.GetDouble("price-usd-per-gpu-hour"));
-  if (price) job.cluster.price_usd_per_gpu_hour = *price;
+  VTRAIN_ASSIGN_OR_RETURN(job.cluster, ClusterFromFlags(flags));
 
   ParallelPlan& plan = job.plan;
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "tp", &plan.tensor_parallel));

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/flag_parser.h"
+#include "client/job_flags.h"
 #include "client/json_writer.h"
 #include "client/remote.h"
 #include "proto/convert.h"
@@ -45,22 +46,11 @@ absl::StatusOr<SearchSpace> SpaceFromFlags(const FlagParser& f) {
   } else {
     return absl::InvalidArgumentError("--model PRESET is required");
   }
-  VTRAIN_ASSIGN_OR_RETURN(GpuSpec gpu, GpuByName(f.Get("gpu").value_or("a100-sxm4-80gb")));
-  s.cluster = DefaultCluster(gpu, 0);
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> gpn, f.GetInt("gpus-per-node"));
-  if (gpn) s.cluster.gpus_per_node = *gpn;
-  if (auto bw = f.Get("intra-node-bandwidth")) {
-    VTRAIN_ASSIGN_OR_RETURN(s.cluster.intra_node_bandwidth_bytes_per_s,
-                            ParseBandwidth(*bw, "--intra-node-bandwidth"));
-  }
-  if (auto bw = f.Get("inter-node-bandwidth")) {
-    VTRAIN_ASSIGN_OR_RETURN(s.cluster.inter_node_bandwidth_bytes_per_s,
-                            ParseBandwidth(*bw, "--inter-node-bandwidth"));
-  }
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> price, f.GetDouble("price-usd-per-gpu-hour"));
-  if (price) {
-    if (*price < 0) return absl::InvalidArgumentError("--price-usd-per-gpu-hour must be >= 0");
-    s.cluster.price_usd_per_gpu_hour = *price;
+  VTRAIN_ASSIGN_OR_RETURN(s.cluster, ClusterFromFlags(f));
+  if (s.cluster.price_usd_per_gpu_hour < 0 || s.cluster.gpus_per_node < 1 ||
+      s.cluster.gpus_per_node > 1024) {
+    return absl::InvalidArgumentError(
+        "--price-usd-per-gpu-hour must be >= 0 and --gpus-per-node in [1, 1024]");
   }
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> gb, f.GetInt("global-batch"));
   if (!gb || *gb <= 0) return absl::InvalidArgumentError("--global-batch N (> 0) is required");
