@@ -1,0 +1,17 @@
+// vtrain-agent's commands that need no GPU: importing existing measurements
+// and pushing profile sets to a registry (with retries).
+#ifndef VTRAIN_PROFILER_AGENT_AGENT_COMMANDS_H_
+#define VTRAIN_PROFILER_AGENT_AGENT_COMMANDS_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace vtrain::agent {
+
+// Dispatches argv[1..]; returns the exit code (0, 1 failure, 2 bad input).
+int RunAgent(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace vtrain::agent
+
+#endif  // VTRAIN_PROFILER_AGENT_AGENT_COMMANDS_H_

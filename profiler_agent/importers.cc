@@ -1,0 +1,184 @@
+#include "profiler_agent/importers.h"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "client/measurements.h"
+#include "core/profile/default_profiles.h"
+
+namespace vtrain::agent {
+namespace {
+
+// Splits a CSV line, keeping quoted fields (which may contain commas) whole.
+std::vector<std::string> SplitCsv(absl::string_view line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+struct Kernel {
+  int64_t start_ns = 0;
+  int64_t duration_ns = 0;
+  std::string name;
+};
+
+}  // namespace
+
+absl::StatusOr<ProfileSet> ImportNcclTests(absl::string_view text, absl::string_view source,
+                                           const std::string& gpu, int64_t ranks, LinkScope scope,
+                                           Collective collective) {
+  if (!GpuByName(gpu).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--gpu '", gpu, "' is unknown"));
+  }
+  if (ranks < 2) return absl::InvalidArgumentError("--ranks must be at least 2");
+  absl::StatusOr<CollectiveCurve> curve = cli::ParseNcclTests(text, source);
+  if (!curve.ok()) return curve.status();
+  ProfileSet set;
+  set.name = absl::StrCat("nccl-tests ", source);
+  set.gpu = gpu;
+  set.params = DefaultAnalyticalParams();
+  set.provenance = absl::StrCat("imported from nccl-tests output ", source, ": ",
+                                CollectiveName(collective), " over ", ranks, " ranks (",
+                                LinkScopeName(scope), ")");
+  set.collectives.insert_or_assign(CollectiveKey{gpu, scope, collective, ranks}, *std::move(curve));
+  return set;
+}
+
+absl::StatusOr<ProfileSet> ImportVtrainTrace(absl::string_view text, absl::string_view source,
+                                             const std::string& gpu, const TraceShape& shape) {
+  if (!GpuByName(gpu).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--gpu '", gpu, "' is unknown"));
+  }
+  if (shape.hidden <= 0 || shape.heads <= 0 || shape.seq <= 0 || shape.micro_batch <= 0 ||
+      shape.tensor_parallel <= 0) {
+    return absl::InvalidArgumentError(
+        "the trace's shape is needed: --hidden, --heads, --seq-len, --micro-batch, --tp");
+  }
+  // Pass 1: marker sections on the host timeline, and the time each
+  // correlation id was issued.
+  struct Marker {
+    int64_t time_ns;
+    std::string section;  // "forward transformer"; empty for an end
+  };
+  std::vector<Marker> markers;
+  absl::flat_hash_map<int64_t, int64_t> issued_at;  // correlation id -> host time
+  std::vector<std::pair<int64_t, Kernel>> kernels;   // correlation id, kernel
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  for (size_t n = 0; n < lines.size(); ++n) {
+    const absl::string_view line = absl::StripTrailingAsciiWhitespace(lines[n]);
+    if (line.empty()) continue;
+    const std::vector<std::string> f = SplitCsv(line);
+    int64_t start = 0, duration = 0, corr = 0;
+    if (f.size() < 3 || !absl::SimpleAtoi(f[0], &start) || !absl::SimpleAtoi(f[1], &duration)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ":", n + 1, ": expected start_ns,duration_ns,TYPE,..."));
+    }
+    const std::string& type = f[2];
+    if (type == "TIMESTAMP") {
+      const std::vector<std::string> words = absl::StrSplit(f.back(), ' ');
+      if (words.size() != 3 || (words[1] != "start" && words[1] != "end")) {
+        return absl::InvalidArgumentError(absl::StrCat(source, ":", n + 1, ": bad marker '", f.back(), "'"));
+      }
+      markers.push_back({start, words[1] == "start" ? absl::StrCat(words[0], " ", words[2]) : ""});
+    } else if (type == "RUNTIME" || type == "DRIVER") {
+      if (!absl::SimpleAtoi(f.back(), &corr)) {
+        return absl::InvalidArgumentError(absl::StrCat(source, ":", n + 1, ": no correlation id"));
+      }
+      issued_at.emplace(corr, start);
+    } else if (type == "KERNEL") {
+      if (f.size() < 5 || !absl::SimpleAtoi(f.back(), &corr)) {
+        return absl::InvalidArgumentError(absl::StrCat(source, ":", n + 1, ": bad KERNEL line"));
+      }
+      kernels.push_back({corr, Kernel{start, duration, f[3]}});
+    }
+  }
+  std::sort(markers.begin(), markers.end(),
+            [](const Marker& a, const Marker& b) { return a.time_ns < b.time_ns; });
+  auto section_of = [&](int64_t host_ns) -> std::string {
+    std::string current;
+    for (const Marker& m : markers) {
+      if (m.time_ns > host_ns) break;
+      current = m.section;
+    }
+    return current;
+  };
+  std::map<std::string, std::vector<Kernel>> sections;
+  for (const auto& [corr, k] : kernels) {
+    auto it = issued_at.find(corr);
+    if (it == issued_at.end()) continue;
+    const std::string s = section_of(it->second);
+    if (!s.empty()) sections[s].push_back(k);
+  }
+  auto records = [](std::vector<Kernel> ks) {
+    std::sort(ks.begin(), ks.end(), [](const Kernel& a, const Kernel& b) { return a.start_ns < b.start_ns; });
+    std::vector<KernelRecord> out;
+    for (size_t i = 0; i < ks.size(); ++i) {
+      const int64_t gap = i + 1 < ks.size()
+                              ? std::max<int64_t>(0, ks[i + 1].start_ns - ks[i].start_ns - ks[i].duration_ns)
+                              : 0;
+      out.push_back({ks[i].name, ks[i].duration_ns, gap, 0});
+    }
+    return out;
+  };
+  ProfileSet set;
+  set.name = absl::StrCat("vtrain-trace ", source);
+  set.gpu = gpu;
+  set.params = DefaultAnalyticalParams();
+  set.provenance = absl::StrCat("imported from the vTrain CUPTI trace ", source);
+  const int64_t ffn = shape.ffn > 0 ? shape.ffn : 4 * shape.hidden;
+  auto add = [&](OperatorKind op, std::vector<KernelRecord> ks) {
+    if (ks.empty()) return;
+    OperatorProfile p;
+    p.kernels = std::move(ks);
+    p.fidelity = Fidelity::kMeasured;
+    set.operators.emplace(MakeOperatorKey(gpu, shape.dtype, op, shape.hidden, shape.heads, ffn,
+                                          shape.seq, shape.micro_batch, shape.tensor_parallel,
+                                          shape.vocab, 0),
+                          std::move(p));
+  };
+  auto concat = [&](const char* a, const char* b) {
+    std::vector<Kernel> ks = sections[a];
+    const std::vector<Kernel>& more = sections[b];
+    ks.insert(ks.end(), more.begin(), more.end());
+    return ks;
+  };
+  const std::vector<KernelRecord> placeholder = {{"merged_into_attention", 0, 0, 0}};
+  add(OperatorKind::kEmbeddingFwd, records(sections["forward embeddings"]));
+  add(OperatorKind::kEmbeddingBwd, records(sections["backward embeddings"]));
+  if (!sections["forward transformer"].empty()) {
+    add(OperatorKind::kAttentionFwd, records(sections["forward transformer"]));
+    add(OperatorKind::kMlpFwd, placeholder);
+  }
+  if (!sections["backward transformer"].empty()) {
+    add(OperatorKind::kAttentionBwd, records(sections["backward transformer"]));
+    add(OperatorKind::kMlpBwd, placeholder);
+  }
+  add(OperatorKind::kLogitFwd, records(concat("forward layernorm", "forward logit")));
+  add(OperatorKind::kLogitBwd, records(concat("backward logit", "backward layernorm")));
+  add(OperatorKind::kLossFwd, records(sections["forward loss"]));
+  if (set.operators.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": no kernel could be attributed to a marker section; is it a vTrain trace?"));
+  }
+  return set;
+}
+
+}  // namespace vtrain::agent
