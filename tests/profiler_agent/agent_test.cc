@@ -1,3 +1,6 @@
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -84,7 +87,8 @@ TEST(AgentCommandsTest, PushRetriesThenStoresIdempotently) {
 
   server::ServerOptions o;
   o.listen = "127.0.0.1:0";
-  o.db_path = dir + "/agent.db";
+  o.db_path = absl::StrCat(dir, "/agent_", getpid(), ".db");
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((o.db_path + suffix).c_str());
   o.push_token = "tok";
   absl::StatusOr<std::unique_ptr<server::Server>> srv = server::Server::Start(o);
   ASSERT_TRUE(srv.ok()) << srv.status();
