@@ -22,11 +22,11 @@ COPY . .
 RUN scripts/build.sh -DVTRAIN_BUILD_TESTS=OFF -DVTRAIN_BUILD_BENCHMARKS=OFF \
  && install -D -m 0755 build/server/vtrain-server /out/usr/local/bin/vtrain-server \
  && install -D -m 0755 build/client/vtrainctl /out/usr/local/bin/vtrainctl \
+ && install -D -m 0755 build/profiler_agent/vtrain-agent /out/usr/local/bin/vtrain-agent \
  && strip /out/usr/local/bin/*
-# vtrain-agent (a later issue) goes here too: once the build produces
-# build/agent/vtrain-agent, add
-#   && install -D -m 0755 build/agent/vtrain-agent /out/usr/local/bin/vtrain-agent
-# The agent DaemonSet in deploy/ already runs this image with `command: [vtrain-agent]`.
+# vtrain-agent here has its importers and push; its GPU part (CUPTI, NCCL
+# sweeps) needs a CUDA image and is not built yet. The agent DaemonSet in
+# deploy/ runs this image with `command: [vtrain-agent]`.
 
 # ---- runtime: the same base with only the shared libraries the binaries load ----
 FROM ${BASE}
