@@ -88,6 +88,14 @@ class TimelineSink {
     if ((++num_tasks_ & 0xFFFF) == 0 && cancelled_ && cancelled_()) stopped_ = true;
     return timeline_.Run(stream, duration_ns, gap_ns, kind, parents, tail_ns);
   }
+  // Add with no gap and at most one parent (the fast path's merged passes).
+  Handle AddOne(StreamId stream, int64_t duration_ns, TaskKind kind, const Handle* parent,
+                int64_t tail_ns) {
+    if ((++num_tasks_ & 0xFFFF) == 0 && cancelled_ && cancelled_()) stopped_ = true;
+    const bool binds = parent != nullptr && parent->finish_ns > 0;
+    return timeline_.RunAfter(stream, duration_ns, 0, kind, binds ? parent->finish_ns : 0,
+                              binds ? parent : nullptr, tail_ns);
+  }
   bool Stopped() const { return stopped_; }
   int64_t num_tasks() const { return num_tasks_; }
   const Timeline& timeline() const { return timeline_; }
@@ -642,15 +650,61 @@ absl::Status Builder<Sink>::Build() {
   // added: forwards flow down the pipeline, backwards up.
   std::vector<int64_t> forwards(p_, 0), backwards(p_, 0);
   int64_t remaining = p_ * 2 * m_;
+  // The streaming fast path's common actions, precomputed per stage: a pass
+  // merged into one task together with its send (see AddPassWithSend).
+  struct MergedPass {
+    bool forward_ok = false, backward_ok = false;
+    int64_t forward_ns = 0, backward_ns = 0, forward_send_ns = 0, backward_send_ns = 0;
+  };
+  std::vector<MergedPass> merged(p_);
+  for (int64_t s = 0; s < p_ && Sink::kMergesSends; ++s) {
+    const StageTemplates& st = *stage_templates_[s];
+    MergedPass& mp = merged[s];
+    if (s + 1 < p_ && MergesSend(st.forward)) {
+      const Item& i = st.forward.segments[0].items[0];
+      mp.forward_ok = true;
+      mp.forward_send_ns = send_ns_[s];
+      mp.forward_ns = i.duration_ns + i.gap_ns + send_ns_[s];
+    }
+    if (s > 0 && MergesSend(st.backward)) {
+      const Item& i = st.backward.segments[0].items[0];
+      mp.backward_ok = true;
+      mp.backward_send_ns = send_ns_[s - 1];
+      mp.backward_ns = i.duration_ns + i.gap_ns + send_ns_[s - 1];
+    }
+  }
   auto drain = [&](int64_t s) {
     int64_t f = forwards[s], b = backwards[s];
     const int64_t begin = f + b;
+    const MergedPass& mp = merged[s];
+    const StreamId stream = stages_[s].compute_stream;
     while (b < m_ && !sink_.Stopped()) {
       const bool forward = NextIsForward(plan_.schedule, s, p_, m_, f, b);
       // Sends arrive in micro-batch order, so a waiting one is this action's.
       if (forward ? (s > 0 && forward_sends_[s - 1].empty())
                   : (s + 1 < p_ && backward_sends_[s + 1].empty())) {
         break;
+      }
+      if constexpr (Sink::kMergesSends) {
+        // Exactly what EmitAction does for these actions, without its
+        // generality: one task, one parent at most.
+        if (forward && mp.forward_ok) {
+          Handle recv = Sink::None();
+          if (s > 0) recv = forward_sends_[s - 1].Pop(f);
+          forward_sends_[s].Push(f, sink_.AddOne(stream, mp.forward_ns, TaskKind::kPipeline,
+                                                 s > 0 ? &recv : nullptr, mp.forward_send_ns));
+          ++f;
+          continue;
+        }
+        if (!forward && mp.backward_ok && b != m_ - 1) {
+          Handle recv = Sink::None();
+          if (s + 1 < p_) recv = backward_sends_[s + 1].Pop(b);
+          backward_sends_[s].Push(b, sink_.AddOne(stream, mp.backward_ns, TaskKind::kPipeline,
+                                                  s + 1 < p_ ? &recv : nullptr,
+                                                  mp.backward_send_ns));
+          ++b;
+          continue;
+        }
       }
       EmitAction(s, PipelineAction{forward, forward ? f++ : b++});
     }
