@@ -97,7 +97,7 @@ class Timeline {
   }
 
   Completion Run(StreamId stream, int64_t duration_ns, int64_t gap_ns, TaskKind kind,
-                 absl::Span<const Completion> parents, int64_t tail_ns = 0) {
+                 absl::Span<const Completion> parents) {
     int64_t ready = 0;
     const Completion* binding = nullptr;
     for (const Completion& p : parents) {
@@ -106,7 +106,7 @@ class Timeline {
         binding = &p;
       }
     }
-    return RunAfter(stream, duration_ns, gap_ns, kind, ready, binding, tail_ns);
+    return RunAfter(stream, duration_ns, gap_ns, kind, ready, binding);
   }
 
   // The makespan and the per-stream accounting so far.

@@ -58,8 +58,7 @@ class GraphSink {
   int32_t Label(const std::string& name) { return graph_.AddLabel(name); }
   void Reserve(int64_t tasks, int64_t edges) { graph_.Reserve(tasks, edges); }
   Handle Add(StreamId stream, int64_t duration_ns, int64_t gap_ns, TaskKind kind, int32_t label,
-             absl::Span<const Handle> parents, int64_t tail_ns = 0) {
-    VTRAIN_CHECK(tail_ns == 0);  // the graph never merges sends
+             absl::Span<const Handle> parents) {
     if ((graph_.num_tasks() & 0xFFFF) == 0xFFFF && cancelled_ && cancelled_()) stopped_ = true;
     return graph_.AddTask(stream, duration_ns, gap_ns, kind, label, parents);
   }
@@ -75,7 +74,7 @@ class GraphSink {
 class TimelineSink {
  public:
   using Handle = Completion;
-  // A pass and the pipeline send after it become one task (see EmitAction).
+  // A pass and the pipeline send after it become one task (see Build).
   static constexpr bool kMergesSends = true;
   explicit TimelineSink(const std::function<bool()>& cancelled) : cancelled_(cancelled) {}
   static Handle None() { return Completion{}; }
@@ -84,9 +83,9 @@ class TimelineSink {
   int32_t Label(const std::string&) { return 0; }
   void Reserve(int64_t, int64_t) {}
   Handle Add(StreamId stream, int64_t duration_ns, int64_t gap_ns, TaskKind kind, int32_t,
-             absl::Span<const Handle> parents, int64_t tail_ns = 0) {
+             absl::Span<const Handle> parents) {
     if ((++num_tasks_ & 0xFFFF) == 0 && cancelled_ && cancelled_()) stopped_ = true;
-    return timeline_.Run(stream, duration_ns, gap_ns, kind, parents, tail_ns);
+    return timeline_.Run(stream, duration_ns, gap_ns, kind, parents);
   }
   // Add with no gap and at most one parent (the fast path's merged passes).
   Handle AddOne(StreamId stream, int64_t duration_ns, TaskKind kind, const Handle* parent,
@@ -316,14 +315,6 @@ class Builder {
     return Sink::kMergesSends && t.segments.size() == 1 && t.segments[0].items.size() == 1 &&
            t.segments[0].bucket_bytes == 0;
   }
-  // The pass and its send as one task: the send starts when the pass's last
-  // gap ends (start(send) = finish(pass) + gap), so the sum is exact.
-  Handle AddPassWithSend(const ActionTemplate& t, StreamId stream,
-                         absl::Span<const Handle> parents, int64_t send_ns) {
-    const Item& i = t.segments[0].items[0];
-    return sink_.Add(stream, i.duration_ns + i.gap_ns + send_ns, 0, TaskKind::kPipeline,
-                     send_label_, parents, send_ns);
-  }
   ActionTemplate Forward(bool has_embedding, bool has_logit);
   ActionTemplate Backward(bool has_embedding, bool has_logit, bool bucketed);
   int64_t CountTasks() const;
@@ -514,10 +505,6 @@ void Builder<Sink>::EmitAction(int64_t s, PipelineAction a) {
     Handle recv = Sink::None();
     if (s > 0) recv = forward_sends_[s - 1].Pop(j);
     const auto parents = s > 0 ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>();
-    if (s + 1 < p_ && MergesSend(st.forward)) {
-      forward_sends_[s].Push(j, AddPassWithSend(st.forward, info.compute_stream, parents, send_ns_[s]));
-      return;
-    }
     const Handle last =
         EmitTemplate(st.forward, info.compute_stream, parents, info.data_parallel_stream, nullptr);
     if (s + 1 < p_) {
@@ -531,13 +518,6 @@ void Builder<Sink>::EmitAction(int64_t s, PipelineAction a) {
   Handle recv = Sink::None();
   if (s + 1 < p_) recv = backward_sends_[s + 1].Pop(j);
   const auto parents = s + 1 < p_ ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>();
-  // The last backward's end also starts the gradient all-reduce, so its send
-  // stays a task of its own.
-  if (s > 0 && !is_last && MergesSend(st.backward)) {
-    backward_sends_[s].Push(
-        j, AddPassWithSend(st.backward, info.compute_stream, parents, send_ns_[s - 1]));
-    return;
-  }
   const bool bucketed = is_last && bucketing_ && d_ > 1;
   const Handle last =
       EmitTemplate(is_last ? st.backward_last : st.backward, info.compute_stream, parents,
@@ -651,7 +631,10 @@ absl::Status Builder<Sink>::Build() {
   std::vector<int64_t> forwards(p_, 0), backwards(p_, 0);
   int64_t remaining = p_ * 2 * m_;
   // The streaming fast path's common actions, precomputed per stage: a pass
-  // merged into one task together with its send (see AddPassWithSend).
+  // merged into one task together with its send. The send starts when the
+  // pass's last gap ends (start(send) = finish(pass) + gap), so the sum is
+  // exact. The last backward keeps its send separate: its end also starts
+  // the gradient all-reduce. Every other action goes through EmitAction.
   struct MergedPass {
     bool forward_ok = false, backward_ok = false;
     int64_t forward_ns = 0, backward_ns = 0, forward_send_ns = 0, backward_send_ns = 0;
@@ -686,8 +669,6 @@ absl::Status Builder<Sink>::Build() {
         break;
       }
       if constexpr (Sink::kMergesSends) {
-        // Exactly what EmitAction does for these actions, without its
-        // generality: one task, one parent at most.
         if (forward && mp.forward_ok) {
           Handle recv = Sink::None();
           if (s > 0) recv = forward_sends_[s - 1].Pop(f);
