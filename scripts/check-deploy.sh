@@ -11,19 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# --- apt-installable tools, only those missing (as scripts/install-deps.sh) ---
-missing=()
-for tool in yamllint shellcheck docker-compose; do
-  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool") # the Debian package has the tool's name
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing: ${missing[*]}"
-  sudo_cmd=()
-  if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq
-  "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# --- apt-installable tools, only those missing ---
+scripts/install-deps.sh yamllint shellcheck docker-compose
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

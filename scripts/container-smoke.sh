@@ -38,19 +38,8 @@ fail() {
   exit 1
 }
 
-# --- tools: install what is missing (the pattern of scripts/install-deps.sh) ---
-missing=()
-for p in podman runc mmdebstrap curl; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing: ${missing[*]}"
-  sudo_cmd=()
-  if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq
-  "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
-fi
+# --- tools: install what is missing ---
+scripts/install-deps.sh podman runc mmdebstrap curl
 podman --version
 
 # --- the host's client ---

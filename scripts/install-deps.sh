@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages vtrain builds with, if any are missing.
+# With arguments, installs those packages instead (the deploy checks and the
+# container smoke test use it for their tools).
 set -euo pipefail
 
 packages=(cmake g++ make pkg-config libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libsqlite3-dev
   prometheus-cpp-dev)
+if [ $# -gt 0 ]; then packages=("$@"); fi
 
 missing=()
 for p in "${packages[@]}"; do
