@@ -22,8 +22,24 @@ std::optional<CatalogEntry> ProfileCatalog::Get(const std::string& id) const {
   return it->second;
 }
 
-std::optional<CatalogEntry> ProfileCatalog::Newest(const std::string& gpu) const {
+bool ProfileCatalog::Contains(const std::string& id) const {
   absl::MutexLock lock(&mu_);
+  return entries_.count(id) > 0;
+}
+
+std::shared_ptr<const ProfileSet> ProfileCatalog::Tables(const std::string& id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(id);
+  return it == entries_.end() ? nullptr : it->second.tables;
+}
+
+std::shared_ptr<const ProfileSet> ProfileCatalog::NewestTables(const std::string& gpu) const {
+  absl::MutexLock lock(&mu_);
+  const CatalogEntry* e = NewestLocked(gpu);
+  return e == nullptr ? nullptr : e->tables;
+}
+
+const CatalogEntry* ProfileCatalog::NewestLocked(const std::string& gpu) const {
   const CatalogEntry* best = nullptr;
   for (const auto& [id, e] : entries_) {
     if (e.proto.gpu() != gpu) continue;
@@ -34,8 +50,7 @@ std::optional<CatalogEntry> ProfileCatalog::Newest(const std::string& gpu) const
       best = &e;
     }
   }
-  if (best == nullptr) return std::nullopt;
-  return *best;
+  return best;
 }
 
 std::vector<CatalogEntry> ProfileCatalog::List() const {

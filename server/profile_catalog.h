@@ -32,8 +32,12 @@ class ProfileCatalog {
   void Add(CatalogEntry entry);
   bool Remove(const std::string& id);
   std::optional<CatalogEntry> Get(const std::string& id) const;
-  // The newest set for `gpu` (measured sets before built-in ones).
-  std::optional<CatalogEntry> Newest(const std::string& gpu) const;
+  bool Contains(const std::string& id) const;
+  // Only the decoded tables (no copy of the stored message): what a
+  // prediction needs. nullptr when absent. NewestTables: of the newest set
+  // for `gpu`, measured sets before built-in ones.
+  std::shared_ptr<const ProfileSet> Tables(const std::string& id) const;
+  std::shared_ptr<const ProfileSet> NewestTables(const std::string& gpu) const;
   std::vector<CatalogEntry> List() const;
   int64_t size() const;
 
@@ -42,6 +46,8 @@ class ProfileCatalog {
   std::vector<CatalogEntry> WaitForNewer(int64_t after, absl::Duration timeout) const;
 
  private:
+  const CatalogEntry* NewestLocked(const std::string& gpu) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
   mutable absl::Mutex mu_;
   std::map<std::string, CatalogEntry> entries_ ABSL_GUARDED_BY(mu_);
   int64_t sequence_ ABSL_GUARDED_BY(mu_) = 0;

@@ -259,17 +259,14 @@ grpc::Status Server::Impl::Predict(grpc::ServerContext* ctx, const v1::PredictRe
   if (!job.ok()) return Done(kMethod, start, ToGrpcStatus(job.status()));
   std::shared_ptr<const ProfileSet> tables;
   if (!req->profile_set_id().empty()) {
-    std::optional<CatalogEntry> e = catalog_.Get(req->profile_set_id());
-    if (!e) {
+    tables = catalog_.Tables(req->profile_set_id());
+    if (tables == nullptr) {
       return Done(kMethod, start,
                   grpc::Status(grpc::StatusCode::NOT_FOUND,
                                absl::StrCat("profile_set_id '", req->profile_set_id(),
                                             "' is not loaded; list sets with ListProfileSets")));
     }
-    tables = e->tables;
-  } else if (std::optional<CatalogEntry> e = catalog_.Newest(job->cluster.gpu.name)) {
-    tables = e->tables;
-  } else {
+  } else if ((tables = catalog_.NewestTables(job->cluster.gpu.name)) == nullptr) {
     tables = std::make_shared<const ProfileSet>(DefaultProfileSet(job->cluster.gpu));
   }
   PredictOptions options = convert::OptionsFromProto(*req);
@@ -332,10 +329,8 @@ grpc::Status Server::Impl::Search(grpc::ServerContext* ctx, const v1::SearchRequ
   if (!space.ok()) return Done(kMethod, start, ToGrpcStatus(space.status()));
   absl::StatusOr<SearchOptions> options = convert::SearchOptionsFromProto(*req);
   if (!options.ok()) return Done(kMethod, start, ToGrpcStatus(options.status()));
-  std::shared_ptr<const ProfileSet> tables;
-  if (std::optional<CatalogEntry> e = catalog_.Newest(space->cluster.gpu.name)) {
-    tables = e->tables;
-  } else {
+  std::shared_ptr<const ProfileSet> tables = catalog_.NewestTables(space->cluster.gpu.name);
+  if (tables == nullptr) {
     tables = std::make_shared<const ProfileSet>(DefaultProfileSet(space->cluster.gpu));
   }
   options->threads = max_slots_;
@@ -569,7 +564,7 @@ absl::Status Server::Impl::SyncOnce(v1::ProfileRegistry::Stub& stub) {
   grpc::Status s = stub.ListProfileSets(&list_ctx, v1::ListProfileSetsRequest(), &list);
   if (!s.ok()) return absl::UnavailableError(s.error_message());
   for (const v1::ProfileSetSummary& summary : list.profile_sets()) {
-    if (catalog_.Get(summary.id())) continue;
+    if (catalog_.Contains(summary.id())) continue;
     grpc::ClientContext get_ctx;
     get_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     v1::GetProfileSetRequest get;
@@ -594,7 +589,7 @@ absl::Status Server::Impl::SyncOnce(v1::ProfileRegistry::Stub& stub) {
     if (stopping_) watch_ctx.TryCancel();
   });
   while (reader->Read(&set)) {
-    if (!catalog_.Get(set.id())) {
+    if (!catalog_.Contains(set.id())) {
       absl::StatusOr<v1::PushProfileSetResponse> r = Accept(set, false, true);
       if (r.ok()) Log(absl::StrCat("synced ", set.id(), " from the registry"));
     }
