@@ -1,14 +1,27 @@
 #include "profiler_agent/agent_commands.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "client/commands.h"
 #include "client/flag_parser.h"
 #include "client/measurements.h"
 #include "client/remote.h"
 #include "profiler_agent/importers.h"
+#include "core/spec/gpu.h"
+#include "profiler_agent/work.h"
 #include "proto/convert.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
@@ -29,10 +42,61 @@ constexpr char kUsage[] =
     "  vtrain-agent import vtrain-trace FILE --gpu NAME --hidden H --heads A --seq-len S\n"
     "                     --micro-batch B --tp T [--ffn F] [--vocab V] -o OUT.json\n"
     "  vtrain-agent push FILE --server HOST:PORT --token-file F [--retries N]\n"
-    "  vtrain-agent profile|serve   (need the GPU part: CUPTI, NCCL; not in this build)\n\n"
+    "  vtrain-agent info | profile ... | nccl ...   (run vtrain-agent-gpu, the CUDA part;\n"
+    "                     see `vtrain-agent-gpu help`)\n"
+    "  vtrain-agent serve --server HOST:PORT --token-file F --gpu NAME [--gpus N] [--once]\n"
+    "                     [--interval SECONDS] [--max-items N] [--work-dir DIR]\n\n"
     "examples:\n"
     "  vtrain-agent import nccl-tests allreduce_8gpu.txt --gpu a100-sxm4-80gb --ranks 8 -o ar8.json\n"
-    "  vtrain-agent push ar8.json --server registry:50051 --token-file /etc/vtrain/token\n";
+    "  vtrain-agent push ar8.json --server registry:50051 --token-file /etc/vtrain/token\n"
+    "  vtrain-agent profile --hidden 2048 --heads 16 --seq-len 2048 --micro-batch 1 -o layer.json\n"
+    "  vtrain-agent serve --server registry:50051 --token-file /etc/vtrain/token \\\n"
+    "                     --gpu h200-sxm-141gb --gpus 8\n";
+
+// vtrain-agent-gpu: $VTRAIN_AGENT_GPU, else beside this binary (installed)
+// or in gpu/ under it (build tree); "" when absent.
+std::string FindAgentGpu() {
+  if (const char* env = std::getenv("VTRAIN_AGENT_GPU"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return "";
+  std::string dir(self, static_cast<size_t>(n));
+  dir.resize(dir.rfind('/') + 1);
+  for (const std::string& candidate : {dir + "vtrain-agent-gpu", dir + "gpu/vtrain-agent-gpu"}) {
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+constexpr char kNoGpuPart[] =
+    "needs vtrain-agent-gpu (the CUDA part: CUPTI, cuBLASLt, NCCL), which is not beside this "
+    "binary; build on a machine with the CUDA Toolkit (or `cmake -S profiler_agent/gpu`) or set "
+    "VTRAIN_AGENT_GPU";
+
+// Runs `binary args...` with this process's stdout and stderr; returns its
+// exit code (128 + signal when killed, -1 when it could not start).
+int RunChild(const std::string& binary, const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(binary.c_str()));
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+}
 
 absl::Status WriteSet(const ProfileSet& set, const std::string& path, std::ostream& out) {
   v1::ProfileSet proto = convert::ProfileSetToProto(set);
@@ -110,35 +174,16 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
   return kExitOk;
 }
 
-int RunPush(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  if (args.empty() || args[0].rfind("--", 0) == 0) {
-    err << kUsage;
-    return kExitBadInput;
-  }
-  FlagParser flags("vtrain-agent push");
-  cli::AddConnectionFlags(flags);
-  flags.AddValue("retries", "N", "attempts while the registry is unreachable (default 8)");
-  if (absl::Status s = flags.Parse({args.begin() + 1, args.end()}); !s.ok()) {
-    return Fail(err, "push", s);
-  }
-  absl::StatusOr<std::string> text = cli::ReadFile(args[0]);
-  if (!text.ok()) return Fail(err, "push", text.status());
-  v1::PushProfileSetRequest req;
-  if (absl::Status s = convert::FromJson(*text, req.mutable_profile_set()); !s.ok()) {
-    return Fail(err, "push", absl::InvalidArgumentError(absl::StrCat(args[0], ": ", s.message())));
-  }
-  absl::StatusOr<cli::Connection> c = cli::Connect(flags);
-  if (!c.ok()) return Fail(err, "push", c.status());
-  absl::StatusOr<std::optional<int64_t>> retries = flags.GetInt("retries");
-  if (!retries.ok()) return Fail(err, "push", retries.status());
-  const int64_t attempts = std::max<int64_t>(1, retries->value_or(8));
-  auto stub = v1::ProfileRegistry::NewStub(c->channel);
+// Pushes with retries while the registry is unreachable. Pushes are
+// idempotent (the id is the content hash), so retrying after an unknown
+// outcome is safe.
+int PushWithRetries(const v1::PushProfileSetRequest& req, const cli::Connection& c,
+                    int64_t attempts, std::ostream& out, std::ostream& err) {
+  auto stub = v1::ProfileRegistry::NewStub(c.channel);
   absl::Duration backoff = absl::Milliseconds(200);
-  // Pushes are idempotent (the id is the content hash), so retrying after an
-  // unknown outcome is safe.
   for (int64_t attempt = 1;; ++attempt) {
     v1::PushProfileSetResponse resp;
-    grpc::Status s = stub->PushProfileSet(c->Context().get(), req, &resp);
+    grpc::Status s = stub->PushProfileSet(c.Context().get(), req, &resp);
     if (s.ok()) {
       out << resp.id() << (resp.already_present() ? " (already present; nothing changed)" : " (stored)")
           << "\n";
@@ -155,6 +200,137 @@ int RunPush(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
 }
 
+// Reads a profile-set file into a push request.
+absl::StatusOr<v1::PushProfileSetRequest> ReadSetFile(const std::string& path) {
+  absl::StatusOr<std::string> text = cli::ReadFile(path);
+  if (!text.ok()) return text.status();
+  v1::PushProfileSetRequest req;
+  if (absl::Status s = convert::FromJson(*text, req.mutable_profile_set()); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
+  }
+  return req;
+}
+
+int RunPush(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty() || args[0].rfind("--", 0) == 0) {
+    err << kUsage;
+    return kExitBadInput;
+  }
+  FlagParser flags("vtrain-agent push");
+  cli::AddConnectionFlags(flags);
+  flags.AddValue("retries", "N", "attempts while the registry is unreachable (default 8)");
+  if (absl::Status s = flags.Parse({args.begin() + 1, args.end()}); !s.ok()) {
+    return Fail(err, "push", s);
+  }
+  absl::StatusOr<v1::PushProfileSetRequest> req = ReadSetFile(args[0]);
+  if (!req.ok()) return Fail(err, "push", req.status());
+  absl::StatusOr<cli::Connection> c = cli::Connect(flags);
+  if (!c.ok()) return Fail(err, "push", c.status());
+  absl::StatusOr<std::optional<int64_t>> retries = flags.GetInt("retries");
+  if (!retries.ok()) return Fail(err, "push", retries.status());
+  return PushWithRetries(*req, *c, std::max<int64_t>(1, retries->value_or(8)), out, err);
+}
+
+std::atomic<bool> g_stop{false};  // set by SIGTERM/SIGINT during `serve`
+extern "C" void StopServing(int) { g_stop = true; }
+
+// One poll of `serve`: asks for work, runs vtrain-agent-gpu for it, pushes
+// what it measured. Returns the number of failed runs, or an error status
+// when the registry could not be asked.
+absl::StatusOr<int> ServeOnce(const cli::Connection& c, const std::string& gpu_binary,
+                              const std::string& gpu, int local_gpus, int max_items,
+                              const std::string& work_dir, std::ostream& out, std::ostream& err) {
+  auto stub = v1::ProfileRegistry::NewStub(c.channel);
+  v1::NextProfilingWorkRequest req;
+  req.set_gpu(gpu);
+  req.set_max_items(max_items);
+  v1::NextProfilingWorkResponse resp;
+  if (grpc::Status s = stub->NextProfilingWork(c.Context().get(), req, &resp); !s.ok()) {
+    return cli::FromGrpc(s);
+  }
+  std::vector<std::string> keys;
+  for (const v1::ProfilingWork& w : resp.work()) keys.push_back(w.key());
+  const WorkPlan plan = PlanProfilingWork(keys, gpu, local_gpus);
+  out << "serve: " << keys.size() << " work items, " << plan.runs.size() << " runs, "
+      << plan.skipped.size() << " skipped\n";
+  for (const std::string& s : plan.skipped) out << "serve: skipped " << s << "\n";
+  int failed = 0;
+  for (size_t i = 0; i < plan.runs.size() && !g_stop; ++i) {
+    const ProfilingRun& run = plan.runs[i];
+    const std::string file = absl::StrCat(work_dir, "/vtrain-agent-", getpid(), "-", i, ".json");
+    std::vector<std::string> args = run.args;
+    args.push_back("-o");
+    args.push_back(file);
+    out << "serve: run " << i + 1 << "/" << plan.runs.size() << ": vtrain-agent-gpu "
+        << absl::StrJoin(args, " ") << "\n";
+    const int rc = RunChild(gpu_binary, args);
+    if (rc != 0) {
+      err << "serve: run " << i + 1 << " failed (exit " << rc << "); its " << run.keys.size()
+          << " keys stay queued\n";
+      ++failed;
+      continue;
+    }
+    absl::StatusOr<v1::PushProfileSetRequest> push = ReadSetFile(file);
+    if (!push.ok() || PushWithRetries(*push, c, 8, out, err) != kExitOk) {
+      if (!push.ok()) err << "serve: " << push.status().message() << "\n";
+      ++failed;
+    }
+    std::remove(file.c_str());
+  }
+  return failed;
+}
+
+int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  FlagParser flags("vtrain-agent serve");
+  cli::AddConnectionFlags(flags);
+  flags.AddValue("gpu", "NAME", "the GPU model of this node (its work is asked for)");
+  flags.AddValue("gpus", "N", "GPUs on this node, for NCCL work (default 1)");
+  flags.AddValue("interval", "SECONDS", "pause between polls (default 60)");
+  flags.AddValue("max-items", "N", "work items per poll (default 10)");
+  flags.AddValue("work-dir", "DIR", "where measured files are written before the push (/tmp)");
+  flags.AddSwitch("once", "poll once, run the work, exit (non-zero if a run failed)");
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "serve", s);
+  const std::optional<std::string> gpu = flags.Get("gpu");
+  if (!gpu) return Fail(err, "serve", absl::InvalidArgumentError("--gpu NAME is required"));
+  if (!GpuByName(*gpu).ok()) {
+    return Fail(err, "serve", absl::InvalidArgumentError(absl::StrCat("--gpu '", *gpu, "' is unknown")));
+  }
+  int64_t values[3] = {1, 60, 10};
+  const char* names[3] = {"gpus", "interval", "max-items"};
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<std::optional<int64_t>> v = flags.GetInt(names[i]);
+    if (!v.ok()) return Fail(err, "serve", v.status());
+    if (*v) values[i] = **v;
+    if (values[i] < (i == 1 ? 0 : 1) || values[i] > 100000) {
+      return Fail(err, "serve", absl::InvalidArgumentError(absl::StrCat(
+                                    "--", names[i], "=", values[i], " is out of range")));
+    }
+  }
+  absl::StatusOr<cli::Connection> c = cli::Connect(flags);
+  if (!c.ok()) return Fail(err, "serve", c.status());
+  const std::string gpu_binary = FindAgentGpu();
+  if (gpu_binary.empty()) {
+    err << "vtrain-agent serve: " << kNoGpuPart << "\n";
+    return kExitFailure;
+  }
+  const std::string work_dir = flags.Get("work-dir").value_or("/tmp");
+  const bool once = flags.Has("once");
+  std::signal(SIGTERM, StopServing);
+  std::signal(SIGINT, StopServing);
+  while (!g_stop) {
+    absl::StatusOr<int> failed = ServeOnce(*c, gpu_binary, *gpu, static_cast<int>(values[0]),
+                                           static_cast<int>(values[2]), work_dir, out, err);
+    if (!failed.ok()) {
+      if (once) return Fail(err, "serve", failed.status());
+      err << "vtrain-agent serve: " << failed.status().message() << "; retrying\n";
+    }
+    if (once) return failed.ok() && *failed == 0 ? kExitOk : kExitFailure;
+    for (int64_t s = 0; s < values[1] * 10 && !g_stop; ++s) absl::SleepFor(absl::Milliseconds(100));
+  }
+  out << "serve: stopped\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunAgent(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -169,10 +345,14 @@ int RunAgent(const std::vector<std::string>& args, std::ostream& out, std::ostre
     out << kUsage;
     return kExitOk;
   }
-  if (args[0] == "profile" || args[0] == "serve") {
-    err << "vtrain-agent: '" << args[0]
-        << "' needs the GPU part (CUPTI, cuBLAS, NCCL), which this build does not have\n";
-    return kExitFailure;
+  if (args[0] == "serve") return RunServe(rest, out, err);
+  if (args[0] == "profile" || args[0] == "nccl" || args[0] == "info") {
+    const std::string gpu_binary = FindAgentGpu();
+    if (gpu_binary.empty()) {
+      err << "vtrain-agent " << args[0] << ": " << kNoGpuPart << "\n";
+      return kExitFailure;
+    }
+    return RunChild(gpu_binary, args);
   }
   err << "vtrain-agent: unknown command '" << args[0] << "'\n\n" << kUsage;
   return kExitBadInput;

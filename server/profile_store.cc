@@ -250,4 +250,32 @@ absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ProfileStore::NextW
   return out;
 }
 
+absl::StatusOr<int64_t> ProfileStore::ResolveWork(
+    const std::vector<std::pair<std::string, std::string>>& done) {
+  if (done.empty()) return 0;
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  Statement d(db_,
+              "DELETE FROM profiling_work WHERE gpu = ?1 AND (key = ?2 OR "
+              "substr(key, 1, length(?2) + 7) = ?2 || ' bytes=')");
+  if (!d.ok()) {
+    Exec("ROLLBACK").IgnoreError();
+    return Error("preparing the work removal");
+  }
+  int64_t removed = 0;
+  for (const auto& [gpu, key] : done) {
+    sqlite3_reset(d.get());
+    d.Bind(1, gpu);
+    d.Bind(2, key);
+    if (d.Step() != SQLITE_DONE) {
+      absl::Status s = Error("removing answered profiling work");
+      Exec("ROLLBACK").IgnoreError();
+      return s;
+    }
+    removed += sqlite3_changes(db_);
+  }
+  if (absl::Status s = Exec("COMMIT"); !s.ok()) return s;
+  return removed;
+}
+
 }  // namespace vtrain::server

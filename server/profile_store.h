@@ -52,6 +52,11 @@ class ProfileStore {
   absl::Status RecordMissing(const std::vector<WorkCount>& counts);
   absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> NextWork(const std::string& gpu,
                                                                          int limit);
+  // Removes work a pushed set answers: for each (gpu, key text), the item
+  // with that key and, for collective keys, every "<key> bytes=..." item
+  // (a curve now exists; sizes it does not cover come back with the next
+  // prediction that needs them). Returns how many items were open.
+  absl::StatusOr<int64_t> ResolveWork(const std::vector<std::pair<std::string, std::string>>& done);
 
   static constexpr int kSchemaVersion = 1;
 

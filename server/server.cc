@@ -215,6 +215,15 @@ absl::StatusOr<v1::PushProfileSetResponse> Server::Impl::Accept(v1::ProfileSet s
   v1::PushProfileSetResponse resp;
   resp.set_id(id);
   resp.set_already_present(put->already_present);
+  if (!builtin) {
+    // The set answers the profiling work for its keys: take it off the queue
+    // (pending counts are written first so none comes back after).
+    std::vector<std::pair<std::string, std::string>> done;
+    for (const auto& [key, profile] : tables->operators) done.emplace_back(key.gpu, key.ToString());
+    for (const auto& [key, curve] : tables->collectives) done.emplace_back(key.gpu, key.ToString());
+    FlushWork();
+    if (!store_->ResolveWork(done).ok()) metrics_.DatabaseError();
+  }
   if (!put->already_present) {
     CatalogEntry e;
     tables->name = id;

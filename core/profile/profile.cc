@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace vtrain {
 namespace {
@@ -69,6 +72,43 @@ std::string OperatorKey::ToString() const {
   absl::StrAppend(&out, " s=", seq, " b=", micro_batch, " t=", tensor_parallel);
   if (vocab > 0) absl::StrAppend(&out, " v=", vocab);
   return out;
+}
+
+absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "operator key '", text, "': ", why,
+        "; expected GPU/DTYPE/OP h=.. [a=..] [f=..] s=.. b=.. t=.. [v=..] or "
+        "GPU/DTYPE/optimizer_step params=.."));
+  };
+  const std::vector<absl::string_view> words = absl::StrSplit(text, ' ', absl::SkipEmpty());
+  if (words.empty()) return bad("it is empty");
+  const std::vector<absl::string_view> path = absl::StrSplit(words[0], '/');
+  if (path.size() != 3 || path[0].empty()) return bad("it does not start with GPU/DTYPE/OP");
+  absl::StatusOr<DType> dtype = ParseDType(path[1]);
+  if (!dtype.ok()) return bad(absl::StrCat("dtype '", path[1], "' is unknown"));
+  absl::StatusOr<OperatorKind> op = ParseOperatorKind(path[2]);
+  if (!op.ok()) return bad(absl::StrCat("operator '", path[2], "' is unknown"));
+  int64_t h = 0, a = 0, f = 0, s = 0, b = 0, t = 1, v = 0, params = 0;
+  for (size_t i = 1; i < words.size(); ++i) {
+    const std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(words[i], '=');
+    int64_t value = 0;
+    if (!absl::SimpleAtoi(kv.second, &value) || value < 0) {
+      return bad(absl::StrCat("'", words[i], "' is not name=non-negative integer"));
+    }
+    int64_t* field = kv.first == "h"        ? &h
+                     : kv.first == "a"      ? &a
+                     : kv.first == "f"      ? &f
+                     : kv.first == "s"      ? &s
+                     : kv.first == "b"      ? &b
+                     : kv.first == "t"      ? &t
+                     : kv.first == "v"      ? &v
+                     : kv.first == "params" ? &params
+                                            : nullptr;
+    if (field == nullptr) return bad(absl::StrCat("'", kv.first, "' is not a key field"));
+    *field = value;
+  }
+  return MakeOperatorKey(std::string(path[0]), *dtype, *op, h, a, f, s, b, t, v, params);
 }
 
 OperatorKey MakeOperatorKey(std::string gpu, DType dtype, OperatorKind op, int64_t hidden,

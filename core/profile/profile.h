@@ -64,6 +64,10 @@ struct OperatorKey {
   std::string ToString() const;
 };
 
+// The reverse of OperatorKey::ToString (the text work items carry):
+// INVALID_ARGUMENT naming the part that does not parse.
+absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text);
+
 // Builds a key with only the fields `op` depends on set.
 OperatorKey MakeOperatorKey(std::string gpu, DType dtype, OperatorKind op, int64_t hidden,
                             int64_t heads, int64_t ffn, int64_t seq, int64_t micro_batch,

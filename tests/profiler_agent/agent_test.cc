@@ -1,4 +1,8 @@
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 
 #include <cstdio>
 #include <fstream>
@@ -8,6 +12,11 @@
 #include "gtest/gtest.h"
 #include "profiler_agent/agent_commands.h"
 #include "profiler_agent/importers.h"
+#include "profiler_agent/work.h"
+#include "client/commands.h"
+#include "vtrain/v1/vtrain.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "absl/strings/str_join.h"
 #include "server/server.h"
 
 namespace vtrain::agent {
@@ -99,10 +108,130 @@ TEST(AgentCommandsTest, PushRetriesThenStoresIdempotently) {
   EXPECT_NE(out2.str().find("(stored)"), std::string::npos);
   ASSERT_EQ(RunAgent({"push", json, "--server", address, "--token-file", token}, out3, err3), 0);
   EXPECT_NE(out3.str().find("already present"), std::string::npos);
-  // Without a GPU part, profiling says so and fails.
+  // Without the GPU part beside it, profiling says so and fails.
+  unsetenv("VTRAIN_AGENT_GPU");
   std::ostringstream out4, err4;
   EXPECT_EQ(RunAgent({"profile"}, out4, err4), 1);
-  EXPECT_NE(err4.str().find("GPU part"), std::string::npos);
+  EXPECT_NE(err4.str().find("needs vtrain-agent-gpu"), std::string::npos) << err4.str();
+}
+
+TEST(WorkPlanTest, KeysBecomeLayerAndNcclRuns) {
+  const std::string g = "h200-sxm-141gb";
+  const WorkPlan plan = PlanProfilingWork(
+      {g + "/fp16/attention_fwd h=4096 a=32 s=2048 b=1 t=2",
+       g + "/fp16/mlp_bwd h=4096 f=16384 s=2048 b=1 t=2",
+       g + "/fp16/logit_fwd h=4096 s=2048 b=1 t=2 v=51200",
+       g + "/fp16/optimizer_step params=1000000",
+       g + "/bf16/mlp_fwd h=1024 f=4096 s=512 b=4 t=1",
+       g + "/intra_node/all_reduce ranks=4 bytes=8192",
+       g + "/intra_node/all_gather ranks=4 bytes=1.5e+09",
+       g + "/intra_node/all_reduce ranks=16", g + "/inter_node/all_reduce ranks=2",
+       "a100-sxm4-80gb/fp16/mlp_fwd h=1024 f=4096 s=512 b=4 t=1", "gibberish"},
+      g, 8);
+  ASSERT_EQ(plan.runs.size(), 3u);
+  const std::vector<std::string> layer = {
+      "profile", "--hidden", "4096", "--heads", "32", "--ffn", "16384", "--seq-len", "2048",
+      "--micro-batch", "1", "--tp", "2", "--vocab", "51200", "--dtype", "fp16", "--gpu", g,
+      "--adam-params", "1000000"};
+  EXPECT_EQ(plan.runs[0].args, layer);
+  EXPECT_EQ(plan.runs[0].keys.size(), 4u);  // three layer keys and the optimizer
+  // The bf16 layer: heads default to a head size of 128 (1024 / 128 = 8).
+  EXPECT_EQ(plan.runs[1].args[4], "8");
+  EXPECT_EQ(plan.runs[1].args[16], "bf16");
+  const std::vector<std::string> nccl = {
+      "nccl", "--min-gpus", "4", "--max-gpus", "4", "--max-bytes", "2147483648",
+      "--collectives", "all_gather,all_reduce", "--gpu", g};
+  EXPECT_EQ(plan.runs[2].args, nccl);
+  ASSERT_EQ(plan.skipped.size(), 4u);  // 16 ranks, inter-node, other GPU, gibberish
+  EXPECT_NE(plan.skipped[0].find("needs 16 GPUs"), std::string::npos) << plan.skipped[0];
+  EXPECT_NE(plan.skipped[1].find("spans nodes"), std::string::npos);
+}
+
+// serve against a real registry, with a stand-in for vtrain-agent-gpu that
+// writes a one-kernel table for the shape it is asked to profile: the work
+// predictions left behind is answered, pushed and taken off the queue.
+TEST(AgentCommandsTest, ServeAnswersProfilingWork) {
+  const std::string dir = ::testing::TempDir();
+  const std::string fake = absl::StrCat(dir, "/fake-agent-gpu-", getpid()), token = dir + "/tok2",
+                    log = absl::StrCat(dir, "/fake-", getpid(), ".log");
+  std::remove(log.c_str());
+  {
+    std::ofstream(token) << "tok";
+    std::ofstream f(fake);
+    f << "#!/bin/bash\n"
+         "echo \"$*\" >> " << log << "\n"
+         "declare -A v; cmd=$1; shift\n"
+         "while [ $# -gt 0 ]; do v[$1]=$2; shift 2; done\n"
+         "if [ \"$cmd\" = profile ]; then\n"
+         "  dt=$(echo ${v[--dtype]} | tr a-z A-Z)\n"
+         "  cat > ${v[-o]} <<EOF\n"
+         "{\"name\": \"fake\", \"gpu\": \"${v[--gpu]}\", \"operators\": [{\"key\": {\"op\": \"attention_fwd\",\n"
+         " \"dtype\": \"DTYPE_$dt\", \"hidden\": ${v[--hidden]}, \"heads\": ${v[--heads]},\n"
+         " \"seq\": ${v[--seq-len]}, \"micro_batch\": ${v[--micro-batch]}, \"tensor_parallel\": ${v[--tp]}},\n"
+         " \"kernels\": [{\"name\": \"k\", \"duration_ns\": 1000}]}]}\n"
+         "EOF\n"
+         "else exit 3; fi\n";
+  }
+  chmod(fake.c_str(), 0755);
+  setenv("VTRAIN_AGENT_GPU", fake.c_str(), 1);
+
+  server::ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.db_path = absl::StrCat(dir, "/serve_", getpid(), ".db");
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((o.db_path + suffix).c_str());
+  o.push_token = "tok";
+  absl::StatusOr<std::unique_ptr<server::Server>> srv = server::Server::Start(o);
+  ASSERT_TRUE(srv.ok()) << srv.status();
+  const std::string address = absl::StrCat("127.0.0.1:", (*srv)->port());
+  // A prediction on a GPU with only analytical tables leaves work behind.
+  std::ostringstream pout, perr;
+  ASSERT_EQ(cli::RunVtrainctl({"predict", "--server", address, "--model", "gpt3-1.3b", "--gpu",
+                               "a100-sxm4-80gb", "--gpus", "8", "--tp", "2", "--dp", "4",
+                               "--global-batch", "64"},
+                              pout, perr),
+            0)
+      << perr.str();
+
+  auto work_keys = [&] {
+    auto stub = v1::ProfileRegistry::NewStub(
+        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    v1::NextProfilingWorkRequest req;
+    req.set_gpu("a100-sxm4-80gb");
+    req.set_max_items(1000);
+    v1::NextProfilingWorkResponse resp;
+    EXPECT_TRUE(stub->NextProfilingWork(&ctx, req, &resp).ok());
+    std::vector<std::string> keys;
+    for (const auto& w : resp.work()) keys.push_back(w.key());
+    return keys;
+  };
+  const std::vector<std::string> before = work_keys();
+  auto attention_it = std::find_if(before.begin(), before.end(), [](const std::string& k) {
+    return k.rfind("a100-sxm4-80gb/fp16/attention_fwd h=2048 ", 0) == 0;
+  });
+  ASSERT_NE(attention_it, before.end()) << absl::StrJoin(before, "\n");
+  const std::string attention = *attention_it;
+
+  std::ostringstream out, err;
+  // The stand-in fails NCCL runs: serve reports them and exits non-zero, but
+  // pushes what the profile runs measured.
+  EXPECT_EQ(RunAgent({"serve", "--server", address, "--token-file", token, "--gpu",
+                      "a100-sxm4-80gb", "--gpus", "8", "--once", "--max-items", "1000",
+                      "--work-dir", dir},
+                     out, err),
+            1)
+      << out.str() << err.str();
+  EXPECT_NE(out.str().find("(stored)"), std::string::npos) << out.str() << err.str();
+  std::ifstream in(log);
+  std::stringstream ran;
+  ran << in.rdbuf();
+  EXPECT_NE(ran.str().find("profile --hidden 2048 --heads "), std::string::npos) << ran.str();
+  EXPECT_NE(ran.str().find("nccl --min-gpus 2 --max-gpus 2"), std::string::npos) << ran.str();
+  const std::vector<std::string> after = work_keys();
+  EXPECT_EQ(std::find(after.begin(), after.end(), attention), after.end())
+      << "the pushed table answers the attention key";
+  EXPECT_LT(after.size(), before.size());
+  unsetenv("VTRAIN_AGENT_GPU");
 }
 
 }  // namespace

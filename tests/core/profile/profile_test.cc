@@ -157,5 +157,25 @@ TEST(ProfileNamesTest, RoundTrip) {
             "g/inter_node/all_gather ranks=16");
 }
 
+// Work items carry keys as text; the agent parses them back.
+TEST(OperatorKeyTest, ParseIsTheInverseOfToString) {
+  for (int i = 0; i < kNumOperatorKinds; ++i) {
+    const OperatorKey key = MakeOperatorKey("h200-sxm-141gb", DType::kBf16,
+                                            static_cast<OperatorKind>(i), 12288, 96, 49152, 2048,
+                                            2, 8, 51200, 1'234'567);
+    absl::StatusOr<OperatorKey> parsed = ParseOperatorKey(key.ToString());
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, key) << key.ToString();
+  }
+  EXPECT_FALSE(ParseOperatorKey("").ok());
+  EXPECT_FALSE(ParseOperatorKey("a100/fp16 h=1").ok());
+  EXPECT_FALSE(ParseOperatorKey("a100/fp8/mlp_fwd h=1").ok());
+  EXPECT_FALSE(ParseOperatorKey("a100/fp16/conv h=1").ok());
+  EXPECT_FALSE(ParseOperatorKey("a100/fp16/mlp_fwd h=-1").ok());
+  absl::StatusOr<OperatorKey> bad = ParseOperatorKey("a100/fp16/mlp_fwd h=1 z=3");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("'z' is not a key field"));
+}
+
 }  // namespace
 }  // namespace vtrain

@@ -1,0 +1,166 @@
+#include "profiler_agent/gpu/cupti_recorder.h"
+
+#include <cupti.h>
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace vtrain::gpu {
+namespace {
+
+constexpr size_t kBufferBytes = 8 << 20;
+constexpr size_t kAlign = 8;
+
+// Demangled kernel name ("void layer_norm_fwd_kernel<__half>(...)"); the
+// mangled one when demangling fails.
+std::string Demangle(const char* name) {
+  if (name == nullptr) return "unknown";
+  int status = 0;
+  char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status != 0 || out == nullptr) return name;
+  std::string s(out);
+  std::free(out);
+  return s;
+}
+
+struct OpenMarker {
+  std::string name;
+  uint64_t start_ns = 0;
+  uint64_t thread = 0;
+};
+
+// CUPTI's buffer callbacks carry no user pointer: the records they deliver
+// land in this process-wide state, guarded by `mu`.
+struct State {
+  std::mutex mu;
+  Trace trace;
+  std::unordered_map<uint32_t, OpenMarker> open_markers;
+  uint64_t dropped = 0;
+  bool started = false;
+};
+
+State& GlobalState() {
+  static State* state = new State();  // never destroyed: callbacks may run at exit
+  return *state;
+}
+
+std::string CuptiError(const char* call, CUptiResult r) {
+  const char* msg = nullptr;
+  cuptiGetResultString(r, &msg);
+  return std::string(call) + ": " + (msg ? msg : "unknown CUPTI error") + " (" +
+         std::to_string(static_cast<int>(r)) + ")";
+}
+
+void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(kAlign, kBufferBytes));
+  *size = *buffer ? kBufferBytes : 0;
+  *max_records = 0;
+}
+
+void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t size,
+                              size_t valid_size) {
+  (void)size;
+  State& st = GlobalState();
+  std::lock_guard<std::mutex> lock(st.mu);
+  CUpti_Activity* record = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
+    switch (record->kind) {
+      case CUPTI_ACTIVITY_KIND_KERNEL:
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+        st.trace.kernels.push_back(
+            {Demangle(k->name), k->start, k->end, k->streamId, k->correlationId});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_RUNTIME:
+      case CUPTI_ACTIVITY_KIND_DRIVER: {
+        const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
+        st.trace.launches.push_back({a->correlationId, a->start, a->end, a->threadId});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MARKER: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMarker2*>(record);
+        const uint64_t thread =
+            m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0;
+        if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
+          st.open_markers[m->id] = {m->name ? m->name : "", m->timestamp, thread};
+        } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
+          auto it = st.open_markers.find(m->id);
+          if (it != st.open_markers.end()) {
+            st.trace.ranges.push_back(
+                {it->second.name, it->second.start_ns, m->timestamp, it->second.thread});
+            st.open_markers.erase(it);
+          }
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  size_t dropped = 0;
+  if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS) {
+    st.dropped += dropped;
+  }
+  std::free(buffer);
+}
+
+}  // namespace
+
+std::string CuptiRecorder::Start(bool nvtx) {
+  State& st = GlobalState();
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    if (st.started) return "CuptiRecorder::Start called twice";
+    st.started = true;
+  }
+  CUptiResult r = cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted);
+  if (r != CUPTI_SUCCESS) return CuptiError("cuptiActivityRegisterCallbacks", r);
+  struct {
+    CUpti_ActivityKind kind;
+    const char* name;
+  } kinds[] = {{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "cuptiActivityEnable(CONCURRENT_KERNEL)"},
+               {CUPTI_ACTIVITY_KIND_RUNTIME, "cuptiActivityEnable(RUNTIME)"},
+               {CUPTI_ACTIVITY_KIND_DRIVER, "cuptiActivityEnable(DRIVER)"},
+               {CUPTI_ACTIVITY_KIND_MARKER, "cuptiActivityEnable(MARKER)"}};
+  for (const auto& k : kinds) {
+    if (k.kind == CUPTI_ACTIVITY_KIND_MARKER && !nvtx) continue;
+    r = cuptiActivityEnable(k.kind);
+    if (r != CUPTI_SUCCESS) return CuptiError(k.name, r);
+  }
+  return "";
+}
+
+Trace CuptiRecorder::Collect() {
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  State& st = GlobalState();
+  std::lock_guard<std::mutex> lock(st.mu);
+  Trace out = std::move(st.trace);
+  st.trace = Trace();
+  return out;
+}
+
+void CuptiRecorder::Stop() {
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_RUNTIME,
+                               CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_MARKER}) {
+    cuptiActivityDisable(k);
+  }
+}
+
+uint64_t CuptiRecorder::Now() {
+  uint64_t t = 0;
+  cuptiGetTimestamp(&t);
+  return t;
+}
+
+uint64_t CuptiRecorder::Dropped() {
+  State& st = GlobalState();
+  std::lock_guard<std::mutex> lock(st.mu);
+  return st.dropped;
+}
+
+}  // namespace vtrain::gpu

@@ -1,0 +1,362 @@
+// vtrain-agent-gpu: the GPU half of the profiler agent. Profiles one layer
+// shape's operators with CUPTI and sweeps NCCL collectives on this node,
+// writing profile-set JSON files; needs only the CUDA Toolkit.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "profiler_agent/gpu/checks.h"
+#include "profiler_agent/gpu/cupti_recorder.h"
+#include "profiler_agent/gpu/device_info.h"
+#include "profiler_agent/gpu/layer_profiler.h"
+#include "profiler_agent/gpu/nccl_sweep.h"
+#include "profiler_agent/gpu/profile_json.h"
+
+namespace vtrain::gpu {
+namespace {
+
+constexpr int kExitOk = 0, kExitFailure = 1, kExitBadInput = 2;
+
+constexpr char kUsage[] =
+    "vtrain-agent-gpu: measure profile tables on this GPU node (CUPTI, cuBLASLt, NCCL)\n\n"
+    "usage:\n"
+    "  vtrain-agent-gpu info\n"
+    "  vtrain-agent-gpu profile --hidden H --heads A --seq-len S --micro-batch B [--tp T]\n"
+    "        [--ffn F] [--vocab V] [--dtype fp16|bf16] [--adam-params N] [--warmup N]\n"
+    "        [--repetitions N] [--device I] [--gpu NAME] [--check] -o OUT.json\n"
+    "  vtrain-agent-gpu nccl [--min-gpus N] [--max-gpus N] [--min-bytes B] [--max-bytes B]\n"
+    "        [--collectives all_reduce,all_gather,reduce_scatter,send_recv] [--iterations N]\n"
+    "        [--gpu NAME] -o OUT.json\n"
+    "  vtrain-agent-gpu nccl --check [--gpus N]\n\n"
+    "exit codes: 0 ok, 1 no usable GPU or a failed measurement or check, 2 bad input\n";
+
+// --name value / --name=value flags; every flag must be known.
+class Flags {
+ public:
+  Flags(const std::vector<std::string>& args, const std::vector<std::string>& valued,
+        const std::vector<std::string>& switches) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      std::string a = args[i];
+      if (a == "-o") a = "--o";
+      if (a.rfind("--", 0) != 0) {
+        error_ = "unexpected argument '" + a + "'";
+        return;
+      }
+      std::string name = a.substr(2), value;
+      const size_t eq = name.find('=');
+      const bool inline_value = eq != std::string::npos;
+      if (inline_value) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+      }
+      if (Contains(switches, name) && !inline_value) {
+        values_[name] = "true";
+      } else if (Contains(valued, name)) {
+        if (!inline_value) {
+          if (i + 1 >= args.size()) {
+            error_ = "--" + name + " needs a value";
+            return;
+          }
+          value = args[++i];
+        }
+        values_[name] = value;
+      } else {
+        error_ = "unknown flag --" + name;
+        return;
+      }
+    }
+  }
+  const std::string& error() const { return error_; }
+  bool Has(const std::string& name) const { return values_.count(name) > 0; }
+  std::string Get(const std::string& name, const std::string& fallback = "") const {
+    auto it = values_.find(name);
+    return it == values_.end() ? fallback : it->second;
+  }
+  // A non-negative integer with an optional KiB/MiB/GiB suffix; "" on
+  // success, else the message naming the flag.
+  std::string Int(const std::string& name, int64_t* out) const {
+    auto it = values_.find(name);
+    if (it == values_.end()) return "";
+    std::string v = it->second;
+    int64_t scale = 1;
+    for (auto [suffix, s] : {std::pair<const char*, int64_t>{"KiB", 1 << 10},
+                             {"MiB", 1 << 20}, {"GiB", int64_t{1} << 30}}) {
+      const std::string suf = suffix;
+      if (v.size() > suf.size() && v.compare(v.size() - suf.size(), suf.size(), suf) == 0) {
+        v.resize(v.size() - suf.size());
+        scale = s;
+      }
+    }
+    char* end = nullptr;
+    const long long n = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || n < 0 || n > (int64_t{1} << 40) / scale) {
+      return "--" + name + "='" + it->second + "' must be a non-negative integer (KiB/MiB/GiB allowed)";
+    }
+    *out = n * scale;
+    return "";
+  }
+
+ private:
+  static bool Contains(const std::vector<std::string>& v, const std::string& s) {
+    for (const std::string& x : v) {
+      if (x == s) return true;
+    }
+    return false;
+  }
+  std::map<std::string, std::string> values_;
+  std::string error_;
+};
+
+int BadInput(const char* command, const std::string& message) {
+  std::cerr << "vtrain-agent-gpu " << command << ": " << message << "\n";
+  return kExitBadInput;
+}
+int Failure(const char* command, const std::string& message) {
+  std::cerr << "vtrain-agent-gpu " << command << ": " << message << "\n";
+  return kExitFailure;
+}
+
+bool WriteText(const std::string& path, const std::string& text, std::string* error) {
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  if (!out) {
+    *error = "cannot write " + path;
+    return false;
+  }
+  return true;
+}
+
+// The GPU's vtrain name: --gpu, else derived from the device name.
+std::string GpuName(const Flags& flags, const DeviceInfo& info, std::string* error) {
+  if (flags.Has("gpu")) return flags.Get("gpu");
+  std::string name = VtrainGpuName(info.name, info.memory_bytes);
+  if (name.empty()) {
+    *error = "'" + info.name +
+             "' is not a GPU vtrain models; pass --gpu NAME (a100-sxm4-40gb, a100-sxm4-80gb, "
+             "h100-sxm5-80gb, h200-sxm-141gb, v100-sxm2-32gb) to label the tables";
+  }
+  return name;
+}
+
+int RunInfo() {
+  DeviceInfo info;
+  const std::string e = QueryDevice(0, &info);
+  std::cout << "host " << info.host << "\ncuda runtime " << info.cuda << "\ndriver " << info.driver
+            << "\nnccl " << NcclVersion() << "\n";
+  if (!e.empty()) return Failure("info", e);
+  std::cout << "gpus " << info.device_count << "\ngpu 0 " << info.name << " ("
+            << info.memory_bytes / (1 << 20) << " MiB, sm_" << info.cc_major << info.cc_minor
+            << ", " << info.sm_count << " SMs, " << info.clock_khz / 1000 << " MHz)\n"
+            << "vtrain name " << VtrainGpuName(info.name, info.memory_bytes) << "\n"
+            << "tensor peak " << PeakTensorFlops(info.cc_major, info.cc_minor, info.sm_count,
+                                                  info.clock_khz) / 1e12
+            << " TFLOP/s\n";
+  return kExitOk;
+}
+
+int RunProfile(const std::vector<std::string>& args) {
+  Flags flags(args,
+              {"hidden", "heads", "seq-len", "micro-batch", "tp", "ffn", "vocab", "dtype",
+               "adam-params", "warmup", "repetitions", "device", "gpu", "o"},
+              {"check"});
+  if (!flags.error().empty()) return BadInput("profile", flags.error() + "\n\n" + kUsage);
+  LayerProfileOptions options;
+  LayerShape& s = options.shape;
+  int64_t warmup = 3, reps = 10, device = 0;
+  struct {
+    const char* flag;
+    int64_t* field;
+  } ints[] = {{"hidden", &s.hidden},         {"heads", &s.heads},
+              {"seq-len", &s.seq},           {"micro-batch", &s.micro_batch},
+              {"tp", &s.tensor_parallel},    {"ffn", &s.ffn},
+              {"vocab", &s.vocab},           {"adam-params", &s.adam_params},
+              {"warmup", &warmup},           {"repetitions", &reps},
+              {"device", &device}};
+  for (auto& f : ints) {
+    if (std::string e = flags.Int(f.flag, f.field); !e.empty()) return BadInput("profile", e);
+  }
+  if (s.ffn == 0) s.ffn = 4 * s.hidden;
+  const std::string dtype = flags.Get("dtype", "fp16");
+  if (dtype != "fp16" && dtype != "bf16") {
+    return BadInput("profile", "--dtype='" + dtype + "' must be fp16 or bf16");
+  }
+  s.bf16 = dtype == "bf16";
+  if (std::string e = ValidateShape(s); !e.empty()) return BadInput("profile", e);
+  if (reps < 3 || reps > 1000) {
+    return BadInput("profile", "--repetitions must be between 3 and 1000 (medians need 3)");
+  }
+  if (warmup > 1000) return BadInput("profile", "--warmup must be at most 1000");
+  if (!flags.Has("o")) return BadInput("profile", "-o OUT.json is required");
+  options.warmup = static_cast<int>(warmup);
+  options.repetitions = static_cast<int>(reps);
+
+  DeviceInfo info;
+  if (std::string e = QueryDevice(static_cast<int>(device), &info); !e.empty()) {
+    return Failure("profile", e);
+  }
+  std::string error;
+  const std::string gpu = GpuName(flags, info, &error);
+  if (gpu.empty()) return BadInput("profile", error);
+  size_t free_bytes = 0, total_bytes = 0;
+  cudaMemGetInfo(&free_bytes, &total_bytes);
+  const int64_t need = WorkloadBytes(s);
+  if (need > static_cast<int64_t>(free_bytes)) {
+    return Failure("profile", "the shape needs " + std::to_string(need >> 20) + " MiB and " +
+                                  std::to_string(free_bytes >> 20) +
+                                  " MiB are free on the GPU; profile a smaller micro-batch or a "
+                                  "larger --tp");
+  }
+  if (std::string e = CuptiRecorder::Start(false); !e.empty()) return Failure("profile", e);
+  std::cerr << "profiling h=" << s.hidden << " a=" << s.heads << " f=" << s.ffn
+            << " s=" << s.seq << " b=" << s.micro_batch << " t=" << s.tensor_parallel
+            << " v=" << s.vocab << " " << dtype << " on " << info.name << " (" << gpu << ")\n";
+  LayerProfile profile = ProfileLayer(options, std::cerr);
+  CuptiRecorder::Stop();
+  if (!profile.error.empty()) return Failure("profile", profile.error);
+
+  std::ostringstream note;
+  note << "median of " << reps << " recorded repetitions after " << warmup
+       << " warm-up runs; spread (max-min)/median of each operator's kernel time:";
+  std::printf("%-16s %8s %12s %8s %12s\n", "operator", "kernels", "median_us", "spread", "consistent");
+  for (const OperatorTable& t : profile.tables) {
+    int64_t total = 0;
+    for (const KernelStats& k : t.kernels) total += k.duration_ns;
+    std::printf("%-16s %8zu %12.1f %7.2f%% %7d/%d\n", t.op.c_str(), t.kernels.size(), total / 1e3,
+                100 * t.spread, t.consistent, t.repetitions);
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), " %s %.2f%%", t.op.c_str(), 100 * t.spread);
+    note << buf;
+  }
+  if (CuptiRecorder::Dropped() > 0) {
+    note << "; CUPTI dropped " << CuptiRecorder::Dropped() << " records";
+  }
+  ProfileSetFile file;
+  file.gpu = gpu;
+  file.name = "measured " + gpu + " h" + std::to_string(s.hidden) + " t" +
+              std::to_string(s.tensor_parallel) + " b" + std::to_string(s.micro_batch);
+  file.created_at = Rfc3339Utc(std::time(nullptr));
+  file.provenance = {info.name, info.driver, info.cuda, NcclVersion(), info.host, "", note.str()};
+  std::ostringstream workload;
+  workload << "vtrain-agent-gpu profile --hidden " << s.hidden << " --heads " << s.heads
+           << " --ffn " << s.ffn << " --seq-len " << s.seq << " --micro-batch " << s.micro_batch
+           << " --tp " << s.tensor_parallel << " --vocab " << s.vocab << " --dtype " << dtype
+           << " --adam-params " << s.adam_params;
+  file.provenance.workload = workload.str();
+  file.operators = profile.entries;
+
+  int rc = kExitOk;
+  if (flags.Has("check")) {
+    const double peak = PeakTensorFlops(info.cc_major, info.cc_minor, info.sm_count, info.clock_khz);
+    // The MLP's h -> f/t GEMM (2 n h f / t FLOPs) is its longest kernel.
+    GemmProbe probe{"mlp_fwd", 2.0 * s.seq * s.micro_batch * s.hidden *
+                                   static_cast<double>(s.ffn / s.tensor_parallel)};
+    std::printf("check: mlp_fwd GEMM %.1f TFLOP/s of a %.1f TFLOP/s peak\n",
+                ProbeFlops(profile.tables, probe) / 1e12, peak / 1e12);
+    const std::vector<std::string> problems =
+        SanityProblems(profile.tables, profile.operators, probe, peak, /*max_spread=*/0.25);
+    for (const std::string& p : problems) std::printf("check FAILED: %s\n", p.c_str());
+    if (problems.empty()) std::printf("check: all %zu operators passed\n", profile.tables.size());
+    if (!problems.empty()) rc = kExitFailure;
+  }
+  if (!WriteText(flags.Get("o"), ToProfileSetJson(file), &error)) return Failure("profile", error);
+  std::cerr << "wrote " << file.operators.size() << " operators to " << flags.Get("o") << "\n";
+  return rc;
+}
+
+int RunNccl(const std::vector<std::string>& args) {
+  Flags flags(args,
+              {"min-gpus", "max-gpus", "min-bytes", "max-bytes", "collectives", "iterations",
+               "gpus", "gpu", "o"},
+              {"check"});
+  if (!flags.error().empty()) return BadInput("nccl", flags.error() + "\n\n" + kUsage);
+  NcclSweepOptions options;
+  int64_t min_gpus = 2, max_gpus = 0, min_bytes = options.min_bytes, max_bytes = options.max_bytes,
+          iterations = options.iterations, gpus = 1;
+  for (auto [flag, field] : {std::pair<const char*, int64_t*>{"min-gpus", &min_gpus},
+                             {"max-gpus", &max_gpus}, {"min-bytes", &min_bytes},
+                             {"max-bytes", &max_bytes}, {"iterations", &iterations},
+                             {"gpus", &gpus}}) {
+    if (std::string e = flags.Int(flag, field); !e.empty()) return BadInput("nccl", e);
+  }
+  if (min_bytes < 4 || min_bytes > max_bytes || max_bytes > (int64_t{8} << 30)) {
+    return BadInput("nccl", "need 4 <= --min-bytes <= --max-bytes <= 8GiB");
+  }
+  if (min_gpus < 2 || iterations < 1 || iterations > 10000 || gpus < 1) {
+    return BadInput("nccl", "--min-gpus must be at least 2, --gpus at least 1, --iterations 1..10000");
+  }
+  if (flags.Has("collectives")) {
+    options.collectives.clear();
+    std::stringstream list(flags.Get("collectives"));
+    for (std::string c; std::getline(list, c, ',');) {
+      if (c != "all_reduce" && c != "all_gather" && c != "reduce_scatter" && c != "send_recv") {
+        return BadInput("nccl", "--collectives: '" + c +
+                                    "' is unknown; use all_reduce, all_gather, reduce_scatter, send_recv");
+      }
+      options.collectives.push_back(c);
+    }
+  }
+  if (!flags.Has("check") && !flags.Has("o")) return BadInput("nccl", "-o OUT.json is required");
+  DeviceInfo info;
+  if (std::string e = QueryDevice(0, &info); !e.empty()) return Failure("nccl", e);
+  if (flags.Has("check")) {
+    double ns = 0;
+    if (std::string e = NcclCheck(static_cast<int>(gpus), &ns); !e.empty()) {
+      return Failure("nccl", "check FAILED: " + e);
+    }
+    std::printf("nccl check: all_reduce over %lld GPU(s) correct; 64 MiB in %.1f us (NCCL %s)\n",
+                static_cast<long long>(gpus), ns / 1e3, NcclVersion().c_str());
+    return ns > 0 ? kExitOk : Failure("nccl", "check FAILED: non-positive latency");
+  }
+  std::string error;
+  const std::string gpu = GpuName(flags, info, &error);
+  if (gpu.empty()) return BadInput("nccl", error);
+  options.min_gpus = static_cast<int>(min_gpus);
+  options.max_gpus = static_cast<int>(max_gpus);
+  options.min_bytes = min_bytes;
+  options.max_bytes = max_bytes;
+  options.iterations = static_cast<int>(iterations);
+  NcclSweepResult sweep = RunNcclSweep(options, std::cerr);
+  if (!sweep.error.empty()) return Failure("nccl", sweep.error);
+  ProfileSetFile file;
+  file.gpu = gpu;
+  file.name = "nccl sweep " + gpu + " on " + info.host;
+  file.created_at = Rfc3339Utc(std::time(nullptr));
+  file.provenance = {info.name, info.driver, info.cuda, NcclVersion(), info.host,
+                     "vtrain-agent-gpu nccl (" + std::to_string(options.iterations) +
+                         " timed iterations per size, mean, slowest GPU)",
+                     ""};
+  file.collectives = sweep.curves;
+  if (!WriteText(flags.Get("o"), ToProfileSetJson(file), &error)) return Failure("nccl", error);
+  std::cerr << "wrote " << file.collectives.size() << " curves to " << flags.Get("o") << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace vtrain::gpu
+
+int main(int argc, char** argv) {
+  using namespace vtrain::gpu;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << kUsage;
+    return kExitBadInput;
+  }
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "info") return RunInfo();
+  if (args[0] == "profile") return RunProfile(rest);
+  if (args[0] == "nccl") return RunNccl(rest);
+  if (args[0] == "help" || args[0] == "--help") {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  std::cerr << "vtrain-agent-gpu: unknown command '" << args[0] << "'\n\n" << kUsage;
+  return kExitBadInput;
+}

@@ -1,0 +1,127 @@
+#include "profiler_agent/gpu/profile_json.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace vtrain::gpu {
+namespace {
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Shortest text that parses back to the same double.
+std::string Number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  for (int precision = 6; precision < 17; ++precision) {
+    char shorter[32];
+    std::snprintf(shorter, sizeof(shorter), "%.*g", precision, v);
+    if (std::strtod(shorter, nullptr) == v) return shorter;
+  }
+  return buf;
+}
+
+}  // namespace
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c >= 0x80) {
+      // Bytes >= 0x80 become Latin-1 code points: lossless for ASCII names
+      // and always valid UTF-8 JSON whatever the bytes were.
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string Rfc3339Utc(std::time_t t) {
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string VtrainGpuName(const std::string& device_name, int64_t memory_bytes) {
+  const std::string n = Lower(device_name);
+  const double gib = static_cast<double>(memory_bytes) / (1024.0 * 1024.0 * 1024.0);
+  auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
+  if (has("a100")) {
+    if (has("pcie")) return "";  // vtrain models the SXM4 parts only
+    return gib > 60 ? "a100-sxm4-80gb" : "a100-sxm4-40gb";
+  }
+  if (has("h200")) return "h200-sxm-141gb";
+  if (has("h100")) return has("pcie") ? "" : "h100-sxm5-80gb";
+  if (has("v100")) return has("pcie") ? "" : "v100-sxm2-32gb";
+  return "";
+}
+
+std::string ToProfileSetJson(const ProfileSetFile& set) {
+  std::string o = "{\n";
+  o += "  \"name\": " + JsonString(set.name) + ",\n";
+  o += "  \"gpu\": " + JsonString(set.gpu) + ",\n";
+  if (!set.created_at.empty()) o += "  \"created_at\": " + JsonString(set.created_at) + ",\n";
+  const Provenance& p = set.provenance;
+  o += "  \"provenance\": {\"gpu_name\": " + JsonString(p.gpu_name) +
+       ", \"driver\": " + JsonString(p.driver) + ", \"cuda\": " + JsonString(p.cuda) +
+       ", \"nccl\": " + JsonString(p.nccl) + ", \"host\": " + JsonString(p.host) +
+       ",\n    \"workload\": " + JsonString(p.workload) + ",\n    \"note\": " +
+       JsonString(p.note) + "},\n";
+  o += "  \"operators\": [";
+  for (size_t i = 0; i < set.operators.size(); ++i) {
+    const OperatorEntry& e = set.operators[i];
+    o += i ? ",\n" : "\n";
+    o += "    {\"key\": {\"gpu\": " + JsonString(set.gpu) + ", \"dtype\": \"" +
+         (e.bf16 ? "DTYPE_BF16" : "DTYPE_FP16") + "\", \"op\": " + JsonString(e.op) +
+         ", \"hidden\": " + std::to_string(e.hidden) + ", \"heads\": " + std::to_string(e.heads) +
+         ", \"ffn\": " + std::to_string(e.ffn) + ", \"seq\": " + std::to_string(e.seq) +
+         ", \"micro_batch\": " + std::to_string(e.micro_batch) +
+         ", \"tensor_parallel\": " + std::to_string(e.tensor_parallel) +
+         ", \"vocab\": " + std::to_string(e.vocab) +
+         ", \"num_parameters\": " + std::to_string(e.num_parameters) + "},\n     \"kernels\": [";
+    for (size_t j = 0; j < e.kernels.size(); ++j) {
+      const KernelStats& k = e.kernels[j];
+      o += j ? ",\n       " : "\n       ";
+      o += "{\"name\": " + JsonString(k.name) + ", \"duration_ns\": " +
+           std::to_string(k.duration_ns) + ", \"gap_ns\": " + std::to_string(k.gap_ns) + "}";
+    }
+    o += "]}";
+  }
+  o += set.operators.empty() ? "],\n" : "\n  ],\n";
+  o += "  \"collectives\": [";
+  for (size_t i = 0; i < set.collectives.size(); ++i) {
+    const CollectiveEntry& c = set.collectives[i];
+    o += i ? ",\n" : "\n";
+    o += "    {\"gpu\": " + JsonString(set.gpu) + ", \"scope\": " + JsonString(c.scope) +
+         ", \"collective\": " + JsonString(c.collective) +
+         ", \"ranks\": " + std::to_string(c.ranks) + ", \"points\": [";
+    bool first = true;
+    for (size_t j = 0; j < c.points.size(); ++j) {
+      // JSON has no NaN or infinity; a failed measurement is left out.
+      if (!std::isfinite(c.points[j].first) || !std::isfinite(c.points[j].second)) continue;
+      o += first ? "" : ", ";
+      first = false;
+      o += "{\"bytes\": " + Number(c.points[j].first) +
+           ", \"latency_ns\": " + Number(c.points[j].second) + "}";
+    }
+    o += "]}";
+  }
+  o += set.collectives.empty() ? "]\n" : "\n  ]\n";
+  o += "}\n";
+  return o;
+}
+
+}  // namespace vtrain::gpu

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# GPU sanity run for the agent's CUDA part, for a machine with an NVIDIA GPU.
+# Builds profiler_agent/gpu with CMake and the CUDA Toolkit alone (no gRPC,
+# SQLite or abseil), profiles one small layer shape with CUPTI, runs a
+# single-GPU NCCL check (and a short sweep when there are 2+ GPUs), checks
+# the numbers (positive durations, stable kernel sequences, GEMM throughput
+# under the GPU's peak) and prints a summary. Takes a few minutes.
+#
+#   tests/gpu/run.sh [OUT_DIR]      (OUT_DIR keeps the profile-set files)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:-$(mktemp -d)}
+mkdir -p "$out"
+start=$(date +%s)
+[ -x /usr/local/cuda/bin/nvcc ] && export PATH=/usr/local/cuda/bin:$PATH
+results=()
+step() {  # step NAME COMMAND...: runs it, records PASS/FAIL
+  local name=$1; shift
+  echo "== $name: $*"
+  if "$@"; then results+=("PASS $name"); else results+=("FAIL $name (exit $?)"); fi
+}
+
+step build bash -c "cmake -S profiler_agent/gpu -B build-gpu -DCMAKE_BUILD_TYPE=Release \
+  -DVTRAIN_BUILD_AGENT_GPU=ON ${CUDA_ARCHITECTURES:+-DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHITECTURES} \
+  >/dev/null && cmake --build build-gpu -j$(nproc)"
+bin=build-gpu/vtrain-agent-gpu
+if [ ! -x "$bin" ]; then
+  echo "build failed; nothing to run"; exit 1
+fi
+step info "$bin" info
+# A GPT-3 1.3B-like layer (h 2048, 16 heads, s 1024) and a 10M-parameter Adam.
+step profile "$bin" profile --hidden 2048 --heads 16 --seq-len 1024 --micro-batch 1 --tp 1 \
+  --adam-params 10000000 --warmup 3 --repetitions 10 --check -o "$out/layer.json"
+step profile-tp2-bf16 "$bin" profile --hidden 2048 --heads 16 --seq-len 512 --micro-batch 2 \
+  --tp 2 --dtype bf16 --repetitions 5 --check -o "$out/layer_tp2_bf16.json"
+step nccl-check "$bin" nccl --check --gpus 1
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+if [ "${gpus:-0}" -ge 2 ]; then
+  step nccl-sweep "$bin" nccl --min-gpus 2 --max-gpus 2 --max-bytes 64MiB --iterations 5 \
+    -o "$out/nccl.json"
+fi
+# Bad input is refused before touching the GPU.
+step bad-input bash -c "! $bin profile --hidden 1000 --heads 3 --seq-len 8 --micro-batch 1 -o /dev/null"
+
+echo
+echo "== summary ($(( $(date +%s) - start )) s; files in $out)"
+for r in "${results[@]}"; do echo "  $r"; done
+for f in "$out"/*.json; do
+  [ -f "$f" ] && echo "  $(basename "$f"): $(grep -c '"name"' "$f") named entries, $(wc -c < "$f") bytes"
+done
+printf '%s\n' "${results[@]}" | grep -q '^FAIL' && exit 1
+exit 0
