@@ -42,7 +42,7 @@ constexpr char kUsage[] =
     "  vtrain-agent import vtrain-trace FILE --gpu NAME --hidden H --heads A --seq-len S\n"
     "                     --micro-batch B --tp T [--ffn F] [--vocab V] -o OUT.json\n"
     "  vtrain-agent push FILE --server HOST:PORT --token-file F [--retries N]\n"
-    "  vtrain-agent info | profile ... | nccl ...   (run vtrain-agent-gpu, the CUDA part;\n"
+    "  vtrain-agent info | profile ... | nccl ... | reduce ...   (run vtrain-agent-gpu, the CUDA part;\n"
     "                     see `vtrain-agent-gpu help`)\n"
     "  vtrain-agent serve --server HOST:PORT --token-file F --gpu NAME [--gpus N] [--once]\n"
     "                     [--interval SECONDS] [--max-items N] [--work-dir DIR]\n\n"
@@ -346,7 +346,7 @@ int RunAgent(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return kExitOk;
   }
   if (args[0] == "serve") return RunServe(rest, out, err);
-  if (args[0] == "profile" || args[0] == "nccl" || args[0] == "info") {
+  if (args[0] == "profile" || args[0] == "nccl" || args[0] == "info" || args[0] == "reduce") {
     const std::string gpu_binary = FindAgentGpu();
     if (gpu_binary.empty()) {
       err << "vtrain-agent " << args[0] << ": " << kNoGpuPart << "\n";

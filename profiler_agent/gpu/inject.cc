@@ -68,25 +68,7 @@ void WriteProfileAtExit() {
                      "median over the NVTX ranges of each operator; " +
                          std::to_string(reduced.unattributed_kernels) +
                          " kernels ran outside operator ranges"};
-  const LayerShape& s = *g_shape;
-  for (const OperatorTable& t : reduced.tables) {
-    OperatorEntry e;
-    e.op = t.op;
-    e.bf16 = s.bf16;
-    if (t.op == "optimizer_step") {
-      e.num_parameters = s.adam_params;
-    } else {
-      e.hidden = s.hidden;
-      e.heads = s.heads;
-      e.ffn = s.ffn;
-      e.seq = s.seq;
-      e.micro_batch = s.micro_batch;
-      e.tensor_parallel = s.tensor_parallel;
-      e.vocab = s.vocab;
-    }
-    e.kernels = t.kernels;
-    file.operators.push_back(std::move(e));
-  }
+  file.operators = OperatorEntries(reduced.tables, *g_shape);
   const std::string path = Env("VTRAIN_PROFILE_OUT", "vtrain-profile-" + std::to_string(getpid()) + ".json");
   std::ofstream out(path);
   out << ToProfileSetJson(file);

@@ -54,31 +54,14 @@ LayerProfile ProfileLayer(const LayerProfileOptions& options, std::ostream& prog
   // One thread launched everything: the ranges are that thread's.
   for (LaunchActivity& l : trace.launches) l.thread = 0;
   trace.ranges = std::move(ranges);
+  result.trace = trace;
   ReduceResult reduced = Reduce(trace);
   if (!reduced.error.empty()) {
     result.error = reduced.error;
     return result;
   }
   result.unattributed_kernels = reduced.unattributed_kernels;
-  const int64_t ffn = shape.ffn > 0 ? shape.ffn : 4 * shape.hidden;
-  for (const OperatorTable& t : reduced.tables) {
-    OperatorEntry e;
-    e.op = t.op;
-    e.bf16 = shape.bf16;
-    if (t.op == "optimizer_step") {
-      e.num_parameters = shape.adam_params;
-    } else {
-      e.hidden = shape.hidden;
-      e.heads = shape.heads;
-      e.ffn = ffn;
-      e.seq = shape.seq;
-      e.micro_batch = shape.micro_batch;
-      e.tensor_parallel = shape.tensor_parallel;
-      e.vocab = shape.vocab;
-    }
-    e.kernels = t.kernels;
-    result.entries.push_back(std::move(e));
-  }
+  result.entries = OperatorEntries(reduced.tables, shape);
   result.tables = std::move(reduced.tables);
   return result;
 }

@@ -25,6 +25,7 @@ struct LayerProfile {
   std::vector<OperatorEntry> entries;  // the tables under their keys
   std::vector<std::string> operators;  // what the workload ran
   int64_t unattributed_kernels = 0;
+  Trace trace;                         // the raw records the tables came from
   std::string error;                   // non-empty: the run failed
 };
 

@@ -30,7 +30,11 @@ constexpr char kUsage[] =
     "  vtrain-agent-gpu info\n"
     "  vtrain-agent-gpu profile --hidden H --heads A --seq-len S --micro-batch B [--tp T]\n"
     "        [--ffn F] [--vocab V] [--dtype fp16|bf16] [--adam-params N] [--warmup N]\n"
-    "        [--repetitions N] [--device I] [--gpu NAME] [--check] -o OUT.json\n"
+    "        [--repetitions N] [--device I] [--gpu NAME] [--check] [--trace-out RAW.txt]\n"
+    "        -o OUT.json\n"
+    "  vtrain-agent-gpu reduce RAW.txt --gpu NAME --hidden H --heads A --seq-len S\n"
+    "        --micro-batch B [--tp T] [--ffn F] [--vocab V] [--dtype D] [--adam-params N]\n"
+    "        [--check] -o OUT.json      (no GPU needed: a kept recording, reduced again)\n"
     "  vtrain-agent-gpu nccl [--min-gpus N] [--max-gpus N] [--min-bytes B] [--max-bytes B]\n"
     "        [--collectives all_reduce,all_gather,reduce_scatter,send_recv] [--iterations N]\n"
     "        [--gpu NAME] -o OUT.json\n"
@@ -162,34 +166,126 @@ int RunInfo() {
   return kExitOk;
 }
 
+const std::vector<std::string> kShapeFlags = {"hidden", "heads", "seq-len", "micro-batch", "tp",
+                                              "ffn", "vocab", "dtype", "adam-params"};
+
+// The layer shape from the flags; "" or the message naming the bad flag.
+std::string ParseShape(const Flags& flags, LayerShape* s) {
+  for (const char* required : {"hidden", "heads", "seq-len", "micro-batch"}) {
+    if (!flags.Has(required)) return std::string("--") + required + " is required";
+  }
+  struct {
+    const char* flag;
+    int64_t* field;
+  } ints[] = {{"hidden", &s->hidden},      {"heads", &s->heads},
+              {"seq-len", &s->seq},        {"micro-batch", &s->micro_batch},
+              {"tp", &s->tensor_parallel}, {"ffn", &s->ffn},
+              {"vocab", &s->vocab},        {"adam-params", &s->adam_params}};
+  for (auto& f : ints) {
+    if (std::string e = flags.Int(f.flag, f.field); !e.empty()) return e;
+  }
+  if (s->ffn == 0) s->ffn = 4 * s->hidden;
+  const std::string dtype = flags.Get("dtype", "fp16");
+  if (dtype != "fp16" && dtype != "bf16") return "--dtype='" + dtype + "' must be fp16 or bf16";
+  s->bf16 = dtype == "bf16";
+  return ValidateShape(*s);
+}
+
+std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Prints one line per operator and returns the spread summary for the note.
+std::string PrintTables(const std::vector<OperatorTable>& tables) {
+  std::string note;
+  std::printf("%-16s %8s %12s %8s %12s\n", "operator", "kernels", "median_us", "spread", "consistent");
+  for (const OperatorTable& t : tables) {
+    int64_t total = 0;
+    for (const KernelStats& k : t.kernels) total += k.duration_ns;
+    std::printf("%-16s %8zu %12.1f %7.2f%% %7d/%d\n", t.op.c_str(), t.kernels.size(), total / 1e3,
+                100 * t.spread, t.consistent, t.repetitions);
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), " %s %.2f%%", t.op.c_str(), 100 * t.spread);
+    note += buf;
+  }
+  return note;
+}
+
+// The --check verdict: prints each problem; true when there is none.
+bool CheckTables(const std::vector<OperatorTable>& tables, const std::vector<std::string>& ops,
+                 const LayerShape& s, double peak) {
+  // The MLP's h -> f/t GEMM (2 n h f / t FLOPs) is its longest kernel.
+  GemmProbe probe{"mlp_fwd", 2.0 * s.seq * s.micro_batch * s.hidden *
+                                 static_cast<double>(s.ffn / s.tensor_parallel)};
+  if (peak > 0) {
+    std::printf("check: mlp_fwd GEMM %.1f TFLOP/s of a %.1f TFLOP/s peak\n",
+                ProbeFlops(tables, probe) / 1e12, peak / 1e12);
+  }
+  const std::vector<std::string> problems =
+      SanityProblems(tables, ops, probe, peak, /*max_spread=*/0.25);
+  for (const std::string& p : problems) std::printf("check FAILED: %s\n", p.c_str());
+  if (problems.empty()) std::printf("check: all %zu operators passed\n", tables.size());
+  return problems.empty();
+}
+
+std::string ShapeText(const LayerShape& s) {
+  return "--hidden " + std::to_string(s.hidden) + " --heads " + std::to_string(s.heads) +
+         " --ffn " + std::to_string(s.ffn) + " --seq-len " + std::to_string(s.seq) +
+         " --micro-batch " + std::to_string(s.micro_batch) + " --tp " +
+         std::to_string(s.tensor_parallel) + " --vocab " + std::to_string(s.vocab) + " --dtype " +
+         (s.bf16 ? "bf16" : "fp16") + " --adam-params " + std::to_string(s.adam_params);
+}
+
+int RunReduce(const std::vector<std::string>& args) {
+  if (args.empty() || args[0].rfind("--", 0) == 0) return BadInput("reduce", "give the RAW.txt file");
+  Flags flags({args.begin() + 1, args.end()}, Concat(kShapeFlags, {"gpu", "o"}), {"check"});
+  if (!flags.error().empty()) return BadInput("reduce", flags.error() + "\n\n" + kUsage);
+  LayerShape s;
+  if (std::string e = ParseShape(flags, &s); !e.empty()) return BadInput("reduce", e);
+  if (!flags.Has("gpu") || !flags.Has("o")) {
+    return BadInput("reduce", "--gpu NAME and -o OUT.json are required");
+  }
+  std::ifstream in(args[0]);
+  if (!in) return BadInput("reduce", "cannot read " + args[0]);
+  std::stringstream text;
+  text << in.rdbuf();
+  Trace trace;
+  if (std::string e = TraceFromText(text.str(), &trace); !e.empty()) {
+    return BadInput("reduce", args[0] + ": " + e);
+  }
+  ReduceResult reduced = Reduce(trace);
+  if (!reduced.error.empty()) return Failure("reduce", args[0] + ": " + reduced.error);
+  const std::string spreads = PrintTables(reduced.tables);
+  std::vector<std::string> ops;
+  for (const OperatorTable& t : reduced.tables) ops.push_back(t.op);
+  const bool passed = !flags.Has("check") || CheckTables(reduced.tables, ops, s, 0);
+  ProfileSetFile file;
+  file.gpu = flags.Get("gpu");
+  file.name = "reduced " + args[0];
+  file.created_at = Rfc3339Utc(std::time(nullptr));
+  file.provenance.workload = "vtrain-agent-gpu reduce " + args[0] + " " + ShapeText(s);
+  file.provenance.note = "medians over the recorded ranges; spread:" + spreads;
+  file.operators = OperatorEntries(reduced.tables, s);
+  std::string error;
+  if (!WriteText(flags.Get("o"), ToProfileSetJson(file), &error)) return Failure("reduce", error);
+  std::cerr << "wrote " << file.operators.size() << " operators to " << flags.Get("o") << "\n";
+  return passed ? kExitOk : kExitFailure;
+}
+
 int RunProfile(const std::vector<std::string>& args) {
   Flags flags(args,
-              {"hidden", "heads", "seq-len", "micro-batch", "tp", "ffn", "vocab", "dtype",
-               "adam-params", "warmup", "repetitions", "device", "gpu", "o"},
+              Concat(kShapeFlags, {"warmup", "repetitions", "device", "gpu", "o", "trace-out"}),
               {"check"});
   if (!flags.error().empty()) return BadInput("profile", flags.error() + "\n\n" + kUsage);
   LayerProfileOptions options;
   LayerShape& s = options.shape;
+  if (std::string e = ParseShape(flags, &s); !e.empty()) return BadInput("profile", e);
   int64_t warmup = 3, reps = 10, device = 0;
-  struct {
-    const char* flag;
-    int64_t* field;
-  } ints[] = {{"hidden", &s.hidden},         {"heads", &s.heads},
-              {"seq-len", &s.seq},           {"micro-batch", &s.micro_batch},
-              {"tp", &s.tensor_parallel},    {"ffn", &s.ffn},
-              {"vocab", &s.vocab},           {"adam-params", &s.adam_params},
-              {"warmup", &warmup},           {"repetitions", &reps},
-              {"device", &device}};
-  for (auto& f : ints) {
-    if (std::string e = flags.Int(f.flag, f.field); !e.empty()) return BadInput("profile", e);
+  for (auto [flag, field] : {std::pair<const char*, int64_t*>{"warmup", &warmup},
+                             {"repetitions", &reps}, {"device", &device}}) {
+    if (std::string e = flags.Int(flag, field); !e.empty()) return BadInput("profile", e);
   }
-  if (s.ffn == 0) s.ffn = 4 * s.hidden;
-  const std::string dtype = flags.Get("dtype", "fp16");
-  if (dtype != "fp16" && dtype != "bf16") {
-    return BadInput("profile", "--dtype='" + dtype + "' must be fp16 or bf16");
-  }
-  s.bf16 = dtype == "bf16";
-  if (std::string e = ValidateShape(s); !e.empty()) return BadInput("profile", e);
   if (reps < 3 || reps > 1000) {
     return BadInput("profile", "--repetitions must be between 3 and 1000 (medians need 3)");
   }
@@ -197,6 +293,7 @@ int RunProfile(const std::vector<std::string>& args) {
   if (!flags.Has("o")) return BadInput("profile", "-o OUT.json is required");
   options.warmup = static_cast<int>(warmup);
   options.repetitions = static_cast<int>(reps);
+  const std::string dtype = s.bf16 ? "bf16" : "fp16";
 
   DeviceInfo info;
   if (std::string e = QueryDevice(static_cast<int>(device), &info); !e.empty()) {
@@ -224,17 +321,8 @@ int RunProfile(const std::vector<std::string>& args) {
 
   std::ostringstream note;
   note << "median of " << reps << " recorded repetitions after " << warmup
-       << " warm-up runs; spread (max-min)/median of each operator's kernel time:";
-  std::printf("%-16s %8s %12s %8s %12s\n", "operator", "kernels", "median_us", "spread", "consistent");
-  for (const OperatorTable& t : profile.tables) {
-    int64_t total = 0;
-    for (const KernelStats& k : t.kernels) total += k.duration_ns;
-    std::printf("%-16s %8zu %12.1f %7.2f%% %7d/%d\n", t.op.c_str(), t.kernels.size(), total / 1e3,
-                100 * t.spread, t.consistent, t.repetitions);
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), " %s %.2f%%", t.op.c_str(), 100 * t.spread);
-    note << buf;
-  }
+       << " warm-up runs; spread (max-min)/median of each operator's kernel time:"
+       << PrintTables(profile.tables);
   if (CuptiRecorder::Dropped() > 0) {
     note << "; CUPTI dropped " << CuptiRecorder::Dropped() << " records";
   }
@@ -243,28 +331,21 @@ int RunProfile(const std::vector<std::string>& args) {
   file.name = "measured " + gpu + " h" + std::to_string(s.hidden) + " t" +
               std::to_string(s.tensor_parallel) + " b" + std::to_string(s.micro_batch);
   file.created_at = Rfc3339Utc(std::time(nullptr));
-  file.provenance = {info.name, info.driver, info.cuda, NcclVersion(), info.host, "", note.str()};
-  std::ostringstream workload;
-  workload << "vtrain-agent-gpu profile --hidden " << s.hidden << " --heads " << s.heads
-           << " --ffn " << s.ffn << " --seq-len " << s.seq << " --micro-batch " << s.micro_batch
-           << " --tp " << s.tensor_parallel << " --vocab " << s.vocab << " --dtype " << dtype
-           << " --adam-params " << s.adam_params;
-  file.provenance.workload = workload.str();
+  file.provenance = {info.name, info.driver, info.cuda, NcclVersion(), info.host,
+                     "vtrain-agent-gpu profile " + ShapeText(s) + " --warmup " +
+                         std::to_string(warmup) + " --repetitions " + std::to_string(reps),
+                     note.str()};
   file.operators = profile.entries;
 
   int rc = kExitOk;
-  if (flags.Has("check")) {
-    const double peak = PeakTensorFlops(info.cc_major, info.cc_minor, info.sm_count, info.clock_khz);
-    // The MLP's h -> f/t GEMM (2 n h f / t FLOPs) is its longest kernel.
-    GemmProbe probe{"mlp_fwd", 2.0 * s.seq * s.micro_batch * s.hidden *
-                                   static_cast<double>(s.ffn / s.tensor_parallel)};
-    std::printf("check: mlp_fwd GEMM %.1f TFLOP/s of a %.1f TFLOP/s peak\n",
-                ProbeFlops(profile.tables, probe) / 1e12, peak / 1e12);
-    const std::vector<std::string> problems =
-        SanityProblems(profile.tables, profile.operators, probe, peak, /*max_spread=*/0.25);
-    for (const std::string& p : problems) std::printf("check FAILED: %s\n", p.c_str());
-    if (problems.empty()) std::printf("check: all %zu operators passed\n", profile.tables.size());
-    if (!problems.empty()) rc = kExitFailure;
+  if (flags.Has("check") &&
+      !CheckTables(profile.tables, profile.operators, s,
+                   PeakTensorFlops(info.cc_major, info.cc_minor, info.sm_count, info.clock_khz))) {
+    rc = kExitFailure;
+  }
+  if (flags.Has("trace-out") &&
+      !WriteText(flags.Get("trace-out"), TraceToText(profile.trace), &error)) {
+    return Failure("profile", error);
   }
   if (!WriteText(flags.Get("o"), ToProfileSetJson(file), &error)) return Failure("profile", error);
   std::cerr << "wrote " << file.operators.size() << " operators to " << flags.Get("o") << "\n";
@@ -353,6 +434,7 @@ int main(int argc, char** argv) {
   if (args[0] == "info") return RunInfo();
   if (args[0] == "profile") return RunProfile(rest);
   if (args[0] == "nccl") return RunNccl(rest);
+  if (args[0] == "reduce") return RunReduce(rest);
   if (args[0] == "help" || args[0] == "--help") {
     std::cout << kUsage;
     return kExitOk;

@@ -69,6 +69,30 @@ std::string VtrainGpuName(const std::string& device_name, int64_t memory_bytes) 
   return "";
 }
 
+std::vector<OperatorEntry> OperatorEntries(const std::vector<OperatorTable>& tables,
+                                           const LayerShape& shape) {
+  std::vector<OperatorEntry> entries;
+  for (const OperatorTable& t : tables) {
+    OperatorEntry e;
+    e.op = t.op;
+    e.bf16 = shape.bf16;
+    if (t.op == "optimizer_step") {
+      e.num_parameters = shape.adam_params;
+    } else {
+      e.hidden = shape.hidden;
+      e.heads = shape.heads;
+      e.ffn = shape.ffn > 0 ? shape.ffn : 4 * shape.hidden;
+      e.seq = shape.seq;
+      e.micro_batch = shape.micro_batch;
+      e.tensor_parallel = shape.tensor_parallel;
+      e.vocab = shape.vocab;
+    }
+    e.kernels = t.kernels;
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
 std::string ToProfileSetJson(const ProfileSetFile& set) {
   std::string o = "{\n";
   o += "  \"name\": " + JsonString(set.name) + ",\n";
@@ -96,7 +120,9 @@ std::string ToProfileSetJson(const ProfileSetFile& set) {
       const KernelStats& k = e.kernels[j];
       o += j ? ",\n       " : "\n       ";
       o += "{\"name\": " + JsonString(k.name) + ", \"duration_ns\": " +
-           std::to_string(k.duration_ns) + ", \"gap_ns\": " + std::to_string(k.gap_ns) + "}";
+           std::to_string(k.duration_ns) + ", \"gap_ns\": " + std::to_string(k.gap_ns) +
+           ", \"duration_min_ns\": " + std::to_string(k.duration_min_ns) +
+           ", \"duration_max_ns\": " + std::to_string(k.duration_max_ns) + "}";
     }
     o += "]}";
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "profiler_agent/gpu/trace.h"
+#include "profiler_agent/gpu/workloads.h"
 
 namespace vtrain::gpu {
 
@@ -52,6 +53,11 @@ struct ProfileSetFile {
   std::vector<OperatorEntry> operators;
   std::vector<CollectiveEntry> collectives;
 };
+
+// The tables of one layer shape under their keys (optimizer_step keyed by
+// shape.adam_params, every other operator by the layer's shape).
+std::vector<OperatorEntry> OperatorEntries(const std::vector<OperatorTable>& tables,
+                                           const LayerShape& shape);
 
 // The file's JSON text (snake_case field names, which protobuf's JSON
 // parser accepts), ending in a newline.

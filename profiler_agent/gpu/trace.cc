@@ -1,7 +1,9 @@
 #include "profiler_agent/gpu/trace.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
+#include <sstream>
 #include <unordered_map>
 
 namespace vtrain::gpu {
@@ -155,6 +157,77 @@ ReduceResult Reduce(const Trace& trace) {
                        : "no recorded kernel was launched inside an operator range";
   }
   return result;
+}
+
+std::string TraceToText(const Trace& trace) {
+  std::ostringstream o;
+  for (const KernelActivity& k : trace.kernels) {
+    o << "K," << k.start_ns << "," << k.end_ns << "," << k.stream << "," << k.correlation << ","
+      << k.name << "\n";
+  }
+  for (const LaunchActivity& l : trace.launches) {
+    o << "L," << l.correlation << "," << l.start_ns << "," << l.end_ns << "," << l.thread << "\n";
+  }
+  for (const OperatorRange& r : trace.ranges) {
+    o << "R," << r.start_ns << "," << r.end_ns << "," << r.thread << "," << r.name << "\n";
+  }
+  return o.str();
+}
+
+std::string TraceFromText(const std::string& text, Trace* out) {
+  Trace trace;
+  std::istringstream in(text);
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    // Splits the first `n` comma-separated numbers after the tag; the rest
+    // of the line (if `rest`) is the name.
+    auto numbers = [&](size_t n, uint64_t* values, std::string* rest) {
+      size_t pos = 2;
+      if (line.size() < 2 || line[1] != ',') return false;
+      for (size_t i = 0; i < n; ++i) {
+        const size_t comma = line.find(',', pos);
+        const std::string field =
+            line.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+        char* end = nullptr;
+        if (field.empty() || field[0] == '-') return false;
+        values[i] = std::strtoull(field.c_str(), &end, 10);
+        if (*end != '\0') return false;
+        if (comma == std::string::npos) {
+          if (i + 1 < n || rest != nullptr) return false;
+          return true;
+        }
+        pos = comma + 1;
+      }
+      if (rest == nullptr) return false;  // more fields than expected
+      *rest = line.substr(pos);
+      return true;
+    };
+    uint64_t v[4] = {};
+    std::string name;
+    const std::string where = "line " + std::to_string(line_no) + ": ";
+    if (line[0] == 'K') {
+      if (!numbers(4, v, &name) || v[1] < v[0]) {
+        return where + "expected K,start_ns,end_ns,stream,correlation,name with end >= start";
+      }
+      trace.kernels.push_back({name, v[0], v[1], static_cast<uint32_t>(v[2]),
+                               static_cast<uint32_t>(v[3])});
+    } else if (line[0] == 'L') {
+      if (!numbers(4, v, nullptr)) return where + "expected L,correlation,start_ns,end_ns,thread";
+      trace.launches.push_back({static_cast<uint32_t>(v[0]), v[1], v[2], v[3]});
+    } else if (line[0] == 'R') {
+      if (!numbers(3, v, &name) || name.empty()) {
+        return where + "expected R,start_ns,end_ns,thread,name";
+      }
+      trace.ranges.push_back({name, v[0], v[1], v[2]});
+    } else {
+      return where + "unknown record type '" + line.substr(0, 1) + "' (K, L or R)";
+    }
+  }
+  *out = std::move(trace);
+  return "";
 }
 
 }  // namespace vtrain::gpu

@@ -80,6 +80,17 @@ struct ReduceResult {
 // kernel are dropped. Fails when no kernel falls in any range.
 ReduceResult Reduce(const Trace& trace);
 
+// The raw records as text, one per line, so a recording can be kept and
+// reduced again elsewhere (`vtrain-agent-gpu profile --trace-out`, then
+// `vtrain-agent-gpu reduce`):
+//   K,start_ns,end_ns,stream,correlation,NAME    a kernel (the name is last:
+//   L,correlation,start_ns,end_ns,thread         it may hold commas) / a launch
+//   R,start_ns,end_ns,thread,NAME                an operator range
+std::string TraceToText(const Trace& trace);
+
+// Parses TraceToText's form into *out; returns "" or "line N: what is wrong".
+std::string TraceFromText(const std::string& text, Trace* out);
+
 // Median of a non-empty list (the lower middle for even sizes, so the
 // result is one of the measurements).
 int64_t Median(std::vector<int64_t> values);

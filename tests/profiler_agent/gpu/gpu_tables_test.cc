@@ -118,6 +118,27 @@ TEST(ReduceTest, NothingAttributableIsAnError) {
   EXPECT_EQ(Median({5, 1, 3, 2}), 2);  // the lower middle: a measured value
 }
 
+TEST(TraceTextTest, RoundTripsAndNamesBadLines) {
+  Recording r;
+  r.Op("attention_fwd", {{"void gemm<a, b>(int, float)", 100}, {"softmax", 20}}, 5);
+  Trace back;
+  ASSERT_EQ(TraceFromText(TraceToText(r.trace), &back), "");
+  ASSERT_EQ(back.kernels.size(), 2u);
+  EXPECT_EQ(back.kernels[0].name, "void gemm<a, b>(int, float)");  // commas survive
+  EXPECT_EQ(back.kernels[1].end_ns, r.trace.kernels[1].end_ns);
+  EXPECT_EQ(back.launches[1].correlation, r.trace.launches[1].correlation);
+  EXPECT_EQ(back.ranges[0].name, "attention_fwd");
+  EXPECT_EQ(back.ranges[0].thread, 7u);
+  EXPECT_EQ(Reduce(back).tables[0].kernels[0].duration_ns, 100);
+  Trace t;
+  EXPECT_EQ(TraceFromText("# comment\nK,1,2,3,4,k\nX,1\n", &t),
+            "line 3: unknown record type 'X' (K, L or R)");
+  EXPECT_NE(TraceFromText("K,5,2,3,4,k\n", &t).find("end >= start"), std::string::npos);
+  EXPECT_NE(TraceFromText("L,1,2,3\n", &t).find("line 1"), std::string::npos);
+  EXPECT_NE(TraceFromText("L,1,2,3,4,5\n", &t).find("line 1"), std::string::npos);
+  EXPECT_NE(TraceFromText("R,1,-2,3,x\n", &t).find("line 1"), std::string::npos);
+}
+
 ProfileSetFile SampleFile() {
   ProfileSetFile f;
   f.name = "measured h200";
@@ -134,7 +155,7 @@ ProfileSetFile SampleFile() {
   e.micro_batch = 1;
   e.tensor_parallel = 2;
   e.vocab = 50257;
-  e.kernels = {{"void gemm<\"quoted\", \\back>(int)\x01\xff", 1500, 0, 0, 25},
+  e.kernels = {{"void gemm<\"quoted\", \\back>(int)\x01\xff", 1500, 1400, 1600, 25},
                {"softmax_fwd_kernel", 300, 0, 0, 0}};
   f.operators.push_back(e);
   OperatorEntry adam;
@@ -160,6 +181,8 @@ TEST(ProfileJsonTest, ProtobufParsesItAndThePushValidationAcceptsIt) {
   EXPECT_EQ(proto.operators(0).kernels(0).name(), "void gemm<\"quoted\", \\back>(int)\x01\u00ff");
   EXPECT_EQ(proto.operators(0).kernels(0).duration_ns(), 1500);
   EXPECT_EQ(proto.operators(0).kernels(0).gap_ns(), 25);
+  EXPECT_EQ(proto.operators(0).kernels(0).duration_min_ns(), 1400);
+  EXPECT_EQ(proto.operators(0).kernels(0).duration_max_ns(), 1600);
   EXPECT_EQ(proto.operators(0).key().tensor_parallel(), 2);
   EXPECT_EQ(proto.operators(1).key().num_parameters(), 123456789);
   ASSERT_EQ(proto.collectives_size(), 1);
@@ -278,6 +301,45 @@ TEST(AgentGpuBinaryTest, SaysSoWithoutAGpu) {
   ASSERT_TRUE(nccl.ok());
   EXPECT_EQ(nccl->exit_code, 1);
   EXPECT_NE(nccl->err.find("no usable CUDA GPU"), std::string::npos) << nccl->err;
+}
+
+// A kept recording, reduced again by the CUDA binary without a GPU: the
+// same path as `profile` from the raw records to the file.
+TEST(AgentGpuBinaryTest, ReducesAKeptRecording) {
+  Recording r;
+  for (uint64_t rep = 0; rep < 3; ++rep) {
+    r.Op("mlp_fwd", {{"gemm_fc1", 1'000'000 + 1000 * rep}, {"gelu", 50'000}}, 3000);
+  }
+  const std::string raw = ::testing::TempDir() + "/raw.txt",
+                    json = ::testing::TempDir() + "/reduced.json";
+  std::ofstream(raw) << TraceToText(r.trace);
+  absl::StatusOr<testing::ProcessResult> run = testing::RunProcess(
+      VTRAIN_TEST_AGENT_GPU, {"reduce", raw, "--gpu", "a100-sxm4-80gb", "--hidden", "1024",
+                              "--heads", "16", "--seq-len", "2048", "--micro-batch", "1",
+                              "--check", "-o", json});
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->exit_code, 0) << run->out << run->err;
+  EXPECT_NE(run->out.find("check: all 1 operators passed"), std::string::npos) << run->out;
+  std::ifstream in(json);
+  std::stringstream text;
+  text << in.rdbuf();
+  v1::ProfileSet proto;
+  ASSERT_TRUE(convert::FromJson(text.str(), &proto).ok()) << text.str();
+  absl::StatusOr<ProfileSet> set = convert::ProfileSetFromProto(proto);
+  ASSERT_TRUE(set.ok()) << set.status();
+  const OperatorKey key = MakeOperatorKey("a100-sxm4-80gb", DType::kFp16, OperatorKind::kMlpFwd,
+                                          1024, 16, 4096, 2048, 1, 1, 50257, 0);
+  ASSERT_TRUE(set->operators.count(key)) << text.str();
+  EXPECT_EQ(set->operators.at(key).kernels[0].duration_ns, 1'001'000);
+  EXPECT_EQ(set->operators.at(key).kernels[0].gap_ns, 3000);
+  // A broken recording is bad input, named by line.
+  std::ofstream(raw) << "K,1,2\n";
+  run = testing::RunProcess(VTRAIN_TEST_AGENT_GPU,
+                            {"reduce", raw, "--gpu", "a100-sxm4-80gb", "--hidden", "1024",
+                             "--heads", "16", "--seq-len", "2048", "--micro-batch", "1", "-o", json});
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->exit_code, 2);
+  EXPECT_NE(run->err.find("line 1: expected K,"), std::string::npos) << run->err;
 }
 
 // The injection library loads with every symbol resolved, exports
