@@ -8,7 +8,7 @@
 #
 #   tests/gpu/run.sh [OUT_DIR]      (OUT_DIR keeps the profile-set files)
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 out=${1:-$(mktemp -d)}
 mkdir -p "$out"
 start=$(date +%s)
