@@ -14,6 +14,9 @@ namespace {
 
 constexpr size_t kBufferBytes = 8 << 20;
 constexpr size_t kAlign = 8;
+// Records kept in memory at most (about 100 bytes each): a framework run
+// recorded for hours stays bounded; the excess is counted as dropped.
+constexpr size_t kMaxRecords = 4'000'000;
 
 // Demangled kernel name ("void layer_norm_fwd_kernel<__half>(...)"); the
 // mangled one when demangling fails.
@@ -68,6 +71,11 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
   std::lock_guard<std::mutex> lock(st.mu);
   CUpti_Activity* record = nullptr;
   while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
+    if (st.trace.kernels.size() + st.trace.launches.size() + st.trace.ranges.size() >=
+        kMaxRecords) {
+      ++st.dropped;
+      continue;
+    }
     switch (record->kind) {
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
@@ -116,7 +124,6 @@ std::string CuptiRecorder::Start(bool nvtx) {
   {
     std::lock_guard<std::mutex> lock(st.mu);
     if (st.started) return "CuptiRecorder::Start called twice";
-    st.started = true;
   }
   CUptiResult r = cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted);
   if (r != CUPTI_SUCCESS) return CuptiError("cuptiActivityRegisterCallbacks", r);
@@ -132,12 +139,17 @@ std::string CuptiRecorder::Start(bool nvtx) {
     r = cuptiActivityEnable(k.kind);
     if (r != CUPTI_SUCCESS) return CuptiError(k.name, r);
   }
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.started = true;
   return "";
 }
 
 Trace CuptiRecorder::Collect() {
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   State& st = GlobalState();
+  if (cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != CUPTI_SUCCESS) {
+    std::lock_guard<std::mutex> lock(st.mu);
+    ++st.dropped;  // records still in CUPTI's buffers are not in this trace
+  }
   std::lock_guard<std::mutex> lock(st.mu);
   Trace out = std::move(st.trace);
   st.trace = Trace();

@@ -30,7 +30,8 @@ class CuptiRecorder {
   // CUPTI's timestamp, the clock of the host-side records (ns).
   static uint64_t Now();
 
-  // Records dropped because CUPTI ran out of buffer space.
+  // Records dropped: CUPTI out of buffer space, a failed flush, or more than
+  // the 4 million records kept in memory.
   static uint64_t Dropped();
 };
 

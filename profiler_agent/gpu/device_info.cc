@@ -26,7 +26,11 @@ std::string QueryDevice(int device, DeviceInfo* out) {
            " (" + std::to_string(static_cast<int>(e)) + ")";
   }
   if (out->device_count == 0) return "no usable CUDA GPU: cudaGetDeviceCount found none";
-  if (device < 0 || device >= out->device_count) {
+  const bool keep_current = device < 0;
+  if (keep_current && (e = cudaGetDevice(&device)) != cudaSuccess) {
+    return std::string("cudaGetDevice: ") + cudaGetErrorString(e);
+  }
+  if (device >= out->device_count) {
     return "--device " + std::to_string(device) + " does not exist; this node has " +
            std::to_string(out->device_count) + " GPUs (0.." +
            std::to_string(out->device_count - 1) + ")";
@@ -43,7 +47,7 @@ std::string QueryDevice(int device, DeviceInfo* out) {
   int clock_khz = 0;
   cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device);
   out->clock_khz = clock_khz;
-  if ((e = cudaSetDevice(device)) != cudaSuccess) {
+  if (!keep_current && (e = cudaSetDevice(device)) != cudaSuccess) {
     return std::string("cudaSetDevice: ") + cudaGetErrorString(e);
   }
   return "";

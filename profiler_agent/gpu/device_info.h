@@ -22,6 +22,8 @@ struct DeviceInfo {
 // Fills *out for `device`; returns "" or one line saying why no GPU is
 // usable ("no usable CUDA GPU: cudaGetDeviceCount: CUDA driver version is
 // insufficient for CUDA runtime version (35)").
+// Makes `device` current. device < 0 describes the current device without
+// changing it (for the injection library inside someone else's process).
 std::string QueryDevice(int device, DeviceInfo* out);
 
 }  // namespace vtrain::gpu

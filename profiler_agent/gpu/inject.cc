@@ -30,6 +30,7 @@ namespace {
 // Set once in InitializeInjection, read once at exit: the process-wide
 // lifetime is CUDA's injection contract, not a design choice.
 LayerShape* g_shape = nullptr;
+pid_t g_recording_pid = 0;  // a forked child must not overwrite the parent's file
 
 std::string Env(const char* name, const std::string& fallback = "") {
   const char* v = std::getenv(name);
@@ -37,6 +38,7 @@ std::string Env(const char* name, const std::string& fallback = "") {
 }
 
 void WriteProfileAtExit() {
+  if (getpid() != g_recording_pid) return;
   Trace trace = CuptiRecorder::Collect();
   CuptiRecorder::Stop();
   std::vector<OperatorRange> kept;
@@ -52,12 +54,13 @@ void WriteProfileAtExit() {
   if (!reduced.error.empty()) {
     std::fprintf(stderr,
                  "vtrain-inject: nothing written: %s (%zu kernels, %zu NVTX ranges, %zu named "
-                 "after operators; is NVTX_INJECTION64_PATH the CUPTI library?)\n",
+                 "after operators; NVTX reaches CUPTI only when NVTX_INJECTION64_PATH names the "
+                 "CUPTI library before the process's first NVTX call: set it in the environment)\n",
                  reduced.error.c_str(), trace.kernels.size(), all_ranges, trace.ranges.size());
     return;
   }
   DeviceInfo info;
-  QueryDevice(0, &info);
+  QueryDevice(-1, &info);  // the process's current device, left current
   ProfileSetFile file;
   file.gpu = Env("VTRAIN_PROFILE_GPU", VtrainGpuName(info.name, info.memory_bytes));
   if (file.gpu.empty()) file.gpu = "unknown";
@@ -67,7 +70,8 @@ void WriteProfileAtExit() {
                      "CUDA_INJECTION64_PATH recording of pid " + std::to_string(getpid()),
                      "median over the NVTX ranges of each operator; " +
                          std::to_string(reduced.unattributed_kernels) +
-                         " kernels ran outside operator ranges"};
+                         " kernels ran outside operator ranges; CUPTI dropped " +
+                         std::to_string(CuptiRecorder::Dropped()) + " records"};
   file.operators = OperatorEntries(reduced.tables, *g_shape);
   const std::string path = Env("VTRAIN_PROFILE_OUT", "vtrain-profile-" + std::to_string(getpid()) + ".json");
   std::ofstream out(path);
@@ -89,6 +93,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     return 1;  // CUDA continues without us either way
   }
   g_shape = &shape;
+  g_recording_pid = getpid();
   // CUPTI sees NVTX ranges only when NVTX loads it as its injection; point
   // NVTX at the CUPTI library this process already has, unless the user did.
   if (std::getenv("NVTX_INJECTION64_PATH") == nullptr) {

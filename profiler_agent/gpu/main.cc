@@ -303,7 +303,9 @@ int RunProfile(const std::vector<std::string>& args) {
   const std::string gpu = GpuName(flags, info, &error);
   if (gpu.empty()) return BadInput("profile", error);
   size_t free_bytes = 0, total_bytes = 0;
-  cudaMemGetInfo(&free_bytes, &total_bytes);
+  if (cudaError_t e = cudaMemGetInfo(&free_bytes, &total_bytes); e != cudaSuccess) {
+    return Failure("profile", std::string("cudaMemGetInfo: ") + cudaGetErrorString(e));
+  }
   const int64_t need = WorkloadBytes(s);
   if (need > static_cast<int64_t>(free_bytes)) {
     return Failure("profile", "the shape needs " + std::to_string(need >> 20) + " MiB and " +

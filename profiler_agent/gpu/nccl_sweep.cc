@@ -4,6 +4,8 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace vtrain::gpu {
@@ -46,7 +48,10 @@ class Group {
       VTRAIN_CUDA_OR_RETURN(cudaStreamCreateWithFlags(&streams_[i], cudaStreamNonBlocking));
       VTRAIN_CUDA_OR_RETURN(cudaMalloc(&send_[i], buffer_bytes));
       VTRAIN_CUDA_OR_RETURN(cudaMalloc(&recv_[i], buffer_bytes));
-      VTRAIN_CUDA_OR_RETURN(cudaMemset(send_[i], 0, buffer_bytes));
+      // On our stream: the legacy default stream does not order with
+      // non-blocking streams.
+      VTRAIN_CUDA_OR_RETURN(cudaMemsetAsync(send_[i], 0, buffer_bytes, streams_[i]));
+      VTRAIN_CUDA_OR_RETURN(cudaStreamSynchronize(streams_[i]));
       VTRAIN_CUDA_OR_RETURN(cudaEventCreate(&start_[i]));
       VTRAIN_CUDA_OR_RETURN(cudaEventCreate(&stop_[i]));
     }
@@ -56,7 +61,8 @@ class Group {
   ~Group() {
     for (int i = 0; i < n_; ++i) {
       cudaSetDevice(i);
-      if (comms_[i]) ncclCommDestroy(comms_[i]);
+      // A communicator that timed out may never finish: abort, not destroy.
+      if (comms_[i]) aborted_ ? ncclCommAbort(comms_[i]) : ncclCommDestroy(comms_[i]);
       if (send_[i]) cudaFree(send_[i]);
       if (recv_[i]) cudaFree(recv_[i]);
       if (start_[i]) cudaEventDestroy(start_[i]);
@@ -114,7 +120,7 @@ class Group {
     }
     for (int i = 0; i < n_; ++i) {
       VTRAIN_CUDA_OR_RETURN(cudaSetDevice(i));
-      VTRAIN_CUDA_OR_RETURN(cudaEventSynchronize(stop_[i]));
+      if (std::string e = WaitFor(i); !e.empty()) return e;
       float ms = 0;
       VTRAIN_CUDA_OR_RETURN(cudaEventElapsedTime(&ms, start_[i], stop_[i]));
       worst_ms = std::max(worst_ms, ms);
@@ -123,12 +129,42 @@ class Group {
     return "";
   }
 
+  // Waits for GPU i's stop event, polling so that a collective that hangs
+  // (a broken link, a peer that died) or fails asynchronously becomes an
+  // error after kTimeout instead of blocking the agent forever.
+  std::string WaitFor(int i) {
+    constexpr auto kTimeout = std::chrono::seconds(120);
+    const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+    for (;;) {
+      const cudaError_t e = cudaEventQuery(stop_[i]);
+      if (e == cudaSuccess) return "";
+      if (e != cudaErrorNotReady) return CudaError("cudaEventQuery", e);
+      ncclResult_t async = ncclSuccess;
+      if (ncclCommGetAsyncError(comms_[i], &async) == ncclSuccess && async != ncclSuccess) {
+        aborted_ = true;
+        return NcclError("collective failed asynchronously", async);
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        aborted_ = true;
+        return "collective did not finish within 120 s on GPU " + std::to_string(i);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  // Waits, with WaitFor's timeout, for everything queued on GPU i's stream.
+  std::string WaitIdle(int i) {
+    VTRAIN_CUDA_OR_RETURN(cudaEventRecord(stop_[i], streams_[i]));
+    return WaitFor(i);
+  }
+
   void* send(int i) { return send_[i]; }
   void* recv(int i) { return recv_[i]; }
   cudaStream_t stream(int i) { return streams_[i]; }
 
  private:
   int n_ = 0;
+  bool aborted_ = false;
   std::vector<ncclComm_t> comms_;
   std::vector<cudaStream_t> streams_;
   std::vector<void*> send_, recv_;
@@ -206,14 +242,20 @@ std::string NcclCheck(int gpus, double* latency_ns) {
   for (int r = 0; r < gpus; ++r) {
     std::fill(host.begin(), host.end(), static_cast<float>(r + 1));
     VTRAIN_CUDA_OR_RETURN(cudaSetDevice(r));
-    VTRAIN_CUDA_OR_RETURN(cudaMemcpy(group.send(r), host.data(), kBytes, cudaMemcpyHostToDevice));
+    // A pageable copy may return before the data lands; wait on the stream
+    // NCCL will use.
+    VTRAIN_CUDA_OR_RETURN(cudaMemcpyAsync(group.send(r), host.data(), kBytes,
+                                          cudaMemcpyHostToDevice, group.stream(r)));
+    VTRAIN_CUDA_OR_RETURN(cudaStreamSynchronize(group.stream(r)));
   }
   if (std::string e = group.Launch("all_reduce", kBytes); !e.empty()) return e;
   const float expected = static_cast<float>(gpus) * (gpus + 1) / 2;
   for (int r = 0; r < gpus; ++r) {
     VTRAIN_CUDA_OR_RETURN(cudaSetDevice(r));
+    if (std::string e = group.WaitIdle(r); !e.empty()) return e;
+    VTRAIN_CUDA_OR_RETURN(cudaMemcpyAsync(host.data(), group.recv(r), kBytes,
+                                          cudaMemcpyDeviceToHost, group.stream(r)));
     VTRAIN_CUDA_OR_RETURN(cudaStreamSynchronize(group.stream(r)));
-    VTRAIN_CUDA_OR_RETURN(cudaMemcpy(host.data(), group.recv(r), kBytes, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < kCount; i += 4093) {
       if (host[i] != expected) {
         return "all_reduce gave " + std::to_string(host[i]) + " at element " + std::to_string(i) +
