@@ -20,13 +20,15 @@ RUN /src/scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN scripts/build.sh -DVTRAIN_BUILD_TESTS=OFF -DVTRAIN_BUILD_BENCHMARKS=OFF \
+      -DVTRAIN_BUILD_AGENT_GPU=OFF \
  && install -D -m 0755 build/server/vtrain-server /out/usr/local/bin/vtrain-server \
  && install -D -m 0755 build/client/vtrainctl /out/usr/local/bin/vtrainctl \
  && install -D -m 0755 build/profiler_agent/vtrain-agent /out/usr/local/bin/vtrain-agent \
  && strip /out/usr/local/bin/*
-# vtrain-agent here has its importers and push; its GPU part (CUPTI, NCCL
-# sweeps) needs a CUDA image and is not built yet. The agent DaemonSet in
-# deploy/ runs this image with `command: [vtrain-agent]`.
+# vtrain-agent here has its importers, push and serve loop; vtrain-agent-gpu
+# (CUPTI, cuBLASLt, NCCL) needs the CUDA Toolkit, which this Debian image does
+# not have: build it on a CUDA base with `cmake -S profiler_agent/gpu` and
+# install it beside vtrain-agent for the agent DaemonSet in deploy/.
 
 # ---- runtime: the same base with only the shared libraries the binaries load ----
 FROM ${BASE}
