@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <optional>
 
@@ -88,6 +89,8 @@ int RunChild(const std::string& binary, const std::vector<std::string>& args) {
   if (pid < 0) return -1;
   if (pid == 0) {
     execv(binary.c_str(), argv.data());
+    const std::string msg = "vtrain-agent: cannot run " + binary + ": " + std::strerror(errno) + "\n";
+    [[maybe_unused]] ssize_t n = write(2, msg.data(), msg.size());
     _exit(127);
   }
   int status = 0;
