@@ -71,6 +71,8 @@ std::string ParseShapeSpec(const std::string& spec, LayerShape* shape) {
 }
 
 std::string OperatorOfRange(const std::string& range_name) {
+  // core/profile/profile.cc's names; repeated because this part builds
+  // without abseil (a GPU node may have nothing but the CUDA Toolkit).
   static const char* const kOps[] = {"embedding_fwd", "embedding_bwd", "attention_fwd",
                                      "attention_bwd", "mlp_fwd",       "mlp_bwd",
                                      "logit_fwd",     "logit_bwd",     "loss_fwd",

@@ -41,7 +41,9 @@ constexpr char kUsage[] =
     "  vtrain-agent-gpu nccl --check [--gpus N]\n\n"
     "exit codes: 0 ok, 1 no usable GPU or a failed measurement or check, 2 bad input\n";
 
-// --name value / --name=value flags; every flag must be known.
+// --name value / --name=value flags; every flag must be known. (The rest of
+// vtrain uses client/flag_parser.h, which needs abseil; this binary builds
+// with the CUDA Toolkit alone.)
 class Flags {
  public:
   Flags(const std::vector<std::string>& args, const std::vector<std::string>& valued,
