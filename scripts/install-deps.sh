@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages vtrain builds with, if any are missing.
+# Installs the Debian 12 packages vtrain builds with (and openssl, which the
+# TLS test uses to make its certificates), if any are missing.
 # With arguments, installs those packages instead (the deploy checks and the
 # container smoke test use it for their tools).
 set -euo pipefail
 
 packages=(cmake g++ make pkg-config libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libsqlite3-dev
-  prometheus-cpp-dev)
+  prometheus-cpp-dev openssl)
 if [ $# -gt 0 ]; then packages=("$@"); fi
 
 missing=()
