@@ -39,6 +39,16 @@ if [ "${gpus:-0}" -ge 2 ]; then
   step nccl-sweep "$bin" nccl --min-gpus 2 --max-gpus 2 --max-bytes 64MiB --iterations 5 \
     -o "$out/nccl.json"
 fi
+# A framework-like process recorded through CUDA_INJECTION64_PATH: its
+# operator ranges must come back as tables (the library points NVTX at
+# CUPTI): attention_fwd with its two kernels, mlp_fwd with the one inside a
+# nested framework range, and nothing from the "dataloader" range.
+step inject bash -c "CUDA_INJECTION64_PATH=$PWD/build-gpu/libvtrain_inject.so \
+  VTRAIN_PROFILE_SHAPE=hidden=1024,heads=16,seq=128,micro_batch=1 \
+  VTRAIN_PROFILE_OUT=$out/inject.json build-gpu/vtrain-inject-demo && \
+  grep -q '\"attention_fwd\"' $out/inject.json && grep -q '\"mlp_fwd\"' $out/inject.json && \
+  [ \$(grep -c demo_square_kernel $out/inject.json) -eq 1 ] && \
+  [ \$(grep -c demo_scale_kernel $out/inject.json) -eq 2 ]"
 # Bad input is refused before touching the GPU.
 step bad-input bash -c "! $bin profile --hidden 1000 --heads 3 --seq-len 8 --micro-batch 1 -o /dev/null"
 
