@@ -44,6 +44,8 @@ struct State {
   std::unordered_map<uint32_t, OpenMarker> open_markers;
   uint64_t dropped = 0;
   bool started = false;
+  std::string device_name;
+  uint64_t device_memory = 0;
 };
 
 State& GlobalState() {
@@ -88,6 +90,14 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
       case CUPTI_ACTIVITY_KIND_DRIVER: {
         const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
         st.trace.launches.push_back({a->correlationId, a->start, a->end, a->threadId});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_DEVICE: {
+        const auto* d = reinterpret_cast<const CUpti_ActivityDevice5*>(record);
+        if (st.device_name.empty() && d->name != nullptr) {
+          st.device_name = d->name;
+          st.device_memory = d->globalMemorySize;
+        }
         break;
       }
       case CUPTI_ACTIVITY_KIND_MARKER: {
@@ -139,6 +149,8 @@ std::string CuptiRecorder::Start(bool nvtx) {
     r = cuptiActivityEnable(k.kind);
     if (r != CUPTI_SUCCESS) return CuptiError(k.name, r);
   }
+  // Device records only label the tables: not having them is no failure.
+  if (nvtx) cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
   std::lock_guard<std::mutex> lock(st.mu);
   st.started = true;
   return "";
@@ -158,9 +170,17 @@ Trace CuptiRecorder::Collect() {
 
 void CuptiRecorder::Stop() {
   for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_RUNTIME,
-                               CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_MARKER}) {
+                               CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_MARKER,
+                               CUPTI_ACTIVITY_KIND_DEVICE}) {
     cuptiActivityDisable(k);
   }
+}
+
+std::string CuptiRecorder::DeviceName(uint64_t* memory_bytes) {
+  State& st = GlobalState();
+  std::lock_guard<std::mutex> lock(st.mu);
+  *memory_bytes = st.device_memory;
+  return st.device_name;
 }
 
 uint64_t CuptiRecorder::Now() {

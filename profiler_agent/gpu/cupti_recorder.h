@@ -27,6 +27,11 @@ class CuptiRecorder {
   // Disables recording (records in flight are dropped at the next Collect).
   static void Stop();
 
+  // The first GPU CUPTI reported (device records, enabled with `nvtx`):
+  // its name ("NVIDIA H200") and memory; "" when none was reported. Lets the
+  // injection library label tables without CUDA calls of its own.
+  static std::string DeviceName(uint64_t* memory_bytes);
+
   // CUPTI's timestamp, the clock of the host-side records (ns).
   static uint64_t Now();
 

@@ -12,7 +12,7 @@ std::string VersionText(int v) {  // 13000 -> "13.0"
 
 }  // namespace
 
-std::string QueryDevice(int device, DeviceInfo* out) {
+void QueryVersions(DeviceInfo* out) {
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) out->host = host;
   int runtime = 0, driver = 0;
@@ -20,6 +20,10 @@ std::string QueryDevice(int device, DeviceInfo* out) {
   cudaDriverGetVersion(&driver);
   out->cuda = VersionText(runtime);
   out->driver = driver > 0 ? VersionText(driver) : "none";
+}
+
+std::string QueryDevice(int device, DeviceInfo* out) {
+  QueryVersions(out);
   cudaError_t e = cudaGetDeviceCount(&out->device_count);
   if (e != cudaSuccess) {
     return std::string("no usable CUDA GPU: cudaGetDeviceCount: ") + cudaGetErrorString(e) +

@@ -22,8 +22,12 @@ struct DeviceInfo {
 // Fills *out for `device`; returns "" or one line saying why no GPU is
 // usable ("no usable CUDA GPU: cudaGetDeviceCount: CUDA driver version is
 // insufficient for CUDA runtime version (35)").
+// Host name and the runtime's and driver's CUDA versions, without touching
+// any device (safe at process exit inside someone else's process).
+void QueryVersions(DeviceInfo* out);
+
 // Makes `device` current. device < 0 describes the current device without
-// changing it (for the injection library inside someone else's process).
+// changing it.
 std::string QueryDevice(int device, DeviceInfo* out);
 
 }  // namespace vtrain::gpu

@@ -59,8 +59,13 @@ void WriteProfileAtExit() {
                  reduced.error.c_str(), trace.kernels.size(), all_ranges, trace.ranges.size());
     return;
   }
+  // No device calls at exit (the process's CUDA state may be torn down):
+  // the GPU's name comes from CUPTI's device record.
   DeviceInfo info;
-  QueryDevice(-1, &info);  // the process's current device, left current
+  QueryVersions(&info);
+  uint64_t memory = 0;
+  info.name = CuptiRecorder::DeviceName(&memory);
+  info.memory_bytes = static_cast<int64_t>(memory);
   ProfileSetFile file;
   file.gpu = Env("VTRAIN_PROFILE_GPU", VtrainGpuName(info.name, info.memory_bytes));
   if (file.gpu.empty()) file.gpu = "unknown";
