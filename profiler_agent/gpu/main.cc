@@ -415,8 +415,11 @@ int RunNccl(const std::vector<std::string>& args) {
   file.name = "nccl sweep " + gpu + " on " + info.host;
   file.created_at = Rfc3339Utc(std::time(nullptr));
   file.provenance = {info.name, info.driver, info.cuda, NcclVersion(), info.host,
-                     "vtrain-agent-gpu nccl (" + std::to_string(options.iterations) +
-                         " timed iterations per size, mean, slowest GPU)",
+                     "vtrain-agent-gpu nccl --min-gpus " + std::to_string(min_gpus) +
+                         " --max-gpus " + std::to_string(max_gpus) + " --min-bytes " +
+                         std::to_string(min_bytes) + " --max-bytes " + std::to_string(max_bytes) +
+                         " --iterations " + std::to_string(iterations) +
+                         " (mean per size after 5 warm-up runs, slowest GPU)",
                      ""};
   file.collectives = sweep.curves;
   if (!WriteText(flags.Get("o"), ToProfileSetJson(file), &error)) return Failure("nccl", error);
