@@ -29,7 +29,11 @@
 namespace vtrain::agent {
 namespace {
 
-using cli::Fail;
+// Prints "vtrain-agent COMMAND: message" and returns the status's exit code.
+int Fail(std::ostream& err, absl::string_view command, const absl::Status& status) {
+  err << "vtrain-agent " << command << ": " << status.message() << "\n";
+  return cli::ExitCodeFor(status);
+}
 using cli::FlagParser;
 using cli::kExitBadInput;
 using cli::kExitFailure;
@@ -38,7 +42,7 @@ using cli::kExitOk;
 constexpr char kUsage[] =
     "vtrain-agent: profile GPU nodes and push profile sets to a vtrain registry\n\n"
     "usage:\n"
-    "  vtrain-agent import nccl-tests FILE --gpu NAME --ranks N [--scope intra_node|inter_node]\n"
+    "  vtrain-agent import nccl-tests FILE... --gpu NAME [--ranks N] [--scope intra_node|inter_node]\n"
     "                     [--collective all_reduce|all_gather|reduce_scatter|send_recv] -o OUT.json\n"
     "  vtrain-agent import vtrain-trace FILE --gpu NAME --hidden H --heads A --seq-len S\n"
     "                     --micro-batch B --tp T [--ffn F] [--vocab V] -o OUT.json\n"
@@ -117,17 +121,21 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
     err << kUsage;
     return kExitBadInput;
   }
-  const std::string kind = args[0], file = args[1];
+  const std::string kind = args[0];
+  // The input files: every argument before the first flag.
+  size_t first_flag = 1;
+  while (first_flag < args.size() && args[first_flag].rfind("-", 0) != 0) ++first_flag;
+  const std::vector<std::string> files(args.begin() + 1, args.begin() + first_flag);
   FlagParser flags("vtrain-agent import");
   flags.AddValue("gpu", "NAME", "GPU model the data was measured on");
   flags.AddValue("o", "FILE", "output profile-set JSON");
-  flags.AddValue("ranks", "N", "nccl-tests: ranks of the collective");
+  flags.AddValue("ranks", "N", "nccl-tests: ranks of the collective (default: from the file)");
   flags.AddValue("scope", "S", "nccl-tests: intra_node (default) or inter_node");
   flags.AddValue("collective", "C", "nccl-tests: all_reduce (default), all_gather, ...");
   for (const char* f : {"hidden", "heads", "seq-len", "micro-batch", "tp", "ffn", "vocab"}) {
     flags.AddValue(f, "N", "vtrain-trace: the traced shape");
   }
-  if (absl::Status s = flags.Parse({args.begin() + 2, args.end()}); !s.ok()) {
+  if (absl::Status s = flags.Parse({args.begin() + first_flag, args.end()}); !s.ok()) {
     return Fail(err, "import", s);
   }
   const std::optional<std::string> gpu = flags.Get("gpu");
@@ -135,14 +143,10 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (!gpu || !output) {
     return Fail(err, "import", absl::InvalidArgumentError("--gpu NAME and -o OUT.json are required"));
   }
-  absl::StatusOr<std::string> text = cli::ReadFile(file);
-  if (!text.ok()) return Fail(err, "import", text.status());
   absl::StatusOr<ProfileSet> set;
   if (kind == "nccl-tests") {
     absl::StatusOr<std::optional<int64_t>> ranks = flags.GetInt("ranks");
-    if (!ranks.ok() || !*ranks) {
-      return Fail(err, "import", absl::InvalidArgumentError("--ranks N is required"));
-    }
+    if (!ranks.ok()) return Fail(err, "import", ranks.status());
     const std::string scope = flags.Get("scope").value_or("intra_node");
     if (scope != "intra_node" && scope != "inter_node") {
       return Fail(err, "import",
@@ -150,10 +154,42 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
     absl::StatusOr<Collective> collective = ParseCollective(flags.Get("collective").value_or("all_reduce"));
     if (!collective.ok()) return Fail(err, "import", collective.status());
-    set = ImportNcclTests(*text, file, *gpu, **ranks,
-                         scope == "intra_node" ? LinkScope::kIntraNode : LinkScope::kInterNode,
-                         *collective);
+    // Each file is one curve; several files (say 2..8 GPUs) make one set.
+    for (const std::string& file : files) {
+      absl::StatusOr<std::string> text = cli::ReadFile(file);
+      if (!text.ok()) return Fail(err, "import", text.status());
+      const std::optional<int64_t> file_ranks = ranks->has_value() ? **ranks : InferNcclRanks(*text, file);
+      if (!file_ranks) {
+        return Fail(err, "import", absl::InvalidArgumentError(absl::StrCat(
+                                       file, ": cannot tell the rank count (no \"nGpus N\" or "
+                                             "\"Rank\" lines, no NgpuN in the name); pass --ranks N")));
+      }
+      absl::StatusOr<ProfileSet> one =
+          ImportNcclTests(*text, file, *gpu, *file_ranks,
+                          scope == "intra_node" ? LinkScope::kIntraNode : LinkScope::kInterNode,
+                          *collective);
+      if (!one.ok()) return Fail(err, "import", one.status());
+      if (!set.ok()) {
+        set = std::move(one);
+        continue;
+      }
+      for (auto& [key, curve] : one->collectives) {
+        if (set->collectives.count(key)) {
+          return Fail(err, "import", absl::InvalidArgumentError(absl::StrCat(
+                                         file, ": a second curve for ", key.ToString(),
+                                         "; give each rank count once")));
+        }
+        set->collectives.insert_or_assign(key, curve);
+      }
+      absl::StrAppend(&set->provenance, "; ", one->provenance);
+    }
+    if (files.size() > 1) set->name = absl::StrCat("nccl-tests ", files.size(), " files");
   } else if (kind == "vtrain-trace") {
+    if (files.size() != 1) {
+      return Fail(err, "import", absl::InvalidArgumentError("vtrain-trace imports one trace file"));
+    }
+    absl::StatusOr<std::string> text = cli::ReadFile(files[0]);
+    if (!text.ok()) return Fail(err, "import", text.status());
     TraceShape shape;
     struct {
       const char* flag;
@@ -167,7 +203,7 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
       if (!v.ok()) return Fail(err, "import", v.status());
       if (*v) *f.field = **v;
     }
-    set = ImportVtrainTrace(*text, file, *gpu, shape);
+    set = ImportVtrainTrace(*text, files[0], *gpu, shape);
   } else {
     return Fail(err, "import", absl::InvalidArgumentError(absl::StrCat(
                                    "unknown import kind '", kind, "'; use nccl-tests or vtrain-trace")));

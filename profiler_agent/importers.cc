@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -41,6 +42,35 @@ struct Kernel {
 };
 
 }  // namespace
+
+std::optional<int64_t> InferNcclRanks(absl::string_view text, absl::string_view file_name) {
+  int64_t rank_lines = 0, n_gpus = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripLeadingAsciiWhitespace(line);
+    if (!absl::ConsumePrefix(&line, "#")) continue;
+    const std::vector<absl::string_view> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    // "#  Rank  0 Group  0 Pid 1234 on host device  0 [0x07] NVIDIA A100-SXM4-80GB"
+    if (words.size() >= 2 && words[0] == "Rank") {
+      int64_t r = 0;
+      if (absl::SimpleAtoi(words[1], &r)) ++rank_lines;
+    }
+    // "# nThread 1 nGpus 8 minBytes 8 maxBytes ..."
+    for (size_t i = 0; i + 1 < words.size(); ++i) {
+      if (words[i] == "nGpus") absl::SimpleAtoi(words[i + 1], &n_gpus);
+    }
+  }
+  if (rank_lines >= 2) return rank_lines;
+  if (n_gpus >= 2) return n_gpus;
+  // allreduce_8gpu.txt
+  const size_t gpu = file_name.rfind("gpu");
+  if (gpu != absl::string_view::npos) {
+    size_t begin = gpu;
+    while (begin > 0 && absl::ascii_isdigit(static_cast<unsigned char>(file_name[begin - 1]))) --begin;
+    int64_t n = 0;
+    if (begin < gpu && absl::SimpleAtoi(file_name.substr(begin, gpu - begin), &n) && n >= 2) return n;
+  }
+  return std::nullopt;
+}
 
 absl::StatusOr<ProfileSet> ImportNcclTests(absl::string_view text, absl::string_view source,
                                            const std::string& gpu, int64_t ranks, LinkScope scope,

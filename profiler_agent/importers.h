@@ -5,6 +5,7 @@
 #define VTRAIN_PROFILER_AGENT_IMPORTERS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -18,6 +19,11 @@ namespace vtrain::agent {
 absl::StatusOr<ProfileSet> ImportNcclTests(absl::string_view text, absl::string_view source,
                                            const std::string& gpu, int64_t ranks, LinkScope scope,
                                            Collective collective);
+
+// The rank count of an nccl-tests run: the number of "#  Rank N ..." device
+// lines it printed, else its "nGpus N" header, else "<N>gpu" in the file
+// name (allreduce_8gpu.txt); nullopt when none says.
+std::optional<int64_t> InferNcclRanks(absl::string_view text, absl::string_view file_name);
 
 // The shape a trace was recorded at (vTrain names its files
 // trace_<hidden>_<t>_<micro-batch>).

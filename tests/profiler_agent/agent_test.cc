@@ -72,6 +72,42 @@ TEST(ImportersTest, VtrainTraceAttributesKernelsByCorrelationId) {
   EXPECT_FALSE(ImportVtrainTrace("1,2\n", "u", "a100-sxm4-80gb", shape).ok());
 }
 
+TEST(ImportersTest, RankCountsComeFromTheFile) {
+  EXPECT_EQ(InferNcclRanks("# nThread 1 nGpus 4 minBytes 8 maxBytes 128\n", "a.txt"), 4);
+  EXPECT_EQ(InferNcclRanks("#  Rank  0 Group  0 Pid 1 on n1 device  0 [0x07] A100\n"
+                           "#  Rank  1 Group  0 Pid 2 on n2 device  0 [0x07] A100\n"
+                           "# nThread 1 nGpus 1\n",
+                           "b.txt"),
+            2);  // one GPU per process (MPI): the Rank lines count
+  EXPECT_EQ(InferNcclRanks("1024 256 float 5.0\n", "dir/allreduce_16gpu.txt"), 16);
+  EXPECT_EQ(InferNcclRanks("1024 256 float 5.0\n", "results.txt"), std::nullopt);
+}
+
+// Several nccl-tests files (one per GPU count) become one set of curves.
+TEST(AgentCommandsTest, ImportsSeveralNcclTestsFiles) {
+  const std::string dir = ::testing::TempDir();
+  const std::string a = dir + "/allreduce_2gpu.txt", b = dir + "/run_b.txt",
+                    c = dir + "/nothing.txt", json = dir + "/curves.json";
+  std::ofstream(a) << "#  (us)\n1048576 262144 float sum -1 30.0 1 1 0\n";
+  std::ofstream(b) << "# nThread 1 nGpus 4 minBytes 8\n#  (us)\n1048576 262144 float sum -1 40.0 1 1 0\n";
+  std::ofstream(c) << "#  (us)\n1048576 262144 float sum -1 40.0 1 1 0\n";
+  std::ostringstream out, err;
+  ASSERT_EQ(RunAgent({"import", "nccl-tests", a, b, "--gpu", "a100-sxm4-80gb", "-o", json}, out, err),
+            0)
+      << err.str();
+  EXPECT_NE(out.str().find("2 collectives"), std::string::npos) << out.str();
+  std::ostringstream out2, err2;
+  EXPECT_EQ(RunAgent({"import", "nccl-tests", a, c, "--gpu", "a100-sxm4-80gb", "-o", json}, out2, err2),
+            2);
+  EXPECT_NE(err2.str().find("vtrain-agent import: " + c + ": cannot tell the rank count"),
+            std::string::npos)
+      << err2.str();
+  std::ostringstream out3, err3;
+  EXPECT_EQ(RunAgent({"import", "nccl-tests", a, a, "--gpu", "a100-sxm4-80gb", "-o", json}, out3, err3),
+            2);
+  EXPECT_NE(err3.str().find("a second curve"), std::string::npos) << err3.str();
+}
+
 TEST(AgentCommandsTest, PushRetriesThenStoresIdempotently) {
   // A set to push, written by the importer command.
   const std::string dir = ::testing::TempDir();
