@@ -176,6 +176,27 @@ int main() {
            expect.size(), max_err, ok ? "OK" : "FAIL");
     failures += !ok;
   }
+  // Memory accounting: Adam holds Megatron's 18 bytes per parameter (fp32
+  // master, moments and main grad; 16-bit parameter), and more tokens never
+  // need less memory.
+  LayerShape small;
+  small.hidden = 1024;
+  small.heads = 16;
+  small.seq = 512;
+  small.micro_batch = 2;
+  small.tensor_parallel = 2;
+  const int64_t base = g::WorkloadBytes(small);
+  small.adam_params = 1'000'000;
+  const int64_t adam = g::WorkloadBytes(small) - base;
+  const bool adam_ok = adam >= 18'000'000 && adam <= 18'000'000 + 6 * 512;
+  printf("adam bytes for 1M parameters: %ld %s\n", static_cast<long>(adam), adam_ok ? "OK" : "FAIL");
+  failures += !adam_ok;
+  small.adam_params = 0;
+  small.seq = 1024;
+  const bool grows = g::WorkloadBytes(small) > base;
+  printf("twice the sequence needs more memory: %s\n", grows ? "OK" : "FAIL");
+  failures += !grows;
+
   printf("%d failures\n", failures);
   return failures != 0;
 }
