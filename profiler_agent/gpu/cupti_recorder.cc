@@ -1,13 +1,11 @@
 #include "profiler_agent/gpu/cupti_recorder.h"
 
 #include <cupti.h>
-#include <cxxabi.h>
 
 #include <cstdlib>
 #include <mutex>
-#include <unordered_map>
-#include <utility>
-#include <vector>
+
+#include "profiler_agent/gpu/cupti_records.h"
 
 namespace vtrain::gpu {
 namespace {
@@ -18,34 +16,13 @@ constexpr size_t kAlign = 8;
 // recorded for hours stays bounded; the excess is counted as dropped.
 constexpr size_t kMaxRecords = 4'000'000;
 
-// Demangled kernel name ("void layer_norm_fwd_kernel<__half>(...)"); the
-// mangled one when demangling fails.
-std::string Demangle(const char* name) {
-  if (name == nullptr) return "unknown";
-  int status = 0;
-  char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status != 0 || out == nullptr) return name;
-  std::string s(out);
-  std::free(out);
-  return s;
-}
-
-struct OpenMarker {
-  std::string name;
-  uint64_t start_ns = 0;
-  uint64_t thread = 0;
-};
-
 // CUPTI's buffer callbacks carry no user pointer: the records they deliver
 // land in this process-wide state, guarded by `mu`.
 struct State {
   std::mutex mu;
-  Trace trace;
-  std::unordered_map<uint32_t, OpenMarker> open_markers;
+  RecordDecoder decoder;
   uint64_t dropped = 0;
   bool started = false;
-  std::string device_name;
-  uint64_t device_memory = 0;
 };
 
 State& GlobalState() {
@@ -73,52 +50,11 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
   std::lock_guard<std::mutex> lock(st.mu);
   CUpti_Activity* record = nullptr;
   while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
-    if (st.trace.kernels.size() + st.trace.launches.size() + st.trace.ranges.size() >=
-        kMaxRecords) {
+    if (st.decoder.records() >= kMaxRecords) {
       ++st.dropped;
       continue;
     }
-    switch (record->kind) {
-      case CUPTI_ACTIVITY_KIND_KERNEL:
-      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-        st.trace.kernels.push_back(
-            {Demangle(k->name), k->start, k->end, k->streamId, k->correlationId});
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_RUNTIME:
-      case CUPTI_ACTIVITY_KIND_DRIVER: {
-        const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
-        st.trace.launches.push_back({a->correlationId, a->start, a->end, a->threadId});
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_DEVICE: {
-        const auto* d = reinterpret_cast<const CUpti_ActivityDevice5*>(record);
-        if (st.device_name.empty() && d->name != nullptr) {
-          st.device_name = d->name;
-          st.device_memory = d->globalMemorySize;
-        }
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_MARKER: {
-        const auto* m = reinterpret_cast<const CUpti_ActivityMarker2*>(record);
-        const uint64_t thread =
-            m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0;
-        if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
-          st.open_markers[m->id] = {m->name ? m->name : "", m->timestamp, thread};
-        } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
-          auto it = st.open_markers.find(m->id);
-          if (it != st.open_markers.end()) {
-            st.trace.ranges.push_back(
-                {it->second.name, it->second.start_ns, m->timestamp, it->second.thread});
-            st.open_markers.erase(it);
-          }
-        }
-        break;
-      }
-      default:
-        break;
-    }
+    st.decoder.Add(record);
   }
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS) {
@@ -163,9 +99,7 @@ Trace CuptiRecorder::Collect() {
     ++st.dropped;  // records still in CUPTI's buffers are not in this trace
   }
   std::lock_guard<std::mutex> lock(st.mu);
-  Trace out = std::move(st.trace);
-  st.trace = Trace();
-  return out;
+  return st.decoder.TakeTrace();
 }
 
 void CuptiRecorder::Stop() {
@@ -179,8 +113,8 @@ void CuptiRecorder::Stop() {
 std::string CuptiRecorder::DeviceName(uint64_t* memory_bytes) {
   State& st = GlobalState();
   std::lock_guard<std::mutex> lock(st.mu);
-  *memory_bytes = st.device_memory;
-  return st.device_name;
+  *memory_bytes = st.decoder.device_memory();
+  return st.decoder.device_name();
 }
 
 uint64_t CuptiRecorder::Now() {
