@@ -13,6 +13,7 @@
 #include <iostream>
 #include <optional>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -49,7 +50,7 @@ constexpr char kUsage[] =
     "  vtrain-agent push FILE --server HOST:PORT --token-file F [--retries N]\n"
     "  vtrain-agent info | profile ... | nccl ... | reduce ...   (run vtrain-agent-gpu, the CUDA part;\n"
     "                     see `vtrain-agent-gpu help`)\n"
-    "  vtrain-agent serve --server HOST:PORT --token-file F --gpu NAME [--gpus N] [--once]\n"
+    "  vtrain-agent serve --server HOST:PORT --token-file F [--gpu NAME] [--gpus N] [--once]\n"
     "                     [--interval SECONDS] [--max-items N] [--work-dir DIR]\n\n"
     "examples:\n"
     "  vtrain-agent import nccl-tests allreduce_8gpu.txt --gpu a100-sxm4-80gb --ranks 8 -o ar8.json\n"
@@ -80,22 +81,49 @@ constexpr char kNoGpuPart[] =
     "binary; build on a machine with the CUDA Toolkit (or `cmake -S profiler_agent/gpu`) or set "
     "VTRAIN_AGENT_GPU";
 
-// Runs `binary args...` with this process's stdout and stderr; returns its
-// exit code (128 + signal when killed, -1 when it could not start).
-int RunChild(const std::string& binary, const std::vector<std::string>& args) {
+// Runs `binary args...` with this process's stderr and, unless `captured`
+// is given, its stdout; returns its exit code (128 + signal when killed, -1
+// when it could not start).
+int RunChild(const std::string& binary, const std::vector<std::string>& args,
+             std::string* captured = nullptr) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(binary.c_str()));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   std::cout.flush();
   std::cerr.flush();
+  int pipe_fds[2] = {-1, -1};
+  if (captured != nullptr && pipe(pipe_fds) != 0) return -1;
   const pid_t pid = fork();
-  if (pid < 0) return -1;
+  if (pid < 0) {
+    if (captured != nullptr) {
+      close(pipe_fds[0]);
+      close(pipe_fds[1]);
+    }
+    return -1;
+  }
   if (pid == 0) {
+    if (captured != nullptr) {
+      dup2(pipe_fds[1], 1);
+      close(pipe_fds[0]);
+      close(pipe_fds[1]);
+    }
     execv(binary.c_str(), argv.data());
     const std::string msg = "vtrain-agent: cannot run " + binary + ": " + std::strerror(errno) + "\n";
     [[maybe_unused]] ssize_t n = write(2, msg.data(), msg.size());
     _exit(127);
+  }
+  if (captured != nullptr) {
+    close(pipe_fds[1]);
+    char buf[4096];
+    for (ssize_t n; (n = read(pipe_fds[0], buf, sizeof(buf))) != 0;) {
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      captured->append(buf, static_cast<size_t>(n));
+    }
+    close(pipe_fds[0]);
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
@@ -322,19 +350,45 @@ absl::StatusOr<int> ServeOnce(const cli::Connection& c, const std::string& gpu_b
 int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   FlagParser flags("vtrain-agent serve");
   cli::AddConnectionFlags(flags);
-  flags.AddValue("gpu", "NAME", "the GPU model of this node (its work is asked for)");
-  flags.AddValue("gpus", "N", "GPUs on this node, for NCCL work (default 1)");
+  flags.AddValue("gpu", "NAME", "the GPU model of this node (default: what `info` detects)");
+  flags.AddValue("gpus", "N", "GPUs on this node, for NCCL work (default: what `info` counts)");
   flags.AddValue("interval", "SECONDS", "pause between polls (default 60)");
   flags.AddValue("max-items", "N", "work items per poll (default 10)");
   flags.AddValue("work-dir", "DIR", "where measured files are written before the push (/tmp)");
   flags.AddSwitch("once", "poll once, run the work, exit (non-zero if a run failed)");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "serve", s);
-  const std::optional<std::string> gpu = flags.Get("gpu");
-  if (!gpu) return Fail(err, "serve", absl::InvalidArgumentError("--gpu NAME is required"));
+  const std::string gpu_binary = FindAgentGpu();
+  if (gpu_binary.empty()) {
+    err << "vtrain-agent serve: " << kNoGpuPart << "\n";
+    return kExitFailure;
+  }
+  // What flags leave open comes from `vtrain-agent-gpu info`, which prints
+  // "gpus N" and "vtrain name NAME" lines.
+  std::string info;
+  const bool detect = !flags.Has("gpu") || !flags.Has("gpus");
+  const int info_rc = detect ? RunChild(gpu_binary, {"info"}, &info) : 0;
+  auto info_value = [&](const std::string& key) -> std::string {
+    const std::string text = "\n" + info, prefix = "\n" + key + " ";
+    const size_t at = text.find(prefix);
+    if (info_rc != 0 || at == std::string::npos) return "";
+    const size_t begin = at + prefix.size();
+    return text.substr(begin, text.find('\n', begin) - begin);
+  };
+  std::optional<std::string> gpu = flags.Get("gpu");
+  if (!gpu) {
+    gpu = info_value("vtrain name");
+    if (gpu->empty()) {
+      return Fail(err, "serve", absl::FailedPreconditionError(
+                                    "cannot tell this node's GPU model (vtrain-agent-gpu info); "
+                                    "pass --gpu NAME"));
+    }
+  }
   if (!GpuByName(*gpu).ok()) {
     return Fail(err, "serve", absl::InvalidArgumentError(absl::StrCat("--gpu '", *gpu, "' is unknown")));
   }
-  int64_t values[3] = {1, 60, 10};
+  int64_t detected_gpus = 1;
+  if (!flags.Has("gpus") && !absl::SimpleAtoi(info_value("gpus"), &detected_gpus)) detected_gpus = 1;
+  int64_t values[3] = {detected_gpus, 60, 10};
   const char* names[3] = {"gpus", "interval", "max-items"};
   for (int i = 0; i < 3; ++i) {
     absl::StatusOr<std::optional<int64_t>> v = flags.GetInt(names[i]);
@@ -347,12 +401,8 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   absl::StatusOr<cli::Connection> c = cli::Connect(flags);
   if (!c.ok()) return Fail(err, "serve", c.status());
-  const std::string gpu_binary = FindAgentGpu();
-  if (gpu_binary.empty()) {
-    err << "vtrain-agent serve: " << kNoGpuPart << "\n";
-    return kExitFailure;
-  }
   const std::string work_dir = flags.Get("work-dir").value_or("/tmp");
+  out << "serve: asking for " << *gpu << " work; " << values[0] << " GPU(s) here\n";
   const bool once = flags.Has("once");
   std::signal(SIGTERM, StopServing);
   std::signal(SIGINT, StopServing);

@@ -196,6 +196,7 @@ TEST(AgentCommandsTest, ServeAnswersProfilingWork) {
     std::ofstream f(fake);
     f << "#!/bin/bash\n"
          "echo \"$*\" >> " << log << "\n"
+         "if [ \"$1\" = info ]; then printf 'host h\\ngpus 8\\nvtrain name a100-sxm4-80gb\\n'; exit 0; fi\n"
          "declare -A v; cmd=$1; shift\n"
          "while [ $# -gt 0 ]; do v[$1]=$2; shift 2; done\n"
          "if [ \"$cmd\" = profile ]; then\n"
@@ -251,12 +252,15 @@ TEST(AgentCommandsTest, ServeAnswersProfilingWork) {
   std::ostringstream out, err;
   // The stand-in fails NCCL runs: serve reports them and exits non-zero, but
   // pushes what the profile runs measured.
-  EXPECT_EQ(RunAgent({"serve", "--server", address, "--token-file", token, "--gpu",
-                      "a100-sxm4-80gb", "--gpus", "8", "--once", "--max-items", "1000",
-                      "--work-dir", dir},
+  // The GPU model and count come from `info`.
+  EXPECT_EQ(RunAgent({"serve", "--server", address, "--token-file", token, "--once",
+                      "--max-items", "1000", "--work-dir", dir},
                      out, err),
             1)
       << out.str() << err.str();
+  EXPECT_NE(out.str().find("serve: asking for a100-sxm4-80gb work; 8 GPU(s) here"),
+            std::string::npos)
+      << out.str();
   EXPECT_NE(out.str().find("(stored)"), std::string::npos) << out.str() << err.str();
   std::ifstream in(log);
   std::stringstream ran;
