@@ -4,14 +4,9 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "profiler_agent/gpu/workloads.h"
-
-#define VTRAIN_RETURN_IF_ERROR(expr)                    \
-  do {                                                  \
-    std::string vtrain_status_ = (expr);                \
-    if (!vtrain_status_.empty()) return vtrain_status_; \
-  } while (false)
 
 namespace vtrain::gpu {
 namespace {
@@ -30,12 +25,13 @@ std::string Positive(const char* field, int64_t value) {
 }  // namespace
 
 std::string ValidateShape(const LayerShape& shape) {
-  VTRAIN_RETURN_IF_ERROR(Positive("hidden", shape.hidden));
-  VTRAIN_RETURN_IF_ERROR(Positive("heads", shape.heads));
-  VTRAIN_RETURN_IF_ERROR(Positive("seq", shape.seq));
-  VTRAIN_RETURN_IF_ERROR(Positive("micro_batch", shape.micro_batch));
-  VTRAIN_RETURN_IF_ERROR(Positive("tensor_parallel", shape.tensor_parallel));
-  VTRAIN_RETURN_IF_ERROR(Positive("vocab", shape.vocab));
+  const std::pair<const char*, int64_t> positive[] = {
+      {"hidden", shape.hidden},           {"heads", shape.heads}, {"seq", shape.seq},
+      {"micro_batch", shape.micro_batch}, {"tensor_parallel", shape.tensor_parallel},
+      {"vocab", shape.vocab}};
+  for (const auto& [field, value] : positive) {
+    if (std::string e = Positive(field, value); !e.empty()) return e;
+  }
   if (shape.ffn < 0 || shape.ffn > kMaxDim) {
     return "ffn=" + std::to_string(shape.ffn) + " must be in [0, " + std::to_string(kMaxDim) +
            "] (0 means 4 x hidden)";
@@ -72,5 +68,3 @@ std::string ValidateShape(const LayerShape& shape) {
 }
 
 }  // namespace vtrain::gpu
-
-#undef VTRAIN_RETURN_IF_ERROR

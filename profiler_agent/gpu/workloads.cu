@@ -132,56 +132,49 @@ __device__ __forceinline__ float UniformAt(uint32_t seed, uint64_t i) {
   return static_cast<float>(HashIndex(seed, i) >> 8) * (1.0f / 16777216.0f);
 }
 
-__device__ __forceinline__ float WarpReduceSum(float v) {
-  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-__device__ __forceinline__ float WarpReduceMax(float v) {
+struct SumOp {
+  static constexpr float kIdentity = 0.0f;
+  __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+};
+struct MaxOp {
+  static constexpr float kIdentity = -INFINITY;
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+template <class Op>
+__device__ __forceinline__ float WarpReduce(float v) {
   for (int offset = 16; offset > 0; offset >>= 1) {
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    v = Op()(v, __shfl_xor_sync(0xffffffffu, v, offset));
   }
   return v;
 }
 
-// Block-wide sum, returned to every thread. Every thread of the block must
-// call it (blockDim.x a multiple of 32). Back-to-back calls are safe: a
+// Block-wide reduction, returned to every thread. Every thread of the block
+// must call it (blockDim.x a multiple of 32). Back-to-back calls are safe: a
 // call's writes to `partial` come after every thread passed the previous
-// call's second barrier, by which time warp 0 has read it.
-__device__ float BlockReduceSum(float v) {
+// call's second barrier, by which time warp 0 has read it. Each Op has its
+// own shared arrays (one per template instance).
+template <class Op>
+__device__ float BlockReduce(float v) {
   __shared__ float partial[32];
   __shared__ float total;
-  v = WarpReduceSum(v);
+  v = WarpReduce<Op>(v);
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   if (lane == 0) partial[warp] = v;
   __syncthreads();
   if (warp == 0) {
     const int warps = static_cast<int>(blockDim.x >> 5);
-    float s = lane < warps ? partial[lane] : 0.0f;
-    s = WarpReduceSum(s);
-    if (lane == 0) total = s;
+    float r = lane < warps ? partial[lane] : Op::kIdentity;
+    r = WarpReduce<Op>(r);
+    if (lane == 0) total = r;
   }
   __syncthreads();
   return total;
 }
 
-__device__ float BlockReduceMax(float v) {
-  __shared__ float partial[32];
-  __shared__ float total;
-  v = WarpReduceMax(v);
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    const int warps = static_cast<int>(blockDim.x >> 5);
-    float m = lane < warps ? partial[lane] : -INFINITY;
-    m = WarpReduceMax(m);
-    if (lane == 0) total = m;
-  }
-  __syncthreads();
-  return total;
-}
+__device__ float BlockReduceSum(float v) { return BlockReduce<SumOp>(v); }
+__device__ float BlockReduceMax(float v) { return BlockReduce<MaxOp>(v); }
 
 // tanh approximation of GeLU (Megatron's bias_gelu) and its derivative.
 constexpr float kGeluK = 0.7978845608028654f;  // sqrt(2 / pi)
