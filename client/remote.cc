@@ -3,6 +3,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "client/measurements.h"
+#include "proto/convert.h"
 #include "core/util/status_macros.h"
 
 namespace vtrain::cli {
@@ -56,6 +57,15 @@ absl::StatusOr<Connection> Connect(const FlagParser& flags) {
   args.SetMaxSendMessageSize(256 << 20);
   c.channel = grpc::CreateCustomChannel(*server, creds, args);
   return c;
+}
+
+absl::StatusOr<v1::PushProfileSetRequest> ReadProfileSetFile(const std::string& path) {
+  VTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  v1::PushProfileSetRequest req;
+  if (absl::Status s = convert::FromJson(text, req.mutable_profile_set()); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
+  }
+  return req;
 }
 
 absl::Status FromGrpc(const grpc::Status& s) {

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "client/flag_parser.h"
 #include "grpcpp/grpcpp.h"
+#include "vtrain/v1/vtrain.pb.h"
 
 namespace vtrain::cli {
 
@@ -31,6 +32,10 @@ struct Connection {
 absl::StatusOr<Connection> Connect(const FlagParser& flags);
 
 // The reverse of the server's ToGrpcStatus.
+// A profile-set JSON file (the vtrain.v1.ProfileSet JSON form) as a push
+// request; an error naming the file when it cannot be read or parsed.
+absl::StatusOr<v1::PushProfileSetRequest> ReadProfileSetFile(const std::string& path);
+
 absl::Status FromGrpc(const grpc::Status& s);
 
 }  // namespace vtrain::cli

@@ -138,14 +138,10 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
     if (absl::Status st = need_operand("a profile-set JSON file"); !st.ok()) {
       return Fail(err, "profiles", st);
     }
-    absl::StatusOr<std::string> text = ReadFile(operand);
-    if (!text.ok()) return Fail(err, "profiles", text.status());
-    v1::PushProfileSetRequest req;
-    if (absl::Status p = convert::FromJson(*text, req.mutable_profile_set()); !p.ok()) {
-      return Fail(err, "profiles", absl::InvalidArgumentError(absl::StrCat(operand, ": ", p.message())));
-    }
+    absl::StatusOr<v1::PushProfileSetRequest> req = ReadProfileSetFile(operand);
+    if (!req.ok()) return Fail(err, "profiles", req.status());
     v1::PushProfileSetResponse resp;
-    grpc::Status s = stub->PushProfileSet(c->Context().get(), req, &resp);
+    grpc::Status s = stub->PushProfileSet(c->Context().get(), *req, &resp);
     if (!s.ok()) return Fail(err, "profiles", FromGrpc(s));
     out << resp.id() << (resp.already_present() ? " (already present; nothing changed)" : " (stored)")
         << "\n";

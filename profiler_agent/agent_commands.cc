@@ -267,17 +267,6 @@ int PushWithRetries(const v1::PushProfileSetRequest& req, const cli::Connection&
   }
 }
 
-// Reads a profile-set file into a push request.
-absl::StatusOr<v1::PushProfileSetRequest> ReadSetFile(const std::string& path) {
-  absl::StatusOr<std::string> text = cli::ReadFile(path);
-  if (!text.ok()) return text.status();
-  v1::PushProfileSetRequest req;
-  if (absl::Status s = convert::FromJson(*text, req.mutable_profile_set()); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
-  }
-  return req;
-}
-
 int RunPush(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (args.empty() || args[0].rfind("--", 0) == 0) {
     err << kUsage;
@@ -289,7 +278,7 @@ int RunPush(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (absl::Status s = flags.Parse({args.begin() + 1, args.end()}); !s.ok()) {
     return Fail(err, "push", s);
   }
-  absl::StatusOr<v1::PushProfileSetRequest> req = ReadSetFile(args[0]);
+  absl::StatusOr<v1::PushProfileSetRequest> req = cli::ReadProfileSetFile(args[0]);
   if (!req.ok()) return Fail(err, "push", req.status());
   absl::StatusOr<cli::Connection> c = cli::Connect(flags);
   if (!c.ok()) return Fail(err, "push", c.status());
@@ -337,7 +326,7 @@ absl::StatusOr<int> ServeOnce(const cli::Connection& c, const std::string& gpu_b
       ++failed;
       continue;
     }
-    absl::StatusOr<v1::PushProfileSetRequest> push = ReadSetFile(file);
+    absl::StatusOr<v1::PushProfileSetRequest> push = cli::ReadProfileSetFile(file);
     if (!push.ok() || PushWithRetries(*push, c, 8, out, err) != kExitOk) {
       if (!push.ok()) err << "serve: " << push.status().message() << "\n";
       ++failed;

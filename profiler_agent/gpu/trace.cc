@@ -15,28 +15,20 @@ int64_t Median(std::vector<int64_t> values) {
   return values[mid];
 }
 
-namespace {
-
-// The ranges of one thread, sorted by start, for the innermost-range lookup.
-struct ThreadRanges {
-  std::vector<size_t> by_start;  // indices into Trace::ranges
-};
-
-}  // namespace
-
 ReduceResult Reduce(const Trace& trace) {
   ReduceResult result;
   std::unordered_map<uint32_t, const LaunchActivity*> launch_of;
   launch_of.reserve(trace.launches.size());
   for (const LaunchActivity& l : trace.launches) launch_of[l.correlation] = &l;
 
-  std::unordered_map<uint64_t, ThreadRanges> threads;
+  // Per thread, indices into trace.ranges sorted by start.
+  std::unordered_map<uint64_t, std::vector<size_t>> threads;
   for (size_t i = 0; i < trace.ranges.size(); ++i) {
     if (trace.ranges[i].end_ns < trace.ranges[i].start_ns) continue;  // unterminated
-    threads[trace.ranges[i].thread].by_start.push_back(i);
+    threads[trace.ranges[i].thread].push_back(i);
   }
-  for (auto& [thread, t] : threads) {
-    std::sort(t.by_start.begin(), t.by_start.end(), [&](size_t a, size_t b) {
+  for (auto& [thread, by_start] : threads) {
+    std::sort(by_start.begin(), by_start.end(), [&](size_t a, size_t b) {
       return trace.ranges[a].start_ns < trace.ranges[b].start_ns;
     });
   }
@@ -46,7 +38,7 @@ ReduceResult Reduce(const Trace& trace) {
   auto innermost = [&](uint64_t thread, uint64_t time) -> int64_t {
     auto it = threads.find(thread);
     if (it == threads.end()) return -1;
-    const std::vector<size_t>& v = it->second.by_start;
+    const std::vector<size_t>& v = it->second;
     auto pos = std::upper_bound(v.begin(), v.end(), time, [&](uint64_t t, size_t r) {
       return t < trace.ranges[r].start_ns;
     });
