@@ -11,6 +11,12 @@
 #include "client/remote.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
+#include "core/util/status_macros.h"
+#include "proto/enum_convert.h"
+#include "proto/job_convert.h"
+#include "proto/json.h"
+#include "proto/prediction_convert.h"
+#include "proto/profile_set_convert.h"
 
 namespace vtrain::cli {
 namespace {
@@ -89,38 +95,66 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
     return Fail(err, "predict",
                 absl::InvalidArgumentError("give either --local or --server, not both"));
   }
-  absl::StatusOr<Job> job = JobFromFlags(flags);
-  if (!job.ok()) return Fail(err, "predict", job.status());
-
-  PredictOptions options;
+  absl::StatusOr<v1::PredictRequest> request = RequestFromFlags(flags);
+  if (!request.ok()) return Fail(err, "predict", request.status());
   if (auto g = flags.Get("granularity")) {
     absl::StatusOr<Granularity> granularity = ParseGranularity(*g);
     if (!granularity.ok()) return Fail(err, "predict", granularity.status());
-    options.granularity = *granularity;
+    request->set_granularity(convert::ToProto(*granularity));
   }
   absl::StatusOr<std::optional<int64_t>> max_tasks = flags.GetInt("max-tasks");
   if (!max_tasks.ok()) return Fail(err, "predict", max_tasks.status());
-  if (*max_tasks) options.max_tasks = **max_tasks;
   absl::StatusOr<std::optional<double>> tokens = flags.GetDouble("tokens");
   if (!tokens.ok()) return Fail(err, "predict", tokens.status());
   if (*tokens) {
-    if (**tokens <= 0) {
+    if (!(**tokens > 0)) {
       return Fail(err, "predict",
                   absl::InvalidArgumentError("--tokens must be a positive number, e.g. 270e9"));
     }
-    options.train_tokens = **tokens;
+    request->set_train_tokens(**tokens);
   }
-
-  if (flags.Has("server")) return RunRemotePredict(flags, *job, options, out, err);
-  const ProfileSet profiles = DefaultProfileSet(job->cluster.gpu);
-  absl::StatusOr<Prediction> prediction = Predict(*job, profiles, options);
-  if (!prediction.ok()) return Fail(err, "predict", prediction.status());
+  if (auto id = flags.Get("profile-set")) {
+    if (!flags.Has("server")) {
+      return Fail(err, "predict", absl::InvalidArgumentError(
+                                      "--profile-set names a server's set; give --server too"));
+    }
+    request->set_profile_set_id(*id);
+  }
+  if (max_tasks->has_value() && flags.Has("server")) {
+    return Fail(err, "predict", absl::InvalidArgumentError(
+                                    "--max-tasks bounds a local run; a server applies its own"));
+  }
+  absl::StatusOr<v1::PredictResponse> response =
+      flags.Has("server") ? PredictRemotely(flags, *request)
+                          : PredictLocally(*request, max_tasks->value_or(kDefaultMaxTasks));
+  if (!response.ok()) return Fail(err, "predict", response.status());
   if (flags.Switch("json")) {
-    out << PredictionJson(*job, *prediction);
-  } else {
-    out << PredictionTable(*job, *prediction, flags.Switch("show-lookups"));
+    out << convert::ToJson(*response);
+    return kExitOk;
   }
+  absl::StatusOr<std::string> table = PredictionTable(*response, flags.Switch("show-lookups"));
+  if (!table.ok()) return Fail(err, "predict", table.status());
+  out << *table;
   return kExitOk;
+}
+
+absl::StatusOr<v1::PredictResponse> PredictLocally(const v1::PredictRequest& request,
+                                                   int64_t max_tasks) {
+  VTRAIN_ASSIGN_OR_RETURN(Job job, convert::JobFromProto(request));
+  VTRAIN_ASSIGN_OR_RETURN(PredictOptions options, convert::OptionsFromProto(request));
+  options.max_tasks = max_tasks;
+  VTRAIN_ASSIGN_OR_RETURN(ProfileSet profiles, BuiltinProfileSet(job.cluster.gpu));
+  VTRAIN_ASSIGN_OR_RETURN(Prediction prediction, Predict(job, profiles, options));
+  v1::PredictResponse response;
+  convert::PredictionToProto(job, prediction, &response);
+  return response;
+}
+
+absl::StatusOr<ProfileSet> BuiltinProfileSet(const GpuSpec& gpu) {
+  ProfileSet set = DefaultProfileSet(gpu);
+  // Named by content, as a server names the same set when it seeds it.
+  set.id = convert::ContentId(convert::ProfileSetToProto(set));
+  return set;
 }
 
 int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

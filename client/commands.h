@@ -13,6 +13,7 @@
 #include "client/flag_parser.h"
 #include "core/predict/predictor.h"
 #include "core/spec/job.h"
+#include "vtrain/v1/vtrain.pb.h"
 
 namespace vtrain::cli {
 
@@ -38,9 +39,19 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
 int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
-// predict --server: asks the server and prints like the local path.
-int RunRemotePredict(const FlagParser& flags, const Job& job, const PredictOptions& options,
-                     std::ostream& out, std::ostream& err);
+// The largest simulation a local predict runs unless --max-tasks says otherwise.
+inline constexpr int64_t kDefaultMaxTasks = 100'000'000;
+
+// A prediction in this process on the built-in profiles: exactly what a
+// server does with the request (JobFromProto, Predict, PredictionToProto).
+absl::StatusOr<v1::PredictResponse> PredictLocally(const v1::PredictRequest& request,
+                                                   int64_t max_tasks);
+// The same request asked of the server of --server (connection flags).
+absl::StatusOr<v1::PredictResponse> PredictRemotely(const FlagParser& flags,
+                                                    const v1::PredictRequest& request);
+
+// The built-in profile set of `gpu`, its id set to its content hash.
+absl::StatusOr<ProfileSet> BuiltinProfileSet(const GpuSpec& gpu);
 
 }  // namespace vtrain::cli
 

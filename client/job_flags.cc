@@ -1,19 +1,24 @@
 #include "client/job_flags.h"
 
 #include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "client/measurements.h"
 #include "core/util/status_macros.h"
-#include "proto/convert.h"
+#include "proto/enum_convert.h"
+#include "proto/job_convert.h"
+#include "proto/json.h"
+#include "proto/vtrain_config.h"
 
 namespace vtrain::cli {
 namespace {
 
-// Parses `flag` as an integer into `*out` when present.
-absl::Status SetInt(const FlagParser& flags, absl::string_view flag, int64_t* out) {
+// Calls `set` with the integer value of `flag` when present.
+template <typename Setter>
+absl::Status SetInt(const FlagParser& flags, absl::string_view flag, Setter set) {
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> v, flags.GetInt(flag));
-  if (v) *out = *v;
+  if (v) set(*v);
   return absl::OkStatus();
 }
 
@@ -32,11 +37,69 @@ absl::StatusOr<int64_t> ParseBytes(absl::string_view text, absl::string_view fie
   return value;
 }
 
+absl::Status PlanFromFlags(const FlagParser& flags, v1::ParallelPlan& plan) {
+  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "tp", [&](int64_t v) { plan.set_tensor_parallel(v); }));
+  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "pp", [&](int64_t v) { plan.set_pipeline_parallel(v); }));
+  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "dp", [&](int64_t v) { plan.set_data_parallel(v); }));
+  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "micro-batch", [&](int64_t v) { plan.set_micro_batch(v); }));
+  VTRAIN_RETURN_IF_ERROR(
+      SetInt(flags, "global-batch", [&](int64_t v) { plan.set_global_batch(v); }));
+  if (auto s = flags.Get("schedule")) {
+    VTRAIN_ASSIGN_OR_RETURN(PipelineSchedule schedule, ParseSchedule(*s));
+    plan.set_schedule(convert::ToProto(schedule));
+  }
+  if (auto r = flags.Get("recompute")) {
+    VTRAIN_ASSIGN_OR_RETURN(Recompute recompute, ParseRecompute(*r));
+    plan.set_recompute(convert::ToProto(recompute));
+  }
+  if (auto b = flags.Get("gradient-bucketing")) {
+    if (*b != "on" && *b != "off") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "plan.gradient_bucketing='", *b, "' (--gradient-bucketing) must be on or off"));
+    }
+    plan.set_gradient_bucketing(*b == "on");
+  }
+  if (auto size = flags.Get("bucket-size")) {
+    VTRAIN_ASSIGN_OR_RETURN(int64_t bytes, ParseBytes(*size, "plan.bucket_size_bytes"));
+    plan.set_bucket_size_bytes(bytes);
+  }
+  if (auto d = flags.Get("dtype")) {
+    VTRAIN_ASSIGN_OR_RETURN(DType dtype, ParseDType(*d));
+    plan.set_dtype(convert::ToProto(dtype));
+  }
+  return absl::OkStatus();
+}
+
+// The request in -f FILE or --vtrain-config FILE.
+absl::StatusOr<v1::PredictRequest> RequestFromFile(const FlagParser& flags) {
+  for (const char* other : {"model", "layers", "hidden", "heads", "seq-len", "gpus", "tp", "pp",
+                            "dp", "micro-batch", "global-batch"}) {
+    if (flags.Has(other)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", other, " cannot be combined with a job file; put it in the file"));
+    }
+  }
+  if (flags.Has("job-file") && flags.Has("vtrain-config")) {
+    return absl::InvalidArgumentError("give either -f/--job-file or --vtrain-config, not both");
+  }
+  const std::string path = *flags.Get(flags.Has("job-file") ? "job-file" : "vtrain-config");
+  VTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  absl::StatusOr<v1::PredictRequest> request;
+  if (flags.Has("vtrain-config")) {
+    request = convert::RequestFromVtrainConfig(text);
+  } else {
+    request.emplace();
+    if (absl::Status s = convert::FromJson(text, &*request); !s.ok()) request = s;
+  }
+  if (!request.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", request.status().message()));
+  }
+  return request;
+}
+
 }  // namespace
 
-void AddJobFlags(FlagParser& p) {
-  p.AddValue("job-file", "FILE", "-f: the job as JSON (vtrain.v1.PredictRequest) instead of flags");
-  p.AddValue("vtrain-config", "FILE", "the job from a vTrain configuration JSON file");
+void AddModelFlags(FlagParser& p) {
   p.AddValue("model", "PRESET", "model preset: gpt3-125m ... gpt3-175b, mtnlg-530b");
   p.AddValue("layers", "N", "decoder layers (model.num_layers); overrides the preset");
   p.AddValue("hidden", "N", "hidden size (model.hidden_size)");
@@ -44,12 +107,22 @@ void AddJobFlags(FlagParser& p) {
   p.AddValue("seq-len", "N", "sequence length (model.seq_len)");
   p.AddValue("vocab", "N", "vocabulary size (model.vocab_size, default 50257)");
   p.AddValue("ffn", "N", "FFN hidden size (model.ffn_hidden_size, default 4 x hidden)");
+}
+
+void AddClusterFlags(FlagParser& p) {
   p.AddValue("gpu", "NAME", "GPU model (default a100-sxm4-80gb); see 'vtrainctl presets'");
-  p.AddValue("gpus", "N", "GPUs in the job (cluster.num_gpus; default tp x dp x pp)");
   p.AddValue("gpus-per-node", "N", "GPUs per node (cluster.gpus_per_node, default 8)");
   p.AddValue("intra-node-bandwidth", "BW", "per-GPU NVLink bandwidth with unit, e.g. 150GB/s");
   p.AddValue("inter-node-bandwidth", "BW", "per-node network bandwidth with unit, e.g. 800Gb/s");
   p.AddValue("price-usd-per-gpu-hour", "USD", "price of one GPU-hour, for the cost");
+}
+
+void AddJobFlags(FlagParser& p) {
+  p.AddValue("job-file", "FILE", "-f: the job as JSON (vtrain.v1.PredictRequest) instead of flags");
+  p.AddValue("vtrain-config", "FILE", "the job from a vTrain configuration JSON file");
+  AddModelFlags(p);
+  AddClusterFlags(p);
+  p.AddValue("gpus", "N", "GPUs in the job (cluster.num_gpus; default tp x dp x pp)");
   p.AddValue("tp", "N", "tensor-parallel degree (plan.tensor_parallel, default 1)");
   p.AddValue("pp", "N", "pipeline-parallel degree (plan.pipeline_parallel, default 1)");
   p.AddValue("dp", "N", "data-parallel degree (plan.data_parallel, default GPUs / (tp x pp))");
@@ -62,117 +135,54 @@ void AddJobFlags(FlagParser& p) {
   p.AddValue("dtype", "T", "fp16 or bf16 (default fp16)");
 }
 
-absl::StatusOr<ClusterSpec> ClusterFromFlags(const FlagParser& flags) {
-  VTRAIN_ASSIGN_OR_RETURN(GpuSpec gpu, GpuByName(flags.Get("gpu").value_or("a100-sxm4-80gb")));
-  ClusterSpec cluster = DefaultCluster(gpu, 0);
-  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "gpus-per-node", &cluster.gpus_per_node));
+absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const FlagParser& flags) {
+  v1::ModelSpec m;
+  if (auto preset = flags.Get("model")) m.set_preset(*preset);
+  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "layers", [&](int64_t v) { m.set_num_layers(v); }));
+  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "hidden", [&](int64_t v) { m.set_hidden_size(v); }));
+  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "heads", [&](int64_t v) { m.set_num_heads(v); }));
+  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "seq-len", [&](int64_t v) { m.set_seq_len(v); }));
+  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "vocab", [&](int64_t v) { m.set_vocab_size(v); }));
+  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "ffn", [&](int64_t v) { m.set_ffn_hidden_size(v); }));
+  return m;
+}
+
+absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const FlagParser& flags) {
+  v1::ClusterSpec c;
+  if (auto gpu = flags.Get("gpu")) c.set_gpu(*gpu);
+  VTRAIN_RETURN_IF_ERROR(
+      SetInt(flags, "gpus-per-node", [&](int64_t v) { c.set_gpus_per_node(v); }));
   if (auto bw = flags.Get("intra-node-bandwidth")) {
-    VTRAIN_ASSIGN_OR_RETURN(cluster.intra_node_bandwidth_bytes_per_s,
-                            ParseBandwidth(*bw, "--intra-node-bandwidth"));
+    VTRAIN_ASSIGN_OR_RETURN(double bytes_per_s, ParseBandwidth(*bw, "--intra-node-bandwidth"));
+    c.set_intra_node_bandwidth_bytes_per_s(bytes_per_s);
   }
   if (auto bw = flags.Get("inter-node-bandwidth")) {
-    VTRAIN_ASSIGN_OR_RETURN(cluster.inter_node_bandwidth_bytes_per_s,
-                            ParseBandwidth(*bw, "--inter-node-bandwidth"));
+    VTRAIN_ASSIGN_OR_RETURN(double bytes_per_s, ParseBandwidth(*bw, "--inter-node-bandwidth"));
+    c.set_inter_node_bandwidth_bytes_per_s(bytes_per_s);
   }
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> price, flags.GetDouble("price-usd-per-gpu-hour"));
-  if (price) cluster.price_usd_per_gpu_hour = *price;
-  return cluster;
+  if (price) c.set_price_usd_per_gpu_hour(*price);
+  return c;
+}
+
+absl::StatusOr<v1::PredictRequest> RequestFromFlags(const FlagParser& flags) {
+  if (flags.Has("job-file") || flags.Has("vtrain-config")) return RequestFromFile(flags);
+  v1::PredictRequest r;
+  VTRAIN_ASSIGN_OR_RETURN(*r.mutable_model(), ModelSpecFromFlags(flags));
+  VTRAIN_ASSIGN_OR_RETURN(*r.mutable_cluster(), ClusterSpecFromFlags(flags));
+  VTRAIN_RETURN_IF_ERROR(
+      SetInt(flags, "gpus", [&](int64_t v) { r.mutable_cluster()->set_num_gpus(v); }));
+  VTRAIN_RETURN_IF_ERROR(PlanFromFlags(flags, *r.mutable_plan()));
+  return r;
 }
 
 absl::StatusOr<Job> JobFromFlags(const FlagParser& flags) {
-  const bool from_file = flags.Has("job-file") || flags.Has("vtrain-config");
-  if (from_file) {
-    for (const char* other : {"model", "layers", "hidden", "heads", "seq-len", "gpus", "tp", "pp",
-                              "dp", "micro-batch", "global-batch"}) {
-      if (flags.Has(other)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--", other, " cannot be combined with a job file; put it in the file"));
-      }
-    }
-    if (flags.Has("job-file") && flags.Has("vtrain-config")) {
-      return absl::InvalidArgumentError("give either -f/--job-file or --vtrain-config, not both");
-    }
+  VTRAIN_ASSIGN_OR_RETURN(v1::PredictRequest request, RequestFromFlags(flags));
+  absl::StatusOr<Job> job = convert::JobFromProto(request);
+  if (!job.ok() && (flags.Has("job-file") || flags.Has("vtrain-config"))) {
     const std::string path = *flags.Get(flags.Has("job-file") ? "job-file" : "vtrain-config");
-    VTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-    if (flags.Has("vtrain-config")) {
-      absl::StatusOr<Job> job = convert::JobFromVtrainConfig(text);
-      if (!job.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", job.status().message()));
-      return job;
-    }
-    v1::PredictRequest request;
-    if (absl::Status s = convert::FromJson(text, &request); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
-    }
-    absl::StatusOr<Job> job = convert::JobFromProto(request);
-    if (!job.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", job.status().message()));
-    return job;
+    return absl::Status(job.status().code(), absl::StrCat(path, ": ", job.status().message()));
   }
-  Job job;
-  if (std::optional<std::string> preset = flags.Get("model")) {
-    VTRAIN_ASSIGN_OR_RETURN(job.model, ModelPreset(*preset));
-  } else {
-    job.model.name = "custom";
-    if (!flags.Has("layers") || !flags.Has("hidden") || !flags.Has("heads") ||
-        !flags.Has("seq-len")) {
-      return absl::InvalidArgumentError(
-          "no model given: use --model PRESET, or --layers, --hidden, --heads and --seq-len");
-    }
-  }
-  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "layers", &job.model.num_layers));
-  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "hidden", &job.model.hidden_size));
-  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "heads", &job.model.num_heads));
-  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "seq-len", &job.model.seq_len));
-  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "vocab", &job.model.vocab_size));
-  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "ffn", &job.model.ffn_hidden_size));
-
-  VTRAIN_ASSIGN_OR_RETURN(job.cluster, ClusterFromFlags(flags));
-
-  ParallelPlan& plan = job.plan;
-  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "tp", &plan.tensor_parallel));
-  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "pp", &plan.pipeline_parallel));
-  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "micro-batch", &plan.micro_batch));
-  if (!flags.Has("global-batch")) {
-    return absl::InvalidArgumentError("--global-batch is required (plan.global_batch)");
-  }
-  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "global-batch", &plan.global_batch));
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> gpus, flags.GetInt("gpus"));
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> dp, flags.GetInt("dp"));
-  if (dp) {
-    plan.data_parallel = *dp;
-    job.cluster.num_gpus = gpus.value_or(plan.tensor_parallel * plan.data_parallel *
-                                         plan.pipeline_parallel);
-  } else if (gpus) {
-    job.cluster.num_gpus = *gpus;
-    const int64_t tp_pp = plan.tensor_parallel * plan.pipeline_parallel;
-    if (tp_pp <= 0 || *gpus % tp_pp != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cluster.num_gpus=", *gpus, " (--gpus) is not divisible by --tp * --pp = ", tp_pp,
-          "; choose a GPU count that is a multiple of it, or give --dp"));
-    }
-    plan.data_parallel = *gpus / tp_pp;
-  } else {
-    job.cluster.num_gpus = plan.tensor_parallel * plan.pipeline_parallel;
-  }
-  if (auto s = flags.Get("schedule")) {
-    VTRAIN_ASSIGN_OR_RETURN(plan.schedule, ParseSchedule(*s));
-  }
-  if (auto r = flags.Get("recompute")) {
-    VTRAIN_ASSIGN_OR_RETURN(plan.recompute, ParseRecompute(*r));
-  }
-  if (auto b = flags.Get("gradient-bucketing")) {
-    if (*b != "on" && *b != "off") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "plan.gradient_bucketing='", *b, "' (--gradient-bucketing) must be on or off"));
-    }
-    plan.gradient_bucketing = *b == "on";
-  }
-  if (auto size = flags.Get("bucket-size")) {
-    VTRAIN_ASSIGN_OR_RETURN(plan.bucket_size_bytes, ParseBytes(*size, "plan.bucket_size_bytes"));
-  }
-  if (auto d = flags.Get("dtype")) {
-    VTRAIN_ASSIGN_OR_RETURN(plan.dtype, ParseDType(*d));
-  }
-  VTRAIN_RETURN_IF_ERROR(ValidateJob(job));
   return job;
 }
 

@@ -1,24 +1,36 @@
 // The flags that describe a job (model, plan, cluster) on vtrainctl command
-// lines, and their translation into a core Job.
+// lines, turned into vtrain.v1 messages. Flags only parse here (integers,
+// units, names); convert::JobFromProto fills the defaults and validates, the
+// same function a server runs on an RPC.
 #ifndef VTRAIN_CLIENT_JOB_FLAGS_H_
 #define VTRAIN_CLIENT_JOB_FLAGS_H_
 
 #include "absl/status/statusor.h"
 #include "client/flag_parser.h"
 #include "core/spec/job.h"
+#include "vtrain/v1/vtrain.pb.h"
 
 namespace vtrain::cli {
 
-// Declares --model, --layers ... --gpu, --gpus ... --tp, --pp, --dp ... on `parser`.
+// --model, --layers, --hidden, --heads, --seq-len, --vocab, --ffn.
+void AddModelFlags(FlagParser& parser);
+// --gpu, --gpus-per-node, --intra-/--inter-node-bandwidth, --price-usd-per-gpu-hour.
+void AddClusterFlags(FlagParser& parser);
+// -f/--job-file, --vtrain-config, the model and cluster flags, --gpus and the
+// plan flags (--tp, --pp, --dp, --micro-batch, --global-batch, --schedule...).
 void AddJobFlags(FlagParser& parser);
 
-// The cluster of --gpu, --gpus-per-node, --intra-/--inter-node-bandwidth and
-// --price-usd-per-gpu-hour (num_gpus left 0), the GPU's defaults filled in.
-absl::StatusOr<ClusterSpec> ClusterFromFlags(const FlagParser& flags);
+// The model and cluster messages of their flags (absent flags stay unset).
+absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const FlagParser& flags);
+absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const FlagParser& flags);
 
-// Builds the job from parsed flags. Fills defaults (GPU a100-sxm4-80gb, its
-// bandwidths, t = p = 1, micro-batch 1, d = GPUs / (t * p)) and validates the
-// result; INVALID_ARGUMENT lists every problem, NOT_FOUND an unknown preset.
+// The request the job flags describe: read from -f FILE (a PredictRequest in
+// JSON), from --vtrain-config FILE, or built from the flags. INVALID_ARGUMENT
+// for a flag that does not parse, a file that does not read, or a file mixed
+// with job flags.
+absl::StatusOr<v1::PredictRequest> RequestFromFlags(const FlagParser& flags);
+
+// RequestFromFlags, then convert::JobFromProto (errors from a file name it).
 absl::StatusOr<Job> JobFromFlags(const FlagParser& flags);
 
 }  // namespace vtrain::cli

@@ -2,8 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "client/json_writer.h"
 #include "core/spec/model.h"
+#include "proto/job_convert.h"
+#include "proto/prediction_convert.h"
 
 namespace vtrain::cli {
 namespace {
@@ -18,7 +19,6 @@ std::string Human(double value) {
   return absl::StrFormat("%.0f", value);
 }
 
-}  // namespace
 
 std::string PredictionTable(const Job& job, const Prediction& p, bool show_lookups) {
   const ModelSpec& m = job.model;
@@ -98,106 +98,20 @@ std::string PredictionTable(const Job& job, const Prediction& p, bool show_looku
   return out;
 }
 
-std::string PredictionJson(const Job& job, const Prediction& p) {
-  JsonWriter w;
-  w.BeginObject();
-  w.Key("iteration_time_ms").Double(p.iteration_time_ms());
-  w.Key("iteration_time_ns").Int(p.iteration_time_ns);
-  if (p.interval_coverage > 0) {
-    w.Key("interval").BeginObject();
-    w.Key("low_ms").Double(p.interval_low_ns * 1e-6);
-    w.Key("high_ms").Double(p.interval_high_ns * 1e-6);
-    w.Key("coverage").Double(p.interval_coverage);
-    w.Key("regime").String(p.regime);
-    w.EndObject();
+}  // namespace
+
+absl::StatusOr<std::string> PredictionTable(const v1::PredictResponse& response,
+                                            bool show_lookups) {
+  v1::PredictRequest echo;
+  *echo.mutable_model() = response.model();
+  *echo.mutable_plan() = response.plan();
+  *echo.mutable_cluster() = response.cluster();
+  absl::StatusOr<Job> job = convert::JobFromProto(echo);
+  if (!job.ok()) {
+    return absl::InternalError(absl::StrCat("the response's job does not read back: ",
+                                            job.status().message()));
   }
-  w.Key("tokens_per_s").Double(p.tokens_per_s);
-  w.Key("mfu").Double(p.mfu);
-  w.Key("hfu").Double(p.hfu);
-  w.Key("model_flops_per_iteration").Double(p.model_flops);
-  w.Key("hardware_flops_per_iteration").Double(p.hardware_flops);
-  w.Key("num_micro_batches").Int(p.num_micro_batches);
-  if (p.train_tokens > 0) {
-    w.Key("training").BeginObject();
-    w.Key("tokens").Double(p.train_tokens);
-    w.Key("iterations").Int(p.iterations);
-    w.Key("time_s").Double(p.training_time_s);
-    w.Key("time_days").Double(p.training_time_s / 86400);
-    w.Key("gpu_hours").Double(p.gpu_hours);
-    w.Key("cost_usd").Double(p.cost_usd);
-    w.EndObject();
-  }
-  w.Key("memory").BeginObject();
-  w.Key("peak_bytes").Double(p.memory.peak_bytes);
-  w.Key("capacity_bytes").Double(p.memory.capacity_bytes);
-  w.Key("fits").Bool(p.memory.fits);
-  w.EndObject();
-  w.Key("stages").BeginArray();
-  for (size_t i = 0; i < p.stages.size(); ++i) {
-    const StageBreakdown& s = p.stages[i];
-    w.BeginObject();
-    if (i < p.memory.stages.size()) {
-      const StageMemory& sm = p.memory.stages[i];
-      w.Key("peak_memory_bytes").Double(sm.peak_bytes);
-      w.Key("model_states_bytes").Double(sm.model_states_bytes);
-      w.Key("activations_bytes").Double(sm.activations_bytes);
-      w.Key("micro_batches_in_flight").Int(sm.micro_batches_in_flight);
-    }
-    w.Key("stage").Int(s.stage);
-    w.Key("first_layer").Int(s.first_layer);
-    w.Key("num_layers").Int(s.num_layers);
-    w.Key("compute_ms").Double(Ms(s.compute_ns));
-    w.Key("tensor_parallel_ms").Double(Ms(s.tensor_parallel_ns));
-    w.Key("pipeline_exposed_ms").Double(Ms(s.pipeline_exposed_ns));
-    w.Key("data_parallel_exposed_ms").Double(Ms(s.data_parallel_exposed_ns));
-    w.Key("idle_ms").Double(Ms(s.idle_ns));
-    w.Key("parameters_per_gpu").Double(s.parameters_per_gpu);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("fidelity").BeginObject();
-  w.Key("worst").String(FidelityName(p.fidelity.worst));
-  for (int i = 0; i < kNumFidelities; ++i) {
-    w.Key(FidelityName(static_cast<Fidelity>(i))).Int(p.fidelity.lookups[i]);
-  }
-  w.Key("lookups").BeginArray();
-  for (const LookupRecord& r : p.fidelity.records) {
-    w.BeginObject().Key("key").String(r.key).Key("fidelity").String(FidelityName(r.fidelity));
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("missing_keys").BeginArray();
-  for (const std::string& k : p.fidelity.missing_keys) w.String(k);
-  w.EndArray();
-  w.EndObject();
-  w.Key("simulation").BeginObject();
-  w.Key("granularity").String(GranularityName(p.granularity));
-  w.Key("num_tasks").Int(p.num_tasks);
-  w.Key("graph_bytes").Int(p.graph_bytes);
-  w.Key("profile_set").String(p.profile_set);
-  w.EndObject();
-  w.Key("job").BeginObject();
-  w.Key("model").String(job.model.name);
-  w.Key("num_layers").Int(job.model.num_layers);
-  w.Key("hidden_size").Int(job.model.hidden_size);
-  w.Key("num_heads").Int(job.model.num_heads);
-  w.Key("seq_len").Int(job.model.seq_len);
-  w.Key("vocab_size").Int(job.model.vocab_size);
-  w.Key("ffn_hidden_size").Int(job.model.ffn());
-  w.Key("gpu").String(job.cluster.gpu.name);
-  w.Key("num_gpus").Int(job.cluster.num_gpus);
-  w.Key("gpus_per_node").Int(job.cluster.gpus_per_node);
-  w.Key("tensor_parallel").Int(job.plan.tensor_parallel);
-  w.Key("data_parallel").Int(job.plan.data_parallel);
-  w.Key("pipeline_parallel").Int(job.plan.pipeline_parallel);
-  w.Key("micro_batch").Int(job.plan.micro_batch);
-  w.Key("global_batch").Int(job.plan.global_batch);
-  w.Key("schedule").String(ScheduleName(job.plan.schedule));
-  w.Key("recompute").String(RecomputeName(job.plan.recompute));
-  w.Key("dtype").String(DTypeName(job.plan.dtype));
-  w.EndObject();
-  w.EndObject();
-  return w.str() + "\n";
+  return PredictionTable(*job, convert::PredictionFromProto(response), show_lookups);
 }
 
 }  // namespace vtrain::cli

@@ -1,18 +1,21 @@
-// Renders a prediction for people (a table) and for machines (JSON).
+// Renders a PredictResponse for people: the job, the iteration time with its
+// interval, throughput, MFU, training time and cost, memory, the per-stage
+// breakdown and the fidelity of the lookups. (--json prints the message with
+// convert::ToJson instead.)
 #ifndef VTRAIN_CLIENT_PREDICTION_FORMAT_H_
 #define VTRAIN_CLIENT_PREDICTION_FORMAT_H_
 
 #include <string>
 
-#include "core/predict/predictor.h"
-#include "core/spec/job.h"
+#include "absl/status/statusor.h"
+#include "vtrain/v1/vtrain.pb.h"
 
 namespace vtrain::cli {
 
-std::string PredictionTable(const Job& job, const Prediction& prediction, bool show_lookups);
-
-// One JSON object; "iteration_time_ms" is the headline field.
-std::string PredictionJson(const Job& job, const Prediction& prediction);
+// The table; `show_lookups` lists every profile lookup. INTERNAL when the
+// response's echoed job is not a valid job.
+absl::StatusOr<std::string> PredictionTable(const v1::PredictResponse& response,
+                                            bool show_lookups);
 
 }  // namespace vtrain::cli
 

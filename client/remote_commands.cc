@@ -16,7 +16,7 @@
 #include "client/remote.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
-#include "proto/convert.h"
+#include "proto/json.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
 namespace vtrain::cli {
@@ -29,29 +29,15 @@ std::string Time(const google::protobuf::Timestamp& t) {
 
 }  // namespace
 
-int RunRemotePredict(const FlagParser& flags, const Job& job, const PredictOptions& options,
-                     std::ostream& out, std::ostream& err) {
+absl::StatusOr<v1::PredictResponse> PredictRemotely(const FlagParser& flags,
+                                                    const v1::PredictRequest& request) {
   absl::StatusOr<Connection> c = Connect(flags);
-  if (!c.ok()) return Fail(err, "predict", c.status());
-  v1::PredictRequest req = convert::JobToProto(job);
-  req.set_granularity(options.granularity == Granularity::kKernel ? v1::GRANULARITY_KERNEL
-                                                                  : v1::GRANULARITY_OPERATOR);
-  req.set_train_tokens(options.train_tokens);
-  if (auto id = flags.Get("profile-set")) req.set_profile_set_id(*id);
-  v1::PredictResponse resp;
+  if (!c.ok()) return c.status();
+  v1::PredictResponse response;
   auto stub = v1::Simulator::NewStub(c->channel);
-  grpc::Status s = stub->Predict(c->Context().get(), req, &resp);
-  if (!s.ok()) return Fail(err, "predict", FromGrpc(s));
-  if (flags.Switch("json")) {
-    absl::StatusOr<std::string> json = convert::ToJson(resp);
-    if (!json.ok()) return Fail(err, "predict", json.status());
-    out << *json << "\n";
-  } else {
-    Job echoed = job;
-    echoed.model.name = job.model.name;
-    out << PredictionTable(echoed, convert::PredictionFromProto(resp), flags.Switch("show-lookups"));
-  }
-  return kExitOk;
+  grpc::Status s = stub->Predict(c->Context().get(), request, &response);
+  if (!s.ok()) return FromGrpc(s);
+  return response;
 }
 
 int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -103,7 +89,7 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
     grpc::Status s = stub->ListProfileSets(c->Context().get(), req, &resp);
     if (!s.ok()) return Fail(err, "profiles", FromGrpc(s));
     if (flags.Switch("json")) {
-      out << *convert::ToJson(resp) << "\n";
+      out << convert::ToJson(resp);
       return kExitOk;
     }
     out << absl::StrFormat("%-73s %-16s %-20s %5s %5s %s\n", "id", "gpu", "created (UTC)", "ops",
@@ -122,15 +108,14 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
     v1::ProfileSet set;
     grpc::Status s = stub->GetProfileSet(c->Context().get(), req, &set);
     if (!s.ok()) return Fail(err, "profiles", FromGrpc(s));
-    absl::StatusOr<std::string> json = convert::ToJson(set);
-    if (!json.ok()) return Fail(err, "profiles", json.status());
+    const std::string json = convert::ToJson(set);
     if (verb == "show") {
-      out << *json << "\n";
+      out << json;
       return kExitOk;
     }
     std::optional<std::string> path = flags.Get("o");
     if (!path) return Fail(err, "profiles", absl::InvalidArgumentError("profiles pull needs -o FILE"));
-    if (absl::Status w = WriteFile(*path, *json + "\n"); !w.ok()) return Fail(err, "profiles", w);
+    if (absl::Status w = WriteFile(*path, json); !w.ok()) return Fail(err, "profiles", w);
     out << "wrote " << operand << " to " << *path << "\n";
     return kExitOk;
   }
@@ -214,9 +199,12 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   v1::PredictRequest req;
   if (method == "predict") {
+    // Checked here once, so that a bad job fails fast instead of 10,000 times.
     absl::StatusOr<Job> job = JobFromFlags(flags);
     if (!job.ok()) return Fail(err, "bench", job.status());
-    req = convert::JobToProto(*job);
+    absl::StatusOr<v1::PredictRequest> request = RequestFromFlags(flags);
+    if (!request.ok()) return Fail(err, "bench", request.status());
+    req = *std::move(request);
   }
   absl::StatusOr<Connection> conn = Connect(flags);
   if (!conn.ok()) return Fail(err, "bench", conn.status());

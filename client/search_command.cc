@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -13,9 +14,10 @@
 #include "client/commands.h"
 #include "client/flag_parser.h"
 #include "client/job_flags.h"
-#include "client/json_writer.h"
 #include "client/remote.h"
-#include "proto/convert.h"
+#include "proto/enum_convert.h"
+#include "proto/json.h"
+#include "proto/search_convert.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 #include "client/measurements.h"
 #include "client/svg_plot.h"
@@ -39,93 +41,169 @@ constexpr char kHelp[] =
     "      --price-usd-per-gpu-hour 4.096 --objective cost --top 10\n\n"
     "flags:\n";
 
-absl::StatusOr<SearchSpace> SpaceFromFlags(const FlagParser& f) {
-  SearchSpace s;
-  if (auto preset = f.Get("model")) {
-    VTRAIN_ASSIGN_OR_RETURN(s.model, ModelPreset(*preset));
-  } else {
-    return absl::InvalidArgumentError("--model PRESET is required");
+// Parses a comma-separated list with `parse` (each item's error names the flag).
+template <typename Parse>
+absl::Status ForEachItem(const FlagParser& f, const char* flag, Parse parse) {
+  if (auto list = f.Get(flag)) {
+    for (absl::string_view v : absl::StrSplit(*list, ',', absl::SkipEmpty())) {
+      VTRAIN_RETURN_IF_ERROR(parse(v));
+    }
   }
-  VTRAIN_ASSIGN_OR_RETURN(s.cluster, ClusterFromFlags(f));
-  if (s.cluster.price_usd_per_gpu_hour < 0 || s.cluster.gpus_per_node < 1 ||
-      s.cluster.gpus_per_node > 1024) {
-    return absl::InvalidArgumentError(
-        "--price-usd-per-gpu-hour must be >= 0 and --gpus-per-node in [1, 1024]");
-  }
+  return absl::OkStatus();
+}
+
+// The request the flags describe; only parsing happens here (the space's
+// defaults and validation are convert::SearchFromProto's, on either side).
+absl::StatusOr<v1::SearchRequest> SearchRequestFromFlags(const FlagParser& f) {
+  v1::SearchRequest r;
+  VTRAIN_ASSIGN_OR_RETURN(*r.mutable_model(), ModelSpecFromFlags(f));
+  VTRAIN_ASSIGN_OR_RETURN(*r.mutable_cluster(), ClusterSpecFromFlags(f));
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> gb, f.GetInt("global-batch"));
-  if (!gb || *gb <= 0) return absl::InvalidArgumentError("--global-batch N (> 0) is required");
-  s.global_batch = *gb;
+  if (gb) r.set_global_batch(*gb);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> gpus, f.GetInt("gpus"));
+  if (gpus) r.set_gpus(*gpus);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_gpus, f.GetInt("max-gpus"));
-  if (!gpus && !max_gpus) return absl::InvalidArgumentError("give --gpus N or --max-gpus N");
-  s.gpus = gpus.value_or(0);
-  s.max_gpus = max_gpus.value_or(0);
-  if (s.gpus < 0 || s.max_gpus < 0 || s.gpus > (1 << 24) || s.max_gpus > (1 << 24)) {
-    return absl::InvalidArgumentError("--gpus and --max-gpus must be between 1 and 16777216");
-  }
-  if (auto tps = f.Get("tp-values")) {
-    for (absl::string_view v : absl::StrSplit(*tps, ',', absl::SkipEmpty())) {
-      int64_t t = 0;
-      if (!absl::SimpleAtoi(v, &t) || t < 1 || t > 1024) {
-        return absl::InvalidArgumentError(absl::StrCat("--tp-values: '", v, "' is not a degree"));
-      }
-      s.tensor_parallel.push_back(t);
+  if (max_gpus) r.set_max_gpus(*max_gpus);
+  VTRAIN_RETURN_IF_ERROR(ForEachItem(f, "tp-values", [&](absl::string_view v) {
+    int64_t t = 0;
+    if (!absl::SimpleAtoi(v, &t)) {
+      return absl::InvalidArgumentError(absl::StrCat("--tp-values: '", v, "' is not a degree"));
     }
-  }
+    r.add_tensor_parallel(t);
+    return absl::OkStatus();
+  }));
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_dp, f.GetInt("max-dp"));
-  s.max_data_parallel = max_dp.value_or(0);
+  if (max_dp) r.set_max_data_parallel(*max_dp);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_mb, f.GetInt("max-micro-batch"));
-  s.max_micro_batch = max_mb.value_or(0);
-  if (auto sch = f.Get("schedules")) {
-    s.schedules.clear();
-    for (absl::string_view v : absl::StrSplit(*sch, ',', absl::SkipEmpty())) {
-      VTRAIN_ASSIGN_OR_RETURN(PipelineSchedule x, ParseSchedule(v));
-      s.schedules.push_back(x);
-    }
-  }
-  if (auto rc = f.Get("recompute-values")) {
-    s.recomputes.clear();
-    for (absl::string_view v : absl::StrSplit(*rc, ',', absl::SkipEmpty())) {
-      VTRAIN_ASSIGN_OR_RETURN(Recompute x, ParseRecompute(v));
-      s.recomputes.push_back(x);
-    }
+  if (max_mb) r.set_max_micro_batch(*max_mb);
+  VTRAIN_RETURN_IF_ERROR(ForEachItem(f, "schedules", [&](absl::string_view v) -> absl::Status {
+    VTRAIN_ASSIGN_OR_RETURN(PipelineSchedule x, ParseSchedule(v));
+    r.add_schedules(convert::ToProto(x));
+    return absl::OkStatus();
+  }));
+  VTRAIN_RETURN_IF_ERROR(
+      ForEachItem(f, "recompute-values", [&](absl::string_view v) -> absl::Status {
+        VTRAIN_ASSIGN_OR_RETURN(Recompute x, ParseRecompute(v));
+        r.add_recomputes(convert::ToProto(x));
+        return absl::OkStatus();
+      }));
+  if (auto d = f.Get("dtype")) {
+    VTRAIN_ASSIGN_OR_RETURN(DType dtype, ParseDType(*d));
+    r.set_dtype(convert::ToProto(dtype));
   }
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> tokens, f.GetDouble("tokens"));
   if (tokens) {
-    if (*tokens <= 0) return absl::InvalidArgumentError("--tokens must be positive");
-    s.train_tokens = *tokens;
+    if (!(*tokens > 0)) return absl::InvalidArgumentError("--tokens must be positive");
+    r.set_train_tokens(*tokens);
   }
-  return s;
+  if (auto o = f.Get("objective")) {
+    VTRAIN_ASSIGN_OR_RETURN(Objective objective, ParseObjective(*o));
+    r.set_objective(convert::ToProto(objective));
+  }
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> deadline, f.GetDouble("deadline-days"));
+  if (deadline) r.set_deadline_days(*deadline);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> top, f.GetInt("top"));
+  if (top) {
+    if (*top < 1 || *top > 1000) return absl::InvalidArgumentError("--top must be in [1, 1000]");
+    r.set_top(static_cast<int32_t>(*top));
+  }
+  r.set_include_all_plans(f.Switch("csv") || f.Has("plot"));
+  return r;
 }
 
-void PlanJson(JsonWriter& w, const PlanResult& p) {
-  w.BeginObject();
-  w.Key("tensor_parallel").Int(p.job.plan.tensor_parallel);
-  w.Key("data_parallel").Int(p.job.plan.data_parallel);
-  w.Key("pipeline_parallel").Int(p.job.plan.pipeline_parallel);
-  w.Key("micro_batch").Int(p.job.plan.micro_batch);
-  w.Key("gpus").Int(p.job.cluster.num_gpus);
-  w.Key("schedule").String(ScheduleName(p.job.plan.schedule));
-  w.Key("recompute").String(RecomputeName(p.job.plan.recompute));
-  w.Key("iteration_time_ms").Double(p.iteration_time_ms);
-  w.Key("training_days").Double(p.training_days);
-  w.Key("cost_usd").Double(p.cost_usd);
-  w.Key("peak_memory_gib").Double(p.peak_memory_bytes / (1 << 30));
-  w.EndObject();
+// The search in this process on the built-in profiles, as a server runs it.
+absl::StatusOr<v1::SearchResult> SearchLocally(const v1::SearchRequest& request, int threads,
+                                               std::function<void(int64_t, int64_t)> progress) {
+  VTRAIN_ASSIGN_OR_RETURN(convert::SearchCall call, convert::SearchFromProto(request));
+  call.options.threads = threads;
+  call.options.progress = std::move(progress);
+  const ProfileSet profiles = DefaultProfileSet(call.space.cluster.gpu);
+  VTRAIN_ASSIGN_OR_RETURN(SearchResult result, Search(call.space, profiles, call.options));
+  v1::SearchResult out;
+  convert::SearchResultToProto(result, call, &out);
+  return out;
+}
+
+// The server streams progress, then the result.
+absl::StatusOr<v1::SearchResult> SearchRemotely(const FlagParser& flags,
+                                                const v1::SearchRequest& request,
+                                                const std::function<void(int64_t, int64_t)>& progress) {
+  VTRAIN_ASSIGN_OR_RETURN(Connection c, Connect(flags));
+  auto stub = v1::Simulator::NewStub(c.channel);
+  auto ctx = c.Context();
+  std::unique_ptr<grpc::ClientReader<v1::SearchResponse>> reader = stub->Search(ctx.get(), request);
+  v1::SearchResponse msg;
+  std::optional<v1::SearchResult> result;
+  while (reader->Read(&msg)) {
+    if (msg.has_progress() && progress) progress(msg.progress().evaluated(), msg.progress().total());
+    if (msg.has_result()) result = msg.result();
+  }
+  grpc::Status s = reader->Finish();
+  if (!s.ok()) return FromGrpc(s);
+  if (!result) return absl::InternalError("the server sent no search result");
+  return *result;
+}
+
+std::string PlanLine(const char* tag, const v1::PlanSummary& p) {
+  const v1::ParallelPlan& q = p.plan();
+  return absl::StrFormat(
+      "%-7s t=%-3d d=%-4d p=%-4d mb=%-4d gpus=%-6d %-5s %-4s %12.1f ms %9.2f days $%-12.0f "
+      "%6.1f GiB\n",
+      tag, q.tensor_parallel(), q.data_parallel(), q.pipeline_parallel(), q.micro_batch(), p.gpus(),
+      ScheduleName(convert::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
+      RecomputeName(convert::FromProto(q.recompute()).value_or(Recompute::kFull)),
+      p.iteration_time_ms(), p.training_days(), p.cost_usd(), p.peak_memory_bytes() / (1 << 30));
+}
+
+std::string Csv(const v1::SearchResult& r) {
+  std::string out =
+      "tensor_parallel,data_parallel,pipeline_parallel,micro_batch,gpus,schedule,recompute,"
+      "iteration_time_ms,training_days,cost_usd,peak_memory_gib,pareto\n";
+  for (const v1::PlanSummary& p : r.plans()) {
+    const v1::ParallelPlan& q = p.plan();
+    absl::StrAppend(&out, absl::StrFormat(
+        "%d,%d,%d,%d,%d,%s,%s,%.3f,%.4f,%.2f,%.2f,%d\n", q.tensor_parallel(), q.data_parallel(),
+        q.pipeline_parallel(), q.micro_batch(), p.gpus(),
+        ScheduleName(convert::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
+        RecomputeName(convert::FromProto(q.recompute()).value_or(Recompute::kFull)),
+        p.iteration_time_ms(), p.training_days(), p.cost_usd(), p.peak_memory_bytes() / (1 << 30),
+        p.pareto()));
+  }
+  return out;
+}
+
+absl::Status Plot(const std::string& path, const v1::SearchRequest& req, const v1::SearchResult& r) {
+  if (req.train_tokens() <= 0 || req.cluster().price_usd_per_gpu_hour() <= 0) {
+    return absl::InvalidArgumentError("--plot needs --tokens and --price-usd-per-gpu-hour");
+  }
+  std::vector<PlanPoint> points;
+  for (const v1::PlanSummary& p : r.plans()) {
+    const v1::ParallelPlan& q = p.plan();
+    PlanPoint pt;
+    pt.days = p.training_days();
+    pt.cost_usd = p.cost_usd();
+    pt.label = absl::StrFormat("t=%d d=%d p=%d mb=%d, %d GPUs: %.2f days, $%.0f",
+                               q.tensor_parallel(), q.data_parallel(), q.pipeline_parallel(),
+                               q.micro_batch(), p.gpus(), p.training_days(), p.cost_usd());
+    pt.frontier = p.pareto();
+    pt.chosen = p.best();
+    points.push_back(pt);
+  }
+  const std::string model = req.model().preset().empty() ? "custom" : req.model().preset();
+  const std::string title =
+      absl::StrFormat("%s: %d plans that fit (of %d)", model, r.plans_size(), r.considered());
+  return WriteFile(path, TimeVsCostSvg(points, title));
 }
 
 }  // namespace
 
 int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   FlagParser flags("vtrainctl search");
-  flags.AddValue("model", "PRESET", "model preset");
-  flags.AddValue("gpu", "NAME", "GPU model (default a100-sxm4-80gb)");
+  AddModelFlags(flags);
+  AddClusterFlags(flags);
   flags.AddValue("gpus", "N", "exactly N GPUs");
   flags.AddValue("max-gpus", "N", "at most N GPUs");
-  flags.AddValue("gpus-per-node", "N", "GPUs per node (default 8)");
-  flags.AddValue("intra-node-bandwidth", "BW", "per-GPU NVLink bandwidth, e.g. 150GB/s");
-  flags.AddValue("inter-node-bandwidth", "BW", "per-node network bandwidth, e.g. 800Gb/s");
-  flags.AddValue("price-usd-per-gpu-hour", "USD", "price of a GPU-hour");
+  flags.AddValue("dtype", "T", "fp16 or bf16 (default fp16)");
   flags.AddValue("global-batch", "N", "global batch in sequences");
   flags.AddValue("tokens", "N", "tokens to train on (training days and cost)");
   flags.AddValue("tp-values", "A,B,..", "tensor-parallel degrees (default 1,2,4,...,2x node)");
@@ -148,26 +226,19 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     out << kHelp << flags.Usage();
     return kExitOk;
   }
-  absl::StatusOr<SearchSpace> space = SpaceFromFlags(flags);
-  if (!space.ok()) return Fail(err, "search", space.status());
-  SearchOptions options;
-  absl::StatusOr<Objective> objective = ParseObjective(flags.Get("objective").value_or("time"));
-  if (!objective.ok()) return Fail(err, "search", objective.status());
-  options.objective = *objective;
-  absl::StatusOr<std::optional<double>> deadline = flags.GetDouble("deadline-days");
-  if (!deadline.ok()) return Fail(err, "search", deadline.status());
-  options.deadline_days = deadline->value_or(0);
+  if (flags.Has("server") && flags.Switch("local")) {
+    return Fail(err, "search",
+                absl::InvalidArgumentError("give either --local or --server, not both"));
+  }
+  absl::StatusOr<v1::SearchRequest> request = SearchRequestFromFlags(flags);
+  if (!request.ok()) return Fail(err, "search", request.status());
   absl::StatusOr<std::optional<int64_t>> threads = flags.GetInt("threads");
   if (!threads.ok()) return Fail(err, "search", threads.status());
-  options.threads = static_cast<int>(
-      threads->value_or(std::max(1u, std::thread::hardware_concurrency())));
-  absl::StatusOr<std::optional<int64_t>> top = flags.GetInt("top");
-  if (!top.ok()) return Fail(err, "search", top.status());
-  const int64_t show = std::max<int64_t>(1, top->value_or(10));
   // A progress bar on a terminal.
   std::mutex progress_mu;
+  std::function<void(int64_t, int64_t)> progress;
   if (isatty(STDERR_FILENO)) {
-    options.progress = [&](int64_t done, int64_t total) {
+    progress = [&](int64_t done, int64_t total) {
       if (done % 64 != 0 && done != total) return;
       std::lock_guard<std::mutex> lock(progress_mu);
       const int width = 40;
@@ -176,115 +247,37 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
           << "/" << total << (done == total ? "\n" : "") << std::flush;
     };
   }
-  absl::StatusOr<SearchResult> r;
-  if (flags.Has("server")) {
-    // The server streams progress, then the result.
-    absl::StatusOr<Connection> c = Connect(flags);
-    if (!c.ok()) return Fail(err, "search", c.status());
-    const v1::SearchRequest req = convert::SearchToProto(
-        *space, flags.Get("objective").value_or("time"), options.deadline_days,
-        static_cast<int>(std::min<int64_t>(show, 1000)));
-    auto stub = v1::Simulator::NewStub(c->channel);
-    auto ctx = c->Context();
-    std::unique_ptr<grpc::ClientReader<v1::SearchResponse>> reader = stub->Search(ctx.get(), req);
-    v1::SearchResponse msg;
-    std::optional<v1::SearchResult> final_result;
-    while (reader->Read(&msg)) {
-      if (msg.has_progress() && options.progress) {
-        options.progress(msg.progress().evaluated(), msg.progress().total());
-      }
-      if (msg.has_result()) final_result = msg.result();
-    }
-    grpc::Status s = reader->Finish();
-    if (!s.ok()) return Fail(err, "search", FromGrpc(s));
-    if (!final_result) {
-      return Fail(err, "search", absl::InternalError("the server sent no search result"));
-    }
-    r = convert::SearchResultFromProto(*final_result, *space);
-  } else {
-    const ProfileSet profiles = DefaultProfileSet(space->cluster.gpu);
-    r = Search(*space, profiles, options);
-  }
+  absl::StatusOr<v1::SearchResult> r =
+      flags.Has("server")
+          ? SearchRemotely(flags, *request, progress)
+          : SearchLocally(*request,
+                          static_cast<int>(threads->value_or(
+                              std::max(1u, std::thread::hardware_concurrency()))),
+                          progress);
   if (!r.ok()) return Fail(err, "search", r.status());
 
   if (auto plot = flags.Get("plot")) {
-    if (space->train_tokens <= 0 || space->cluster.price_usd_per_gpu_hour <= 0) {
-      return Fail(err, "search", absl::InvalidArgumentError(
-                                     "--plot needs --tokens and --price-usd-per-gpu-hour"));
-    }
-    std::vector<PlanPoint> points;
-    for (size_t i = 0; i < r->plans.size(); ++i) {
-      const PlanResult& p = r->plans[i];
-      PlanPoint pt;
-      pt.days = p.training_days;
-      pt.cost_usd = p.cost_usd;
-      pt.label = absl::StrFormat("t=%d d=%d p=%d mb=%d, %d GPUs: %.2f days, $%.0f",
-                                 p.job.plan.tensor_parallel, p.job.plan.data_parallel,
-                                 p.job.plan.pipeline_parallel, p.job.plan.micro_batch,
-                                 p.job.cluster.num_gpus, p.training_days, p.cost_usd);
-      pt.frontier = std::find(r->pareto.begin(), r->pareto.end(), static_cast<int>(i)) != r->pareto.end();
-      pt.chosen = static_cast<int>(i) == r->best;
-      points.push_back(pt);
-    }
-    const std::string title = absl::StrFormat("%s: %d plans that fit (of %d)", space->model.name,
-                                              r->plans.size(), r->considered);
-    if (absl::Status s = WriteFile(*plot, TimeVsCostSvg(points, title)); !s.ok()) {
-      return Fail(err, "search", s);
-    }
+    if (absl::Status s = Plot(*plot, *request, *r); !s.ok()) return Fail(err, "search", s);
   }
   if (flags.Switch("json")) {
-    JsonWriter w;
-    w.BeginObject();
-    w.Key("considered").Int(r->considered);
-    w.Key("out_of_memory").Int(r->out_of_memory);
-    w.Key("evaluated").Int(r->considered - r->out_of_memory);
-    w.Key("best");
-    if (r->best >= 0) PlanJson(w, r->plans[r->best]); else w.String("none");
-    w.Key("pareto").BeginArray();
-    for (int i : r->pareto) PlanJson(w, r->plans[i]);
-    w.EndArray();
-    w.Key("plans").BeginArray();
-    for (const PlanResult& p : r->plans) PlanJson(w, p);
-    w.EndArray();
-    w.EndObject();
-    out << w.str() << "\n";
+    out << convert::ToJson(*r);
     return kExitOk;
   }
   if (flags.Switch("csv")) {
-    out << "tensor_parallel,data_parallel,pipeline_parallel,micro_batch,gpus,schedule,recompute,"
-           "iteration_time_ms,training_days,cost_usd,peak_memory_gib,pareto\n";
-    for (size_t i = 0; i < r->plans.size(); ++i) {
-      const PlanResult& p = r->plans[i];
-      const bool on = std::find(r->pareto.begin(), r->pareto.end(), static_cast<int>(i)) != r->pareto.end();
-      out << absl::StrFormat("%d,%d,%d,%d,%d,%s,%s,%.3f,%.4f,%.2f,%.2f,%d\n",
-                             p.job.plan.tensor_parallel, p.job.plan.data_parallel,
-                             p.job.plan.pipeline_parallel, p.job.plan.micro_batch,
-                             p.job.cluster.num_gpus, ScheduleName(p.job.plan.schedule),
-                             RecomputeName(p.job.plan.recompute), p.iteration_time_ms,
-                             p.training_days, p.cost_usd, p.peak_memory_bytes / (1 << 30), on);
-    }
+    out << Csv(*r);
     return kExitOk;
   }
-  out << absl::StrFormat("%d plans considered, %d out of memory, %d predicted\n\n", r->considered,
-                         r->out_of_memory, r->considered - r->out_of_memory);
-  auto row = [&](const char* tag, const PlanResult& p) {
-    out << absl::StrFormat("%-7s t=%-3d d=%-4d p=%-4d mb=%-4d gpus=%-6d %-5s %-4s %12.1f ms %9.2f days "
-                           "$%-12.0f %6.1f GiB\n",
-                           tag, p.job.plan.tensor_parallel, p.job.plan.data_parallel,
-                           p.job.plan.pipeline_parallel, p.job.plan.micro_batch,
-                           p.job.cluster.num_gpus, ScheduleName(p.job.plan.schedule),
-                           RecomputeName(p.job.plan.recompute), p.iteration_time_ms,
-                           p.training_days, p.cost_usd, p.peak_memory_bytes / (1 << 30));
-  };
-  if (r->best >= 0) {
-    row("best", r->plans[r->best]);
+  out << absl::StrFormat("%d plans considered, %d out of memory, %d predicted\n\n", r->considered(),
+                         r->out_of_memory(), r->evaluated());
+  if (r->has_best()) {
+    out << PlanLine("best", r->best());
   } else {
     out << "no plan meets the objective (e.g. none trains within the deadline)\n";
   }
   out << "\nfastest plans:\n";
-  for (int64_t i = 0; i < show && i < static_cast<int64_t>(r->plans.size()); ++i) row("", r->plans[i]);
+  for (const v1::PlanSummary& p : r->fastest()) out << PlanLine("", p);
   out << "\nPareto frontier (training time against cost):\n";
-  for (int i : r->pareto) row("", r->plans[i]);
+  for (const v1::PlanSummary& p : r->pareto()) out << PlanLine("", p);
   return kExitOk;
 }
 

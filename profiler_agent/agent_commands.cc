@@ -136,9 +136,7 @@ int RunChild(const std::string& binary, const std::vector<std::string>& args,
 absl::Status WriteSet(const ProfileSet& set, const std::string& path, std::ostream& out) {
   v1::ProfileSet proto = convert::ProfileSetToProto(set);
   proto.set_id(convert::ContentId(proto));
-  absl::StatusOr<std::string> json = convert::ToJson(proto);
-  if (!json.ok()) return json.status();
-  if (absl::Status s = cli::WriteFile(path, *json + "\n"); !s.ok()) return s;
+  if (absl::Status s = cli::WriteFile(path, convert::ToJson(proto)); !s.ok()) return s;
   out << "wrote " << proto.id() << " (" << proto.operators_size() << " operators, "
       << proto.collectives_size() << " collectives) to " << path << "\n";
   return absl::OkStatus();

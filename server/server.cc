@@ -226,7 +226,7 @@ absl::StatusOr<v1::PushProfileSetResponse> Server::Impl::Accept(v1::ProfileSet s
   }
   if (!put->already_present) {
     CatalogEntry e;
-    tables->name = id;
+    tables->id = id;
     e.tables = std::make_shared<const ProfileSet>(*std::move(tables));
     e.builtin = builtin;
     e.proto = std::move(set);
@@ -278,7 +278,9 @@ grpc::Status Server::Impl::Predict(grpc::ServerContext* ctx, const v1::PredictRe
   } else if ((tables = catalog_.NewestTables(job->cluster.gpu.name)) == nullptr) {
     tables = std::make_shared<const ProfileSet>(DefaultProfileSet(job->cluster.gpu));
   }
-  PredictOptions options = convert::OptionsFromProto(*req);
+  absl::StatusOr<PredictOptions> parsed_options = convert::OptionsFromProto(*req);
+  if (!parsed_options.ok()) return Done(kMethod, start, ToGrpcStatus(parsed_options.status()));
+  PredictOptions& options = *parsed_options;
   options.max_tasks = options_.max_tasks;
   options.cancelled = [ctx] { return ctx->IsCancelled(); };
 
@@ -334,10 +336,10 @@ grpc::Status Server::Impl::Search(grpc::ServerContext* ctx, const v1::SearchRequ
                                              "a registry does not search; ask a predictor"));
   }
   if (grpc::Status s = CheckRead(ctx); !s.ok()) return Done(kMethod, start, s);
-  absl::StatusOr<SearchSpace> space = convert::SearchSpaceFromProto(*req);
-  if (!space.ok()) return Done(kMethod, start, ToGrpcStatus(space.status()));
-  absl::StatusOr<SearchOptions> options = convert::SearchOptionsFromProto(*req);
-  if (!options.ok()) return Done(kMethod, start, ToGrpcStatus(options.status()));
+  absl::StatusOr<convert::SearchCall> call = convert::SearchFromProto(*req);
+  if (!call.ok()) return Done(kMethod, start, ToGrpcStatus(call.status()));
+  const SearchSpace* space = &call->space;
+  SearchOptions* options = &call->options;
   std::shared_ptr<const ProfileSet> tables = catalog_.NewestTables(space->cluster.gpu.name);
   if (tables == nullptr) {
     tables = std::make_shared<const ProfileSet>(DefaultProfileSet(space->cluster.gpu));
@@ -366,7 +368,7 @@ grpc::Status Server::Impl::Search(grpc::ServerContext* ctx, const v1::SearchRequ
     return Done(kMethod, start, ToGrpcStatus(result.status()));
   }
   v1::SearchResponse msg;
-  convert::SearchResultToProto(*result, req->top() > 0 ? req->top() : 10, msg.mutable_result());
+  convert::SearchResultToProto(*result, *call, msg.mutable_result());
   {
     absl::MutexLock lock(&write_mu);
     writer->Write(msg);

@@ -65,7 +65,7 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
   p.num_micro_batches = sim.num_micro_batches;
   p.granularity = options.granularity;
   p.num_tasks = sim.num_tasks;
-  p.profile_set = profiles.name;
+  p.profile_set = profiles.id.empty() ? profiles.name : profiles.id;
 
   for (size_t s = 0; s < sim.stages.size(); ++s) {
     const StageInfo& info = sim.stages[s];

@@ -154,7 +154,8 @@ struct ErrorBand {
 };
 
 struct ProfileSet {
-  std::string name;
+  std::string id;    // content id ("sha256:..."); empty when not computed
+  std::string name;  // a label for people, never an id
   std::string gpu;
   std::string provenance;  // where the numbers come from, for humans
   AnalyticalParams params;

@@ -26,6 +26,14 @@ std::string Number(double v) {
   return buf;
 }
 
+// The vtrain.v1 enum value name of an internal lowercase name:
+// ("OPERATOR_KIND_", "attention_fwd") -> "OPERATOR_KIND_ATTENTION_FWD".
+std::string EnumValue(const char* prefix, const std::string& name) {
+  std::string out = prefix;
+  for (char c : name) out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return JsonString(out);
+}
+
 }  // namespace
 
 std::string JsonString(const std::string& s) {
@@ -109,7 +117,7 @@ std::string ToProfileSetJson(const ProfileSetFile& set) {
     const OperatorEntry& e = set.operators[i];
     o += i ? ",\n" : "\n";
     o += "    {\"key\": {\"gpu\": " + JsonString(set.gpu) + ", \"dtype\": \"" +
-         (e.bf16 ? "DTYPE_BF16" : "DTYPE_FP16") + "\", \"op\": " + JsonString(e.op) +
+         (e.bf16 ? "DTYPE_BF16" : "DTYPE_FP16") + "\", \"op\": " + EnumValue("OPERATOR_KIND_", e.op) +
          ", \"hidden\": " + std::to_string(e.hidden) + ", \"heads\": " + std::to_string(e.heads) +
          ", \"ffn\": " + std::to_string(e.ffn) + ", \"seq\": " + std::to_string(e.seq) +
          ", \"micro_batch\": " + std::to_string(e.micro_batch) +
@@ -131,8 +139,8 @@ std::string ToProfileSetJson(const ProfileSetFile& set) {
   for (size_t i = 0; i < set.collectives.size(); ++i) {
     const CollectiveEntry& c = set.collectives[i];
     o += i ? ",\n" : "\n";
-    o += "    {\"gpu\": " + JsonString(set.gpu) + ", \"scope\": " + JsonString(c.scope) +
-         ", \"collective\": " + JsonString(c.collective) +
+    o += "    {\"gpu\": " + JsonString(set.gpu) + ", \"scope\": " + EnumValue("LINK_SCOPE_", c.scope) +
+         ", \"collective\": " + EnumValue("COLLECTIVE_", c.collective) +
          ", \"ranks\": " + std::to_string(c.ranks) + ", \"points\": [";
     bool first = true;
     for (size_t j = 0; j < c.points.size(); ++j) {

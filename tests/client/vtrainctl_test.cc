@@ -18,6 +18,7 @@
 #include "core/profile/default_profiles.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/json.h"
 #include "tests/testing/spec_builders.h"
 #include "tests/testing/subprocess.h"
 
@@ -45,7 +46,7 @@ ProcessResult RunBinary(const std::vector<std::string>& args) {
 
 // The integer after "key": in a JSON document, or -1.
 int64_t JsonInt(const std::string& json, const std::string& key) {
-  const std::string prefix = "\"" + key + "\":";
+  const std::string prefix = "\"" + key + "\": ";
   const size_t at = json.find(prefix);
   if (at == std::string::npos) return -1;
   const size_t begin = at + prefix.size();
@@ -72,13 +73,22 @@ TEST(VtrainctlEndToEndTest, PredictJson) {
   const ProcessResult r = RunBinary(With(kGpt13b, {"--json"}));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, IsEmpty());
-  EXPECT_THAT(r.out,
-              AllOf(HasSubstr("\"iteration_time_ms\":"), HasSubstr("\"stages\":"),
-                    HasSubstr("\"model\":\"gpt3-1.3b\""), HasSubstr("\"granularity\":\"operator\""),
-                    HasSubstr("\"data_parallel\":4")));
+  // The protobuf JSON mapping of PredictResponse: proto field names, enum
+  // names, 64-bit integers as numbers, zero fields printed.
+  EXPECT_THAT(r.out, AllOf(HasSubstr("\"iteration_time_ms\": "), HasSubstr("\"stages\": ["),
+                           HasSubstr("\"granularity\": \"GRANULARITY_OPERATOR\""),
+                           HasSubstr("\"data_parallel\": 4,"), HasSubstr("\"idle_ms\": 0,"),
+                           HasSubstr("\"worst\": \"FIDELITY_ANALYTICAL\"")));
   EXPECT_EQ(r.out.front(), '{');
   EXPECT_EQ(r.out.substr(r.out.size() - 2), "}\n");
   EXPECT_GT(JsonInt(r.out, "iteration_time_ns"), 0);
+  v1::PredictResponse parsed;
+  ASSERT_TRUE(convert::FromJson(r.out, &parsed).ok());
+  EXPECT_EQ(parsed.model().preset(), "gpt3-1.3b");
+  EXPECT_EQ(parsed.plan().data_parallel(), 4);
+  EXPECT_EQ(parsed.iteration_time_ns(), JsonInt(r.out, "iteration_time_ns"));
+  EXPECT_EQ(convert::ToJson(parsed), r.out) << "printing is deterministic and lossless";
+  EXPECT_EQ(parsed.profile_set_id().rfind("sha256:", 0), 0u) << parsed.profile_set_id();
 }
 
 TEST(VtrainctlEndToEndTest, KernelGranularityGivesTheSameIterationTime) {
@@ -86,7 +96,7 @@ TEST(VtrainctlEndToEndTest, KernelGranularityGivesTheSameIterationTime) {
   const ProcessResult kernel = RunBinary(With(kGpt13b, {"--json", "--granularity", "kernel"}));
   ASSERT_EQ(op.exit_code, 0) << op.err;
   ASSERT_EQ(kernel.exit_code, 0) << kernel.err;
-  EXPECT_THAT(kernel.out, HasSubstr("\"granularity\":\"kernel\""));
+  EXPECT_THAT(kernel.out, HasSubstr("\"granularity\": \"GRANULARITY_KERNEL\""));
   const int64_t op_ns = JsonInt(op.out, "iteration_time_ns");
   EXPECT_GT(op_ns, 0);
   EXPECT_EQ(JsonInt(kernel.out, "iteration_time_ns"), op_ns);
@@ -195,7 +205,8 @@ TEST(VtrainctlInProcessTest, DispatcherReturnsExitCodesAndWritesStreams) {
             kExitOk)
       << err2.str();
   EXPECT_GT(JsonInt(out2.str(), "iteration_time_ns"), 0);
-  EXPECT_THAT(out2.str(), HasSubstr("\"model\":\"custom\""));
+  EXPECT_THAT(out2.str(), HasSubstr("\"preset\": \"\","));
+  EXPECT_THAT(out2.str(), HasSubstr("\"hidden_size\": 64,"));
 
   std::ostringstream out3, err3;
   EXPECT_EQ(

@@ -202,7 +202,7 @@ TEST(AgentCommandsTest, ServeAnswersProfilingWork) {
          "if [ \"$cmd\" = profile ]; then\n"
          "  dt=$(echo ${v[--dtype]} | tr a-z A-Z)\n"
          "  cat > ${v[-o]} <<EOF\n"
-         "{\"name\": \"fake\", \"gpu\": \"${v[--gpu]}\", \"operators\": [{\"key\": {\"op\": \"attention_fwd\",\n"
+         "{\"name\": \"fake\", \"gpu\": \"${v[--gpu]}\", \"operators\": [{\"key\": {\"op\": \"OPERATOR_KIND_ATTENTION_FWD\",\n"
          " \"dtype\": \"DTYPE_$dt\", \"hidden\": ${v[--hidden]}, \"heads\": ${v[--heads]},\n"
          " \"seq\": ${v[--seq-len]}, \"micro_batch\": ${v[--micro-batch]}, \"tensor_parallel\": ${v[--tp]}},\n"
          " \"kernels\": [{\"name\": \"k\", \"duration_ns\": 1000}]}]}\n"

@@ -96,10 +96,9 @@ TEST(ConvertTest, ProfileSetRoundTripAndContentId) {
   EXPECT_NE(ContentId(stamped), id);
 
   // JSON round trip.
-  absl::StatusOr<std::string> json = ToJson(proto);
-  ASSERT_TRUE(json.ok());
+  const std::string json = ToJson(proto);
   v1::ProfileSet parsed;
-  ASSERT_TRUE(FromJson(*json, &parsed).ok());
+  ASSERT_TRUE(FromJson(json, &parsed).ok()) << json;
   EXPECT_EQ(ContentId(parsed), id);
   EXPECT_FALSE(FromJson("{\"gpu\": 3, \"bogus\": 1}", &parsed).ok());
 }
@@ -109,8 +108,8 @@ TEST(ConvertTest, InvalidProfileSetsNameTheField) {
   EXPECT_NE(ProfileSetFromProto(set).status().message().find("profile_set.gpu"), std::string::npos);
   set.set_gpu("a100-sxm4-80gb");
   v1::CollectiveCurve* c = set.add_collectives();
-  c->set_collective("all_reduce");
-  c->set_scope("intra_node");
+  c->set_collective(v1::COLLECTIVE_ALL_REDUCE);
+  c->set_scope(v1::LINK_SCOPE_INTRA_NODE);
   c->set_ranks(4);
   c->add_points()->set_bytes(-1);
   absl::Status s = ProfileSetFromProto(set).status();

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/plan/search.h"
 #include "core/predict/predictor.h"
@@ -86,7 +87,7 @@ v1::ProfileSet MeasuredSet(int64_t duration_ns) {
   set.set_gpu("a100-sxm4-80gb");
   *set.mutable_params() = convert::ProfileSetToProto(DefaultProfileSet(*GpuByName("a100-sxm4-80gb"))).params();
   v1::OperatorProfile* op = set.add_operators();
-  op->mutable_key()->set_op("attention_fwd");
+  op->mutable_key()->set_op(v1::OPERATOR_KIND_ATTENTION_FWD);
   op->mutable_key()->set_dtype(v1::DTYPE_FP16);
   op->mutable_key()->set_hidden(2048);
   op->mutable_key()->set_heads(16);
@@ -235,7 +236,7 @@ TEST(ServerTest, InvalidRequestsGetTheirSpecificErrors) {
   auto reg = v1::ProfileRegistry::NewStub(ChannelTo(*server));
   v1::PushProfileSetRequest push;
   *push.mutable_profile_set() = MeasuredSet(1000);
-  push.mutable_profile_set()->mutable_operators(0)->mutable_key()->set_op("warp_drive");
+  push.mutable_profile_set()->mutable_operators(0)->mutable_key()->set_op(static_cast<v1::OperatorKind>(99));
   v1::PushProfileSetResponse pr;
   grpc::Status s = reg->PushProfileSet(Ctx(kToken).get(), push, &pr);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -470,37 +471,65 @@ TEST(ServerTest, DeadlineStopsARunningSimulation) {
 namespace vtrain::server {
 namespace {
 
-// The built vtrainctl against the server prints what --local prints.
-TEST(ServerBinaryTest, VtrainctlServerPredictMatchesLocal) {
+// Runs the built vtrainctl with `args`; the test fails when it cannot start.
+testing::ProcessResult Vtrainctl(const std::vector<std::string>& args) {
   const char* vtrainctl = std::getenv("VTRAIN_VTRAINCTL");
   if (vtrainctl == nullptr) vtrainctl = VTRAIN_TEST_VTRAINCTL;
+  absl::StatusOr<testing::ProcessResult> r = testing::RunProcess(vtrainctl, args, 120);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : testing::ProcessResult{};
+}
+
+std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The built vtrainctl against the server prints exactly what --local prints:
+// the same request runs through the same conversion on either side, and the
+// server's seeded built-in set has the id the local built-in set hashes to.
+TEST(ServerBinaryTest, VtrainctlPrintsTheSameBytesLocallyAndRemotely) {
   TempDir dir;
   auto server = StartServer(dir.File("c.db"));
   ASSERT_NE(server, nullptr);
-  const std::vector<std::string> job = {"--model", "gpt3-1.3b", "--gpus", "8", "--tp", "2",
-                                        "--global-batch", "64"};
-  std::vector<std::string> remote = {"predict", "--server", absl::StrCat("127.0.0.1:", server->port())};
-  std::vector<std::string> local = {"predict", "--local"};
-  remote.insert(remote.end(), job.begin(), job.end());
-  local.insert(local.end(), job.begin(), job.end());
-  absl::StatusOr<testing::ProcessResult> r = testing::RunProcess(vtrainctl, remote, 60);
-  absl::StatusOr<testing::ProcessResult> l = testing::RunProcess(vtrainctl, local, 60);
-  ASSERT_TRUE(r.ok() && l.ok());
-  ASSERT_EQ(r->exit_code, 0) << r->err;
-  ASSERT_EQ(l->exit_code, 0) << l->err;
-  // Everything but the line naming the profile set is the same.
-  auto without_profiles_line = [](std::string s) {
-    const size_t at = s.find("\nprofiles ");
-    if (at != std::string::npos) s.erase(at, s.find('\n', at + 1) - at);
-    return s;
+  const std::vector<std::string> remote = {"--server", absl::StrCat("127.0.0.1:", server->port())};
+  const std::vector<std::string> local = {"--local"};
+  const std::vector<std::vector<std::string>> commands = {
+      {"predict", "--model", "gpt3-1.3b", "--gpus", "8", "--tp", "2", "--global-batch", "64"},
+      {"predict", "--model", "gpt3-1.3b", "--gpus", "8", "--tp", "2", "--global-batch", "64",
+       "--json"},
+      {"predict", "--model", "gpt3-2.7b", "--gpus", "32", "--tp", "2", "--pp", "4",
+       "--global-batch", "128", "--micro-batch", "2", "--schedule", "gpipe", "--dtype", "bf16",
+       "--tokens", "1e10", "--price-usd-per-gpu-hour", "2.5", "--granularity", "kernel",
+       "--show-lookups", "--json"},
+      {"predict", "--layers", "4", "--hidden", "256", "--heads", "4", "--seq-len", "512",
+       "--gpus", "4", "--dp", "4", "--global-batch", "16", "--gradient-bucketing", "on",
+       "--json"},
+      {"search", "--model", "gpt3-2.7b", "--global-batch", "128", "--max-gpus", "32",
+       "--tokens", "1e10", "--price-usd-per-gpu-hour", "4", "--objective", "cost", "--top", "3",
+       "--json"},
+      {"search", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpus", "16", "--csv"},
+      {"search", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpus", "16"},
   };
-  EXPECT_EQ(without_profiles_line(r->out), without_profiles_line(l->out));
-  EXPECT_NE(r->out.find("iteration time"), std::string::npos);
-  // Bad input through the server is bad input on the client too.
-  remote.push_back("--tp=3");
-  r = testing::RunProcess(vtrainctl, remote, 60);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->exit_code, 2) << r->err;
+  for (const std::vector<std::string>& command : commands) {
+    const testing::ProcessResult r = Vtrainctl(Concat(command, remote));
+    const testing::ProcessResult l = Vtrainctl(Concat(command, local));
+    const std::string what = absl::StrJoin(command, " ");
+    ASSERT_EQ(r.exit_code, 0) << what << ": " << r.err;
+    ASSERT_EQ(l.exit_code, 0) << what << ": " << l.err;
+    EXPECT_GT(l.out.size(), 100u) << what;
+    EXPECT_EQ(r.out, l.out) << what;
+  }
+  // Bad input through the server is bad input on the client too, with the
+  // same message.
+  const std::vector<std::string> bad = {"predict", "--model", "gpt3-1.3b", "--gpus", "8",
+                                        "--tp", "3", "--global-batch", "64"};
+  const testing::ProcessResult r = Vtrainctl(Concat(bad, remote));
+  const testing::ProcessResult l = Vtrainctl(Concat(bad, local));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(l.exit_code, 2) << l.err;
+  EXPECT_EQ(r.err, l.err);
+  EXPECT_NE(r.err.find("plan.tensor_parallel"), std::string::npos) << r.err;
 }
 
 }  // namespace
@@ -572,7 +601,14 @@ TEST(ServerTest, SearchStreamsProgressThenTheResultTheLocalSearchGives) {
   space.global_batch = 128;
   space.max_gpus = 32;
   space.train_tokens = 10e9;
-  v1::SearchRequest req = convert::SearchToProto(space, "cost", 0, 5);
+  v1::SearchRequest req;
+  req.mutable_model()->set_preset("gpt3-2.7b");
+  req.mutable_cluster()->set_price_usd_per_gpu_hour(4.096);
+  req.set_global_batch(128);
+  req.set_max_gpus(32);
+  req.set_train_tokens(10e9);
+  req.set_objective(v1::OBJECTIVE_COST);
+  req.set_top(5);
   auto stub = v1::Simulator::NewStub(ChannelTo(*server));
   auto ctx = Ctx();
   auto reader = stub->Search(ctx.get(), req);
@@ -605,7 +641,7 @@ TEST(ServerTest, SearchStreamsProgressThenTheResultTheLocalSearchGives) {
   EXPECT_EQ(result.fastest_size(), 5);
 
   // A bad objective is INVALID_ARGUMENT naming the field.
-  req.set_objective("fastest-ever");
+  req.set_objective(static_cast<v1::Objective>(42));
   auto bad_ctx = Ctx();
   auto bad = stub->Search(bad_ctx.get(), req);
   while (bad->Read(&msg)) {

@@ -1,0 +1,110 @@
+#include "proto/enum_convert.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace vtrain::convert {
+namespace {
+
+// One row per value: the whole mapping of an enum is one table, read in both
+// directions.
+template <typename Core, typename Proto>
+struct Row {
+  Core core;
+  Proto proto;
+};
+
+template <typename Core, typename Proto, size_t N>
+Proto Forward(const Row<Core, Proto> (&table)[N], Core value) {
+  for (const Row<Core, Proto>& row : table) {
+    if (row.core == value) return row.proto;
+  }
+  return static_cast<Proto>(0);  // unreachable: the tables are complete
+}
+
+template <typename Core, typename Proto, size_t N>
+std::optional<Core> Backward(const Row<Core, Proto> (&table)[N], Proto value) {
+  for (const Row<Core, Proto>& row : table) {
+    if (row.proto == value) return row.core;
+  }
+  return std::nullopt;
+}
+
+constexpr Row<DType, v1::DType> kDTypes[] = {
+    {DType::kFp16, v1::DTYPE_FP16},
+    {DType::kBf16, v1::DTYPE_BF16},
+};
+constexpr Row<PipelineSchedule, v1::PipelineSchedule> kSchedules[] = {
+    {PipelineSchedule::kGpipe, v1::PIPELINE_SCHEDULE_GPIPE},
+    {PipelineSchedule::k1F1B, v1::PIPELINE_SCHEDULE_1F1B},
+};
+constexpr Row<Recompute, v1::Recompute> kRecomputes[] = {
+    {Recompute::kNone, v1::RECOMPUTE_NONE},
+    {Recompute::kFull, v1::RECOMPUTE_FULL},
+};
+constexpr Row<Granularity, v1::Granularity> kGranularities[] = {
+    {Granularity::kOperator, v1::GRANULARITY_OPERATOR},
+    {Granularity::kKernel, v1::GRANULARITY_KERNEL},
+};
+constexpr Row<Fidelity, v1::Fidelity> kFidelities[] = {
+    {Fidelity::kMeasured, v1::FIDELITY_MEASURED},
+    {Fidelity::kInterpolated, v1::FIDELITY_INTERPOLATED},
+    {Fidelity::kAnalytical, v1::FIDELITY_ANALYTICAL},
+};
+constexpr Row<Objective, v1::Objective> kObjectives[] = {
+    {Objective::kTime, v1::OBJECTIVE_TIME},
+    {Objective::kCost, v1::OBJECTIVE_COST},
+    {Objective::kCostUnderDeadline, v1::OBJECTIVE_DEADLINE_COST},
+    {Objective::kFewestGpusUnderDeadline, v1::OBJECTIVE_DEADLINE_GPUS},
+};
+constexpr Row<LinkScope, v1::LinkScope> kScopes[] = {
+    {LinkScope::kIntraNode, v1::LINK_SCOPE_INTRA_NODE},
+    {LinkScope::kInterNode, v1::LINK_SCOPE_INTER_NODE},
+};
+constexpr Row<Collective, v1::Collective> kCollectives[] = {
+    {Collective::kAllReduce, v1::COLLECTIVE_ALL_REDUCE},
+    {Collective::kAllGather, v1::COLLECTIVE_ALL_GATHER},
+    {Collective::kReduceScatter, v1::COLLECTIVE_REDUCE_SCATTER},
+    {Collective::kSendRecv, v1::COLLECTIVE_SEND_RECV},
+};
+constexpr Row<OperatorKind, v1::OperatorKind> kOperators[] = {
+    {OperatorKind::kEmbeddingFwd, v1::OPERATOR_KIND_EMBEDDING_FWD},
+    {OperatorKind::kEmbeddingBwd, v1::OPERATOR_KIND_EMBEDDING_BWD},
+    {OperatorKind::kAttentionFwd, v1::OPERATOR_KIND_ATTENTION_FWD},
+    {OperatorKind::kAttentionBwd, v1::OPERATOR_KIND_ATTENTION_BWD},
+    {OperatorKind::kMlpFwd, v1::OPERATOR_KIND_MLP_FWD},
+    {OperatorKind::kMlpBwd, v1::OPERATOR_KIND_MLP_BWD},
+    {OperatorKind::kLogitFwd, v1::OPERATOR_KIND_LOGIT_FWD},
+    {OperatorKind::kLogitBwd, v1::OPERATOR_KIND_LOGIT_BWD},
+    {OperatorKind::kLossFwd, v1::OPERATOR_KIND_LOSS_FWD},
+    {OperatorKind::kLossBwd, v1::OPERATOR_KIND_LOSS_BWD},
+    {OperatorKind::kOptimizerStep, v1::OPERATOR_KIND_OPTIMIZER_STEP},
+};
+static_assert(std::size(kOperators) == kNumOperatorKinds, "every OperatorKind has a row");
+static_assert(std::size(kFidelities) == kNumFidelities, "every Fidelity has a row");
+
+}  // namespace
+
+#define VTRAIN_ENUM_PAIR(Core, Proto, table)                                         \
+  v1::Proto ToProto(Core value) { return Forward(table, value); }                    \
+  std::optional<Core> FromProto(v1::Proto value) { return Backward(table, value); }
+VTRAIN_ENUM_PAIR(DType, DType, kDTypes)
+VTRAIN_ENUM_PAIR(PipelineSchedule, PipelineSchedule, kSchedules)
+VTRAIN_ENUM_PAIR(Recompute, Recompute, kRecomputes)
+VTRAIN_ENUM_PAIR(Granularity, Granularity, kGranularities)
+VTRAIN_ENUM_PAIR(Fidelity, Fidelity, kFidelities)
+VTRAIN_ENUM_PAIR(Objective, Objective, kObjectives)
+VTRAIN_ENUM_PAIR(LinkScope, LinkScope, kScopes)
+VTRAIN_ENUM_PAIR(Collective, Collective, kCollectives)
+VTRAIN_ENUM_PAIR(OperatorKind, OperatorKind, kOperators)
+#undef VTRAIN_ENUM_PAIR
+
+std::string ProtoEnumNames(const google::protobuf::EnumDescriptor& d) {
+  std::string out;
+  for (int i = 0; i < d.value_count(); ++i) {
+    if (d.value(i)->number() == 0) continue;
+    absl::StrAppend(&out, out.empty() ? "" : ", ", d.value(i)->name());
+  }
+  return out;
+}
+
+}  // namespace vtrain::convert

@@ -1,0 +1,166 @@
+#include "proto/job_convert.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/util/status_macros.h"
+#include "proto/enum_convert.h"
+
+namespace vtrain::convert {
+namespace {
+
+constexpr char kDefaultGpu[] = "a100-sxm4-80gb";
+
+}  // namespace
+
+absl::StatusOr<ModelSpec> ModelFromProto(const v1::ModelSpec& m) {
+  ModelSpec model;
+  if (!m.preset().empty()) {
+    absl::StatusOr<ModelSpec> preset = ModelPreset(m.preset());
+    if (!preset.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("model.preset: ", preset.status().message()));
+    }
+    model = *preset;
+  } else {
+    model.name = "custom";
+    if (m.num_layers() == 0 || m.hidden_size() == 0 || m.num_heads() == 0 || m.seq_len() == 0) {
+      return absl::InvalidArgumentError(
+          "model: give model.preset (--model), or model.num_layers, model.hidden_size, "
+          "model.num_heads and model.seq_len (--layers, --hidden, --heads, --seq-len)");
+    }
+  }
+  if (m.num_layers() != 0) model.num_layers = m.num_layers();
+  if (m.hidden_size() != 0) model.hidden_size = m.hidden_size();
+  if (m.num_heads() != 0) model.num_heads = m.num_heads();
+  if (m.seq_len() != 0) model.seq_len = m.seq_len();
+  if (m.vocab_size() != 0) model.vocab_size = m.vocab_size();
+  if (m.ffn_hidden_size() != 0) model.ffn_hidden_size = m.ffn_hidden_size();
+  return model;
+}
+
+absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& c) {
+  absl::StatusOr<GpuSpec> gpu = GpuByName(c.gpu().empty() ? kDefaultGpu : c.gpu());
+  if (!gpu.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("cluster.gpu: ", gpu.status().message()));
+  }
+  ClusterSpec cluster = DefaultCluster(*gpu, c.num_gpus());
+  if (c.gpus_per_node() != 0) cluster.gpus_per_node = c.gpus_per_node();
+  if (c.intra_node_bandwidth_bytes_per_s() != 0) {
+    cluster.intra_node_bandwidth_bytes_per_s = c.intra_node_bandwidth_bytes_per_s();
+  }
+  if (c.inter_node_bandwidth_bytes_per_s() != 0) {
+    cluster.inter_node_bandwidth_bytes_per_s = c.inter_node_bandwidth_bytes_per_s();
+  }
+  cluster.price_usd_per_gpu_hour = c.price_usd_per_gpu_hour();
+  return cluster;
+}
+
+namespace {
+
+// The plan's defaults; d comes from the GPU count when not given.
+absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
+  ParallelPlan& plan = job.plan;
+  if (p.tensor_parallel() != 0) plan.tensor_parallel = p.tensor_parallel();
+  if (p.pipeline_parallel() != 0) plan.pipeline_parallel = p.pipeline_parallel();
+  if (p.micro_batch() != 0) plan.micro_batch = p.micro_batch();
+  if (p.global_batch() == 0) {
+    return absl::InvalidArgumentError(
+        "plan.global_batch (--global-batch) is required; give the batch in sequences");
+  }
+  plan.global_batch = p.global_batch();
+  const int64_t gpus = job.cluster.num_gpus;
+  if (p.data_parallel() != 0) {
+    plan.data_parallel = p.data_parallel();
+  } else if (gpus > 0 && plan.tensor_parallel > 0 && plan.pipeline_parallel > 0 &&
+             plan.tensor_parallel <= (int64_t{1} << 20) &&
+             plan.pipeline_parallel <= (int64_t{1} << 20)) {
+    const int64_t tp_pp = plan.tensor_parallel * plan.pipeline_parallel;
+    if (gpus % tp_pp != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cluster.num_gpus=", gpus, " (--gpus) is not divisible by plan.tensor_parallel * ",
+          "plan.pipeline_parallel (--tp * --pp) = ", tp_pp,
+          "; choose a GPU count that is a multiple of it, or set plan.data_parallel (--dp)"));
+    }
+    plan.data_parallel = gpus / tp_pp;
+  }
+  if (gpus == 0 && plan.tensor_parallel > 0 && plan.data_parallel > 0 &&
+      plan.pipeline_parallel > 0 && plan.tensor_parallel <= (int64_t{1} << 20) &&
+      plan.data_parallel <= (int64_t{1} << 20) && plan.pipeline_parallel <= (int64_t{1} << 20)) {
+    job.cluster.num_gpus = plan.tensor_parallel * plan.data_parallel * plan.pipeline_parallel;
+  }
+  plan.gradient_bucketing = p.gradient_bucketing();
+  if (p.bucket_size_bytes() != 0) plan.bucket_size_bytes = p.bucket_size_bytes();
+  // Enum fields: each problem is reported, not just the first.
+  std::vector<std::string> problems;
+  auto take = [&problems](auto status_or, auto& into) {
+    if (status_or.ok()) {
+      into = *status_or;
+    } else {
+      problems.emplace_back(status_or.status().message());
+    }
+  };
+  take(FromProtoOr(p.schedule(), PipelineSchedule::k1F1B, "plan.schedule"), plan.schedule);
+  take(FromProtoOr(p.recompute(), Recompute::kFull, "plan.recompute"), plan.recompute);
+  take(FromProtoOr(p.dtype(), DType::kFp16, "plan.dtype"), plan.dtype);
+  if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Job> JobFromProto(const v1::PredictRequest& r) {
+  Job job;
+  VTRAIN_ASSIGN_OR_RETURN(job.model, ModelFromProto(r.model()));
+  VTRAIN_ASSIGN_OR_RETURN(job.cluster, ClusterFromProto(r.cluster()));
+  VTRAIN_RETURN_IF_ERROR(PlanFromProto(r.plan(), job));
+  VTRAIN_RETURN_IF_ERROR(ValidateJob(job));
+  return job;
+}
+
+absl::StatusOr<PredictOptions> OptionsFromProto(const v1::PredictRequest& r) {
+  PredictOptions o;
+  VTRAIN_ASSIGN_OR_RETURN(o.granularity,
+                          FromProtoOr(r.granularity(), Granularity::kOperator, "granularity"));
+  if (!std::isfinite(r.train_tokens()) || r.train_tokens() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("train_tokens=", r.train_tokens(),
+                     " (--tokens) must be a finite number >= 0, e.g. 270e9 (0: per iteration only)"));
+  }
+  o.train_tokens = r.train_tokens();
+  return o;
+}
+
+v1::PredictRequest JobToProto(const Job& job) {
+  v1::PredictRequest r;
+  v1::ModelSpec* m = r.mutable_model();
+  // The preset's name only when it is one (custom and test models are not).
+  if (ModelPreset(job.model.name).ok()) m->set_preset(job.model.name);
+  m->set_num_layers(job.model.num_layers);
+  m->set_hidden_size(job.model.hidden_size);
+  m->set_num_heads(job.model.num_heads);
+  m->set_seq_len(job.model.seq_len);
+  m->set_vocab_size(job.model.vocab_size);
+  m->set_ffn_hidden_size(job.model.ffn());
+  v1::ClusterSpec* c = r.mutable_cluster();
+  c->set_gpu(job.cluster.gpu.name);
+  c->set_num_gpus(job.cluster.num_gpus);
+  c->set_gpus_per_node(job.cluster.gpus_per_node);
+  c->set_intra_node_bandwidth_bytes_per_s(job.cluster.intra_node_bandwidth_bytes_per_s);
+  c->set_inter_node_bandwidth_bytes_per_s(job.cluster.inter_node_bandwidth_bytes_per_s);
+  c->set_price_usd_per_gpu_hour(job.cluster.price_usd_per_gpu_hour);
+  v1::ParallelPlan* p = r.mutable_plan();
+  p->set_tensor_parallel(job.plan.tensor_parallel);
+  p->set_data_parallel(job.plan.data_parallel);
+  p->set_pipeline_parallel(job.plan.pipeline_parallel);
+  p->set_micro_batch(job.plan.micro_batch);
+  p->set_global_batch(job.plan.global_batch);
+  p->set_schedule(ToProto(job.plan.schedule));
+  p->set_recompute(ToProto(job.plan.recompute));
+  p->set_gradient_bucketing(job.plan.gradient_bucketing);
+  p->set_bucket_size_bytes(job.plan.bucket_size_bytes);
+  p->set_dtype(ToProto(job.plan.dtype));
+  return r;
+}
+
+}  // namespace vtrain::convert

@@ -1,0 +1,35 @@
+// A vtrain.v1.PredictRequest as a core job: the one place where a request's
+// defaults are filled in and the job is validated (flags, job files, vTrain
+// configs and RPCs all become a request first).
+#ifndef VTRAIN_PROTO_JOB_CONVERT_H_
+#define VTRAIN_PROTO_JOB_CONVERT_H_
+
+#include "absl/status/statusor.h"
+#include "core/predict/predictor.h"
+#include "core/spec/job.h"
+#include "vtrain/v1/vtrain.pb.h"
+
+namespace vtrain::convert {
+
+// The job of a request, defaults filled in (see the comments in
+// vtrain.proto) and validated: INVALID_ARGUMENT lists every violation, each
+// naming the field path ("plan.tensor_parallel") and the fix.
+absl::StatusOr<Job> JobFromProto(const v1::PredictRequest& request);
+
+// The prediction options of a request (granularity, training tokens):
+// INVALID_ARGUMENT naming the field for an unknown granularity or a negative
+// or non-finite token count. max_tasks and cancellation are the caller's.
+absl::StatusOr<PredictOptions> OptionsFromProto(const v1::PredictRequest& request);
+
+// The model and cluster parts of a request, defaults filled in; errors name
+// the field (model.preset, cluster.gpu...). Shared by predictions and searches.
+absl::StatusOr<ModelSpec> ModelFromProto(const v1::ModelSpec& model);
+absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& cluster);
+
+// The request that describes `job` (every default written out); the model's
+// preset name is kept unless the model is custom.
+v1::PredictRequest JobToProto(const Job& job);
+
+}  // namespace vtrain::convert
+
+#endif  // VTRAIN_PROTO_JOB_CONVERT_H_

@@ -1,0 +1,141 @@
+#include "proto/prediction_convert.h"
+
+#include <cmath>
+
+#include "proto/enum_convert.h"
+#include "proto/job_convert.h"
+
+namespace vtrain::convert {
+
+void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse* out) {
+  out->set_iteration_time_ms(p.iteration_time_ms());
+  out->set_iteration_time_ns(p.iteration_time_ns);
+  for (const StageBreakdown& s : p.stages) {
+    v1::StageBreakdown* b = out->add_stages();
+    b->set_stage(s.stage);
+    b->set_first_layer(s.first_layer);
+    b->set_num_layers(s.num_layers);
+    b->set_compute_ms(static_cast<double>(s.compute_ns) * 1e-6);
+    b->set_tensor_parallel_ms(static_cast<double>(s.tensor_parallel_ns) * 1e-6);
+    b->set_pipeline_exposed_ms(static_cast<double>(s.pipeline_exposed_ns) * 1e-6);
+    b->set_data_parallel_exposed_ms(static_cast<double>(s.data_parallel_exposed_ns) * 1e-6);
+    b->set_idle_ms(static_cast<double>(s.idle_ns) * 1e-6);
+    b->set_parameters_per_gpu(s.parameters_per_gpu);
+    const size_t i = static_cast<size_t>(out->stages_size() - 1);
+    if (i < p.memory.stages.size()) {
+      const StageMemory& sm = p.memory.stages[i];
+      b->set_peak_memory_bytes(sm.peak_bytes);
+      b->set_model_states_bytes(sm.model_states_bytes);
+      b->set_activations_bytes(sm.activations_bytes);
+      b->set_micro_batches_in_flight(sm.micro_batches_in_flight);
+    }
+  }
+  out->mutable_memory()->set_peak_bytes(p.memory.peak_bytes);
+  out->mutable_memory()->set_capacity_bytes(p.memory.capacity_bytes);
+  out->mutable_memory()->set_fits(p.memory.fits);
+  out->set_num_micro_batches(p.num_micro_batches);
+  out->set_mfu(p.mfu);
+  out->set_hfu(p.hfu);
+  out->set_tokens_per_s(p.tokens_per_s);
+  out->set_model_flops_per_iteration(p.model_flops);
+  out->set_hardware_flops_per_iteration(p.hardware_flops);
+  if (p.train_tokens > 0) {
+    v1::Training* t = out->mutable_training();
+    t->set_tokens(p.train_tokens);
+    t->set_iterations(p.iterations);
+    t->set_time_s(p.training_time_s);
+    t->set_gpu_hours(p.gpu_hours);
+    t->set_cost_usd(p.cost_usd);
+  }
+  v1::FidelitySummary* f = out->mutable_fidelity();
+  f->set_worst(ToProto(p.fidelity.worst));
+  f->set_measured(p.fidelity.lookups[static_cast<int>(Fidelity::kMeasured)]);
+  f->set_interpolated(p.fidelity.lookups[static_cast<int>(Fidelity::kInterpolated)]);
+  f->set_analytical(p.fidelity.lookups[static_cast<int>(Fidelity::kAnalytical)]);
+  for (const LookupRecord& r : p.fidelity.records) {
+    v1::Lookup* l = f->add_lookups();
+    l->set_key(r.key);
+    l->set_fidelity(ToProto(r.fidelity));
+    l->set_missing(r.missing);
+  }
+  for (const std::string& k : p.fidelity.missing_keys) f->add_missing_keys(k);
+  if (p.interval_coverage > 0) {
+    v1::Interval* i = out->mutable_interval();
+    i->set_low_ms(p.interval_low_ns * 1e-6);
+    i->set_high_ms(p.interval_high_ns * 1e-6);
+    i->set_coverage(p.interval_coverage);
+    i->set_regime(p.regime);
+  }
+  out->set_profile_set_id(p.profile_set);
+  out->set_granularity(ToProto(p.granularity));
+  out->set_num_tasks(p.num_tasks);
+  const v1::PredictRequest echo = JobToProto(job);
+  *out->mutable_model() = echo.model();
+  *out->mutable_plan() = echo.plan();
+  *out->mutable_cluster() = echo.cluster();
+}
+
+Prediction PredictionFromProto(const v1::PredictResponse& r) {
+  auto ns = [](double ms) { return static_cast<int64_t>(std::llround(ms * 1e6)); };
+  auto fidelity = [](v1::Fidelity f) { return FromProto(f).value_or(Fidelity::kAnalytical); };
+  Prediction p;
+  p.iteration_time_ns = r.iteration_time_ns();
+  for (const v1::StageBreakdown& s : r.stages()) {
+    StageBreakdown b;
+    b.stage = s.stage();
+    b.first_layer = s.first_layer();
+    b.num_layers = s.num_layers();
+    b.compute_ns = ns(s.compute_ms());
+    b.tensor_parallel_ns = ns(s.tensor_parallel_ms());
+    b.pipeline_exposed_ns = ns(s.pipeline_exposed_ms());
+    b.data_parallel_exposed_ns = ns(s.data_parallel_exposed_ms());
+    b.idle_ns = ns(s.idle_ms());
+    b.parameters_per_gpu = s.parameters_per_gpu();
+    p.stages.push_back(b);
+    StageMemory sm;
+    sm.stage = s.stage();
+    sm.parameters = s.parameters_per_gpu();
+    sm.peak_bytes = s.peak_memory_bytes();
+    sm.model_states_bytes = s.model_states_bytes();
+    sm.activations_bytes = s.activations_bytes();
+    sm.micro_batches_in_flight = s.micro_batches_in_flight();
+    p.memory.stages.push_back(sm);
+  }
+  p.memory.peak_bytes = r.memory().peak_bytes();
+  p.memory.capacity_bytes = r.memory().capacity_bytes();
+  p.memory.fits = r.memory().fits();
+  p.num_micro_batches = r.num_micro_batches();
+  p.model_flops = r.model_flops_per_iteration();
+  p.hardware_flops = r.hardware_flops_per_iteration();
+  p.mfu = r.mfu();
+  p.hfu = r.hfu();
+  p.tokens_per_s = r.tokens_per_s();
+  if (r.has_training()) {
+    p.train_tokens = r.training().tokens();
+    p.iterations = r.training().iterations();
+    p.training_time_s = r.training().time_s();
+    p.gpu_hours = r.training().gpu_hours();
+    p.cost_usd = r.training().cost_usd();
+  }
+  p.granularity = FromProto(r.granularity()).value_or(Granularity::kOperator);
+  p.num_tasks = r.num_tasks();
+  p.profile_set = r.profile_set_id();
+  const v1::FidelitySummary& f = r.fidelity();
+  p.fidelity.worst = fidelity(f.worst());
+  p.fidelity.lookups[static_cast<int>(Fidelity::kMeasured)] = f.measured();
+  p.fidelity.lookups[static_cast<int>(Fidelity::kInterpolated)] = f.interpolated();
+  p.fidelity.lookups[static_cast<int>(Fidelity::kAnalytical)] = f.analytical();
+  for (const v1::Lookup& l : f.lookups()) {
+    p.fidelity.records.push_back({l.key(), fidelity(l.fidelity()), l.missing()});
+  }
+  p.fidelity.missing_keys.assign(f.missing_keys().begin(), f.missing_keys().end());
+  if (r.has_interval()) {
+    p.interval_low_ns = r.interval().low_ms() * 1e6;
+    p.interval_high_ns = r.interval().high_ms() * 1e6;
+    p.interval_coverage = r.interval().coverage();
+    p.regime = r.interval().regime();
+  }
+  return p;
+}
+
+}  // namespace vtrain::convert

@@ -1,0 +1,21 @@
+// A core Prediction as a vtrain.v1.PredictResponse, and back (for printing a
+// response as a table).
+#ifndef VTRAIN_PROTO_PREDICTION_CONVERT_H_
+#define VTRAIN_PROTO_PREDICTION_CONVERT_H_
+
+#include "core/predict/predictor.h"
+#include "core/spec/job.h"
+#include "vtrain/v1/vtrain.pb.h"
+
+namespace vtrain::convert {
+
+// Fills `out` with the prediction of `job`, the job echoed with its defaults.
+void PredictionToProto(const Job& job, const Prediction& prediction, v1::PredictResponse* out);
+
+// The prediction a response carries (fields a response does not carry, such
+// as per-task data, stay empty).
+Prediction PredictionFromProto(const v1::PredictResponse& response);
+
+}  // namespace vtrain::convert
+
+#endif  // VTRAIN_PROTO_PREDICTION_CONVERT_H_

@@ -1,0 +1,199 @@
+#include "proto/profile_set_convert.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "proto/enum_convert.h"
+#include "proto/sha256.h"
+
+namespace vtrain::convert {
+namespace {
+
+// Each field of AnalyticalParams with its proto accessors.
+struct ParamField {
+  double AnalyticalParams::*member;
+  double (v1::AnalyticalParams::*get)() const;
+  void (v1::AnalyticalParams::*set)(double);
+};
+#define VTRAIN_PARAM(name) \
+  {&AnalyticalParams::name, &v1::AnalyticalParams::name, &v1::AnalyticalParams::set_##name}
+constexpr ParamField kParamFields[] = {
+    VTRAIN_PARAM(gemm_max_efficiency),      VTRAIN_PARAM(gemm_overhead_ns),
+    VTRAIN_PARAM(gemm_misaligned_factor),   VTRAIN_PARAM(memory_efficiency),
+    VTRAIN_PARAM(kernel_min_ns),            VTRAIN_PARAM(host_dispatch_ns),
+    VTRAIN_PARAM(operator_overhead_ns),     VTRAIN_PARAM(intra_node_latency_ns),
+    VTRAIN_PARAM(intra_node_latency_per_rank_ns), VTRAIN_PARAM(inter_node_latency_ns),
+    VTRAIN_PARAM(intra_node_efficiency),    VTRAIN_PARAM(inter_node_efficiency),
+    VTRAIN_PARAM(tp_collective_overhead_ns), VTRAIN_PARAM(tp_collective_overhead_per_rank_ns),
+};
+#undef VTRAIN_PARAM
+
+// Operators sort by their key's deterministic serialization.
+std::string KeyText(const v1::OperatorKey& k) {
+  std::string bytes;
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  k.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return bytes;
+}
+
+}  // namespace
+
+absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
+  ProfileSet set;
+  set.name = in.name();
+  set.id = in.id();
+  set.gpu = in.gpu();
+  if (set.gpu.empty()) return absl::InvalidArgumentError("profile_set.gpu is required");
+  set.provenance = in.provenance().note();
+  if (in.has_params()) {
+    for (const ParamField& f : kParamFields) set.params.*(f.member) = (in.params().*(f.get))();
+  }
+  for (int i = 0; i < in.operators_size(); ++i) {
+    const v1::OperatorProfile& op = in.operators(i);
+    const std::string where = absl::StrCat("profile_set.operators[", i, "]");
+    const v1::OperatorKey& k = op.key();
+    VTRAIN_ASSIGN_OR_RETURN(OperatorKind kind,
+                            RequiredFromProto(k.op(), absl::StrCat(where, ".key.op")));
+    VTRAIN_ASSIGN_OR_RETURN(DType dtype,
+                            FromProtoOr(k.dtype(), DType::kFp16, absl::StrCat(where, ".key.dtype")));
+    OperatorKey key = MakeOperatorKey(k.gpu().empty() ? set.gpu : k.gpu(), dtype,
+                                      kind, k.hidden(), k.heads(), k.ffn(), k.seq(),
+                                      k.micro_batch(), std::max<int64_t>(1, k.tensor_parallel()),
+                                      k.vocab(), k.num_parameters());
+    OperatorProfile profile;
+    profile.fidelity = Fidelity::kMeasured;
+    if (op.kernels_size() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".kernels is empty"));
+    }
+    for (int j = 0; j < op.kernels_size(); ++j) {
+      const v1::Kernel& kernel = op.kernels(j);
+      if (kernel.duration_ns() < 0 || kernel.gap_ns() < 0 || kernel.host_ns() < 0 ||
+          kernel.duration_ns() > (int64_t{1} << 40) || kernel.gap_ns() > (int64_t{1} << 40)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ".kernels[", j, "]: duration_ns, gap_ns and host_ns must be in [0, 2^40]"));
+      }
+      profile.kernels.push_back({kernel.name(), kernel.duration_ns(), kernel.gap_ns(),
+                                 kernel.host_ns()});
+    }
+    if (!set.operators.emplace(key, std::move(profile)).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".key duplicates an earlier operator (", key.ToString(), ")"));
+    }
+  }
+  for (int i = 0; i < in.collectives_size(); ++i) {
+    const v1::CollectiveCurve& c = in.collectives(i);
+    const std::string where = absl::StrCat("profile_set.collectives[", i, "]");
+    VTRAIN_ASSIGN_OR_RETURN(Collective collective,
+                            RequiredFromProto(c.collective(), absl::StrCat(where, ".collective")));
+    VTRAIN_ASSIGN_OR_RETURN(LinkScope scope,
+                            RequiredFromProto(c.scope(), absl::StrCat(where, ".scope")));
+    if (c.ranks() < 2 || c.ranks() > (1 << 24)) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".ranks must be at least 2"));
+    }
+    std::vector<CollectivePoint> points;
+    for (const v1::CollectivePoint& p : c.points()) points.push_back({p.bytes(), p.latency_ns()});
+    absl::StatusOr<CollectiveCurve> curve = CollectiveCurve::Create(std::move(points));
+    if (!curve.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".points: ", curve.status().message()));
+    }
+    CollectiveKey key{c.gpu().empty() ? set.gpu : c.gpu(), scope, collective, c.ranks()};
+    set.collectives.insert_or_assign(key, *std::move(curve));
+  }
+  for (const v1::ErrorBand& b : in.error_bands()) {
+    set.error_bands.push_back(
+        {b.regime(), b.error_low(), b.error_high(), b.coverage(), b.rows()});
+  }
+  return set;
+}
+
+v1::ProfileSet ProfileSetToProto(const ProfileSet& set) {
+  v1::ProfileSet out;
+  out.set_id(set.id);
+  out.set_name(set.name);
+  out.set_gpu(set.gpu);
+  out.mutable_provenance()->set_note(set.provenance);
+  for (const ParamField& f : kParamFields) {
+    (out.mutable_params()->*(f.set))(set.params.*(f.member));
+  }
+  for (const auto& [key, profile] : set.operators) {
+    v1::OperatorProfile* op = out.add_operators();
+    v1::OperatorKey* k = op->mutable_key();
+    k->set_gpu(key.gpu);
+    k->set_dtype(ToProto(key.dtype));
+    k->set_op(ToProto(key.op));
+    k->set_hidden(key.hidden);
+    k->set_heads(key.heads);
+    k->set_ffn(key.ffn);
+    k->set_seq(key.seq);
+    k->set_micro_batch(key.micro_batch);
+    k->set_tensor_parallel(key.tensor_parallel);
+    k->set_vocab(key.vocab);
+    k->set_num_parameters(key.num_parameters);
+    for (const KernelRecord& kr : profile.kernels) {
+      v1::Kernel* kernel = op->add_kernels();
+      kernel->set_name(kr.name);
+      kernel->set_duration_ns(kr.duration_ns);
+      kernel->set_gap_ns(kr.gap_ns);
+      kernel->set_host_ns(kr.host_ns);
+    }
+  }
+  for (const auto& [key, curve] : set.collectives) {
+    v1::CollectiveCurve* c = out.add_collectives();
+    c->set_gpu(key.gpu);
+    c->set_scope(ToProto(key.scope));
+    c->set_collective(ToProto(key.collective));
+    c->set_ranks(key.ranks);
+    for (const CollectivePoint& p : curve.points()) {
+      v1::CollectivePoint* point = c->add_points();
+      point->set_bytes(p.bytes);
+      point->set_latency_ns(p.latency_ns);
+    }
+  }
+  for (const ErrorBand& b : set.error_bands) {
+    v1::ErrorBand* band = out.add_error_bands();
+    band->set_regime(b.regime);
+    band->set_error_low(b.error_low);
+    band->set_error_high(b.error_high);
+    band->set_coverage(b.coverage);
+    band->set_rows(b.rows);
+  }
+  Canonicalize(&out);
+  return out;
+}
+
+void Canonicalize(v1::ProfileSet* set) {
+  std::sort(set->mutable_operators()->begin(), set->mutable_operators()->end(),
+            [](const v1::OperatorProfile& a, const v1::OperatorProfile& b) {
+              return KeyText(a.key()) < KeyText(b.key());
+            });
+  std::sort(set->mutable_collectives()->begin(), set->mutable_collectives()->end(),
+            [](const v1::CollectiveCurve& a, const v1::CollectiveCurve& b) {
+              return std::make_tuple(a.gpu(), a.scope(), a.collective(), a.ranks()) <
+                     std::make_tuple(b.gpu(), b.scope(), b.collective(), b.ranks());
+            });
+}
+
+std::string ContentId(const v1::ProfileSet& set) {
+  v1::ProfileSet content = set;
+  content.clear_id();
+  content.clear_created_at();
+  Canonicalize(&content);
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    content.SerializeToCodedStream(&coded);
+  }
+  return absl::StrCat("sha256:", Sha256Hex(bytes));
+}
+
+}  // namespace vtrain::convert

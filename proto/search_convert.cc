@@ -1,0 +1,155 @@
+#include "proto/search_convert.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "proto/enum_convert.h"
+#include "proto/job_convert.h"
+
+namespace vtrain::convert {
+namespace {
+
+constexpr int64_t kMaxGpus = int64_t{1} << 24;
+constexpr int kDefaultTop = 10;
+constexpr int kMaxTop = 1000;
+
+void SpaceLists(const v1::SearchRequest& r, SearchSpace& s, std::vector<std::string>& problems) {
+  absl::flat_hash_set<int64_t> seen;
+  for (int64_t t : r.tensor_parallel()) {
+    if (t < 1 || t > 1024) {
+      problems.push_back(absl::StrCat("tensor_parallel value ", t, " (--tp-values) must be in [1, 1024]"));
+    } else if (seen.insert(t).second) {
+      s.tensor_parallel.push_back(t);
+    }
+  }
+  if (s.tensor_parallel.size() > static_cast<size_t>(kMaxSearchListSize)) {
+    problems.push_back(absl::StrCat("tensor_parallel has ", s.tensor_parallel.size(),
+                                    " distinct values; give at most ", kMaxSearchListSize));
+  }
+  for (int i = 0; i < r.schedules_size(); ++i) {
+    absl::StatusOr<PipelineSchedule> v = FromProtoOr(
+        r.schedules(i), PipelineSchedule::k1F1B, absl::StrCat("schedules[", i, "]"));
+    if (!v.ok()) problems.emplace_back(v.status().message());
+    if (i == 0) s.schedules.clear();
+    if (v.ok() && std::find(s.schedules.begin(), s.schedules.end(), *v) == s.schedules.end()) {
+      s.schedules.push_back(*v);
+    }
+  }
+  for (int i = 0; i < r.recomputes_size(); ++i) {
+    absl::StatusOr<Recompute> v =
+        FromProtoOr(r.recomputes(i), Recompute::kFull, absl::StrCat("recomputes[", i, "]"));
+    if (!v.ok()) problems.emplace_back(v.status().message());
+    if (i == 0) s.recomputes.clear();
+    if (v.ok() && std::find(s.recomputes.begin(), s.recomputes.end(), *v) == s.recomputes.end()) {
+      s.recomputes.push_back(*v);
+    }
+  }
+}
+
+void PlanToProto(const PlanResult& p, v1::PlanSummary* out) {
+  *out->mutable_plan() = JobToProto(p.job).plan();
+  out->set_gpus(p.job.cluster.num_gpus);
+  out->set_iteration_time_ms(p.iteration_time_ms);
+  out->set_training_days(p.training_days);
+  out->set_cost_usd(p.cost_usd);
+  out->set_peak_memory_bytes(p.peak_memory_bytes);
+}
+
+}  // namespace
+
+absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& r) {
+  SearchCall call;
+  SearchSpace& s = call.space;
+  std::vector<std::string> problems;
+  absl::StatusOr<ModelSpec> model = ModelFromProto(r.model());
+  if (model.ok()) {
+    s.model = *model;
+  } else {
+    problems.emplace_back(model.status().message());
+  }
+  absl::StatusOr<ClusterSpec> cluster = ClusterFromProto(r.cluster());
+  if (cluster.ok()) {
+    s.cluster = *cluster;
+    s.cluster.num_gpus = 0;
+    if (s.cluster.price_usd_per_gpu_hour < 0 || !std::isfinite(s.cluster.price_usd_per_gpu_hour)) {
+      problems.push_back("cluster.price_usd_per_gpu_hour (--price-usd-per-gpu-hour) must be >= 0");
+    }
+    if (s.cluster.gpus_per_node < 1 || s.cluster.gpus_per_node > 1024) {
+      problems.push_back("cluster.gpus_per_node (--gpus-per-node) must be in [1, 1024]");
+    }
+  } else {
+    problems.emplace_back(cluster.status().message());
+  }
+  if (r.global_batch() <= 0) {
+    problems.push_back("global_batch (--global-batch) is required and must be positive");
+  }
+  if (r.gpus() < 0 || r.max_gpus() < 0 || (r.gpus() == 0 && r.max_gpus() == 0) ||
+      r.gpus() > kMaxGpus || r.max_gpus() > kMaxGpus) {
+    problems.push_back(absl::StrCat("give gpus (--gpus) or max_gpus (--max-gpus), between 1 and ",
+                                    kMaxGpus));
+  }
+  s.global_batch = r.global_batch();
+  s.gpus = r.gpus();
+  s.max_gpus = r.max_gpus();
+  SpaceLists(r, s, problems);
+  if (r.max_data_parallel() < 0 || r.max_micro_batch() < 0) {
+    problems.push_back("max_data_parallel (--max-dp) and max_micro_batch (--max-micro-batch) "
+                       "must not be negative");
+  }
+  s.max_data_parallel = r.max_data_parallel();
+  s.max_micro_batch = r.max_micro_batch();
+  absl::StatusOr<DType> dtype = FromProtoOr(r.dtype(), DType::kFp16, "dtype");
+  if (dtype.ok()) {
+    s.dtype = *dtype;
+  } else {
+    problems.emplace_back(dtype.status().message());
+  }
+  if (!std::isfinite(r.train_tokens()) || r.train_tokens() < 0) {
+    problems.push_back("train_tokens (--tokens) must be a finite number >= 0");
+  }
+  s.train_tokens = r.train_tokens();
+  absl::StatusOr<Objective> objective = FromProtoOr(r.objective(), Objective::kTime, "objective");
+  if (objective.ok()) {
+    call.options.objective = *objective;
+  } else {
+    problems.emplace_back(objective.status().message());
+  }
+  if (!std::isfinite(r.deadline_days()) || r.deadline_days() < 0) {
+    problems.push_back("deadline_days (--deadline-days) must be a finite number >= 0");
+  }
+  call.options.deadline_days = r.deadline_days();
+  if (r.top() < 0 || r.top() > kMaxTop) {
+    problems.push_back(absl::StrCat("top (--top) must be in [0, ", kMaxTop, "] (0: 10)"));
+  }
+  call.top = r.top() == 0 ? kDefaultTop : r.top();
+  call.include_all_plans = r.include_all_plans();
+  if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
+  return call;
+}
+
+void SearchResultToProto(const SearchResult& r, const SearchCall& call, v1::SearchResult* out) {
+  out->set_considered(r.considered);
+  out->set_out_of_memory(r.out_of_memory);
+  out->set_evaluated(static_cast<int64_t>(r.plans.size()));
+  std::vector<bool> on_frontier(r.plans.size(), false);
+  for (int i : r.pareto) on_frontier[static_cast<size_t>(i)] = true;
+  auto add = [&](int i, v1::PlanSummary* summary) {
+    PlanToProto(r.plans[static_cast<size_t>(i)], summary);
+    summary->set_best(i == r.best);
+    summary->set_pareto(on_frontier[static_cast<size_t>(i)]);
+  };
+  if (r.best >= 0) add(r.best, out->mutable_best());
+  for (int i : r.pareto) add(i, out->add_pareto());
+  const int n = static_cast<int>(r.plans.size());
+  for (int i = 0; i < call.top && i < n; ++i) add(i, out->add_fastest());
+  if (call.include_all_plans) {
+    for (int i = 0; i < n; ++i) add(i, out->add_plans());
+  }
+}
+
+}  // namespace vtrain::convert

@@ -1,0 +1,35 @@
+// A plan search as vtrain.v1 messages: the request as a core search space and
+// options (defaults filled in, every violation reported), and the result as a
+// SearchResult whose plans say themselves whether they are the best or on the
+// frontier (clients never match plans back by value).
+#ifndef VTRAIN_PROTO_SEARCH_CONVERT_H_
+#define VTRAIN_PROTO_SEARCH_CONVERT_H_
+
+#include "absl/status/statusor.h"
+#include "core/plan/search.h"
+#include "vtrain/v1/vtrain.pb.h"
+
+namespace vtrain::convert {
+
+// Longest list a request may give for tensor_parallel, schedules or
+// recomputes (after removing repeats).
+inline constexpr int kMaxSearchListSize = 64;
+
+struct SearchCall {
+  SearchSpace space;
+  SearchOptions options;  // objective and deadline; threads, progress and cancellation are the caller's
+  int top = 10;           // fastest plans to return
+  bool include_all_plans = false;
+};
+
+// INVALID_ARGUMENT listing every violation, each naming the field and the fix.
+absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& request);
+
+// The result as a message: best, frontier, the `call.top` fastest and, with
+// call.include_all_plans, every plan that fits.
+void SearchResultToProto(const SearchResult& result, const SearchCall& call,
+                         v1::SearchResult* out);
+
+}  // namespace vtrain::convert
+
+#endif  // VTRAIN_PROTO_SEARCH_CONVERT_H_
