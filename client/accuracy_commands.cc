@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
-#include "client/flag_parser.h"
+#include "common/flag_parser.h"
 #include "client/json_writer.h"
 #include "client/measurements.h"
 #include "client/svg_plot.h"
@@ -22,7 +22,7 @@
 namespace vtrain::cli {
 namespace {
 
-void AddSetupFlags(FlagParser& f) {
+void AddSetupFlags(common::FlagParser& f) {
   f.AddValue("measurements", "FILE[,FILE]", "CSV files of measured runs (required)");
   f.AddValue("nccl-dir", "DIR",
              "directory of nccl-tests all-reduce files allreduce_{N}gpu.txt (intra-node)");
@@ -36,13 +36,13 @@ struct Inputs {
   int threads = 1;
 };
 
-absl::StatusOr<Inputs> LoadInputs(const FlagParser& flags) {
+absl::StatusOr<Inputs> LoadInputs(const common::FlagParser& flags) {
   Inputs in;
   std::optional<std::string> files = flags.Get("measurements");
   if (!files) return absl::InvalidArgumentError("--measurements FILE.csv is required");
   const MeasurementSetup setup = MegatronA100Setup();
   for (absl::string_view path : absl::StrSplit(*files, ',', absl::SkipEmpty())) {
-    VTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFile(std::string(path)));
+    VTRAIN_ASSIGN_OR_RETURN(std::string text, common::ReadFile(std::string(path)));
     const std::string base = std::string(path.substr(path.rfind('/') + 1));
     VTRAIN_ASSIGN_OR_RETURN(std::vector<Measurement> rows, ParseMeasurementCsv(text, base, setup));
     in.measurements.insert(in.measurements.end(), rows.begin(), rows.end());
@@ -51,9 +51,9 @@ absl::StatusOr<Inputs> LoadInputs(const FlagParser& flags) {
   if (std::optional<std::string> dir = flags.Get("nccl-dir")) {
     for (int64_t ranks = 2; ranks <= 64; ++ranks) {
       const std::string path = absl::StrCat(*dir, "/allreduce_", ranks, "gpu.txt");
-      absl::StatusOr<std::string> text = ReadFile(path);
+      absl::StatusOr<std::string> text = common::ReadFile(path);
       if (!text.ok()) continue;
-      VTRAIN_ASSIGN_OR_RETURN(CollectiveCurve curve, ParseNcclTests(*text, path));
+      VTRAIN_ASSIGN_OR_RETURN(CollectiveCurve curve, common::ParseNcclTests(*text, path));
       in.nccl_curves.emplace_back(ranks, curve);
     }
     if (in.nccl_curves.empty()) {
@@ -159,7 +159,7 @@ std::string ReportJson(const std::vector<Measurement>& m, const ValidationReport
 }  // namespace
 
 int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  FlagParser flags("vtrainctl validate");
+  common::FlagParser flags("vtrainctl validate");
   AddSetupFlags(flags);
   flags.AddValue("worst", "N", "list the N worst rows (default 10)");
   flags.AddValue("set", "NAME=V[,NAME=V]", "override analytical parameters (see calibrate --help)");
@@ -178,7 +178,7 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
            "example:\n  vtrainctl validate --measurements "
            "../shared/data/a100-megatron-measured/single_node_calibration.csv\n\nflags:\n"
         << flags.Usage();
-    return kExitOk;
+    return common::kExitOk;
   }
   absl::StatusOr<Inputs> in = LoadInputs(flags);
   if (!in.ok()) return Fail(err, "validate", in.status());
@@ -225,7 +225,7 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
     const std::string title = absl::StrFormat(
         "vtrain: %d runs, MAPE %.2f%%, R^2 %.3f (red: multi-node)", report.overall.count,
         100 * report.overall.mape, report.overall.r2);
-    if (absl::Status s = WriteFile(*plot, PredictedVsMeasuredSvg(points, 0.10, title)); !s.ok()) {
+    if (absl::Status s = common::WriteFile(*plot, PredictedVsMeasuredSvg(points, 0.10, title)); !s.ok()) {
       return Fail(err, "validate", s);
     }
   }
@@ -236,11 +236,11 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
   } else {
     out << ReportTable(in->measurements, report, static_cast<int>(worst->value_or(10)));
   }
-  return kExitOk;
+  return common::kExitOk;
 }
 
 int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  FlagParser flags("vtrainctl calibrate");
+  common::FlagParser flags("vtrainctl calibrate");
   AddSetupFlags(flags);
   flags.AddValue("params", "A,B,...", "parameters to fit (default: the standard eight)");
   flags.AddValue("folds", "K", "k-fold cross-validation (default 5)");
@@ -265,7 +265,7 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
            "\nparameters:";
     for (const FittableParam& p : FittableParams()) out << " " << p.name;
     out << "\n\nflags:\n" << flags.Usage();
-    return kExitOk;
+    return common::kExitOk;
   }
   absl::StatusOr<Inputs> in = LoadInputs(flags);
   if (!in.ok()) return Fail(err, "calibrate", in.status());
@@ -330,7 +330,7 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
       out << absl::StrFormat("bands.push_back({\"%s\", %.6g, %.6g, %.2f, %d});\n", b.regime,
                              b.error_low, b.error_high, b.coverage, b.rows);
     }
-    return kExitOk;
+    return common::kExitOk;
   }
   out << "fitted parameters:\n";
   for (const FittableParam& f : FittableParams()) {
@@ -350,7 +350,7 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
                              Pct(b.error_low), Pct(b.error_high), b.rows);
     }
   }
-  return kExitOk;
+  return common::kExitOk;
 }
 
 }  // namespace vtrain::cli

@@ -5,10 +5,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "client/flag_parser.h"
+#include "common/flag_parser.h"
 #include "client/job_flags.h"
 #include "client/prediction_format.h"
-#include "client/remote.h"
+#include "common/connection.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
@@ -58,26 +58,15 @@ constexpr char kPredictHelp[] =
 
 }  // namespace
 
-int ExitCodeFor(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kNotFound:
-    case absl::StatusCode::kOutOfRange:
-      return kExitBadInput;
-    default:
-      return kExitFailure;
-  }
-}
-
 int Fail(std::ostream& err, absl::string_view command, const absl::Status& status) {
   err << "vtrainctl " << command << ": " << status.message() << "\n";
-  return ExitCodeFor(status);
+  return common::ExitCodeFor(status);
 }
 
 int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  FlagParser flags("vtrainctl predict");
+  common::FlagParser flags("vtrainctl predict");
   flags.AddSwitch("local", "run the simulation in this process (the default without --server)");
-  AddConnectionFlags(flags);
+  common::AddConnectionFlags(flags);
   flags.AddValue("profile-set", "ID", "--server: predict with this profile set (default: newest)");
   AddJobFlags(flags);
   flags.AddValue("tokens", "N", "tokens to train on, e.g. 270e9: adds training time and cost");
@@ -89,7 +78,7 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "predict", s);
   if (flags.Switch("help")) {
     out << kPredictHelp << flags.Usage();
-    return kExitOk;
+    return common::kExitOk;
   }
   if (flags.Has("server") && flags.Switch("local")) {
     return Fail(err, "predict",
@@ -130,12 +119,12 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (!response.ok()) return Fail(err, "predict", response.status());
   if (flags.Switch("json")) {
     out << convert::ToJson(*response);
-    return kExitOk;
+    return common::kExitOk;
   }
   absl::StatusOr<std::string> table = PredictionTable(*response, flags.Switch("show-lookups"));
   if (!table.ok()) return Fail(err, "predict", table.status());
   out << *table;
-  return kExitOk;
+  return common::kExitOk;
 }
 
 absl::StatusOr<v1::PredictResponse> PredictLocally(const v1::PredictRequest& request,
@@ -158,13 +147,13 @@ absl::StatusOr<ProfileSet> BuiltinProfileSet(const GpuSpec& gpu) {
 }
 
 int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  FlagParser flags("vtrainctl presets");
+  common::FlagParser flags("vtrainctl presets");
   flags.AddSwitch("help", "show this help");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "presets", s);
   if (flags.Switch("help")) {
     out << "usage: vtrainctl presets\n\nLists the model presets (with parameter counts) and the GPU "
            "models (with their datasheet figures).\n\nexample:\n  vtrainctl presets\n";
-    return kExitOk;
+    return common::kExitOk;
   }
   out << "models:\n";
   for (const std::string& name : ModelPresetNames()) {
@@ -181,13 +170,13 @@ int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ost
         g.peak_fp16_flops_per_s / 1e12, g.peak_bf16_flops_per_s / 1e12,
         g.hbm_bandwidth_bytes_per_s / 1e9, static_cast<double>(g.memory_bytes) / (1 << 30));
   }
-  return kExitOk;
+  return common::kExitOk;
 }
 
 int RunVtrainctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (args.empty()) {
     err << kUsage;
-    return kExitBadInput;
+    return common::kExitBadInput;
   }
   const std::string& command = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());
@@ -201,10 +190,10 @@ int RunVtrainctl(const std::vector<std::string>& args, std::ostream& out, std::o
   if (command == "calibrate") return RunCalibrate(rest, out, err);
   if (command == "help" || command == "--help" || command == "-h") {
     out << kUsage;
-    return kExitOk;
+    return common::kExitOk;
   }
   err << "vtrainctl: unknown command '" << command << "'\n\n" << kUsage;
-  return kExitBadInput;
+  return common::kExitBadInput;
 }
 
 }  // namespace vtrain::cli

@@ -10,21 +10,15 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "client/flag_parser.h"
+#include "common/exit_codes.h"
+#include "common/flag_parser.h"
 #include "core/predict/predictor.h"
 #include "core/spec/job.h"
 #include "vtrain/v1/vtrain.pb.h"
 
 namespace vtrain::cli {
 
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;
-inline constexpr int kExitBadInput = 2;
-
-// The exit code for a failed status: kExitBadInput for INVALID_ARGUMENT,
-// NOT_FOUND and OUT_OF_RANGE, else kExitFailure.
-int ExitCodeFor(const absl::Status& status);
-// Writes "vtrainctl COMMAND: message" to `err` and returns ExitCodeFor.
+// Writes "vtrainctl COMMAND: message" to `err` and returns common::ExitCodeFor.
 int Fail(std::ostream& err, absl::string_view command, const absl::Status& status);
 
 // Dispatches argv[1..] to a subcommand.
@@ -47,7 +41,7 @@ inline constexpr int64_t kDefaultMaxTasks = 100'000'000;
 absl::StatusOr<v1::PredictResponse> PredictLocally(const v1::PredictRequest& request,
                                                    int64_t max_tasks);
 // The same request asked of the server of --server (connection flags).
-absl::StatusOr<v1::PredictResponse> PredictRemotely(const FlagParser& flags,
+absl::StatusOr<v1::PredictResponse> PredictRemotely(const common::FlagParser& flags,
                                                     const v1::PredictRequest& request);
 
 // The built-in profile set of `gpu`, its id set to its content hash.

@@ -16,7 +16,7 @@ namespace {
 
 // Calls `set` with the integer value of `flag` when present.
 template <typename Setter>
-absl::Status SetInt(const FlagParser& flags, absl::string_view flag, Setter set) {
+absl::Status SetInt(const common::FlagParser& flags, absl::string_view flag, Setter set) {
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> v, flags.GetInt(flag));
   if (v) set(*v);
   return absl::OkStatus();
@@ -37,7 +37,7 @@ absl::StatusOr<int64_t> ParseBytes(absl::string_view text, absl::string_view fie
   return value;
 }
 
-absl::Status PlanFromFlags(const FlagParser& flags, v1::ParallelPlan& plan) {
+absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& plan) {
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "tp", [&](int64_t v) { plan.set_tensor_parallel(v); }));
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "pp", [&](int64_t v) { plan.set_pipeline_parallel(v); }));
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "dp", [&](int64_t v) { plan.set_data_parallel(v); }));
@@ -71,7 +71,7 @@ absl::Status PlanFromFlags(const FlagParser& flags, v1::ParallelPlan& plan) {
 }
 
 // The request in -f FILE or --vtrain-config FILE.
-absl::StatusOr<v1::PredictRequest> RequestFromFile(const FlagParser& flags) {
+absl::StatusOr<v1::PredictRequest> RequestFromFile(const common::FlagParser& flags) {
   for (const char* other : {"model", "layers", "hidden", "heads", "seq-len", "gpus", "tp", "pp",
                             "dp", "micro-batch", "global-batch"}) {
     if (flags.Has(other)) {
@@ -83,7 +83,7 @@ absl::StatusOr<v1::PredictRequest> RequestFromFile(const FlagParser& flags) {
     return absl::InvalidArgumentError("give either -f/--job-file or --vtrain-config, not both");
   }
   const std::string path = *flags.Get(flags.Has("job-file") ? "job-file" : "vtrain-config");
-  VTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  VTRAIN_ASSIGN_OR_RETURN(std::string text, common::ReadFile(path));
   absl::StatusOr<v1::PredictRequest> request;
   if (flags.Has("vtrain-config")) {
     request = convert::RequestFromVtrainConfig(text);
@@ -99,7 +99,7 @@ absl::StatusOr<v1::PredictRequest> RequestFromFile(const FlagParser& flags) {
 
 }  // namespace
 
-void AddModelFlags(FlagParser& p) {
+void AddModelFlags(common::FlagParser& p) {
   p.AddValue("model", "PRESET", "model preset: gpt3-125m ... gpt3-175b, mtnlg-530b");
   p.AddValue("layers", "N", "decoder layers (model.num_layers); overrides the preset");
   p.AddValue("hidden", "N", "hidden size (model.hidden_size)");
@@ -109,7 +109,7 @@ void AddModelFlags(FlagParser& p) {
   p.AddValue("ffn", "N", "FFN hidden size (model.ffn_hidden_size, default 4 x hidden)");
 }
 
-void AddClusterFlags(FlagParser& p) {
+void AddClusterFlags(common::FlagParser& p) {
   p.AddValue("gpu", "NAME", "GPU model (default a100-sxm4-80gb); see 'vtrainctl presets'");
   p.AddValue("gpus-per-node", "N", "GPUs per node (cluster.gpus_per_node, default 8)");
   p.AddValue("intra-node-bandwidth", "BW", "per-GPU NVLink bandwidth with unit, e.g. 150GB/s");
@@ -117,7 +117,7 @@ void AddClusterFlags(FlagParser& p) {
   p.AddValue("price-usd-per-gpu-hour", "USD", "price of one GPU-hour, for the cost");
 }
 
-void AddJobFlags(FlagParser& p) {
+void AddJobFlags(common::FlagParser& p) {
   p.AddValue("job-file", "FILE", "-f: the job as JSON (vtrain.v1.PredictRequest) instead of flags");
   p.AddValue("vtrain-config", "FILE", "the job from a vTrain configuration JSON file");
   AddModelFlags(p);
@@ -135,7 +135,7 @@ void AddJobFlags(FlagParser& p) {
   p.AddValue("dtype", "T", "fp16 or bf16 (default fp16)");
 }
 
-absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const FlagParser& flags) {
+absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const common::FlagParser& flags) {
   v1::ModelSpec m;
   if (auto preset = flags.Get("model")) m.set_preset(*preset);
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "layers", [&](int64_t v) { m.set_num_layers(v); }));
@@ -147,7 +147,7 @@ absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const FlagParser& flags) {
   return m;
 }
 
-absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const FlagParser& flags) {
+absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const common::FlagParser& flags) {
   v1::ClusterSpec c;
   if (auto gpu = flags.Get("gpu")) c.set_gpu(*gpu);
   VTRAIN_RETURN_IF_ERROR(
@@ -165,7 +165,7 @@ absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const FlagParser& flags) {
   return c;
 }
 
-absl::StatusOr<v1::PredictRequest> RequestFromFlags(const FlagParser& flags) {
+absl::StatusOr<v1::PredictRequest> RequestFromFlags(const common::FlagParser& flags) {
   if (flags.Has("job-file") || flags.Has("vtrain-config")) return RequestFromFile(flags);
   v1::PredictRequest r;
   VTRAIN_ASSIGN_OR_RETURN(*r.mutable_model(), ModelSpecFromFlags(flags));
@@ -176,7 +176,7 @@ absl::StatusOr<v1::PredictRequest> RequestFromFlags(const FlagParser& flags) {
   return r;
 }
 
-absl::StatusOr<Job> JobFromFlags(const FlagParser& flags) {
+absl::StatusOr<Job> JobFromFlags(const common::FlagParser& flags) {
   VTRAIN_ASSIGN_OR_RETURN(v1::PredictRequest request, RequestFromFlags(flags));
   absl::StatusOr<Job> job = convert::JobFromProto(request);
   if (!job.ok() && (flags.Has("job-file") || flags.Has("vtrain-config"))) {

@@ -6,32 +6,32 @@
 #define VTRAIN_CLIENT_JOB_FLAGS_H_
 
 #include "absl/status/statusor.h"
-#include "client/flag_parser.h"
+#include "common/flag_parser.h"
 #include "core/spec/job.h"
 #include "vtrain/v1/vtrain.pb.h"
 
 namespace vtrain::cli {
 
 // --model, --layers, --hidden, --heads, --seq-len, --vocab, --ffn.
-void AddModelFlags(FlagParser& parser);
+void AddModelFlags(common::FlagParser& parser);
 // --gpu, --gpus-per-node, --intra-/--inter-node-bandwidth, --price-usd-per-gpu-hour.
-void AddClusterFlags(FlagParser& parser);
+void AddClusterFlags(common::FlagParser& parser);
 // -f/--job-file, --vtrain-config, the model and cluster flags, --gpus and the
 // plan flags (--tp, --pp, --dp, --micro-batch, --global-batch, --schedule...).
-void AddJobFlags(FlagParser& parser);
+void AddJobFlags(common::FlagParser& parser);
 
 // The model and cluster messages of their flags (absent flags stay unset).
-absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const FlagParser& flags);
-absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const FlagParser& flags);
+absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const common::FlagParser& flags);
+absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const common::FlagParser& flags);
 
 // The request the job flags describe: read from -f FILE (a PredictRequest in
 // JSON), from --vtrain-config FILE, or built from the flags. INVALID_ARGUMENT
 // for a flag that does not parse, a file that does not read, or a file mixed
 // with job flags.
-absl::StatusOr<v1::PredictRequest> RequestFromFlags(const FlagParser& flags);
+absl::StatusOr<v1::PredictRequest> RequestFromFlags(const common::FlagParser& flags);
 
 // RequestFromFlags, then convert::JobFromProto (errors from a file name it).
-absl::StatusOr<Job> JobFromFlags(const FlagParser& flags);
+absl::StatusOr<Job> JobFromFlags(const common::FlagParser& flags);
 
 }  // namespace vtrain::cli
 

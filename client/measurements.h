@@ -11,6 +11,8 @@
 #include "core/calibrate/calibration.h"
 #include "core/profile/profile.h"
 #include "core/spec/job.h"
+#include "common/files.h"
+#include "common/nccl_tests.h"
 
 namespace vtrain::cli {
 
@@ -34,15 +36,7 @@ absl::StatusOr<std::vector<Measurement>> ParseMeasurementCsv(absl::string_view t
                                                              absl::string_view name,
                                                              const MeasurementSetup& setup);
 
-// Reads one file (errors name the path).
-absl::StatusOr<std::string> ReadFile(const std::string& path);
-// Writes one file, replacing it (errors name the path).
-absl::Status WriteFile(const std::string& path, const std::string& contents);
 
-// Parses nccl-tests output (all_reduce_perf and friends): lines of size
-// (bytes), count, type, then out-of-place time (ns) ...; '#' lines and
-// headers are skipped. Returns the out-of-place latency curve.
-absl::StatusOr<CollectiveCurve> ParseNcclTests(absl::string_view text, absl::string_view name);
 
 }  // namespace vtrain::cli
 

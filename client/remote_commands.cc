@@ -9,11 +9,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "client/commands.h"
-#include "client/flag_parser.h"
+#include "common/flag_parser.h"
 #include "client/job_flags.h"
 #include "client/measurements.h"
 #include "client/prediction_format.h"
-#include "client/remote.h"
+#include "common/connection.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/json.h"
@@ -29,14 +29,14 @@ std::string Time(const google::protobuf::Timestamp& t) {
 
 }  // namespace
 
-absl::StatusOr<v1::PredictResponse> PredictRemotely(const FlagParser& flags,
+absl::StatusOr<v1::PredictResponse> PredictRemotely(const common::FlagParser& flags,
                                                     const v1::PredictRequest& request) {
-  absl::StatusOr<Connection> c = Connect(flags);
+  absl::StatusOr<common::Connection> c = common::Connect(flags);
   if (!c.ok()) return c.status();
   v1::PredictResponse response;
   auto stub = v1::Simulator::NewStub(c->channel);
   grpc::Status s = stub->Predict(c->Context().get(), request, &response);
-  if (!s.ok()) return FromGrpc(s);
+  if (!s.ok()) return common::FromGrpc(s);
   return response;
 }
 
@@ -52,8 +52,8 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
       "  vtrainctl profiles ls --server 127.0.0.1:50051\n"
       "  vtrainctl profiles push a100.json --server 127.0.0.1:50051 --token-file token\n\n"
       "flags:\n";
-  FlagParser flags("vtrainctl profiles");
-  AddConnectionFlags(flags);
+  common::FlagParser flags("vtrainctl profiles");
+  common::AddConnectionFlags(flags);
   flags.AddValue("gpu", "NAME", "ls: only sets of this GPU");
   flags.AddValue("o", "FILE", "pull: where to write the set");
   flags.AddSwitch("json", "ls: print JSON");
@@ -71,9 +71,9 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
   if (absl::Status s = flags.Parse(rest); !s.ok()) return Fail(err, "profiles", s);
   if (verb.empty() || verb == "--help" || verb == "help" || flags.Switch("help")) {
     out << kHelp << flags.Usage();
-    return verb.empty() ? kExitBadInput : kExitOk;
+    return verb.empty() ? common::kExitBadInput : common::kExitOk;
   }
-  absl::StatusOr<Connection> c = Connect(flags);
+  absl::StatusOr<common::Connection> c = common::Connect(flags);
   if (!c.ok()) return Fail(err, "profiles", c.status());
   auto stub = v1::ProfileRegistry::NewStub(c->channel);
   auto need_operand = [&](const char* what) -> absl::Status {
@@ -87,10 +87,10 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
     if (auto gpu = flags.Get("gpu")) req.set_gpu(*gpu);
     v1::ListProfileSetsResponse resp;
     grpc::Status s = stub->ListProfileSets(c->Context().get(), req, &resp);
-    if (!s.ok()) return Fail(err, "profiles", FromGrpc(s));
+    if (!s.ok()) return Fail(err, "profiles", common::FromGrpc(s));
     if (flags.Switch("json")) {
       out << convert::ToJson(resp);
-      return kExitOk;
+      return common::kExitOk;
     }
     out << absl::StrFormat("%-73s %-16s %-20s %5s %5s %s\n", "id", "gpu", "created (UTC)", "ops",
                            "colls", "kind");
@@ -99,7 +99,7 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
                              Time(p.created_at()), p.num_operators(), p.num_collectives(),
                              p.builtin() ? "built-in" : "measured");
     }
-    return kExitOk;
+    return common::kExitOk;
   }
   if (verb == "show" || verb == "pull") {
     if (absl::Status st = need_operand("a profile-set id"); !st.ok()) return Fail(err, "profiles", st);
@@ -107,30 +107,30 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
     req.set_id(operand);
     v1::ProfileSet set;
     grpc::Status s = stub->GetProfileSet(c->Context().get(), req, &set);
-    if (!s.ok()) return Fail(err, "profiles", FromGrpc(s));
+    if (!s.ok()) return Fail(err, "profiles", common::FromGrpc(s));
     const std::string json = convert::ToJson(set);
     if (verb == "show") {
       out << json;
-      return kExitOk;
+      return common::kExitOk;
     }
     std::optional<std::string> path = flags.Get("o");
     if (!path) return Fail(err, "profiles", absl::InvalidArgumentError("profiles pull needs -o FILE"));
-    if (absl::Status w = WriteFile(*path, json); !w.ok()) return Fail(err, "profiles", w);
+    if (absl::Status w = common::WriteFile(*path, json); !w.ok()) return Fail(err, "profiles", w);
     out << "wrote " << operand << " to " << *path << "\n";
-    return kExitOk;
+    return common::kExitOk;
   }
   if (verb == "push") {
     if (absl::Status st = need_operand("a profile-set JSON file"); !st.ok()) {
       return Fail(err, "profiles", st);
     }
-    absl::StatusOr<v1::PushProfileSetRequest> req = ReadProfileSetFile(operand);
+    absl::StatusOr<v1::PushProfileSetRequest> req = common::ReadProfileSetFile(operand);
     if (!req.ok()) return Fail(err, "profiles", req.status());
     v1::PushProfileSetResponse resp;
     grpc::Status s = stub->PushProfileSet(c->Context().get(), *req, &resp);
-    if (!s.ok()) return Fail(err, "profiles", FromGrpc(s));
+    if (!s.ok()) return Fail(err, "profiles", common::FromGrpc(s));
     out << resp.id() << (resp.already_present() ? " (already present; nothing changed)" : " (stored)")
         << "\n";
-    return kExitOk;
+    return common::kExitOk;
   }
   if (verb == "rm") {
     if (absl::Status st = need_operand("a profile-set id"); !st.ok()) return Fail(err, "profiles", st);
@@ -138,9 +138,9 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
     req.set_id(operand);
     v1::DeleteProfileSetResponse resp;
     grpc::Status s = stub->DeleteProfileSet(c->Context().get(), req, &resp);
-    if (!s.ok()) return Fail(err, "profiles", FromGrpc(s));
+    if (!s.ok()) return Fail(err, "profiles", common::FromGrpc(s));
     out << "deleted " << operand << "\n";
-    return kExitOk;
+    return common::kExitOk;
   }
   return Fail(err, "profiles",
               absl::InvalidArgumentError(absl::StrCat("unknown profiles command '", verb,
@@ -148,8 +148,8 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
 }
 
 int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  FlagParser flags("vtrainctl bench");
-  AddConnectionFlags(flags);
+  common::FlagParser flags("vtrainctl bench");
+  common::AddConnectionFlags(flags);
   AddJobFlags(flags);
   flags.AddValue("method", "M", "predict (default) or health");
   flags.AddValue("concurrency", "N", "clients in parallel, each with its own channel (default 8)");
@@ -166,7 +166,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
            "example:\n  vtrainctl bench --server 127.0.0.1:50051 --model gpt3-1.3b --gpus 8 --tp 2 "
            "--global-batch 64 --concurrency 8\n\nflags:\n"
         << flags.Usage();
-    return kExitOk;
+    return common::kExitOk;
   }
   const std::string server = flags.Get("server").value_or("");
   if (server.rfind("127.", 0) != 0 && server.rfind("localhost:", 0) != 0 &&
@@ -206,7 +206,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (!request.ok()) return Fail(err, "bench", request.status());
     req = *std::move(request);
   }
-  absl::StatusOr<Connection> conn = Connect(flags);
+  absl::StatusOr<common::Connection> conn = common::Connect(flags);
   if (!conn.ok()) return Fail(err, "bench", conn.status());
 
   std::atomic<int64_t> issued{0};
@@ -285,7 +285,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
         method, *concurrency, latencies_us.size(), elapsed, rps, pct(0.5) / 1e3, pct(0.99) / 1e3,
         errors, first_error.empty() ? "" : absl::StrCat(" (first: ", first_error, ")"));
   }
-  return errors == 0 ? kExitOk : kExitFailure;
+  return errors == 0 ? common::kExitOk : common::kExitFailure;
 }
 
 }  // namespace vtrain::cli

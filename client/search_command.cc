@@ -12,9 +12,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
-#include "client/flag_parser.h"
+#include "common/flag_parser.h"
 #include "client/job_flags.h"
-#include "client/remote.h"
+#include "common/connection.h"
 #include "proto/enum_convert.h"
 #include "proto/json.h"
 #include "proto/search_convert.h"
@@ -43,7 +43,7 @@ constexpr char kHelp[] =
 
 // Parses a comma-separated list with `parse` (each item's error names the flag).
 template <typename Parse>
-absl::Status ForEachItem(const FlagParser& f, const char* flag, Parse parse) {
+absl::Status ForEachItem(const common::FlagParser& f, const char* flag, Parse parse) {
   if (auto list = f.Get(flag)) {
     for (absl::string_view v : absl::StrSplit(*list, ',', absl::SkipEmpty())) {
       VTRAIN_RETURN_IF_ERROR(parse(v));
@@ -54,7 +54,7 @@ absl::Status ForEachItem(const FlagParser& f, const char* flag, Parse parse) {
 
 // The request the flags describe; only parsing happens here (the space's
 // defaults and validation are convert::SearchFromProto's, on either side).
-absl::StatusOr<v1::SearchRequest> SearchRequestFromFlags(const FlagParser& f) {
+absl::StatusOr<v1::SearchRequest> SearchRequestFromFlags(const common::FlagParser& f) {
   v1::SearchRequest r;
   VTRAIN_ASSIGN_OR_RETURN(*r.mutable_model(), ModelSpecFromFlags(f));
   VTRAIN_ASSIGN_OR_RETURN(*r.mutable_cluster(), ClusterSpecFromFlags(f));
@@ -125,10 +125,10 @@ absl::StatusOr<v1::SearchResult> SearchLocally(const v1::SearchRequest& request,
 }
 
 // The server streams progress, then the result.
-absl::StatusOr<v1::SearchResult> SearchRemotely(const FlagParser& flags,
+absl::StatusOr<v1::SearchResult> SearchRemotely(const common::FlagParser& flags,
                                                 const v1::SearchRequest& request,
                                                 const std::function<void(int64_t, int64_t)>& progress) {
-  VTRAIN_ASSIGN_OR_RETURN(Connection c, Connect(flags));
+  VTRAIN_ASSIGN_OR_RETURN(common::Connection c, common::Connect(flags));
   auto stub = v1::Simulator::NewStub(c.channel);
   auto ctx = c.Context();
   std::unique_ptr<grpc::ClientReader<v1::SearchResponse>> reader = stub->Search(ctx.get(), request);
@@ -139,7 +139,7 @@ absl::StatusOr<v1::SearchResult> SearchRemotely(const FlagParser& flags,
     if (msg.has_result()) result = msg.result();
   }
   grpc::Status s = reader->Finish();
-  if (!s.ok()) return FromGrpc(s);
+  if (!s.ok()) return common::FromGrpc(s);
   if (!result) return absl::InternalError("the server sent no search result");
   return *result;
 }
@@ -192,13 +192,13 @@ absl::Status Plot(const std::string& path, const v1::SearchRequest& req, const v
   const std::string model = req.model().preset().empty() ? "custom" : req.model().preset();
   const std::string title =
       absl::StrFormat("%s: %d plans that fit (of %d)", model, r.plans_size(), r.considered());
-  return WriteFile(path, TimeVsCostSvg(points, title));
+  return common::WriteFile(path, TimeVsCostSvg(points, title));
 }
 
 }  // namespace
 
 int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  FlagParser flags("vtrainctl search");
+  common::FlagParser flags("vtrainctl search");
   AddModelFlags(flags);
   AddClusterFlags(flags);
   flags.AddValue("gpus", "N", "exactly N GPUs");
@@ -218,13 +218,13 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   flags.AddValue("plot", "FILE.svg", "draw training time against cost, frontier and choice marked");
   flags.AddSwitch("csv", "print every plan that fits as CSV");
   flags.AddSwitch("json", "print the result as JSON");
-  AddConnectionFlags(flags);
+  common::AddConnectionFlags(flags);
   flags.AddSwitch("local", "search in this process (the default without --server)");
   flags.AddSwitch("help", "show this help");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "search", s);
   if (flags.Switch("help")) {
     out << kHelp << flags.Usage();
-    return kExitOk;
+    return common::kExitOk;
   }
   if (flags.Has("server") && flags.Switch("local")) {
     return Fail(err, "search",
@@ -261,11 +261,11 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
   if (flags.Switch("json")) {
     out << convert::ToJson(*r);
-    return kExitOk;
+    return common::kExitOk;
   }
   if (flags.Switch("csv")) {
     out << Csv(*r);
-    return kExitOk;
+    return common::kExitOk;
   }
   out << absl::StrFormat("%d plans considered, %d out of memory, %d predicted\n\n", r->considered(),
                          r->out_of_memory(), r->evaluated());
@@ -278,7 +278,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   for (const v1::PlanSummary& p : r->fastest()) out << PlanLine("", p);
   out << "\nPareto frontier (training time against cost):\n";
   for (const v1::PlanSummary& p : r->pareto()) out << PlanLine("", p);
-  return kExitOk;
+  return common::kExitOk;
 }
 
 }  // namespace vtrain::cli

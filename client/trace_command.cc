@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/commands.h"
-#include "client/flag_parser.h"
+#include "common/flag_parser.h"
 #include "client/job_flags.h"
 #include "client/json_writer.h"
 #include "client/measurements.h"
@@ -17,7 +17,7 @@
 namespace vtrain::cli {
 
 int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  FlagParser flags("vtrainctl trace");
+  common::FlagParser flags("vtrainctl trace");
   AddJobFlags(flags);
   flags.AddValue("o", "FILE", "where to write the trace (default trace.json)");
   flags.AddSwitch("kernels", "one slice per CUDA kernel (default: one per merged pass)");
@@ -37,7 +37,7 @@ int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostre
            "example:\n  vtrainctl trace --model gpt3-1.3b --gpus 16 --tp 2 --pp 4 --global-batch 32 "
            "-o trace.json\n\nflags:\n"
         << flags.Usage();
-    return kExitOk;
+    return common::kExitOk;
   }
   absl::StatusOr<Job> job = JobFromFlags(flags);
   if (!job.ok()) return Fail(err, "trace", job.status());
@@ -96,10 +96,10 @@ int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostre
   w.EndArray();
   w.EndObject();
   const std::string path = flags.Get("o").value_or("trace.json");
-  if (absl::Status s = WriteFile(path, w.str() + "\n"); !s.ok()) return Fail(err, "trace", s);
+  if (absl::Status s = common::WriteFile(path, w.str() + "\n"); !s.ok()) return Fail(err, "trace", s);
   out << absl::StrFormat("wrote %d slices of a %.3f ms iteration to %s\n", g.num_tasks(),
                          static_cast<double>(result->makespan_ns) * 1e-6, path);
-  return kExitOk;
+  return common::kExitOk;
 }
 
 }  // namespace vtrain::cli

@@ -17,10 +17,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "client/commands.h"
-#include "client/flag_parser.h"
-#include "client/measurements.h"
-#include "client/remote.h"
+#include "common/exit_codes.h"
+#include "common/flag_parser.h"
+#include "common/files.h"
+#include "common/nccl_tests.h"
+#include "common/connection.h"
 #include "profiler_agent/importers.h"
 #include "core/spec/gpu.h"
 #include "profiler_agent/work.h"
@@ -33,12 +34,12 @@ namespace {
 // Prints "vtrain-agent COMMAND: message" and returns the status's exit code.
 int Fail(std::ostream& err, absl::string_view command, const absl::Status& status) {
   err << "vtrain-agent " << command << ": " << status.message() << "\n";
-  return cli::ExitCodeFor(status);
+  return common::ExitCodeFor(status);
 }
-using cli::FlagParser;
-using cli::kExitBadInput;
-using cli::kExitFailure;
-using cli::kExitOk;
+using common::FlagParser;
+using common::kExitBadInput;
+using common::kExitFailure;
+using common::kExitOk;
 
 constexpr char kUsage[] =
     "vtrain-agent: profile GPU nodes and push profile sets to a vtrain registry\n\n"
@@ -136,7 +137,7 @@ int RunChild(const std::string& binary, const std::vector<std::string>& args,
 absl::Status WriteSet(const ProfileSet& set, const std::string& path, std::ostream& out) {
   v1::ProfileSet proto = convert::ProfileSetToProto(set);
   proto.set_id(convert::ContentId(proto));
-  if (absl::Status s = cli::WriteFile(path, convert::ToJson(proto)); !s.ok()) return s;
+  if (absl::Status s = common::WriteFile(path, convert::ToJson(proto)); !s.ok()) return s;
   out << "wrote " << proto.id() << " (" << proto.operators_size() << " operators, "
       << proto.collectives_size() << " collectives) to " << path << "\n";
   return absl::OkStatus();
@@ -145,14 +146,14 @@ absl::Status WriteSet(const ProfileSet& set, const std::string& path, std::ostre
 int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (args.size() < 2 || args[1].rfind("--", 0) == 0) {
     err << kUsage;
-    return kExitBadInput;
+    return common::kExitBadInput;
   }
   const std::string kind = args[0];
   // The input files: every argument before the first flag.
   size_t first_flag = 1;
   while (first_flag < args.size() && args[first_flag].rfind("-", 0) != 0) ++first_flag;
   const std::vector<std::string> files(args.begin() + 1, args.begin() + first_flag);
-  FlagParser flags("vtrain-agent import");
+  common::FlagParser flags("vtrain-agent import");
   flags.AddValue("gpu", "NAME", "GPU model the data was measured on");
   flags.AddValue("o", "FILE", "output profile-set JSON");
   flags.AddValue("ranks", "N", "nccl-tests: ranks of the collective (default: from the file)");
@@ -182,7 +183,7 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
     if (!collective.ok()) return Fail(err, "import", collective.status());
     // Each file is one curve; several files (say 2..8 GPUs) make one set.
     for (const std::string& file : files) {
-      absl::StatusOr<std::string> text = cli::ReadFile(file);
+      absl::StatusOr<std::string> text = common::ReadFile(file);
       if (!text.ok()) return Fail(err, "import", text.status());
       const std::optional<int64_t> file_ranks = ranks->has_value() ? **ranks : InferNcclRanks(*text, file);
       if (!file_ranks) {
@@ -214,7 +215,7 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
     if (files.size() != 1) {
       return Fail(err, "import", absl::InvalidArgumentError("vtrain-trace imports one trace file"));
     }
-    absl::StatusOr<std::string> text = cli::ReadFile(files[0]);
+    absl::StatusOr<std::string> text = common::ReadFile(files[0]);
     if (!text.ok()) return Fail(err, "import", text.status());
     TraceShape shape;
     struct {
@@ -236,13 +237,13 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
   if (!set.ok()) return Fail(err, "import", set.status());
   if (absl::Status s = WriteSet(*set, *output, out); !s.ok()) return Fail(err, "import", s);
-  return kExitOk;
+  return common::kExitOk;
 }
 
 // Pushes with retries while the registry is unreachable. Pushes are
 // idempotent (the id is the content hash), so retrying after an unknown
 // outcome is safe.
-int PushWithRetries(const v1::PushProfileSetRequest& req, const cli::Connection& c,
+int PushWithRetries(const v1::PushProfileSetRequest& req, const common::Connection& c,
                     int64_t attempts, std::ostream& out, std::ostream& err) {
   auto stub = v1::ProfileRegistry::NewStub(c.channel);
   absl::Duration backoff = absl::Milliseconds(200);
@@ -252,12 +253,12 @@ int PushWithRetries(const v1::PushProfileSetRequest& req, const cli::Connection&
     if (s.ok()) {
       out << resp.id() << (resp.already_present() ? " (already present; nothing changed)" : " (stored)")
           << "\n";
-      return kExitOk;
+      return common::kExitOk;
     }
     const bool transient = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
                            s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
                            s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
-    if (!transient || attempt >= attempts) return Fail(err, "push", cli::FromGrpc(s));
+    if (!transient || attempt >= attempts) return Fail(err, "push", common::FromGrpc(s));
     err << "vtrain-agent push: attempt " << attempt << " failed (" << s.error_message()
         << "); retrying in " << absl::FormatDuration(backoff) << "\n";
     absl::SleepFor(backoff);
@@ -268,17 +269,17 @@ int PushWithRetries(const v1::PushProfileSetRequest& req, const cli::Connection&
 int RunPush(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (args.empty() || args[0].rfind("--", 0) == 0) {
     err << kUsage;
-    return kExitBadInput;
+    return common::kExitBadInput;
   }
-  FlagParser flags("vtrain-agent push");
-  cli::AddConnectionFlags(flags);
+  common::FlagParser flags("vtrain-agent push");
+  common::AddConnectionFlags(flags);
   flags.AddValue("retries", "N", "attempts while the registry is unreachable (default 8)");
   if (absl::Status s = flags.Parse({args.begin() + 1, args.end()}); !s.ok()) {
     return Fail(err, "push", s);
   }
-  absl::StatusOr<v1::PushProfileSetRequest> req = cli::ReadProfileSetFile(args[0]);
+  absl::StatusOr<v1::PushProfileSetRequest> req = common::ReadProfileSetFile(args[0]);
   if (!req.ok()) return Fail(err, "push", req.status());
-  absl::StatusOr<cli::Connection> c = cli::Connect(flags);
+  absl::StatusOr<common::Connection> c = common::Connect(flags);
   if (!c.ok()) return Fail(err, "push", c.status());
   absl::StatusOr<std::optional<int64_t>> retries = flags.GetInt("retries");
   if (!retries.ok()) return Fail(err, "push", retries.status());
@@ -291,7 +292,7 @@ extern "C" void StopServing(int) { g_stop = true; }
 // One poll of `serve`: asks for work, runs vtrain-agent-gpu for it, pushes
 // what it measured. Returns the number of failed runs, or an error status
 // when the registry could not be asked.
-absl::StatusOr<int> ServeOnce(const cli::Connection& c, const std::string& gpu_binary,
+absl::StatusOr<int> ServeOnce(const common::Connection& c, const std::string& gpu_binary,
                               const std::string& gpu, int local_gpus, int max_items,
                               const std::string& work_dir, std::ostream& out, std::ostream& err) {
   auto stub = v1::ProfileRegistry::NewStub(c.channel);
@@ -300,7 +301,7 @@ absl::StatusOr<int> ServeOnce(const cli::Connection& c, const std::string& gpu_b
   req.set_max_items(max_items);
   v1::NextProfilingWorkResponse resp;
   if (grpc::Status s = stub->NextProfilingWork(c.Context().get(), req, &resp); !s.ok()) {
-    return cli::FromGrpc(s);
+    return common::FromGrpc(s);
   }
   std::vector<std::string> keys;
   for (const v1::ProfilingWork& w : resp.work()) keys.push_back(w.key());
@@ -324,8 +325,8 @@ absl::StatusOr<int> ServeOnce(const cli::Connection& c, const std::string& gpu_b
       ++failed;
       continue;
     }
-    absl::StatusOr<v1::PushProfileSetRequest> push = cli::ReadProfileSetFile(file);
-    if (!push.ok() || PushWithRetries(*push, c, 8, out, err) != kExitOk) {
+    absl::StatusOr<v1::PushProfileSetRequest> push = common::ReadProfileSetFile(file);
+    if (!push.ok() || PushWithRetries(*push, c, 8, out, err) != common::kExitOk) {
       if (!push.ok()) err << "serve: " << push.status().message() << "\n";
       ++failed;
     }
@@ -335,8 +336,8 @@ absl::StatusOr<int> ServeOnce(const cli::Connection& c, const std::string& gpu_b
 }
 
 int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  FlagParser flags("vtrain-agent serve");
-  cli::AddConnectionFlags(flags);
+  common::FlagParser flags("vtrain-agent serve");
+  common::AddConnectionFlags(flags);
   flags.AddValue("gpu", "NAME", "the GPU model of this node (default: what `info` detects)");
   flags.AddValue("gpus", "N", "GPUs on this node, for NCCL work (default: what `info` counts)");
   flags.AddValue("interval", "SECONDS", "pause between polls (default 60)");
@@ -347,7 +348,7 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
   const std::string gpu_binary = FindAgentGpu();
   if (gpu_binary.empty()) {
     err << "vtrain-agent serve: " << kNoGpuPart << "\n";
-    return kExitFailure;
+    return common::kExitFailure;
   }
   // What flags leave open comes from `vtrain-agent-gpu info`, which prints
   // "gpus N" and "vtrain name NAME" lines.
@@ -386,7 +387,7 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
                                     "--", names[i], "=", values[i], " is out of range")));
     }
   }
-  absl::StatusOr<cli::Connection> c = cli::Connect(flags);
+  absl::StatusOr<common::Connection> c = common::Connect(flags);
   if (!c.ok()) return Fail(err, "serve", c.status());
   const std::string work_dir = flags.Get("work-dir").value_or("/tmp");
   out << "serve: asking for " << *gpu << " work; " << values[0] << " GPU(s) here\n";
@@ -400,11 +401,11 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
       if (once) return Fail(err, "serve", failed.status());
       err << "vtrain-agent serve: " << failed.status().message() << "; retrying\n";
     }
-    if (once) return failed.ok() && *failed == 0 ? kExitOk : kExitFailure;
+    if (once) return failed.ok() && *failed == 0 ? common::kExitOk : common::kExitFailure;
     for (int64_t s = 0; s < values[1] * 10 && !g_stop; ++s) absl::SleepFor(absl::Milliseconds(100));
   }
   out << "serve: stopped\n";
-  return kExitOk;
+  return common::kExitOk;
 }
 
 }  // namespace
@@ -412,26 +413,26 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
 int RunAgent(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (args.empty()) {
     err << kUsage;
-    return kExitBadInput;
+    return common::kExitBadInput;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "import") return RunImport(rest, out, err);
   if (args[0] == "push") return RunPush(rest, out, err);
   if (args[0] == "help" || args[0] == "--help") {
     out << kUsage;
-    return kExitOk;
+    return common::kExitOk;
   }
   if (args[0] == "serve") return RunServe(rest, out, err);
   if (args[0] == "profile" || args[0] == "nccl" || args[0] == "info" || args[0] == "reduce") {
     const std::string gpu_binary = FindAgentGpu();
     if (gpu_binary.empty()) {
       err << "vtrain-agent " << args[0] << ": " << kNoGpuPart << "\n";
-      return kExitFailure;
+      return common::kExitFailure;
     }
     return RunChild(gpu_binary, args);
   }
   err << "vtrain-agent: unknown command '" << args[0] << "'\n\n" << kUsage;
-  return kExitBadInput;
+  return common::kExitBadInput;
 }
 
 }  // namespace vtrain::agent

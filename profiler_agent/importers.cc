@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "client/measurements.h"
+#include "common/nccl_tests.h"
 #include "core/profile/default_profiles.h"
 
 namespace vtrain::agent {
@@ -79,7 +79,7 @@ absl::StatusOr<ProfileSet> ImportNcclTests(absl::string_view text, absl::string_
     return absl::InvalidArgumentError(absl::StrCat("--gpu '", gpu, "' is unknown"));
   }
   if (ranks < 2) return absl::InvalidArgumentError("--ranks must be at least 2");
-  absl::StatusOr<CollectiveCurve> curve = cli::ParseNcclTests(text, source);
+  absl::StatusOr<CollectiveCurve> curve = common::ParseNcclTests(text, source);
   if (!curve.ok()) return curve.status();
   ProfileSet set;
   set.name = absl::StrCat("nccl-tests ", source);

@@ -23,7 +23,7 @@ std::string DataDir() {
 
 std::vector<Measurement> Load(const std::string& file) {
   const std::string path = DataDir() + "/" + file;
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = common::ReadFile(path);
   if (!text.ok()) return {};
   absl::StatusOr<std::vector<Measurement>> rows = ParseMeasurementCsv(*text, file, MegatronA100Setup());
   EXPECT_TRUE(rows.ok()) << rows.status();
@@ -86,20 +86,20 @@ TEST(MeasurementCsvTest, ParsesCrlfAndNamesBadCells) {
 }
 
 TEST(NcclTestsTest, ReadsNanosecondAndMicrosecondFiles) {
-  absl::StatusOr<CollectiveCurve> ns = ParseNcclTests(
+  absl::StatusOr<CollectiveCurve> ns = common::ParseNcclTests(
       "size(B),count,type,time(ns),busbw(GB/s),time(ns),busbw(GB/s)\n"
       "1048576,262144,float,92790,19.78,92150,19.91\n2097152,524288,float,93250,39.36,92970,39.47\n",
       "a.txt");
   ASSERT_TRUE(ns.ok()) << ns.status();
   EXPECT_DOUBLE_EQ(ns->LatencyNs(1048576), 92790);
-  absl::StatusOr<CollectiveCurve> us = ParseNcclTests(
+  absl::StatusOr<CollectiveCurve> us = common::ParseNcclTests(
       "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
       "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)\n"
       "     1048576        262144     float     sum      -1    45.21   23.19   40.59      0\n",
       "b.txt");
   ASSERT_TRUE(us.ok()) << us.status();
   EXPECT_DOUBLE_EQ(us->LatencyNs(1048576), 45210);
-  EXPECT_FALSE(ParseNcclTests("# nothing\n", "c.txt").ok());
+  EXPECT_FALSE(common::ParseNcclTests("# nothing\n", "c.txt").ok());
 }
 
 }  // namespace

@@ -126,7 +126,7 @@ TEST(VtrainctlEndToEndTest, TensorParallelNotDividingHeadsIsBadInput) {
   // 16 heads; t = 3 on 6 GPUs (d = 2).
   const ProcessResult r = RunBinary({"predict", "--local", "--model", "gpt3-1.3b", "--gpus", "6",
                                      "--tp", "3", "--global-batch", "64"});
-  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_EQ(r.exit_code, common::kExitBadInput);
   EXPECT_THAT(r.err, HasSubstr("plan.tensor_parallel=3"));
   EXPECT_THAT(r.out, IsEmpty());
 }
@@ -134,38 +134,38 @@ TEST(VtrainctlEndToEndTest, TensorParallelNotDividingHeadsIsBadInput) {
 TEST(VtrainctlEndToEndTest, GpusNotDivisibleByTpIsBadInput) {
   const ProcessResult r = RunBinary({"predict", "--local", "--model", "gpt3-1.3b", "--gpus", "8",
                                      "--tp", "3", "--global-batch", "64"});
-  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_EQ(r.exit_code, common::kExitBadInput);
   EXPECT_THAT(r.err, AllOf(HasSubstr("cluster.num_gpus=8"), HasSubstr("--tp")));
 }
 
 TEST(VtrainctlEndToEndTest, UnknownFlagIsBadInput) {
   const ProcessResult r = RunBinary(With(kGpt13b, {"--bogus", "1"}));
-  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_EQ(r.exit_code, common::kExitBadInput);
   EXPECT_THAT(r.err, HasSubstr("unknown flag --bogus"));
 }
 
 TEST(VtrainctlEndToEndTest, BandwidthWithoutUnitIsBadInput) {
   const ProcessResult r = RunBinary(With(kGpt13b, {"--intra-node-bandwidth", "150"}));
-  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_EQ(r.exit_code, common::kExitBadInput);
   EXPECT_THAT(r.err, AllOf(HasSubstr("--intra-node-bandwidth='150'"), HasSubstr("unit")));
 }
 
 TEST(VtrainctlEndToEndTest, UnknownPresetIsBadInputListingNames) {
   const ProcessResult r =
       RunBinary({"predict", "--model", "gpt5", "--gpus", "8", "--global-batch", "64"});
-  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_EQ(r.exit_code, common::kExitBadInput);
   EXPECT_THAT(r.err, AllOf(HasSubstr("'gpt5'"), HasSubstr("gpt3-175b")));
 }
 
 TEST(VtrainctlEndToEndTest, MissingGlobalBatchIsBadInput) {
   const ProcessResult r = RunBinary({"predict", "--model", "gpt3-1.3b", "--gpus", "8"});
-  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_EQ(r.exit_code, common::kExitBadInput);
   EXPECT_THAT(r.err, HasSubstr("--global-batch"));
 }
 
 TEST(VtrainctlEndToEndTest, TinyMaxTasksIsAFailureNotBadInput) {
   const ProcessResult r = RunBinary(With(kGpt13b, {"--max-tasks", "10"}));
-  EXPECT_EQ(r.exit_code, kExitFailure);
+  EXPECT_EQ(r.exit_code, common::kExitFailure);
   EXPECT_THAT(r.err, HasSubstr("max_tasks=10"));
 }
 
@@ -178,10 +178,10 @@ TEST(VtrainctlEndToEndTest, PresetsListsModelsAndGpus) {
 
 TEST(VtrainctlEndToEndTest, UsageErrors) {
   const ProcessResult none = RunBinary({});
-  EXPECT_EQ(none.exit_code, kExitBadInput);
+  EXPECT_EQ(none.exit_code, common::kExitBadInput);
   EXPECT_THAT(none.err, HasSubstr("usage: vtrainctl"));
   const ProcessResult unknown = RunBinary({"train"});
-  EXPECT_EQ(unknown.exit_code, kExitBadInput);
+  EXPECT_EQ(unknown.exit_code, common::kExitBadInput);
   EXPECT_THAT(unknown.err, HasSubstr("unknown command 'train'"));
   const ProcessResult help = RunBinary({"help"});
   EXPECT_EQ(help.exit_code, 0);
@@ -193,7 +193,7 @@ TEST(VtrainctlEndToEndTest, UsageErrors) {
 
 TEST(VtrainctlInProcessTest, DispatcherReturnsExitCodesAndWritesStreams) {
   std::ostringstream out, err;
-  EXPECT_EQ(RunVtrainctl({"presets"}, out, err), kExitOk);
+  EXPECT_EQ(RunVtrainctl({"presets"}, out, err), common::kExitOk);
   EXPECT_THAT(out.str(), HasSubstr("gpt3-175b"));
   EXPECT_THAT(err.str(), IsEmpty());
 
@@ -202,7 +202,7 @@ TEST(VtrainctlInProcessTest, DispatcherReturnsExitCodesAndWritesStreams) {
                 {"predict", "--local", "--layers", "4", "--hidden", "64", "--heads", "4",
                  "--seq-len", "128", "--gpus", "2", "--tp", "2", "--global-batch", "4", "--json"},
                 out2, err2),
-            kExitOk)
+            common::kExitOk)
       << err2.str();
   EXPECT_GT(JsonInt(out2.str(), "iteration_time_ns"), 0);
   EXPECT_THAT(out2.str(), HasSubstr("\"preset\": \"\","));
@@ -212,7 +212,7 @@ TEST(VtrainctlInProcessTest, DispatcherReturnsExitCodesAndWritesStreams) {
   EXPECT_EQ(
       RunVtrainctl({"predict", "--model", "gpt3-125m", "--global-batch", "8", "--dtype", "fp8"},
                    out3, err3),
-      kExitBadInput);
+      common::kExitBadInput);
   EXPECT_THAT(err3.str(), HasSubstr("plan.dtype='fp8'"));
   EXPECT_THAT(out3.str(), IsEmpty());
 }

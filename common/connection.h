@@ -1,6 +1,7 @@
-// Talking to a vtrain-server: channel (plain or TLS), bearer token, deadline.
-#ifndef VTRAIN_CLIENT_REMOTE_H_
-#define VTRAIN_CLIENT_REMOTE_H_
+// Talking to a vtrain-server from vtrainctl and vtrain-agent: the connection
+// flags, the channel (plain or TLS), bearer token and deadline.
+#ifndef VTRAIN_COMMON_CONNECTION_H_
+#define VTRAIN_COMMON_CONNECTION_H_
 
 #include <chrono>
 #include <memory>
@@ -8,11 +9,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "client/flag_parser.h"
+#include "common/flag_parser.h"
 #include "grpcpp/grpcpp.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::cli {
+namespace vtrain::common {
 
 // Declares --server, --token-file, --tls-ca-file, --tls-cert-file,
 // --tls-key-file and --timeout.
@@ -31,13 +32,13 @@ struct Connection {
 // not read.
 absl::StatusOr<Connection> Connect(const FlagParser& flags);
 
-// The reverse of the server's ToGrpcStatus.
 // A profile-set JSON file (the vtrain.v1.ProfileSet JSON form) as a push
 // request; an error naming the file when it cannot be read or parsed.
 absl::StatusOr<v1::PushProfileSetRequest> ReadProfileSetFile(const std::string& path);
 
+// The reverse of the server's ToGrpcStatus: the same code and message.
 absl::Status FromGrpc(const grpc::Status& s);
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::common
 
-#endif  // VTRAIN_CLIENT_REMOTE_H_
+#endif  // VTRAIN_COMMON_CONNECTION_H_

@@ -1,4 +1,4 @@
-#include "client/flag_parser.h"
+#include "common/flag_parser.h"
 
 #include <cmath>
 
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace vtrain::cli {
+namespace vtrain::common {
 
 void FlagParser::AddValue(std::string name, std::string value_name, std::string help) {
   specs_.push_back({std::move(name), std::move(value_name), std::move(help), false});
@@ -100,4 +100,4 @@ std::string FlagParser::Usage() const {
   return out;
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::common

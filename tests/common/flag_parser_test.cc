@@ -1,4 +1,4 @@
-#include "client/flag_parser.h"
+#include "common/flag_parser.h"
 
 #include <optional>
 #include <string>
@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 
-namespace vtrain::cli {
+namespace vtrain::common {
 namespace {
 
 using ::testing::AllOf;
@@ -114,4 +114,4 @@ TEST(FlagParserTest, UsageListsEveryFlag) {
 }
 
 }  // namespace
-}  // namespace vtrain::cli
+}  // namespace vtrain::common

@@ -1,7 +1,7 @@
-// A small command-line flag parser for vtrainctl subcommands: "--name value",
+// A small command-line flag parser shared by vtrainctl, vtrain-agent and vtrain-server: "--name value",
 // "--name=value" and bare boolean "--name", with every unknown flag reported.
-#ifndef VTRAIN_CLIENT_FLAG_PARSER_H_
-#define VTRAIN_CLIENT_FLAG_PARSER_H_
+#ifndef VTRAIN_COMMON_FLAG_PARSER_H_
+#define VTRAIN_COMMON_FLAG_PARSER_H_
 
 #include <cstdint>
 #include <map>
@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace vtrain::cli {
+namespace vtrain::common {
 
 class FlagParser {
  public:
@@ -50,6 +50,6 @@ class FlagParser {
   std::map<std::string, std::string> values_;
 };
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::common
 
-#endif  // VTRAIN_CLIENT_FLAG_PARSER_H_
+#endif  // VTRAIN_COMMON_FLAG_PARSER_H_

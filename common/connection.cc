@@ -1,12 +1,12 @@
-#include "client/remote.h"
+#include "common/connection.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "client/measurements.h"
-#include "proto/convert.h"
+#include "common/files.h"
+#include "proto/json.h"
 #include "core/util/status_macros.h"
 
-namespace vtrain::cli {
+namespace vtrain::common {
 
 void AddConnectionFlags(FlagParser& f) {
   f.AddValue("server", "HOST:PORT", "the vtrain-server to ask");
@@ -72,4 +72,4 @@ absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::common
