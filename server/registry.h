@@ -1,0 +1,124 @@
+// The profile sets a vtrain-server holds, whatever its role: the durable
+// SQLite store, the in-memory catalog predictions read, and the queue of
+// profiling work. No gRPC here; the services translate to and from it.
+#ifndef VTRAIN_SERVER_REGISTRY_H_
+#define VTRAIN_SERVER_REGISTRY_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "core/profile/profile.h"
+#include "core/spec/gpu.h"
+#include "server/metrics.h"
+#include "server/profile_catalog.h"
+#include "server/profile_store.h"
+#include "vtrain/v1/vtrain.pb.h"
+
+namespace vtrain::server {
+
+// Where an accepted set came from: built-in sets are seeded from the
+// analytical model and answer no profiling work.
+enum class SetOrigin { kMeasured, kBuiltin };
+// A pushed set is stamped now; a set synced from a registry keeps the
+// registry's created_at (stamped now only when it has none).
+enum class CreatedAt { kStampNow, kKeepGiven };
+
+struct AcceptOptions {
+  SetOrigin origin = SetOrigin::kMeasured;
+  CreatedAt created_at = CreatedAt::kStampNow;
+};
+
+// Where a WatchProfileSets stream stands.
+struct WatchCursor {
+  int64_t seen_sequence = 0;             // catalog arrivals already considered
+  int64_t created_after_ns = INT64_MIN;  // only sets created after this
+};
+
+// Thread-safe, except Close.
+class Registry {
+ public:
+  // Opens (creating if absent) the store at `db_path` and loads every set
+  // into memory. DATA_LOSS names a stored set that no longer decodes; the
+  // store's errors pass through. `metrics` must outlive the registry.
+  static absl::StatusOr<std::unique_ptr<Registry>> Open(
+      const std::string& db_path, Metrics& metrics);
+
+  // When the store holds no set, accepts the built-in set of every known GPU.
+  absl::Status SeedBuiltinsIfEmpty();
+
+  // Validates `set`, names it by its content hash, stores it, adds it to the
+  // catalog (waking watchers) and, for a measured set, takes the keys it
+  // answers off the profiling-work queue. INVALID_ARGUMENT for a set that
+  // does not decode or whose id is not its content hash; store errors pass
+  // through. Re-accepting a stored set reports already_present.
+  absl::StatusOr<v1::PushProfileSetResponse> Accept(
+      v1::ProfileSet set, const AcceptOptions& options);
+
+  // Summaries, oldest first, filtered by the request's gpu and created_after.
+  v1::ListProfileSetsResponse List(
+      const v1::ListProfileSetsRequest& request) const;
+  // NOT_FOUND when absent.
+  absl::StatusOr<v1::ProfileSet> Get(const std::string& id) const;
+  // Removes a set from the store and the catalog; NOT_FOUND when absent.
+  absl::Status Delete(const std::string& id);
+  bool Contains(const std::string& id) const { return catalog_.Contains(id); }
+  int64_t size() const { return catalog_.size(); }
+
+  // The decoded tables a prediction uses: the set `profile_set_id` names
+  // (NOT_FOUND when not loaded) or, when it is empty, the newest set for
+  // `gpu`, else the built-in tables of `gpu`.
+  absl::StatusOr<std::shared_ptr<const ProfileSet>> TablesFor(
+      const std::string& profile_set_id, const GpuSpec& gpu) const;
+
+  // Sets that arrived after the cursor (and were created after its time),
+  // waiting up to `timeout` for arrivals; advances the cursor.
+  std::vector<v1::ProfileSet> WaitForNewer(WatchCursor& cursor,
+                                           absl::Duration timeout) const;
+
+  // The profiling-work queue. RecordMissing counts keys a prediction on `gpu`
+  // found no measurement for (in memory, bounded by the number of distinct
+  // keys; written to the store by the next FlushWork). NextWork flushes and
+  // answers the most requested open items; INVALID_ARGUMENT for max_items
+  // outside [0, 10000] (0: 10).
+  void RecordMissing(const std::string& gpu,
+                     absl::Span<const std::string> keys);
+  absl::StatusOr<v1::NextProfilingWorkResponse> NextWork(
+      const v1::NextProfilingWorkRequest& request);
+  void FlushWork();
+
+  // Flushes the work queue and closes the database. Call only when no other
+  // call can arrive; nothing may be called after.
+  void Close();
+
+ private:
+  Registry(std::unique_ptr<ProfileStore> store, Metrics& metrics)
+      : metrics_(metrics), store_(std::move(store)) {}
+  absl::Status Load();
+  void PublishSize() {
+    metrics_.ProfileSetsLoaded(static_cast<double>(catalog_.size()));
+  }
+
+  Metrics& metrics_;
+  std::unique_ptr<ProfileStore> store_;  // internally synchronised
+  ProfileCatalog catalog_;               // internally synchronised
+
+  absl::Mutex work_mu_;
+  // Missing keys not yet written to the store, counted: bounded by the number
+  // of distinct keys, however many predictions arrive.
+  absl::flat_hash_map<std::pair<std::string, std::string>, int64_t>
+      pending_work_ ABSL_GUARDED_BY(work_mu_);
+};
+
+}  // namespace vtrain::server
+
+#endif  // VTRAIN_SERVER_REGISTRY_H_
