@@ -1,0 +1,43 @@
+#include "server/method_runner.h"
+
+#include <optional>
+
+#include "absl/strings/string_view.h"
+#include "server/auth.h"
+#include "server/status.h"
+
+namespace vtrain::server {
+
+absl::Status MethodRunner::Admit(const grpc::ServerContext& context,
+                                 const Method& method) const {
+  switch (method.access) {
+    case Access::kWrite:
+      if (absl::Status s = CheckToken(context); !s.ok()) return s;
+      return method.role_refusal;
+    case Access::kRead:
+      if (!method.role_refusal.ok()) return method.role_refusal;
+      return policy_.require_auth_for_reads ? CheckToken(context)
+                                            : absl::OkStatus();
+  }
+  return absl::InternalError("unknown access kind");
+}
+
+absl::Status MethodRunner::CheckToken(
+    const grpc::ServerContext& context) const {
+  const auto& metadata = context.client_metadata();
+  std::optional<absl::string_view> authorization;
+  if (auto it = metadata.find("authorization"); it != metadata.end()) {
+    authorization = absl::string_view(it->second.data(), it->second.size());
+  }
+  return CheckBearerToken(authorization, policy_.push_token);
+}
+
+grpc::Status MethodRunner::Finish(const Method& method, absl::Time start,
+                                  const absl::Status& status) const {
+  grpc::Status converted = ToGrpcStatus(status);
+  metrics_.Request(method.name, StatusCodeName(converted.error_code()),
+                   absl::ToDoubleSeconds(absl::Now() - start));
+  return converted;
+}
+
+}  // namespace vtrain::server

@@ -1,0 +1,71 @@
+// What every vtrain-server RPC handler does around its body, in one place:
+// time the call, check the server's role and the bearer token, convert the
+// body's absl::Status once and record the call in the metrics.
+#ifndef VTRAIN_SERVER_METHOD_RUNNER_H_
+#define VTRAIN_SERVER_METHOD_RUNNER_H_
+
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/status.h"
+#include "server/metrics.h"
+
+namespace vtrain::server {
+
+// kRead methods need the push token only when the server requires it for
+// reads; kWrite methods always do.
+enum class Access { kRead, kWrite };
+
+// One RPC method as its handler declares it.
+struct Method {
+  const char* name;  // the metrics label: "Predict", "PushProfileSet", ...
+  Access access;
+  // Non-OK when this server's role does not serve the method: returned as is.
+  absl::Status role_refusal;
+};
+
+// Who may call: copied from ServerOptions.
+struct AccessPolicy {
+  std::string push_token;  // empty: every call needing the token is refused
+  bool require_auth_for_reads = false;
+};
+
+class MethodRunner {
+ public:
+  // `metrics` must outlive the runner. Thread-safe.
+  MethodRunner(AccessPolicy policy, Metrics& metrics)
+      : policy_(std::move(policy)), metrics_(metrics) {}
+
+  // Admits the call, runs `body` (a callable returning absl::Status) when
+  // admitted, records method, code and latency, and returns the status as
+  // gRPC's. A write is authenticated before its role is checked, so an
+  // unauthenticated caller learns nothing about the server; a read its role
+  // does not serve is refused before authentication (the refusal reveals
+  // nothing either).
+  template <typename Body>
+  grpc::Status Run(const grpc::ServerContext& context, const Method& method,
+                   Body&& body) const {
+    const absl::Time start = absl::Now();
+    absl::Status status = Admit(context, method);
+    if (status.ok()) status = std::forward<Body>(body)();
+    return Finish(method, start, status);
+  }
+
+ private:
+  absl::Status Admit(const grpc::ServerContext& context,
+                     const Method& method) const;
+  absl::Status CheckToken(const grpc::ServerContext& context) const;
+  grpc::Status Finish(const Method& method, absl::Time start,
+                      const absl::Status& status) const;
+
+  const AccessPolicy policy_;
+  Metrics& metrics_;
+};
+
+}  // namespace vtrain::server
+
+#endif  // VTRAIN_SERVER_METHOD_RUNNER_H_

@@ -1,0 +1,117 @@
+#include "server/registry_service.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+#include "google/protobuf/util/time_util.h"
+#include "server/log.h"
+
+namespace vtrain::server {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+// Writes go to the registry; a predictor only mirrors it.
+absl::Status RefusedByPredictor(const ServerOptions& options,
+                                const std::string& fix) {
+  if (options.role != Role::kPredictor) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("this is a predictor; ", fix));
+}
+
+}  // namespace
+
+RegistryService::RegistryService(const ServerOptions& options,
+                                 Registry& registry, const MethodRunner& runner)
+    : push_{"PushProfileSet", Access::kWrite,
+            RefusedByPredictor(options, absl::StrCat("push to the registry at ",
+                                                     options.registry))},
+      list_{"ListProfileSets", Access::kRead, absl::OkStatus()},
+      get_{"GetProfileSet", Access::kRead, absl::OkStatus()},
+      delete_{"DeleteProfileSet", Access::kWrite,
+              RefusedByPredictor(options, "delete on the registry")},
+      watch_{"WatchProfileSets", Access::kRead, absl::OkStatus()},
+      next_work_{"NextProfilingWork", Access::kRead, absl::OkStatus()},
+      registry_(registry),
+      runner_(runner) {}
+
+grpc::Status RegistryService::PushProfileSet(
+    grpc::ServerContext* ctx, const v1::PushProfileSetRequest* req,
+    v1::PushProfileSetResponse* resp) {
+  return runner_.Run(*ctx, push_, [&] { return RunPush(req, resp); });
+}
+
+grpc::Status RegistryService::ListProfileSets(
+    grpc::ServerContext* ctx, const v1::ListProfileSetsRequest* req,
+    v1::ListProfileSetsResponse* resp) {
+  return runner_.Run(*ctx, list_, [&] {
+    *resp = registry_.List(*req);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status RegistryService::GetProfileSet(grpc::ServerContext* ctx,
+                                            const v1::GetProfileSetRequest* req,
+                                            v1::ProfileSet* resp) {
+  return runner_.Run(*ctx, get_, [&]() -> absl::Status {
+    VTRAIN_ASSIGN_OR_RETURN(*resp, registry_.Get(req->id()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status RegistryService::DeleteProfileSet(
+    grpc::ServerContext* ctx, const v1::DeleteProfileSetRequest* req,
+    v1::DeleteProfileSetResponse* resp) {
+  return runner_.Run(*ctx, delete_, [&]() -> absl::Status {
+    VTRAIN_RETURN_IF_ERROR(registry_.Delete(req->id()));
+    resp->set_deleted(true);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status RegistryService::WatchProfileSets(
+    grpc::ServerContext* ctx, const v1::WatchProfileSetsRequest* req,
+    grpc::ServerWriter<v1::ProfileSet>* writer) {
+  return runner_.Run(*ctx, watch_, [&] { return RunWatch(ctx, req, writer); });
+}
+
+grpc::Status RegistryService::NextProfilingWork(
+    grpc::ServerContext* ctx, const v1::NextProfilingWorkRequest* req,
+    v1::NextProfilingWorkResponse* resp) {
+  return runner_.Run(*ctx, next_work_, [&]() -> absl::Status {
+    VTRAIN_ASSIGN_OR_RETURN(*resp, registry_.NextWork(*req));
+    return absl::OkStatus();
+  });
+}
+
+absl::Status RegistryService::RunPush(const v1::PushProfileSetRequest* req,
+                                      v1::PushProfileSetResponse* resp) {
+  if (!req->has_profile_set())
+    return absl::InvalidArgumentError("profile_set is required");
+  VTRAIN_ASSIGN_OR_RETURN(
+      *resp, registry_.Accept(req->profile_set(),
+                              {.origin = SetOrigin::kMeasured,
+                               .created_at = CreatedAt::kStampNow}));
+  Log(absl::StrCat(resp->already_present() ? "re-push of " : "accepted ",
+                   resp->id()));
+  return absl::OkStatus();
+}
+
+absl::Status RegistryService::RunWatch(
+    const grpc::ServerContext* ctx, const v1::WatchProfileSetsRequest* req,
+    grpc::ServerWriter<v1::ProfileSet>* writer) {
+  WatchCursor cursor;
+  if (req->has_since())
+    cursor.created_after_ns = TimeUtil::TimestampToNanoseconds(req->since());
+  while (!ctx->IsCancelled() && !stopping_) {
+    for (const v1::ProfileSet& set :
+         registry_.WaitForNewer(cursor, absl::Milliseconds(200))) {
+      // The client went away.
+      if (!writer->Write(set)) return absl::CancelledError();
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace vtrain::server

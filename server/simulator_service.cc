@@ -1,0 +1,133 @@
+#include "server/simulator_service.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "core/plan/search.h"
+#include "core/predict/predictor.h"
+#include "core/util/status_macros.h"
+#include "proto/convert.h"
+
+namespace vtrain::server {
+namespace {
+
+absl::Status RefusedByRegistry(Role role, const char* what) {
+  if (role != Role::kRegistry) return absl::OkStatus();
+  return absl::UnimplementedError(
+      absl::StrCat("a registry does not ", what, "; ask a predictor"));
+}
+
+// Core reports a stopped run as CANCELLED; when the caller's deadline is what
+// stopped it, say so.
+absl::Status ExplainCancellation(const grpc::ServerContext& ctx,
+                                 absl::Status status, const char* during) {
+  if (status.code() == absl::StatusCode::kCancelled &&
+      ctx.deadline() < std::chrono::system_clock::now()) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the deadline passed during the ", during));
+  }
+  return status;
+}
+
+}  // namespace
+
+SimulatorService::SimulatorService(const ServerOptions& options,
+                                   Registry& registry, AdmissionGate& admission,
+                                   const MethodRunner& runner, Metrics& metrics)
+    : max_tasks_(options.max_tasks),
+      predict_{"Predict", Access::kRead,
+               RefusedByRegistry(options.role, "predict")},
+      search_{"Search", Access::kRead,
+              RefusedByRegistry(options.role, "search")},
+      registry_(registry),
+      admission_(admission),
+      runner_(runner),
+      metrics_(metrics) {}
+
+grpc::Status SimulatorService::Predict(grpc::ServerContext* ctx,
+                                       const v1::PredictRequest* req,
+                                       v1::PredictResponse* resp) {
+  return runner_.Run(*ctx, predict_,
+                     [&] { return RunPredict(ctx, req, resp); });
+}
+
+grpc::Status SimulatorService::Search(
+    grpc::ServerContext* ctx, const v1::SearchRequest* req,
+    grpc::ServerWriter<v1::SearchResponse>* writer) {
+  return runner_.Run(*ctx, search_,
+                     [&] { return RunSearch(ctx, req, writer); });
+}
+
+absl::Status SimulatorService::RunPredict(const grpc::ServerContext* ctx,
+                                          const v1::PredictRequest* req,
+                                          v1::PredictResponse* resp) {
+  VTRAIN_ASSIGN_OR_RETURN(const Job job, convert::JobFromProto(*req));
+  VTRAIN_ASSIGN_OR_RETURN(
+      std::shared_ptr<const ProfileSet> tables,
+      registry_.TablesFor(req->profile_set_id(), job.cluster.gpu));
+  VTRAIN_ASSIGN_OR_RETURN(PredictOptions options,
+                          convert::OptionsFromProto(*req));
+  options.max_tasks = max_tasks_;
+  options.cancelled = [ctx] { return ctx->IsCancelled(); };
+
+  absl::StatusOr<Prediction> p;
+  {
+    // Held for the simulation only; queued calls wait until their deadline
+    // or cancellation.
+    VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot slot,
+                            admission_.Enter(options.cancelled));
+    p = vtrain::Predict(job, *tables, options);
+  }
+  if (!p.ok()) return ExplainCancellation(*ctx, p.status(), "simulation");
+  convert::PredictionToProto(job, *p, resp);
+  metrics_.SimulatedTasks(static_cast<double>(p->num_tasks));
+  for (int f = 0; f < kNumFidelities; ++f) {
+    if (p->fidelity.lookups[f] > 0) {
+      metrics_.Lookups(std::string(FidelityName(static_cast<Fidelity>(f))),
+                       static_cast<double>(p->fidelity.lookups[f]));
+    }
+  }
+  registry_.RecordMissing(job.cluster.gpu.name, p->fidelity.missing_keys);
+  return absl::OkStatus();
+}
+
+absl::Status SimulatorService::RunSearch(
+    const grpc::ServerContext* ctx, const v1::SearchRequest* req,
+    grpc::ServerWriter<v1::SearchResponse>* writer) {
+  VTRAIN_ASSIGN_OR_RETURN(convert::SearchCall call,
+                          convert::SearchFromProto(*req));
+  const SearchSpace& space = call.space;
+  SearchOptions& options = call.options;
+  VTRAIN_ASSIGN_OR_RETURN(
+      std::shared_ptr<const ProfileSet> tables,
+      registry_.TablesFor(/*profile_set_id=*/"", space.cluster.gpu));
+  // A search spreads over as many threads as simulations may run at once.
+  options.threads = admission_.capacity();
+  options.cancelled = [ctx] { return ctx->IsCancelled(); };
+  // Progress as results finish, at most every 2% (writes are serialised).
+  absl::Mutex write_mu;
+  int64_t last_reported = 0;
+  options.progress = [&](int64_t done, int64_t total) {
+    absl::MutexLock lock(&write_mu);
+    if (done != total && (done - last_reported) * 50 < total) return;
+    last_reported = done;
+    v1::SearchResponse msg;
+    msg.mutable_progress()->set_evaluated(done);
+    msg.mutable_progress()->set_total(total);
+    writer->Write(msg);
+  };
+  absl::StatusOr<SearchResult> result = vtrain::Search(space, *tables, options);
+  if (!result.ok()) return ExplainCancellation(*ctx, result.status(), "search");
+  v1::SearchResponse msg;
+  convert::SearchResultToProto(*result, call, msg.mutable_result());
+  {
+    absl::MutexLock lock(&write_mu);
+    writer->Write(msg);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace vtrain::server
