@@ -2,6 +2,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/credentials.h"
 #include "common/files.h"
 #include "proto/json.h"
 #include "core/util/status_macros.h"
@@ -31,9 +32,7 @@ absl::StatusOr<Connection> Connect(const FlagParser& flags) {
   }
   Connection c;
   if (auto path = flags.Get("token-file")) {
-    VTRAIN_ASSIGN_OR_RETURN(std::string token, ReadFile(*path));
-    c.token = std::string(absl::StripAsciiWhitespace(token));
-    if (c.token.empty()) return absl::InvalidArgumentError(absl::StrCat("--token-file ", *path, " is empty"));
+    VTRAIN_ASSIGN_OR_RETURN(c.token, ReadTokenFile("--token-file", *path));
   }
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> timeout, flags.GetDouble("timeout"));
   if (timeout) {
@@ -42,16 +41,12 @@ absl::StatusOr<Connection> Connect(const FlagParser& flags) {
     }
     c.timeout = std::chrono::milliseconds(static_cast<int64_t>(*timeout * 1000));
   }
-  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-  if (auto ca = flags.Get("tls-ca-file")) {
-    grpc::SslCredentialsOptions ssl;
-    VTRAIN_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(*ca));
-    if (auto cert = flags.Get("tls-cert-file")) {
-      VTRAIN_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadFile(*cert));
-      VTRAIN_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadFile(flags.Get("tls-key-file").value_or("")));
-    }
-    creds = grpc::SslCredentials(ssl);
-  }
+  VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> creds,
+                          LoadChannelCredentials({
+                              .ca_file = flags.Get("tls-ca-file").value_or(""),
+                              .cert_file = flags.Get("tls-cert-file").value_or(""),
+                              .key_file = flags.Get("tls-key-file").value_or(""),
+                          }));
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);
   args.SetMaxSendMessageSize(256 << 20);

@@ -1,5 +1,6 @@
 #include "common/flag_parser.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/numbers.h"
@@ -29,12 +30,15 @@ absl::Status FlagParser::Parse(const std::vector<std::string>& args) {
     // Short aliases: -f FILE (a job file) and -o FILE (an output file).
     if (arg == "-f" && Find("job-file") != nullptr) arg = "--job-file";
     if (arg == "-o" && Find("o") != nullptr) arg = "--o";
+    if (arg == "-h" && Find("help") != nullptr) arg = "--help";
     if (arg.size() < 3 || arg.substr(0, 2) != "--") {
       return absl::InvalidArgumentError(absl::StrCat(
           "unexpected argument '", arg, "' for '", command_, "'; flags start with --"));
     }
     arg.remove_prefix(2);
     std::string name(arg.substr(0, arg.find('=')));
+    // --push_token_file names --push-token-file (the spelling abseil flags took).
+    std::replace(name.begin(), name.end(), '_', '-');
     std::optional<std::string> value;
     if (arg.find('=') != absl::string_view::npos) value = std::string(arg.substr(arg.find('=') + 1));
     const Spec* spec = Find(name);
@@ -44,8 +48,10 @@ absl::Status FlagParser::Parse(const std::vector<std::string>& args) {
     }
     if (spec->is_switch) {
       if (value && *value != "true" && *value != "false") {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", name, " takes no value (or =true / =false)"));
+        return absl::InvalidArgumentError(absl::StrCat("--", name, "='", *value,
+                                                       "' is not a boolean; write --", name,
+                                                       ", --", name, "=true or --", name,
+                                                       "=false"));
       }
       values_[name] = value.value_or("true");
       continue;

@@ -1,5 +1,7 @@
-// A small command-line flag parser shared by vtrainctl, vtrain-agent and vtrain-server: "--name value",
-// "--name=value" and bare boolean "--name", with every unknown flag reported.
+// A small command-line flag parser shared by vtrainctl, vtrain-agent and
+// vtrain-server: "--name value", "--name=value" and bare boolean "--name"
+// (or "--name=true|false"), with every unknown flag reported. Names are
+// declared with dashes; underscores are accepted for them ("--push_token_file").
 #ifndef VTRAIN_COMMON_FLAG_PARSER_H_
 #define VTRAIN_COMMON_FLAG_PARSER_H_
 

@@ -1,197 +1,110 @@
 #include "server/flags.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
-#include <variant>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_replace.h"
-#include "absl/strings/string_view.h"
+#include "common/flag_parser.h"
+#include "core/util/status_macros.h"
 
 namespace vtrain::server {
 namespace {
 
-// Where a flag's value goes; a bool is a switch.
-using Target = std::variant<std::string*, int64_t*, int*, bool*, Role*>;
+constexpr char kAbout[] =
+    "vtrain-server: the vtrain gRPC service (Simulator, ProfileRegistry, health, reflection).\n"
+    "example: vtrain-server --listen 0.0.0.0:50051 --db /var/lib/vtrain/vtrain.db "
+    "--push-token-file /etc/vtrain/token --metrics-listen 0.0.0.0:9090\n\n"
+    "flags (--name=value or --name value; a switch alone means true):\n";
 
-struct Flag {
-  absl::string_view name;        // dashed, without "--"
-  absl::string_view value_name;  // for --help; empty for a switch
-  absl::string_view help;
-  Target target;
-};
+std::string Quoted(const std::string& s) { return absl::StrCat("\"", s, "\""); }
 
-// The flags, bound to the fields of `c` they set.
-std::vector<Flag> Flags(CommandLine& c) {
-  ServerOptions& o = c.options;
-  return {
-      {"listen", "HOST:PORT", "gRPC address (port 0: any free)", &o.listen},
-      {"metrics-listen", "HOST:PORT",
-       "Prometheus /metrics address (empty: off)", &o.metrics_listen},
-      {"db", "FILE", "SQLite database file (created if absent)", &o.db_path},
-      {"role", "ROLE", "all | registry | predictor", &o.role},
-      {"registry", "HOST:PORT", "predictor: the registry's address",
-       &o.registry},
-      {"push-token-file", "FILE",
-       "file holding the bearer token for push and delete", &c.push_token_file},
-      {"require-auth-for-reads", "", "reads need the token too",
-       &o.require_auth_for_reads},
-      {"tls-cert-file", "FILE", "PEM certificate chain: serve TLS",
-       &o.tls_cert_file},
-      {"tls-key-file", "FILE", "PEM private key for --tls-cert-file",
-       &o.tls_key_file},
-      {"tls-client-ca-file", "FILE",
-       "PEM CA: require client certificates (mTLS)", &o.tls_client_ca_file},
-      {"registry-ca-file", "FILE", "predictor: PEM CA for TLS to the registry",
-       &o.registry_ca_file},
-      {"max-message-bytes", "N", "largest gRPC message accepted",
-       &o.max_message_bytes},
-      {"max-tasks", "N", "largest simulation per request (tasks)",
-       &o.max_tasks},
-      {"max-concurrent-simulations", "N",
-       "simulations at once (0: hardware threads)",
-       &o.max_concurrent_simulations},
-      {"grace-seconds", "N", "on SIGTERM, how long in-flight calls may finish",
-       &c.grace_seconds},
+// The flags, their help ending in the default taken from `defaults`.
+common::FlagParser Declare(const CommandLine& defaults) {
+  const ServerOptions& o = defaults.options;
+  common::FlagParser f("vtrain-server");
+  auto value = [&f](const char* name, const char* value_name, const char* help,
+                    const std::string& dflt) {
+    f.AddValue(name, value_name, absl::StrCat(help, " (default: ", dflt, ")"));
   };
+  value("listen", "HOST:PORT", "gRPC address (port 0: any free)", Quoted(o.listen));
+  value("metrics-listen", "HOST:PORT", "Prometheus /metrics address (empty: off)",
+        Quoted(o.metrics_listen));
+  value("db", "FILE", "SQLite database file (created if absent)", Quoted(o.db_path));
+  value("role", "ROLE", "all | registry | predictor", "all");
+  value("registry", "HOST:PORT", "predictor: the registry's address", Quoted(o.registry));
+  value("push-token-file", "FILE", "file holding the bearer token for push and delete",
+        Quoted(defaults.push_token_file));
+  f.AddSwitch("require-auth-for-reads", "reads need the token too (default: false)");
+  value("tls-cert-file", "FILE", "PEM certificate chain: serve TLS", Quoted(o.tls_cert_file));
+  value("tls-key-file", "FILE", "PEM private key for --tls-cert-file", Quoted(o.tls_key_file));
+  value("tls-client-ca-file", "FILE", "PEM CA: require client certificates (mTLS)",
+        Quoted(o.tls_client_ca_file));
+  value("registry-ca-file", "FILE", "predictor: PEM CA for TLS to the registry",
+        Quoted(o.registry_ca_file));
+  value("max-message-bytes", "N", "largest gRPC message accepted",
+        absl::StrCat(o.max_message_bytes));
+  value("max-tasks", "N", "largest simulation per request (tasks)", absl::StrCat(o.max_tasks));
+  value("max-concurrent-simulations", "N", "simulations at once (0: hardware threads)",
+        absl::StrCat(o.max_concurrent_simulations));
+  value("grace-seconds", "N", "on SIGTERM, how long in-flight calls may finish",
+        absl::StrCat(defaults.grace_seconds));
+  f.AddSwitch("help", "this list");
+  return f;
 }
 
-// Value parsers: OK, or INVALID_ARGUMENT naming the flag and what it takes.
-absl::Status Parse(const Flag& /*flag*/, absl::string_view value,
-                   std::string* out) {
-  *out = std::string(value);
-  return absl::OkStatus();
-}
+// Sets `*out` from the integer flag `name` when it is given.
 template <typename Int>
-absl::Status Parse(const Flag& flag, absl::string_view value, Int* out) {
-  if (absl::SimpleAtoi(value, out)) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("--", flag.name, "='", value, "' is not an integer"));
-}
-absl::Status Parse(const Flag& flag, absl::string_view value, bool* out) {
-  if (absl::SimpleAtob(value, out)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--", flag.name, "='", value, "' is not a boolean; use true or false"));
-}
-absl::Status Parse(const Flag&, absl::string_view value, Role* out) {
-  absl::StatusOr<Role> role =
-      ParseRole(std::string(value));  // names --role itself
-  if (!role.ok()) return role.status();
-  *out = *role;
+absl::Status SetInt(const common::FlagParser& f, const char* name, Int* out) {
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> v, f.GetInt(name));
+  if (v) *out = static_cast<Int>(*v);
   return absl::OkStatus();
 }
 
-std::string Show(const std::string* value) {
-  return absl::StrCat("\"", *value, "\"");
-}
-std::string Show(const int64_t* value) { return absl::StrCat(*value); }
-std::string Show(const int* value) { return absl::StrCat(*value); }
-std::string Show(const bool* value) { return *value ? "true" : "false"; }
-std::string Show(const Role* value) {
-  switch (*value) {
-    case Role::kAll:
-      return "all";
-    case Role::kRegistry:
-      return "registry";
-    case Role::kPredictor:
-      return "predictor";
-  }
-  return "all";
-}
-
-bool IsSwitch(const Flag& flag) {
-  return std::holds_alternative<bool*>(flag.target);
-}
-
-// The flag `name` names, in either spelling (dashes, or the underscores
-// earlier releases took through abseil flags); nullptr when none does.
-const Flag* Find(const std::vector<Flag>& flags, absl::string_view name) {
-  const std::string dashed = absl::StrReplaceAll(name, {{"_", "-"}});
-  for (const Flag& flag : flags) {
-    if (flag.name == dashed) return &flag;
-  }
-  return nullptr;
-}
-
-absl::Status CheckRanges(const ServerOptions& options) {
-  if (options.max_message_bytes <= 0 ||
-      options.max_message_bytes > (int64_t{1} << 30) ||
-      options.max_tasks <= 0 || options.max_concurrent_simulations < 0) {
+absl::Status CheckRanges(const CommandLine& c) {
+  const ServerOptions& o = c.options;
+  if (o.max_message_bytes <= 0 || o.max_message_bytes > (int64_t{1} << 30) || o.max_tasks <= 0 ||
+      o.max_concurrent_simulations < 0 || o.max_concurrent_simulations > 4096 ||
+      c.grace_seconds < 0 || c.grace_seconds > 3600) {
     return absl::InvalidArgumentError(
-        "--max-message-bytes, --max-tasks must be positive and "
-        "--max-concurrent-simulations non-negative");
+        "--max-message-bytes must be in [1, 2^30], --max-tasks positive, "
+        "--max-concurrent-simulations in [0, 4096] and --grace-seconds in [0, 3600]");
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::StatusOr<CommandLine> ParseCommandLine(
-    const std::vector<std::string>& args) {
-  CommandLine out;
-  const std::vector<Flag> flags = Flags(out);
-  for (size_t i = 0; i < args.size(); ++i) {
-    const absl::string_view arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      out.help = true;
-      continue;
-    }
-    if (arg.size() <= 2 || !absl::StartsWith(arg, "--")) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unexpected argument '", arg,
-                       "'; vtrain-server takes only --name=value flags"));
-    }
-    const size_t eq = arg.find('=');
-    const absl::string_view name =
-        arg.substr(2, eq == arg.npos ? arg.npos : eq - 2);
-    const Flag* flag = Find(flags, name);
-    if (flag == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag --", name, "; --help lists the flags"));
-    }
-    std::string value;
-    if (eq != arg.npos) {
-      value = std::string(arg.substr(eq + 1));
-    } else if (IsSwitch(*flag)) {
-      value = "true";
-    } else if (i + 1 < args.size()) {
-      value = args[++i];
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag->name, " needs a value: --", flag->name, "=",
-                       flag->value_name));
-    }
-    absl::Status parsed =
-        std::visit([&](auto* target) { return Parse(*flag, value, target); },
-                   flag->target);
-    if (!parsed.ok()) return parsed;
+absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
+  CommandLine c;
+  common::FlagParser f = Declare(c);
+  VTRAIN_RETURN_IF_ERROR(f.Parse(args));
+  ServerOptions& o = c.options;
+  auto text = [&f](const char* name, std::string* out) {
+    if (auto v = f.Get(name)) *out = *v;
+  };
+  text("listen", &o.listen);
+  text("metrics-listen", &o.metrics_listen);
+  text("db", &o.db_path);
+  text("registry", &o.registry);
+  text("push-token-file", &c.push_token_file);
+  text("tls-cert-file", &o.tls_cert_file);
+  text("tls-key-file", &o.tls_key_file);
+  text("tls-client-ca-file", &o.tls_client_ca_file);
+  text("registry-ca-file", &o.registry_ca_file);
+  if (auto role = f.Get("role")) {
+    VTRAIN_ASSIGN_OR_RETURN(o.role, ParseRole(*role));
   }
-  if (absl::Status s = CheckRanges(out.options); !s.ok()) return s;
-  return out;
+  o.require_auth_for_reads = f.Switch("require-auth-for-reads");
+  VTRAIN_RETURN_IF_ERROR(SetInt(f, "max-message-bytes", &o.max_message_bytes));
+  VTRAIN_RETURN_IF_ERROR(SetInt(f, "max-tasks", &o.max_tasks));
+  VTRAIN_RETURN_IF_ERROR(SetInt(f, "max-concurrent-simulations", &o.max_concurrent_simulations));
+  VTRAIN_RETURN_IF_ERROR(SetInt(f, "grace-seconds", &c.grace_seconds));
+  c.help = f.Switch("help");
+  VTRAIN_RETURN_IF_ERROR(CheckRanges(c));
+  return c;
 }
 
-std::string Usage() {
-  CommandLine defaults;
-  std::string usage =
-      "vtrain-server: the vtrain gRPC service (Simulator, ProfileRegistry, "
-      "health, reflection).\n"
-      "example: vtrain-server --listen 0.0.0.0:50051 --db "
-      "/var/lib/vtrain/vtrain.db "
-      "--push-token-file /etc/vtrain/token --metrics-listen 0.0.0.0:9090\n\n"
-      "flags (--name=value or --name value; a switch alone means true):\n";
-  for (const Flag& flag : Flags(defaults)) {
-    const std::string spelled = absl::StrCat(
-        "--", flag.name, IsSwitch(flag) ? "" : " ", flag.value_name);
-    const std::string value =
-        std::visit([](const auto* v) { return Show(v); }, flag.target);
-    absl::StrAppendFormat(&usage, "  %-34s %s (default: %s)\n", spelled,
-                          flag.help, value);
-  }
-  absl::StrAppendFormat(&usage, "  %-34s %s\n", "--help", "this list");
-  return usage;
-}
+std::string Usage() { return absl::StrCat(kAbout, Declare(CommandLine{}).Usage()); }
 
 }  // namespace vtrain::server

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "server/credentials.h"
+#include "common/credentials.h"
 #include "server/flags.h"
 #include "server/server.h"
 
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   vtrain::server::ServerOptions& options = command_line->options;
   if (!command_line->push_token_file.empty()) {
     absl::StatusOr<std::string> token =
-        vtrain::server::ReadPushToken(command_line->push_token_file);
+        vtrain::common::ReadTokenFile("--push-token-file", command_line->push_token_file);
     if (!token.ok()) {
       std::fprintf(stderr, "vtrain-server: %s\n",
                    std::string(token.status().message()).c_str());

@@ -14,7 +14,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/exposer.h"
 #include "server/admission.h"
-#include "server/credentials.h"
+#include "common/credentials.h"
 #include "server/follower.h"
 #include "server/log.h"
 #include "server/method_runner.h"
@@ -84,7 +84,7 @@ absl::Status Server::Impl::Init() {
   if (options_.role == Role::kPredictor) {
     VTRAIN_ASSIGN_OR_RETURN(
         std::shared_ptr<grpc::ChannelCredentials> creds,
-        LoadRegistryChannelCredentials(options_.registry_ca_file));
+        common::LoadChannelCredentials({.ca_file = options_.registry_ca_file, .ca_flag = "--registry-ca-file"}));
     follower_ = std::make_unique<Follower>(options_.registry, std::move(creds),
                                            *registry_, metrics_);
   }
@@ -108,7 +108,7 @@ absl::Status Server::Impl::ServeMetrics() {
 absl::Status Server::Impl::Listen() {
   VTRAIN_ASSIGN_OR_RETURN(
       std::shared_ptr<grpc::ServerCredentials> creds,
-      LoadServerCredentials({.cert_file = options_.tls_cert_file,
+      common::LoadServerCredentials({.cert_file = options_.tls_cert_file,
                              .key_file = options_.tls_key_file,
                              .client_ca_file = options_.tls_client_ca_file}));
   grpc::EnableDefaultHealthCheckService(true);

@@ -59,7 +59,16 @@ TEST(FlagParserTest, Switches) {
   EXPECT_TRUE(on.Switch("json"));
   FlagParser bad = MakeParser();
   EXPECT_THAT(bad.Parse({"--json=yes"}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--json takes no value")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--json='yes' is not a boolean")));
+}
+
+TEST(FlagParserTest, UnderscoresSpellTheDashedNameAndDashHIsHelp) {
+  FlagParser f("tool");
+  f.AddValue("push-token-file", "FILE", "token");
+  f.AddSwitch("help", "help");
+  VTRAIN_ASSERT_OK(f.Parse({"--push_token_file=/t", "-h"}));
+  EXPECT_EQ(f.Get("push-token-file").value_or(""), "/t");
+  EXPECT_TRUE(f.Switch("help"));
 }
 
 TEST(FlagParserTest, LastValueWins) {

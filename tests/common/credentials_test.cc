@@ -1,0 +1,63 @@
+#include "common/credentials.h"
+
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace vtrain::common {
+namespace {
+
+using ::testing::HasSubstr;
+using ::vtrain::testing::StatusIs;
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/credentials_test_", name);
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return path;
+}
+
+TEST(CredentialsTest, TokenFilesAreTrimmedAndMustHoldAToken) {
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::string token,
+                              ReadTokenFile("--token-file", WriteTemp("t", "  s3cret \n")));
+  EXPECT_EQ(token, "s3cret");
+  EXPECT_THAT(ReadTokenFile("--token-file", WriteTemp("e", " \n")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--token-file=")));
+  EXPECT_THAT(ReadTokenFile("--push-token-file", "/nonexistent/token"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--push-token-file")));
+}
+
+// An incomplete TLS combination is refused: it used to fall back to
+// plaintext and send the bearer token in clear.
+TEST(CredentialsTest, IncompleteChannelTlsIsRefusedNotPlaintext) {
+  const std::string pem = WriteTemp("pem", "-----BEGIN CERTIFICATE-----\n");
+  EXPECT_THAT(LoadChannelCredentials({.cert_file = pem, .key_file = pem}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("need --tls-ca-file")));
+  EXPECT_THAT(LoadChannelCredentials({.ca_file = pem, .cert_file = pem}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--tls-cert-file needs --tls-key-file")));
+  EXPECT_THAT(LoadChannelCredentials({.key_file = pem}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--tls-key-file needs --tls-cert-file")));
+  EXPECT_THAT(LoadChannelCredentials({.ca_file = "/nonexistent/ca.pem", .ca_flag = "--registry-ca-file"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--registry-ca-file=")));
+  VTRAIN_EXPECT_OK(LoadChannelCredentials({}).status());
+  VTRAIN_EXPECT_OK(LoadChannelCredentials({.ca_file = pem}).status());
+}
+
+TEST(CredentialsTest, IncompleteServerTlsIsRefused) {
+  const std::string pem = WriteTemp("pem2", "x");
+  EXPECT_THAT(LoadServerCredentials({.cert_file = pem}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--tls-key-file is not set")));
+  EXPECT_THAT(LoadServerCredentials({.client_ca_file = pem}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--tls-client-ca-file needs TLS")));
+  VTRAIN_EXPECT_OK(LoadServerCredentials({}).status());
+}
+
+}  // namespace
+}  // namespace vtrain::common
