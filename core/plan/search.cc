@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "core/plan/memory.h"
+#include "core/predict/memory.h"
 #include "core/predict/predictor.h"
 
 namespace vtrain {

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/graph/builder.h"
-#include "core/plan/memory.h"
+#include "core/predict/memory.h"
 #include "core/profile/lookup.h"
 #include "core/profile/profile.h"
 #include "core/spec/job.h"
