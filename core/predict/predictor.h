@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/graph/builder.h"
+#include "core/graph/iteration.h"
 #include "core/predict/memory.h"
 #include "core/profile/lookup.h"
 #include "core/profile/profile.h"
