@@ -3,6 +3,7 @@
 #ifndef VTRAIN_CORE_GRAPH_SCHEDULE_H_
 #define VTRAIN_CORE_GRAPH_SCHEDULE_H_
 
+#include <algorithm>
 #include <cstdint>
 
 #include "core/spec/job.h"
@@ -24,16 +25,18 @@ struct PipelineAction {
 inline PipelineAction ScheduleAction(PipelineSchedule schedule, int64_t stage, int64_t stages,
                                      int64_t m, int64_t i) {
   if (schedule == PipelineSchedule::kGpipe) {
-    return i < m ? PipelineAction{true, i} : PipelineAction{false, i - m};
+    return i < m ? PipelineAction{.forward = true, .micro_batch = i}
+                 : PipelineAction{.forward = false, .micro_batch = i - m};
   }
   const int64_t warmup = std::min(stages - stage - 1, m);
-  if (i < warmup) return {true, i};
+  if (i < warmup) return {.forward = true, .micro_batch = i};
   const int64_t steady = m - warmup;  // forward/backward pairs
   if (i < warmup + 2 * steady) {
     const int64_t k = (i - warmup) / 2;
-    return (i - warmup) % 2 == 0 ? PipelineAction{true, warmup + k} : PipelineAction{false, k};
+    return (i - warmup) % 2 == 0 ? PipelineAction{.forward = true, .micro_batch = warmup + k}
+                                 : PipelineAction{.forward = false, .micro_batch = k};
   }
-  return {false, steady + (i - warmup - 2 * steady)};
+  return {.forward = false, .micro_batch = steady + (i - warmup - 2 * steady)};
 }
 
 // The same order, incrementally: whether `stage`'s next action is a forward,

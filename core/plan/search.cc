@@ -6,8 +6,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "core/plan/memory.h"
+#include "core/predict/memory.h"
 #include "core/predict/predictor.h"
+#include "core/util/status_macros.h"
 
 namespace vtrain {
 namespace {
@@ -23,41 +24,17 @@ std::vector<int64_t> Divisors(int64_t n) {
   return out;
 }
 
-}  // namespace
-
-absl::StatusOr<Objective> ParseObjective(const std::string& name) {
-  if (name == "time") return Objective::kTime;
-  if (name == "cost") return Objective::kCost;
-  if (name == "deadline-cost") return Objective::kCostUnderDeadline;
-  if (name == "deadline-gpus") return Objective::kFewestGpusUnderDeadline;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "objective '", name, "' is unknown; use time, cost, deadline-cost or deadline-gpus"));
-}
-
-absl::StatusOr<SearchResult> Search(const SearchSpace& space, const ProfileSet& profiles,
-                                    const SearchOptions& options) {
-  if (space.gpus <= 0 && space.max_gpus <= 0) {
-    return absl::InvalidArgumentError("give the GPU count (gpus) or a maximum (max_gpus)");
-  }
-  if (space.global_batch <= 0) return absl::InvalidArgumentError("global_batch must be positive");
-  if ((options.objective == Objective::kCostUnderDeadline ||
-       options.objective == Objective::kFewestGpusUnderDeadline) &&
-      (options.deadline_days <= 0 || space.train_tokens <= 0)) {
-    return absl::InvalidArgumentError("deadline objectives need deadline_days and train_tokens");
-  }
-  if (options.objective == Objective::kCost && space.train_tokens <= 0) {
-    return absl::InvalidArgumentError("the cost objective needs train_tokens");
-  }
+// Enumerates the valid jobs of `space` into `candidates`, counting them in
+// result->considered; the memory model drops those that cannot fit
+// (result->out_of_memory) before any simulation. RESOURCE_EXHAUSTED above
+// options.max_candidates.
+absl::Status Enumerate(const SearchSpace& space, const SearchOptions& options,
+                       SearchResult* result, std::vector<Job>* candidates) {
   std::vector<int64_t> tps = space.tensor_parallel;
   if (tps.empty()) {
     for (int64_t t = 1; t <= 2 * space.cluster.gpus_per_node; t *= 2) tps.push_back(t);
   }
   const int64_t limit = space.gpus > 0 ? space.gpus : space.max_gpus;
-
-  // Enumerate valid jobs; the memory model drops those that cannot fit
-  // before any simulation.
-  SearchResult result;
-  std::vector<Job> candidates;
   for (int64_t t : tps) {
     for (int64_t p : Divisors(space.model.num_layers)) {
       for (int64_t d : Divisors(space.global_batch)) {
@@ -81,25 +58,33 @@ absl::StatusOr<SearchResult> Search(const SearchSpace& space, const ProfileSet& 
               job.plan.recompute = recompute;
               job.plan.dtype = space.dtype;
               if (!ValidateJob(job).ok()) continue;
-              ++result.considered;
-              if (result.considered > options.max_candidates) {
+              ++result->considered;
+              if (result->considered > options.max_candidates) {
                 return absl::ResourceExhaustedError(absl::StrCat(
                     "the search space has more than max_candidates=", options.max_candidates,
-                    " plans; narrow it (tensor-parallel degrees, max micro-batch, max data-parallel)"));
+                    " plans; narrow it (tensor-parallel degrees, max micro-batch, "
+                    "max data-parallel)"));
               }
               if (!EstimateMemory(job).fits) {
-                ++result.out_of_memory;
+                ++result->out_of_memory;
                 continue;
               }
-              candidates.push_back(std::move(job));
+              candidates->push_back(std::move(job));
             }
           }
         }
       }
     }
   }
+  return absl::OkStatus();
+}
 
-  // Predict in parallel; each worker takes the next index.
+// Predicts every candidate on options.threads threads; each worker takes the
+// next index. The plans that predicted, in candidate order; CANCELLED.
+absl::StatusOr<std::vector<PlanResult>> PredictAll(const std::vector<Job>& candidates,
+                                                   const SearchSpace& space,
+                                                   const ProfileSet& profiles,
+                                                   const SearchOptions& options) {
   std::vector<PlanResult> evaluated(candidates.size());
   std::vector<char> ok(candidates.size(), 0);
   std::atomic<int64_t> next{0}, done{0};
@@ -130,35 +115,46 @@ absl::StatusOr<SearchResult> Search(const SearchSpace& space, const ProfileSet& 
       if (options.progress) options.progress(n, static_cast<int64_t>(candidates.size()));
     }
   };
-  const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(candidates.size())));
+  const int threads =
+      std::max(1, std::min<int>(options.threads, static_cast<int>(candidates.size())));
   std::vector<std::thread> pool;
   for (int i = 1; i < threads; ++i) pool.emplace_back(work);
   work();
   for (std::thread& th : pool) th.join();
   if (stop) return absl::CancelledError("search cancelled by the caller");
 
+  std::vector<PlanResult> plans;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    if (ok[i]) result.plans.push_back(std::move(evaluated[i]));
+    if (ok[i]) plans.push_back(std::move(evaluated[i]));
   }
-  std::sort(result.plans.begin(), result.plans.end(), [](const PlanResult& a, const PlanResult& b) {
-    if (a.iteration_time_ms != b.iteration_time_ms) return a.iteration_time_ms < b.iteration_time_ms;
-    return a.job.cluster.num_gpus < b.job.cluster.num_gpus;
-  });
+  return plans;
+}
+
+// Sorts result->plans fastest first and picks the Pareto frontier and the
+// best plan by options.objective.
+void Rank(const SearchSpace& space, const SearchOptions& options, SearchResult* result) {
+  std::sort(result->plans.begin(), result->plans.end(),
+            [](const PlanResult& a, const PlanResult& b) {
+              if (a.iteration_time_ms != b.iteration_time_ms) {
+                return a.iteration_time_ms < b.iteration_time_ms;
+              }
+              return a.job.cluster.num_gpus < b.job.cluster.num_gpus;
+            });
   // Pareto frontier of training time (iteration time) against cost: walking
   // from the fastest, keep each plan cheaper than every faster one.
   double cheapest = INFINITY;
-  for (size_t i = 0; i < result.plans.size(); ++i) {
+  for (size_t i = 0; i < result->plans.size(); ++i) {
     const double cost = space.train_tokens > 0
-                            ? result.plans[i].cost_usd
-                            : result.plans[i].iteration_time_ms *
-                                  static_cast<double>(result.plans[i].job.cluster.num_gpus);
+                            ? result->plans[i].cost_usd
+                            : result->plans[i].iteration_time_ms *
+                                  static_cast<double>(result->plans[i].job.cluster.num_gpus);
     if (cost < cheapest) {
       cheapest = cost;
-      result.pareto.push_back(static_cast<int>(i));
+      result->pareto.push_back(static_cast<int>(i));
     }
   }
-  for (size_t i = 0; i < result.plans.size(); ++i) {
-    const PlanResult& r = result.plans[i];
+  for (size_t i = 0; i < result->plans.size(); ++i) {
+    const PlanResult& r = result->plans[i];
     const bool in_time = r.training_days <= options.deadline_days;
     auto better = [&](const PlanResult& b) {
       switch (options.objective) {
@@ -179,8 +175,42 @@ absl::StatusOr<SearchResult> Search(const SearchSpace& space, const ProfileSet& 
         !in_time) {
       continue;
     }
-    if (result.best < 0 || better(result.plans[result.best])) result.best = static_cast<int>(i);
+    if (result->best < 0 || better(result->plans[result->best])) {
+      result->best = static_cast<int>(i);
+    }
   }
+}
+
+}  // namespace
+
+absl::StatusOr<Objective> ParseObjective(const std::string& name) {
+  if (name == "time") return Objective::kTime;
+  if (name == "cost") return Objective::kCost;
+  if (name == "deadline-cost") return Objective::kCostUnderDeadline;
+  if (name == "deadline-gpus") return Objective::kFewestGpusUnderDeadline;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "objective '", name, "' is unknown; use time, cost, deadline-cost or deadline-gpus"));
+}
+
+absl::StatusOr<SearchResult> Search(const SearchSpace& space, const ProfileSet& profiles,
+                                    const SearchOptions& options) {
+  if (space.gpus <= 0 && space.max_gpus <= 0) {
+    return absl::InvalidArgumentError("give the GPU count (gpus) or a maximum (max_gpus)");
+  }
+  if (space.global_batch <= 0) return absl::InvalidArgumentError("global_batch must be positive");
+  if ((options.objective == Objective::kCostUnderDeadline ||
+       options.objective == Objective::kFewestGpusUnderDeadline) &&
+      (options.deadline_days <= 0 || space.train_tokens <= 0)) {
+    return absl::InvalidArgumentError("deadline objectives need deadline_days and train_tokens");
+  }
+  if (options.objective == Objective::kCost && space.train_tokens <= 0) {
+    return absl::InvalidArgumentError("the cost objective needs train_tokens");
+  }
+  SearchResult result;
+  std::vector<Job> candidates;
+  VTRAIN_RETURN_IF_ERROR(Enumerate(space, options, &result, &candidates));
+  VTRAIN_ASSIGN_OR_RETURN(result.plans, PredictAll(candidates, space, profiles, options));
+  Rank(space, options, &result);
   return result;
 }
 

@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "core/engine/engine.h"
+#include "core/engine/streaming.h"
+#include "core/graph/builder.h"
 #include "core/util/status_macros.h"
 
 namespace vtrain {
@@ -58,7 +60,7 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
     p.graph_bytes = graph.graph.MemoryBytes();
   } else {
     // The fast path merges operators and runs tasks as they are generated.
-    VTRAIN_ASSIGN_OR_RETURN(sim, SimulateIteration(job, lookup, build, options.cancelled));
+    VTRAIN_ASSIGN_OR_RETURN(sim, SimulateIteration(job, lookup, build));
   }
   const SimulationResult& result = sim.result;
   p.iteration_time_ns = result.makespan_ns;

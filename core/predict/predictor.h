@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/graph/builder.h"
-#include "core/plan/memory.h"
+#include "core/graph/iteration.h"
+#include "core/predict/memory.h"
 #include "core/profile/lookup.h"
 #include "core/profile/profile.h"
 #include "core/spec/job.h"

@@ -1,6 +1,7 @@
 // Keeps core/ honest (STYLE.md, Boundaries): no gRPC, protobuf, SQLite, CUDA
 // or NCCL, and no file I/O. CMake dependencies alone cannot enforce this,
-// because system include paths make every installed header reachable.
+// because system include paths make every installed header reachable. Also
+// keeps core's folders layered: no #include runs up the layering.
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -149,6 +150,71 @@ std::vector<std::string> CmakeViolations(absl::string_view path, absl::string_vi
   return out;
 }
 
+// The layering of core/, bottom first (core/CMakeLists.txt links the targets
+// the same way): a file in core/<folder>/ may include headers of its own
+// folder and of folders of a lower rank only. plan and calibrate share the
+// top rank, so neither includes the other.
+struct Layer {
+  absl::string_view folder;
+  int rank;
+};
+constexpr Layer kLayers[] = {
+    {"util", 0},       // status macros
+    {"spec", 1},       // models, GPUs, clusters, plans
+    {"profile", 2},    // profile tables, analytical model, lookup
+    {"graph", 3},      // the iteration walker and the task graph
+    {"engine", 4},     // simulation over a graph, and streaming
+    {"predict", 5},    // one prediction, the memory model
+    {"plan", 6},       // plan search
+    {"calibrate", 6},  // fitting the analytical model
+};
+
+// The rank of core/<folder>, or -1 for a folder the table does not know.
+int RankOf(absl::string_view folder) {
+  for (const Layer& layer : kLayers) {
+    if (layer.folder == folder) return layer.rank;
+  }
+  return -1;
+}
+
+// The folder below core/ of a path rooted at the repository
+// ("core/graph/builder.h" -> "graph"), or empty.
+std::string CoreFolder(absl::string_view path) {
+  if (!absl::ConsumePrefix(&path, "core/")) return "";
+  const size_t slash = path.find('/');
+  return slash == absl::string_view::npos ? "" : std::string(path.substr(0, slash));
+}
+
+// Every #include of core/ in `source`, the file at `path` (rooted at the
+// repository, e.g. "core/graph/builder.h"), that runs up the layering or
+// involves a folder missing from kLayers, as "path:line: ...".
+std::vector<std::string> LayeringViolations(absl::string_view path, absl::string_view source) {
+  std::vector<std::string> out;
+  const std::string folder = CoreFolder(path);
+  const int rank = RankOf(folder);
+  if (rank < 0) {
+    out.push_back(absl::StrCat(path, ": core/", folder, " is not in kLayers"));
+    return out;
+  }
+  const std::string code = StripComments(source);
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(code, '\n')) {
+    ++line_number;
+    const std::string header = IncludedHeader(line);
+    const std::string other = CoreFolder(header);
+    if (other.empty() || other == folder) continue;
+    const int other_rank = RankOf(other);
+    if (other_rank < 0) {
+      out.push_back(absl::StrCat(path, ":", line_number, ": #include ", header, ": core/", other,
+                                 " is not in kLayers"));
+    } else if (other_rank >= rank) {
+      out.push_back(absl::StrCat(path, ":", line_number, ": #include ", header, ": core/", folder,
+                                 " may not depend on core/", other));
+    }
+  }
+  return out;
+}
+
 TEST(BoundaryCheckerTest, FindsWhatItLooksFor) {
   // The checker itself must be able to fail.
   const char kBad[] =
@@ -183,11 +249,45 @@ TEST(BoundaryCheckerTest, FindsWhatItLooksFor) {
   EXPECT_THAT(CmakeViolations("CMakeLists.txt", "# no gRPC, protobuf, SQLite, CUDA\n"), IsEmpty());
 }
 
-TEST(BoundaryTest, CoreUsesNoOutsideWorld) {
+TEST(BoundaryCheckerTest, FindsIncludesThatRunUpTheLayering) {
+  // The layering rule itself must be able to fail.
+  const char kBad[] =
+      "#include \"core/engine/timeline.h\"\n"     // graph -> engine: up
+      "  #  include \"core/predict/memory.h\"\n"  // up, spaced out
+      "#include \"core/plan/search.h\"\n"         // up two layers
+      "#include \"core/magic/wand.h\"\n";         // a folder not in the table
+  EXPECT_THAT(LayeringViolations("core/graph/builder.cc", kBad), SizeIs(4));
+  EXPECT_THAT(LayeringViolations("core/graph/builder.cc", kBad)[0],
+              HasSubstr("core/graph may not depend on core/engine"));
+  // Siblings at the top do not include each other.
+  EXPECT_THAT(
+      LayeringViolations("core/calibrate/calibration.cc", "#include \"core/plan/search.h\"\n"),
+      SizeIs(1));
+  EXPECT_THAT(LayeringViolations("core/plan/search.cc", "#include \"core/calibrate/minimize.h\"\n"),
+              SizeIs(1));
+  EXPECT_THAT(LayeringViolations("core/magic/wand.h", ""), SizeIs(1));
+  const char kGood[] =
+      "#include \"core/graph/task_graph.h\"\n"  // own folder
+      "#include \"core/profile/lookup.h\"\n"    // below
+      "#include \"core/spec/job.h\"\n"
+      "#include \"core/util/status_macros.h\"\n"
+      "#include \"absl/status/status.h\"\n"
+      "#include <vector>\n"
+      "// #include \"core/predict/predictor.h\" in a comment\n"
+      "/* #include \"core/plan/search.h\" */\n";
+  EXPECT_THAT(LayeringViolations("core/engine/streaming.cc", kGood), IsEmpty());
+}
+
+struct SourceFile {
+  std::string path;  // rooted at the repository: "core/engine/engine.cc"
+  std::string text;
+  bool cmake = false;
+};
+
+// Every C++ and CMake file under core/.
+void ReadCore(std::vector<SourceFile>* files) {
   const fs::path core = fs::path(SourceDir()) / "core";
   ASSERT_TRUE(fs::is_directory(core)) << core << " is not a directory; set VTRAIN_SOURCE_DIR";
-  std::vector<std::string> violations;
-  std::vector<std::string> scanned;
   for (const fs::directory_entry& entry : fs::recursive_directory_iterator(core)) {
     if (!entry.is_regular_file()) continue;
     const fs::path& path = entry.path();
@@ -200,17 +300,41 @@ TEST(BoundaryTest, CoreUsesNoOutsideWorld) {
     ASSERT_TRUE(in) << "cannot read " << path;
     std::stringstream buffer;
     buffer << in.rdbuf();
-    const std::string relative = fs::relative(path, core.parent_path()).string();
-    scanned.push_back(relative);
-    for (std::string& v :
-         cpp ? CppViolations(relative, buffer.str()) : CmakeViolations(relative, buffer.str())) {
-      violations.push_back(std::move(v));
-    }
+    files->push_back(
+        {fs::relative(path, core.parent_path()).generic_string(), buffer.str(), cmake});
   }
   // Guard against scanning nothing (a wrong directory would pass vacuously).
+  std::vector<std::string> scanned;
+  for (const SourceFile& f : *files) scanned.push_back(f.path);
   EXPECT_GE(scanned.size(), 20u);
   EXPECT_THAT(absl::StrJoin(scanned, " "), HasSubstr("core/engine/engine.cc"));
   EXPECT_THAT(absl::StrJoin(scanned, " "), HasSubstr("core/util/status_macros.h"));
+}
+
+TEST(BoundaryTest, CoreUsesNoOutsideWorld) {
+  std::vector<SourceFile> files;
+  ASSERT_NO_FATAL_FAILURE(ReadCore(&files));
+  std::vector<std::string> violations;
+  for (const SourceFile& f : files) {
+    for (std::string& v :
+         f.cmake ? CmakeViolations(f.path, f.text) : CppViolations(f.path, f.text)) {
+      violations.push_back(std::move(v));
+    }
+  }
+  EXPECT_THAT(violations, IsEmpty()) << absl::StrJoin(violations, "\n");
+}
+
+TEST(BoundaryTest, CoreIncludesFollowTheLayering) {
+  std::vector<SourceFile> files;
+  ASSERT_NO_FATAL_FAILURE(ReadCore(&files));
+  std::vector<std::string> violations;
+  int checked = 0;
+  for (const SourceFile& f : files) {
+    if (f.cmake) continue;
+    ++checked;
+    for (std::string& v : LayeringViolations(f.path, f.text)) violations.push_back(std::move(v));
+  }
+  EXPECT_GE(checked, 20);
   EXPECT_THAT(violations, IsEmpty()) << absl::StrJoin(violations, "\n");
 }
 

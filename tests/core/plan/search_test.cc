@@ -1,6 +1,6 @@
 #include "core/plan/search.h"
 
-#include "core/plan/memory.h"
+#include "core/predict/memory.h"
 #include "core/profile/default_profiles.h"
 #include "gtest/gtest.h"
 

@@ -1,8 +1,8 @@
 // Per-GPU memory of a training plan: weights, gradients and optimizer
 // states, the activations of the micro-batches in flight, embedding and
 // logit buffers, and a framework reserve.
-#ifndef VTRAIN_CORE_PLAN_MEMORY_H_
-#define VTRAIN_CORE_PLAN_MEMORY_H_
+#ifndef VTRAIN_CORE_PREDICT_MEMORY_H_
+#define VTRAIN_CORE_PREDICT_MEMORY_H_
 
 #include <cstdint>
 #include <vector>
@@ -53,4 +53,4 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params = {});
 
 }  // namespace vtrain
 
-#endif  // VTRAIN_CORE_PLAN_MEMORY_H_
+#endif  // VTRAIN_CORE_PREDICT_MEMORY_H_

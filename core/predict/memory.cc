@@ -1,4 +1,4 @@
-#include "core/plan/memory.h"
+#include "core/predict/memory.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,0 +1,55 @@
+// The vocabulary of one training iteration's tasks, shared by the graph
+// builder (graph/builder.h) and the streaming simulator (engine/streaming.h):
+// task granularity, what each pipeline stage holds, and the build options.
+#ifndef VTRAIN_CORE_GRAPH_ITERATION_H_
+#define VTRAIN_CORE_GRAPH_ITERATION_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/graph/task_graph.h"
+
+namespace vtrain {
+
+enum class Granularity {
+  // One task per CUDA kernel and per collective.
+  kKernel,
+  // The fast path: every run of kernels on one stream that no dependency
+  // enters or leaves in the middle becomes one task. Gives exactly the
+  // kernel-granularity iteration time.
+  kOperator,
+};
+absl::string_view GranularityName(Granularity g);
+absl::StatusOr<Granularity> ParseGranularity(absl::string_view name);
+
+struct StageInfo {
+  int64_t first_layer = 0;
+  int64_t num_layers = 0;
+  bool has_embedding = false;
+  bool has_logit = false;
+  // Pipeline sends run on the compute stream: Megatron's point-to-point
+  // exchanges are synchronous for the sending stage.
+  StreamId compute_stream = 0;
+  StreamId data_parallel_stream = 0;
+  // Time the compute stream spends in TP collectives per iteration; the
+  // engine cannot tell it apart once the operator path has merged tasks.
+  int64_t tensor_parallel_ns = 0;
+  // Time the compute stream spends sending to the neighbouring stages.
+  int64_t pipeline_send_ns = 0;
+  double parameters_per_gpu = 0;
+};
+
+struct BuildOptions {
+  Granularity granularity = Granularity::kOperator;
+  // Larger graphs are refused with RESOURCE_EXHAUSTED before allocation.
+  int64_t max_tasks = 100'000'000;
+  // BuildIterationGraph and SimulateIteration poll it every 65,536 tasks and
+  // return CANCELLED when it says so (may be empty).
+  std::function<bool()> cancelled;
+};
+
+}  // namespace vtrain
+
+#endif  // VTRAIN_CORE_GRAPH_ITERATION_H_

@@ -1,0 +1,91 @@
+// The tasks one pass puts on a pipeline stage's compute stream (a forward or
+// backward pass of one micro-batch, or the optimizer step), priced through
+// the profile lookup: the building blocks of the iteration walker (walker.h).
+#ifndef VTRAIN_CORE_GRAPH_PASS_TEMPLATES_H_
+#define VTRAIN_CORE_GRAPH_PASS_TEMPLATES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "core/graph/iteration.h"
+#include "core/graph/task_graph.h"
+#include "core/profile/analytical.h"
+#include "core/profile/lookup.h"
+#include "core/spec/job.h"
+
+namespace vtrain::internal {
+
+inline constexpr double kElemBytes = 2;  // fp16 / bf16 activations and gradients
+
+// One future task of a pass, before it is placed in the graph.
+struct Item {
+  int64_t duration_ns = 0;
+  int64_t gap_ns = 0;
+  int32_t label = 0;
+  TaskKind kind = TaskKind::kCompute;
+  int64_t host_ns = 0;  // host dispatch time; 0 when unknown
+};
+
+// A run of items on the compute stream; when bucket_bytes > 0 a gradient
+// all-reduce of that size follows it (last micro-batch only).
+struct Segment {
+  std::vector<Item> items;
+  double bucket_bytes = 0;
+};
+
+// The tasks one forward or backward pass of one micro-batch puts on one
+// stage's compute stream.
+struct ActionTemplate {
+  std::vector<Segment> segments;
+  int64_t tensor_parallel_ns = 0;
+  int64_t NumItems() const {
+    int64_t n = 0;
+    for (const Segment& s : segments) n += static_cast<int64_t>(s.items.size());
+    return n;
+  }
+};
+
+struct StageTemplates {
+  ActionTemplate forward;
+  ActionTemplate backward;       // every micro-batch but the last
+  ActionTemplate backward_last;  // the last, split at gradient buckets
+  ActionTemplate optimizer;
+  double parameters_per_gpu = 0;
+};
+
+// Which ends of the model a pipeline stage holds.
+struct StageEnds {
+  bool has_embedding = false;
+  bool has_logit = false;
+};
+
+// Interns a task label (TaskGraph::AddLabel) and returns its index; sinks
+// that keep no labels return 0.
+using LabelFn = absl::FunctionRef<int32_t(const std::string&)>;
+
+// The templates of one stage of `job` (which must be valid) that holds
+// `ends`. Resolves every operator and TP collective through `lookup` (which
+// records them) and interns every task label through `label`, both in a
+// fixed order, so equal calls give equal lookups and label indices.
+StageTemplates MakeStageTemplates(const Job& job, ProfileLookup& lookup, Granularity granularity,
+                                  StageEnds ends, LabelFn label);
+
+// Megatron rank order: tensor-parallel ranks innermost, then data-parallel,
+// then pipeline (rank = stage * t * d + replica * t + tp_rank).
+CommGroup TensorParallelGroup(const Job& job);
+CommGroup DataParallelGroup(const Job& job);
+// Two ranks `stages_apart` stages apart: on one node or not, with the NIC
+// shared by the t*d GPUs of a stage on a node that send at once.
+CommGroup StagePairGroup(const Job& job, int64_t stage, int64_t stages_apart);
+
+// Bytes of one micro-batch's activations at a layer boundary (b * s * h).
+double ActivationBytes(const Job& job);
+int64_t LayersPerStage(const Job& job);
+// Whether the last backward pass all-reduces its gradients in buckets.
+bool BucketsGradients(const Job& job);
+
+}  // namespace vtrain::internal
+
+#endif  // VTRAIN_CORE_GRAPH_PASS_TEMPLATES_H_

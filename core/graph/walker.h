@@ -1,0 +1,457 @@
+// Walks one training iteration of one data-parallel replica (DESIGN.md §1,
+// steps 2-3) and puts every task into a sink after its parents: the graph
+// builder's sink stores them, the streaming simulator's runs them at once.
+#ifndef VTRAIN_CORE_GRAPH_WALKER_H_
+#define VTRAIN_CORE_GRAPH_WALKER_H_
+
+#include <algorithm>
+#include <concepts>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "core/graph/iteration.h"
+#include "core/graph/pass_templates.h"
+#include "core/graph/schedule.h"
+#include "core/graph/task_graph.h"
+#include "core/profile/lookup.h"
+#include "core/spec/job.h"
+#include "core/util/status_macros.h"
+
+namespace vtrain {
+
+// Where the walker puts tasks. Add returns a Handle that the task's children
+// receive as parents; None() is the handle of no task (IsSet is false). The
+// sink decides what Stopped() means (the caller's cancellation).
+// A sink with kMergesSends also takes, through AddOne, a pass that was
+// merged into one task together with the pipeline send after it (no gap, at
+// most one parent; `tail_ns`: the send's part of the duration).
+// (clang-format 14 mangles requires-expressions.)
+// clang-format off
+template <typename S>
+concept IterationSink =
+    requires(S& sink, const S& const_sink, const std::string& name, StreamId stream, int64_t ns,
+             TaskKind kind, int32_t label, absl::Span<const typename S::Handle> parents) {
+      { S::None() } -> std::same_as<typename S::Handle>;
+      { S::IsSet(S::None()) } -> std::same_as<bool>;
+      { S::kMergesSends } -> std::convertible_to<bool>;
+      { sink.AddStream(name) } -> std::same_as<StreamId>;
+      { sink.Label(name) } -> std::same_as<int32_t>;
+      sink.Reserve(ns, ns);
+      { sink.Add(stream, ns, ns, kind, label, parents) } -> std::same_as<typename S::Handle>;
+      { const_sink.Stopped() } -> std::same_as<bool>;
+      { const_sink.num_tasks() } -> std::same_as<int64_t>;
+    } &&
+    (!S::kMergesSends ||
+     requires(S& sink, StreamId stream, int64_t ns, TaskKind kind,
+              const typename S::Handle* parent) {
+       { sink.AddOne(stream, ns, kind, parent, ns) } -> std::same_as<typename S::Handle>;
+     });
+// clang-format on
+
+namespace internal {
+
+// Point-to-point transfers from one stage to its neighbour, in micro-batch
+// order. Both schedules produce and consume them in that order, so a FIFO
+// whose storage is reused once drained holds only those in flight.
+template <typename Handle>
+class SendQueue {
+ public:
+  bool empty() const { return size_ == 0; }
+  void Push(int64_t micro_batch, const Handle& h) {
+    VTRAIN_CHECK(micro_batch == pushed_++);
+    if (size_ == ring_.size()) Grow();
+    size_t tail = head_ + size_;
+    if (tail >= ring_.size()) tail -= ring_.size();
+    ring_[tail] = h;
+    ++size_;
+  }
+  Handle Pop(int64_t micro_batch) {
+    VTRAIN_CHECK(size_ > 0 && micro_batch == popped_++);
+    const Handle h = ring_[head_];
+    if (++head_ == ring_.size()) head_ = 0;
+    --size_;
+    return h;
+  }
+
+ private:
+  // A ring buffer that doubles when full; 1F1B keeps at most p in flight.
+  void Grow() {
+    std::vector<Handle> bigger(std::max<size_t>(8, 2 * ring_.size()));
+    for (size_t i = 0; i < size_; ++i) bigger[i] = ring_[(head_ + i) % ring_.size()];
+    ring_ = std::move(bigger);
+    head_ = 0;
+  }
+
+  std::vector<Handle> ring_;
+  size_t head_ = 0, size_ = 0;
+  int64_t pushed_ = 0, popped_ = 0;
+};
+
+}  // namespace internal
+
+// Generates the tasks of one iteration of `job` into a sink, in an order in
+// which every task's parents come first: pipeline stages, micro-batches
+// under the plan's schedule, recomputation, TP/PP/DP communication and the
+// optimizer step. Every operator and collective is resolved through
+// `lookup` (which records their fidelity), in the same order for every
+// sink. Not thread-safe; the references must outlive the walker.
+template <IterationSink Sink>
+class IterationWalker {
+ public:
+  using Handle = typename Sink::Handle;
+
+  // `job` must be valid (ValidateJob).
+  IterationWalker(const Job& job, ProfileLookup& lookup, const BuildOptions& options, Sink& sink)
+      : sink_(sink),
+        job_(job),
+        plan_(job.plan),
+        lookup_(lookup),
+        options_(options),
+        d_(plan_.data_parallel),
+        p_(plan_.pipeline_parallel),
+        m_(plan_.num_micro_batches()),
+        bucketing_(internal::BucketsGradients(job)) {}
+
+  // Puts every task into the sink and fills stages(). RESOURCE_EXHAUSTED,
+  // naming the limit, before the first task when there would be more than
+  // options.max_tasks; CANCELLED once the sink has stopped.
+  absl::Status Walk();
+  std::vector<StageInfo>& stages() { return stages_; }
+  int64_t num_micro_batches() const { return m_; }
+
+ private:
+  // A pass merged into one task together with its send (kMergesSends).
+  struct MergedPass {
+    bool forward_ok = false, backward_ok = false;
+    int64_t forward_ns = 0, backward_ns = 0, forward_send_ns = 0, backward_send_ns = 0;
+  };
+
+  int64_t CollectiveNs(Collective c, double bytes, const CommGroup& group) {
+    return lookup_.CollectiveNs(c, bytes, group).latency_ns;
+  }
+  // Whether the sink folds the send after `t` into it: only a pass already
+  // merged into one task, whose end nothing but the send depends on.
+  static bool MergesSend(const internal::ActionTemplate& t) {
+    return Sink::kMergesSends && t.segments.size() == 1 && t.segments[0].items.size() == 1 &&
+           t.segments[0].bucket_bytes == 0;
+  }
+  void MakeTemplates();
+  int64_t CountTasks() const;
+  void DescribeStages();
+  void MergePasses();
+  bool Drain(int64_t stage);
+  void EmitAction(int64_t stage, PipelineAction action);
+  Handle EmitTemplate(const internal::ActionTemplate& t, StreamId stream,
+                      absl::Span<const Handle> parents, StreamId bucket_stream,
+                      Handle* last_bucket);
+  void EmitTail();
+
+  Sink& sink_;
+  const Job& job_;
+  const ParallelPlan& plan_;
+  ProfileLookup& lookup_;
+  const BuildOptions& options_;
+  const int64_t d_, p_, m_;
+  const bool bucketing_;
+
+  std::vector<StageInfo> stages_;
+  std::vector<const internal::StageTemplates*> stage_templates_;
+  std::vector<internal::StageTemplates> distinct_templates_;  // first, middle, last, or single
+  std::vector<int64_t> send_ns_;                              // per stage boundary s -> s+1
+  int32_t send_label_ = 0, dp_label_ = 0, emb_label_ = 0;
+  // forward_sends_[s]: stage s to s+1; backward_sends_[s]: stage s to s-1.
+  std::vector<internal::SendQueue<Handle>> forward_sends_, backward_sends_;
+  std::vector<Handle> last_backward_, last_dp_;  // per stage
+  // Actions each stage has emitted, and those left over all stages.
+  std::vector<int64_t> forwards_, backwards_;
+  int64_t remaining_ = 0;
+  std::vector<MergedPass> merged_;  // per stage; unused unless kMergesSends
+};
+
+template <IterationSink Sink>
+void IterationWalker<Sink>::MakeTemplates() {
+  // Stages differ only in holding the embedding (first) or the logit (last).
+  distinct_templates_.reserve(4);
+  stage_templates_.resize(p_);
+  auto templates_for = [&](internal::StageEnds ends) -> const internal::StageTemplates* {
+    distinct_templates_.push_back(internal::MakeStageTemplates(
+        job_, lookup_, options_.granularity, ends,
+        [this](const std::string& name) { return sink_.Label(name); }));
+    return &distinct_templates_.back();
+  };
+  if (p_ == 1) {
+    stage_templates_[0] = templates_for({.has_embedding = true, .has_logit = true});
+  } else {
+    stage_templates_[0] = templates_for({.has_embedding = true, .has_logit = false});
+    const internal::StageTemplates* middle =
+        p_ > 2 ? templates_for({.has_embedding = false, .has_logit = false}) : nullptr;
+    for (int64_t s = 1; s + 1 < p_; ++s) stage_templates_[s] = middle;
+    stage_templates_[p_ - 1] = templates_for({.has_embedding = false, .has_logit = true});
+  }
+}
+
+template <IterationSink Sink>
+int64_t IterationWalker<Sink>::CountTasks() const {
+  double count = 0;
+  for (int64_t s = 0; s < p_; ++s) {
+    const internal::StageTemplates& st = *stage_templates_[s];
+    const double m = static_cast<double>(m_);
+    count += m * static_cast<double>(st.forward.NumItems()) +
+             (m - 1) * static_cast<double>(st.backward.NumItems()) +
+             static_cast<double>(st.backward_last.NumItems() + st.optimizer.NumItems());
+    // Pipeline sends, unless folded into the pass before them.
+    if (s + 1 < p_ && !MergesSend(st.forward)) count += m;
+    if (s > 0) count += MergesSend(st.backward) ? 1 : m;
+    if (d_ > 1) {
+      count += bucketing_ ? static_cast<double>(st.backward_last.segments.size()) : 1;
+    }
+  }
+  if (p_ > 1) count += 1;  // embedding gradient all-reduce
+  return count > 9e18 ? INT64_MAX : static_cast<int64_t>(count);
+}
+
+// The pipeline send times, the streams and what each stage holds.
+template <IterationSink Sink>
+void IterationWalker<Sink>::DescribeStages() {
+  send_ns_.resize(std::max<int64_t>(0, p_ - 1));
+  const double send_bytes = internal::ActivationBytes(job_) /
+                            static_cast<double>(plan_.tensor_parallel);  // scatter-gather
+  for (int64_t s = 0; s + 1 < p_; ++s) {
+    send_ns_[s] =
+        CollectiveNs(Collective::kSendRecv, send_bytes, internal::StagePairGroup(job_, s, 1));
+  }
+  const int64_t layers_per_stage = internal::LayersPerStage(job_);
+  stages_.resize(p_);
+  for (int64_t s = 0; s < p_; ++s) {
+    StageInfo& info = stages_[s];
+    const internal::StageTemplates& st = *stage_templates_[s];
+    info.first_layer = s * layers_per_stage;
+    info.num_layers = layers_per_stage;
+    info.has_embedding = s == 0;
+    info.has_logit = s == p_ - 1;
+    info.compute_stream = sink_.AddStream(absl::StrCat("stage", s, "/compute"));
+    info.data_parallel_stream = sink_.AddStream(absl::StrCat("stage", s, "/data_parallel"));
+    info.tensor_parallel_ns = m_ * (st.forward.tensor_parallel_ns + st.backward.tensor_parallel_ns);
+    info.pipeline_send_ns = m_ * ((s + 1 < p_ ? send_ns_[s] : 0) + (s > 0 ? send_ns_[s - 1] : 0));
+    info.parameters_per_gpu = st.parameters_per_gpu;
+  }
+}
+
+// The streaming fast path's common actions, precomputed per stage: a pass
+// merged into one task together with its send. The send starts when the
+// pass's last gap ends (start(send) = finish(pass) + gap), so the sum is
+// exact. The last backward keeps its send separate: its end also starts the
+// gradient all-reduce. Every other action goes through EmitAction.
+template <IterationSink Sink>
+void IterationWalker<Sink>::MergePasses() {
+  merged_.assign(p_, MergedPass{});
+  for (int64_t s = 0; s < p_ && Sink::kMergesSends; ++s) {
+    const internal::StageTemplates& st = *stage_templates_[s];
+    MergedPass& mp = merged_[s];
+    if (s + 1 < p_ && MergesSend(st.forward)) {
+      const internal::Item& i = st.forward.segments[0].items[0];
+      mp.forward_ok = true;
+      mp.forward_send_ns = send_ns_[s];
+      mp.forward_ns = i.duration_ns + i.gap_ns + send_ns_[s];
+    }
+    if (s > 0 && MergesSend(st.backward)) {
+      const internal::Item& i = st.backward.segments[0].items[0];
+      mp.backward_ok = true;
+      mp.backward_send_ns = send_ns_[s - 1];
+      mp.backward_ns = i.duration_ns + i.gap_ns + send_ns_[s - 1];
+    }
+  }
+}
+
+// Emits the actions of stage `s` that can run now (their transfers have
+// arrived), in schedule order; whether it emitted any.
+template <IterationSink Sink>
+bool IterationWalker<Sink>::Drain(int64_t s) {
+  int64_t f = forwards_[s], b = backwards_[s];
+  const int64_t begin = f + b;
+  const MergedPass& mp = merged_[s];
+  const StreamId stream = stages_[s].compute_stream;
+  while (b < m_ && !sink_.Stopped()) {
+    const bool forward = NextIsForward(plan_.schedule, s, p_, m_, f, b);
+    // Sends arrive in micro-batch order, so a waiting one is this action's.
+    if (forward ? (s > 0 && forward_sends_[s - 1].empty())
+                : (s + 1 < p_ && backward_sends_[s + 1].empty())) {
+      break;
+    }
+    if constexpr (Sink::kMergesSends) {
+      if (forward && mp.forward_ok) {
+        Handle recv = Sink::None();
+        if (s > 0) recv = forward_sends_[s - 1].Pop(f);
+        forward_sends_[s].Push(f, sink_.AddOne(stream, mp.forward_ns, TaskKind::kPipeline,
+                                               s > 0 ? &recv : nullptr, mp.forward_send_ns));
+        ++f;
+        continue;
+      }
+      if (!forward && mp.backward_ok && b != m_ - 1) {
+        Handle recv = Sink::None();
+        if (s + 1 < p_) recv = backward_sends_[s + 1].Pop(b);
+        backward_sends_[s].Push(b, sink_.AddOne(stream, mp.backward_ns, TaskKind::kPipeline,
+                                                s + 1 < p_ ? &recv : nullptr, mp.backward_send_ns));
+        ++b;
+        continue;
+      }
+    }
+    EmitAction(s, PipelineAction{.forward = forward, .micro_batch = forward ? f++ : b++});
+  }
+  forwards_[s] = f;
+  backwards_[s] = b;
+  remaining_ -= f + b - begin;
+  return f + b > begin;
+}
+
+template <IterationSink Sink>
+typename Sink::Handle IterationWalker<Sink>::EmitTemplate(const internal::ActionTemplate& t,
+                                                          StreamId stream,
+                                                          absl::Span<const Handle> parents,
+                                                          StreamId bucket_stream,
+                                                          Handle* last_bucket) {
+  // The operator fast path's common case: one merged task, no bucket.
+  if (t.segments.size() == 1 && t.segments[0].items.size() == 1 &&
+      t.segments[0].bucket_bytes == 0) {
+    const internal::Item& i = t.segments[0].items[0];
+    return sink_.Add(stream, i.duration_ns, i.gap_ns, i.kind, i.label, parents);
+  }
+  Handle last = Sink::None();
+  bool first = true;
+  for (const internal::Segment& seg : t.segments) {
+    for (const internal::Item& i : seg.items) {
+      last = sink_.Add(stream, i.duration_ns, i.gap_ns, i.kind, i.label,
+                       first ? parents : absl::Span<const Handle>());
+      first = false;
+    }
+    if (seg.bucket_bytes > 0 && last_bucket != nullptr) {
+      const int64_t ns =
+          CollectiveNs(Collective::kAllReduce, seg.bucket_bytes, internal::DataParallelGroup(job_));
+      *last_bucket = sink_.Add(bucket_stream, ns, 0, TaskKind::kDataParallel, dp_label_,
+                               absl::MakeConstSpan(&last, 1));
+    }
+  }
+  return last;
+}
+
+template <IterationSink Sink>
+void IterationWalker<Sink>::EmitAction(int64_t s, PipelineAction a) {
+  const internal::StageTemplates& st = *stage_templates_[s];
+  const StageInfo& info = stages_[s];
+  const int64_t j = a.micro_batch;
+  if (a.forward) {
+    Handle recv = Sink::None();
+    if (s > 0) recv = forward_sends_[s - 1].Pop(j);
+    const auto parents = s > 0 ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>();
+    const Handle last =
+        EmitTemplate(st.forward, info.compute_stream, parents, info.data_parallel_stream, nullptr);
+    if (s + 1 < p_) {
+      forward_sends_[s].Push(j, sink_.Add(info.compute_stream, send_ns_[s], 0, TaskKind::kPipeline,
+                                          send_label_, absl::MakeConstSpan(&last, 1)));
+    }
+    return;
+  }
+  const bool is_last = j == m_ - 1;
+  Handle recv = Sink::None();
+  if (s + 1 < p_) recv = backward_sends_[s + 1].Pop(j);
+  const auto parents = s + 1 < p_ ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>();
+  const bool bucketed = is_last && bucketing_ && d_ > 1;
+  const Handle last =
+      EmitTemplate(is_last ? st.backward_last : st.backward, info.compute_stream, parents,
+                   info.data_parallel_stream, bucketed ? &last_dp_[s] : nullptr);
+  if (s > 0) {
+    backward_sends_[s].Push(
+        j, sink_.Add(info.compute_stream, send_ns_[s - 1], 0, TaskKind::kPipeline, send_label_,
+                     absl::MakeConstSpan(&last, 1)));
+  }
+  if (is_last) last_backward_[s] = last;
+}
+
+template <IterationSink Sink>
+void IterationWalker<Sink>::EmitTail() {
+  // Without bucketing, each stage all-reduces all its gradients at once.
+  if (d_ > 1 && !bucketing_) {
+    for (int64_t s = 0; s < p_; ++s) {
+      const double bytes = stage_templates_[s]->parameters_per_gpu * internal::kElemBytes;
+      const int64_t ns =
+          CollectiveNs(Collective::kAllReduce, bytes, internal::DataParallelGroup(job_));
+      last_dp_[s] = sink_.Add(stages_[s].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
+                              dp_label_, absl::MakeConstSpan(&last_backward_[s], 1));
+    }
+  }
+  auto done = [&](int64_t s) { return Sink::IsSet(last_dp_[s]) ? last_dp_[s] : last_backward_[s]; };
+  Handle embedding_sync = Sink::None();
+  if (p_ > 1) {
+    // Tied embeddings: the first and last stages all-reduce the word
+    // embedding gradient (Megatron's allreduce_embedding_grads).
+    const ModelSpec& model = job_.model;
+    const double bytes = static_cast<double>(model.vocab_size) *
+                         static_cast<double>(model.hidden_size) /
+                         static_cast<double>(plan_.tensor_parallel) * internal::kElemBytes;
+    const int64_t ns =
+        CollectiveNs(Collective::kAllReduce, bytes, internal::StagePairGroup(job_, 0, p_ - 1));
+    const Handle ends[2] = {done(0), done(p_ - 1)};
+    embedding_sync = sink_.Add(stages_[0].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
+                               emb_label_, ends);
+  }
+  for (int64_t s = 0; s < p_; ++s) {
+    Handle parents[2] = {done(s), embedding_sync};
+    const bool synced = Sink::IsSet(embedding_sync) && (s == 0 || s == p_ - 1);
+    EmitTemplate(stage_templates_[s]->optimizer, stages_[s].compute_stream,
+                 absl::MakeConstSpan(parents, synced ? 2 : 1), stages_[s].data_parallel_stream,
+                 nullptr);
+  }
+}
+
+template <IterationSink Sink>
+absl::Status IterationWalker<Sink>::Walk() {
+  send_label_ = sink_.Label("pipeline_send_recv");
+  dp_label_ = sink_.Label("dp_all_reduce");
+  emb_label_ = sink_.Label("embedding_all_reduce");
+  MakeTemplates();
+
+  const int64_t tasks = CountTasks();
+  if (tasks > options_.max_tasks) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the iteration graph would have ", tasks, " tasks at ",
+        GranularityName(options_.granularity), " granularity, above the limit max_tasks=",
+        options_.max_tasks, "; use operator granularity, fewer micro-batches, or raise the limit"));
+  }
+  sink_.Reserve(tasks,
+                2 * tasks / std::max<int64_t>(1, stage_templates_[0]->forward.NumItems()) + 4 * p_);
+  DescribeStages();
+
+  forward_sends_.resize(p_);
+  backward_sends_.resize(p_);
+  last_backward_.assign(p_, Sink::None());
+  last_dp_.assign(p_, Sink::None());
+  MergePasses();
+
+  // Emit actions in a wavefront so that every task's parents exist when it is
+  // added: forwards flow down the pipeline, backwards up.
+  forwards_.assign(p_, 0);
+  backwards_.assign(p_, 0);
+  remaining_ = p_ * 2 * m_;
+  while (remaining_ > 0) {
+    bool progressed = false;
+    for (int64_t s = 0; s < p_; ++s) progressed |= Drain(s);
+    for (int64_t s = p_ - 1; s >= 0; --s) progressed |= Drain(s);
+    if (sink_.Stopped()) return absl::CancelledError("simulation cancelled by the caller");
+    if (!progressed) {
+      return absl::InternalError(absl::StrCat("pipeline schedule ", ScheduleName(plan_.schedule),
+                                              " deadlocked with ", remaining_, " actions left"));
+    }
+  }
+  EmitTail();
+  VTRAIN_CHECK(sink_.num_tasks() == tasks);
+  return absl::OkStatus();
+}
+
+}  // namespace vtrain
+
+#endif  // VTRAIN_CORE_GRAPH_WALKER_H_
