@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "core/graph/builder.h"
+#include "core/graph/iteration.h"
 #include "core/plan/search.h"
 #include "core/profile/profile.h"
 #include "core/spec/gpu.h"
