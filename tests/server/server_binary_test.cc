@@ -1,0 +1,164 @@
+// The built vtrain-server and vtrainctl binaries on loopback: kill -9 during
+// pushes, SIGTERM, and vtrainctl printing the same bytes with --local and
+// --server.
+#include "server/server.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "core/plan/search.h"
+#include "core/predict/predictor.h"
+#include "core/profile/default_profiles.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/convert.h"
+#include "server/profile_store.h"
+#include "tests/server/server_testing.h"
+#include "tests/testing/subprocess.h"
+#include "vtrain/v1/vtrain.grpc.pb.h"
+
+namespace vtrain::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(ServerBinaryTest, KillNineDuringPushesLeavesOnlyWholeSets) {
+  const char* binary = std::getenv("VTRAIN_SERVER");
+  if (binary == nullptr) binary = VTRAIN_TEST_SERVER;
+  TempDir dir;
+  const std::string db = dir.File("k.db");
+  const std::string token_file = dir.File("token");
+  std::ofstream(token_file) << kToken;
+  // A fixed port found by binding 0 first.
+  int port = 0;
+  {
+    auto probe = StartServer(dir.File("probe.db"));
+    ASSERT_NE(probe, nullptr);
+    port = probe->port();
+  }
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string listen = absl::StrCat("--listen=127.0.0.1:", port);
+    const std::string db_flag = absl::StrCat("--db=", db);
+    const std::string token_flag = absl::StrCat("--push-token-file=", token_file);
+    execl(binary, binary, listen.c_str(), db_flag.c_str(), token_flag.c_str(), nullptr);
+    _exit(127);
+  }
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
+  ASSERT_TRUE(channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(20)));
+  auto stub = v1::ProfileRegistry::NewStub(channel);
+  std::atomic<int> accepted{0};
+  std::atomic<bool> stop{false};
+  std::thread pusher([&] {
+    for (int i = 0; i < 100000 && !stop; ++i) {
+      v1::PushProfileSetRequest push;
+      *push.mutable_profile_set() = MeasuredSet(1000 + i);
+      // Make each set large so that the kill lands inside writes.
+      for (int k = 0; k < 200; ++k) {
+        *push.mutable_profile_set()->mutable_operators(0)->add_kernels() =
+            push.profile_set().operators(0).kernels(0);
+      }
+      v1::PushProfileSetResponse r;
+      if (stub->PushProfileSet(Ctx(kToken).get(), push, &r).ok()) ++accepted;
+    }
+  });
+  ASSERT_TRUE(WaitFor([&] { return accepted > 20; }, absl::Seconds(30)));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  stop = true;
+  pusher.join();
+
+  absl::StatusOr<std::unique_ptr<ProfileStore>> store = ProfileStore::Open(db);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::vector<v1::ProfileSet>> sets = (*store)->LoadAll();
+  ASSERT_TRUE(sets.ok()) << sets.status();
+  EXPECT_GE(static_cast<int>(sets->size()), 5 + 20);
+  for (const v1::ProfileSet& set : *sets) {
+    EXPECT_EQ(convert::ContentId(set), set.id()) << "a partial set survived";
+    if (set.operators_size() > 0) {
+      EXPECT_EQ(set.operators(0).kernels_size(), 201);
+    }
+  }
+}
+
+TEST(ServerBinaryTest, SigtermExitsZero) {
+  const char* binary = std::getenv("VTRAIN_SERVER");
+  if (binary == nullptr) binary = VTRAIN_TEST_SERVER;
+  TempDir dir;
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string db_flag = absl::StrCat("--db=", dir.File("t.db"));
+    execl(binary, binary, "--listen=127.0.0.1:0", db_flag.c_str(), nullptr);
+    _exit(127);
+  }
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(dir.File("t.db")); }, absl::Seconds(10)));
+  absl::SleepFor(absl::Milliseconds(500));
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// The built vtrainctl against the server prints exactly what --local prints:
+// the same request runs through the same conversion on either side, and the
+// server's seeded built-in set has the id the local built-in set hashes to.
+TEST(ServerBinaryTest, VtrainctlPrintsTheSameBytesLocallyAndRemotely) {
+  TempDir dir;
+  auto server = StartServer(dir.File("c.db"));
+  ASSERT_NE(server, nullptr);
+  const std::vector<std::string> remote = {"--server", absl::StrCat("127.0.0.1:", server->port())};
+  const std::vector<std::string> local = {"--local"};
+  const std::vector<std::vector<std::string>> commands = {
+      {"predict", "--model", "gpt3-1.3b", "--gpus", "8", "--tp", "2", "--global-batch", "64"},
+      {"predict", "--model", "gpt3-1.3b", "--gpus", "8", "--tp", "2", "--global-batch", "64",
+       "--json"},
+      {"predict", "--model", "gpt3-2.7b", "--gpus", "32", "--tp", "2", "--pp", "4",
+       "--global-batch", "128", "--micro-batch", "2", "--schedule", "gpipe", "--dtype", "bf16",
+       "--tokens", "1e10", "--price-usd-per-gpu-hour", "2.5", "--granularity", "kernel",
+       "--show-lookups", "--json"},
+      {"predict", "--layers", "4", "--hidden", "256", "--heads", "4", "--seq-len", "512",
+       "--gpus", "4", "--dp", "4", "--global-batch", "16", "--gradient-bucketing", "on",
+       "--json"},
+      {"search", "--model", "gpt3-2.7b", "--global-batch", "128", "--max-gpus", "32",
+       "--tokens", "1e10", "--price-usd-per-gpu-hour", "4", "--objective", "cost", "--top", "3",
+       "--json"},
+      {"search", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpus", "16", "--csv"},
+      {"search", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpus", "16"},
+  };
+  for (const std::vector<std::string>& command : commands) {
+    const testing::ProcessResult r = Vtrainctl(Concat(command, remote));
+    const testing::ProcessResult l = Vtrainctl(Concat(command, local));
+    const std::string what = absl::StrJoin(command, " ");
+    ASSERT_EQ(r.exit_code, 0) << what << ": " << r.err;
+    ASSERT_EQ(l.exit_code, 0) << what << ": " << l.err;
+    EXPECT_GT(l.out.size(), 100u) << what;
+    EXPECT_EQ(r.out, l.out) << what;
+  }
+  // Bad input through the server is bad input on the client too, with the
+  // same message.
+  const std::vector<std::string> bad = {"predict", "--model", "gpt3-1.3b", "--gpus", "8",
+                                        "--tp", "3", "--global-batch", "64"};
+  const testing::ProcessResult r = Vtrainctl(Concat(bad, remote));
+  const testing::ProcessResult l = Vtrainctl(Concat(bad, local));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(l.exit_code, 2) << l.err;
+  EXPECT_EQ(r.err, l.err);
+  EXPECT_NE(r.err.find("plan.tensor_parallel"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace vtrain::server

@@ -1,0 +1,251 @@
+// vtrain-server's profiling-work queue, guarded reads, streamed searches and
+// TLS / mutual TLS with certificates made by openssl.
+#include "server/server.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "core/plan/search.h"
+#include "core/predict/predictor.h"
+#include "core/profile/default_profiles.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/convert.h"
+#include "server/profile_store.h"
+#include "tests/server/server_testing.h"
+#include "tests/testing/subprocess.h"
+#include "vtrain/v1/vtrain.grpc.pb.h"
+
+namespace vtrain::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(ServerTest, MissingKeysBecomeProfilingWork) {
+  TempDir dir;
+  auto server = StartServer(dir.File("w.db"));
+  ASSERT_NE(server, nullptr);
+  auto sim = v1::Simulator::NewStub(ChannelTo(*server));
+  for (int i = 0; i < 3; ++i) {
+    v1::PredictResponse resp;
+    ASSERT_TRUE(sim->Predict(Ctx().get(), Gpt13bRequest(), &resp).ok());
+  }
+  auto reg = v1::ProfileRegistry::NewStub(ChannelTo(*server));
+  v1::NextProfilingWorkRequest req;
+  req.set_gpu("a100-sxm4-80gb");
+  req.set_max_items(5);
+  v1::NextProfilingWorkResponse work;
+  ASSERT_TRUE(reg->NextProfilingWork(Ctx().get(), req, &work).ok());
+  ASSERT_EQ(work.work_size(), 5);
+  EXPECT_EQ(work.work(0).requests(), 3);  // every prediction needed it
+  EXPECT_NE(work.work(0).key().find("a100-sxm4-80gb"), std::string::npos);
+  req.set_gpu("h100-sxm5-80gb");
+  ASSERT_TRUE(reg->NextProfilingWork(Ctx().get(), req, &work).ok());
+  EXPECT_EQ(work.work_size(), 0);
+  req.set_max_items(-1);
+  EXPECT_EQ(reg->NextProfilingWork(Ctx().get(), req, &work).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST(ServerTest, ReadsNeedTheTokenWhenRequired) {
+  TempDir dir;
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.db_path = dir.File("r.db");
+  o.push_token = kToken;
+  o.require_auth_for_reads = true;
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto sim = v1::Simulator::NewStub(ChannelTo(**server));
+  v1::PredictResponse resp;
+  EXPECT_EQ(sim->Predict(Ctx().get(), Gpt13bRequest(), &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(sim->Predict(Ctx(kToken).get(), Gpt13bRequest(), &resp).ok());
+  auto reg = v1::ProfileRegistry::NewStub(ChannelTo(**server));
+  v1::ListProfileSetsResponse listed;
+  EXPECT_EQ(reg->ListProfileSets(Ctx().get(), {}, &listed).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST(ServerTest, SearchStreamsProgressThenTheResultTheLocalSearchGives) {
+  TempDir dir;
+  auto server = StartServer(dir.File("s.db"));
+  ASSERT_NE(server, nullptr);
+  SearchSpace space;
+  space.model = *ModelPreset("gpt3-2.7b");
+  space.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), 0);
+  space.cluster.price_usd_per_gpu_hour = 4.096;
+  space.global_batch = 128;
+  space.max_gpus = 32;
+  space.train_tokens = 10e9;
+  v1::SearchRequest req;
+  req.mutable_model()->set_preset("gpt3-2.7b");
+  req.mutable_cluster()->set_price_usd_per_gpu_hour(4.096);
+  req.set_global_batch(128);
+  req.set_max_gpus(32);
+  req.set_train_tokens(10e9);
+  req.set_objective(v1::OBJECTIVE_COST);
+  req.set_top(5);
+  auto stub = v1::Simulator::NewStub(ChannelTo(*server));
+  auto ctx = Ctx();
+  auto reader = stub->Search(ctx.get(), req);
+  v1::SearchResponse msg;
+  int progress = 0, results = 0;
+  v1::SearchResult result;
+  while (reader->Read(&msg)) {
+    if (msg.has_progress()) {
+      ++progress;
+      EXPECT_EQ(results, 0) << "progress after the result";
+      EXPECT_LE(msg.progress().evaluated(), msg.progress().total());
+    }
+    if (msg.has_result()) {
+      ++results;
+      result = msg.result();
+    }
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_GT(progress, 0);
+  ASSERT_EQ(results, 1);
+  SearchOptions o;
+  o.objective = Objective::kCost;
+  absl::StatusOr<SearchResult> local =
+      Search(space, DefaultProfileSet(space.cluster.gpu), o);
+  ASSERT_TRUE(local.ok());
+  EXPECT_EQ(result.considered(), local->considered);
+  ASSERT_TRUE(result.has_best());
+  EXPECT_DOUBLE_EQ(result.best().cost_usd(), local->plans[local->best].cost_usd);
+  EXPECT_EQ(result.pareto_size(), static_cast<int>(local->pareto.size()));
+  EXPECT_EQ(result.fastest_size(), 5);
+
+  // A bad objective is INVALID_ARGUMENT naming the field.
+  req.set_objective(static_cast<v1::Objective>(42));
+  auto bad_ctx = Ctx();
+  auto bad = stub->Search(bad_ctx.get(), req);
+  while (bad->Read(&msg)) {
+  }
+  grpc::Status s = bad->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("objective"), std::string::npos);
+}
+
+
+// Runs openssl; false (with its stderr in the failure) when it fails.
+bool OpenSsl(const std::vector<std::string>& args) {
+  absl::StatusOr<testing::ProcessResult> r = testing::RunProcess("/usr/bin/openssl", args, 60);
+  EXPECT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r.ok() ? r->exit_code : -1, 0) << (r.ok() ? r->err : "");
+  return r.ok() && r->exit_code == 0;
+}
+
+// A CA, and server and client certificates it signs, and an unrelated CA
+// (ECDSA P-256, one day).
+// The server's names are localhost and 127.0.0.1.
+bool MakeCertificates(const TempDir& dir) {
+  const std::string ext = dir.File("server.ext");
+  std::ofstream(ext) << "subjectAltName=DNS:localhost,IP:127.0.0.1\n";
+  const std::vector<std::string> key = {"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                                        "-nodes"};
+  auto req = [&](const std::string& name, const std::string& cn, bool self_signed) {
+    std::vector<std::string> a = {"req"};
+    if (self_signed) a.insert(a.end(), {"-x509", "-days", "1"});
+    a.insert(a.end(), key.begin(), key.end());
+    a.insert(a.end(), {"-keyout", dir.File(name + ".key"), "-out",
+                       dir.File(name + (self_signed ? ".pem" : ".csr")), "-subj", "/CN=" + cn});
+    return OpenSsl(a);
+  };
+  auto sign = [&](const std::string& name, bool with_ext) {
+    std::vector<std::string> a = {"x509", "-req", "-in", dir.File(name + ".csr"), "-CA",
+                                  dir.File("ca.pem"), "-CAkey", dir.File("ca.key"),
+                                  "-CAcreateserial", "-days", "1", "-out", dir.File(name + ".pem")};
+    if (with_ext) a.insert(a.end(), {"-extfile", ext});
+    return OpenSsl(a);
+  };
+  return req("ca", "vtrain test CA", true) && req("other-ca", "another CA", true) &&
+         req("server", "localhost", false) &&
+         sign("server", true) && req("client", "vtrain test client", false) &&
+         sign("client", false);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+grpc::StatusCode HealthOver(const std::string& target,
+                            std::shared_ptr<grpc::ChannelCredentials> creds) {
+  auto stub = v1::Simulator::NewStub(grpc::CreateChannel(target, creds));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::PredictResponse resp;
+  return stub->Predict(&ctx, Gpt13bRequest(), &resp).error_code();
+}
+
+// TLS and mutual TLS on loopback with certificates made by openssl: a
+// client that trusts the CA gets predictions, a plaintext one does not, and
+// with --tls-client-ca-file a client needs its certificate; vtrainctl's
+// --tls-* flags reach the same server.
+TEST(ServerTest, ServesTlsAndMutualTls) {
+  if (access("/usr/bin/openssl", X_OK) != 0) GTEST_SKIP() << "openssl is not installed";
+  TempDir dir;
+  ASSERT_TRUE(MakeCertificates(dir));
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.db_path = dir.File("tls.db");
+  o.push_token = kToken;
+  o.tls_cert_file = dir.File("server.pem");
+  o.tls_key_file = dir.File("server.key");
+  absl::StatusOr<std::unique_ptr<Server>> tls = Server::Start(o);
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  const std::string target = absl::StrCat("localhost:", (*tls)->port());
+  grpc::SslCredentialsOptions trust;
+  trust.pem_root_certs = Slurp(dir.File("ca.pem"));
+  EXPECT_EQ(HealthOver(target, grpc::SslCredentials(trust)), grpc::StatusCode::OK);
+  EXPECT_NE(HealthOver(target, grpc::InsecureChannelCredentials()), grpc::StatusCode::OK);
+  grpc::SslCredentialsOptions wrong_ca;
+  wrong_ca.pem_root_certs = Slurp(dir.File("other-ca.pem"));
+  EXPECT_NE(HealthOver(target, grpc::SslCredentials(wrong_ca)), grpc::StatusCode::OK);
+  // vtrainctl with --tls-ca-file.
+  absl::StatusOr<testing::ProcessResult> ctl = testing::RunProcess(
+      VTRAIN_TEST_VTRAINCTL, {"predict", "--server", target, "--tls-ca-file", dir.File("ca.pem"),
+                              "--model", "gpt3-125m", "--gpus", "1",
+                              "--global-batch", "8"});
+  ASSERT_TRUE(ctl.ok());
+  EXPECT_EQ(ctl->exit_code, 0) << ctl->err;
+  EXPECT_NE(ctl->out.find("iteration time"), std::string::npos);
+  (*tls)->Shutdown(absl::Seconds(1));
+
+  o.db_path = dir.File("mtls.db");
+  o.tls_client_ca_file = dir.File("ca.pem");
+  absl::StatusOr<std::unique_ptr<Server>> mtls = Server::Start(o);
+  ASSERT_TRUE(mtls.ok()) << mtls.status();
+  const std::string mtarget = absl::StrCat("localhost:", (*mtls)->port());
+  EXPECT_NE(HealthOver(mtarget, grpc::SslCredentials(trust)), grpc::StatusCode::OK)
+      << "a client without a certificate is refused";
+  grpc::SslCredentialsOptions with_cert = trust;
+  with_cert.pem_cert_chain = Slurp(dir.File("client.pem"));
+  with_cert.pem_private_key = Slurp(dir.File("client.key"));
+  EXPECT_EQ(HealthOver(mtarget, grpc::SslCredentials(with_cert)), grpc::StatusCode::OK);
+  ctl = testing::RunProcess(VTRAIN_TEST_VTRAINCTL,
+                            {"predict", "--server", mtarget, "--tls-ca-file", dir.File("ca.pem"),
+                             "--tls-cert-file", dir.File("client.pem"), "--tls-key-file",
+                             dir.File("client.key"), "--model", "gpt3-125m", "--gpus", "1",
+                              "--global-batch", "8"});
+  ASSERT_TRUE(ctl.ok());
+  EXPECT_EQ(ctl->exit_code, 0) << ctl->err;
+  (*mtls)->Shutdown(absl::Seconds(1));
+}
+
+}  // namespace
+}  // namespace vtrain::server

@@ -1,0 +1,104 @@
+#include "tests/server/server_testing.h"
+
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/profile/default_profiles.h"
+#include "gtest/gtest.h"
+#include "proto/profile_set_convert.h"
+
+namespace vtrain::server {
+
+namespace fs = std::filesystem;
+
+TempDir::TempDir() {
+  std::string tmpl = (fs::temp_directory_path() / "vtrain_server_test_XXXXXX").string();
+  path_ = mkdtemp(tmpl.data());
+}
+TempDir::~TempDir() { fs::remove_all(path_); }
+std::string TempDir::File(const std::string& name) const { return (fs::path(path_) / name).string(); }
+
+
+std::unique_ptr<Server> StartServer(const std::string& db, Role role, const std::string& registry) {
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.db_path = db;
+  o.role = role;
+  o.registry = registry;
+  o.push_token = kToken;
+  o.max_tasks = 5'000'000;
+  absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *std::move(s) : nullptr;
+}
+
+std::shared_ptr<grpc::Channel> ChannelTo(const Server& s) {
+  return grpc::CreateChannel(absl::StrCat("127.0.0.1:", s.port()),
+                             grpc::InsecureChannelCredentials());
+}
+
+std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  if (!token.empty()) ctx->AddMetadata("authorization", absl::StrCat("Bearer ", token));
+  return ctx;
+}
+
+v1::PredictRequest Gpt13bRequest() {
+  v1::PredictRequest r;
+  r.mutable_model()->set_preset("gpt3-1.3b");
+  r.mutable_cluster()->set_num_gpus(8);
+  r.mutable_plan()->set_tensor_parallel(2);
+  r.mutable_plan()->set_global_batch(64);
+  return r;
+}
+
+v1::ProfileSet MeasuredSet(int64_t duration_ns) {
+  v1::ProfileSet set;
+  set.set_name("test-set");
+  set.set_gpu("a100-sxm4-80gb");
+  *set.mutable_params() = convert::ProfileSetToProto(DefaultProfileSet(*GpuByName("a100-sxm4-80gb"))).params();
+  v1::OperatorProfile* op = set.add_operators();
+  op->mutable_key()->set_op(v1::OPERATOR_KIND_ATTENTION_FWD);
+  op->mutable_key()->set_dtype(v1::DTYPE_FP16);
+  op->mutable_key()->set_hidden(2048);
+  op->mutable_key()->set_heads(16);
+  op->mutable_key()->set_seq(2048);
+  op->mutable_key()->set_micro_batch(1);
+  op->mutable_key()->set_tensor_parallel(2);
+  v1::Kernel* k = op->add_kernels();
+  k->set_name("gemm");
+  k->set_duration_ns(duration_ns);
+  k->set_gap_ns(1000);
+  return set;
+}
+
+bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout) {
+  const absl::Time end = absl::Now() + timeout;
+  while (absl::Now() < end) {
+    if (condition()) return true;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return condition();
+}
+
+testing::ProcessResult Vtrainctl(const std::vector<std::string>& args) {
+  const char* vtrainctl = std::getenv("VTRAIN_VTRAINCTL");
+  if (vtrainctl == nullptr) vtrainctl = VTRAIN_TEST_VTRAINCTL;
+  absl::StatusOr<testing::ProcessResult> r = testing::RunProcess(vtrainctl, args, 120);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : testing::ProcessResult{};
+}
+
+std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+
+}  // namespace vtrain::server
