@@ -25,6 +25,14 @@ std::unique_ptr<grpc::ClientContext> Connection::Context() const {
   return ctx;
 }
 
+std::shared_ptr<grpc::Channel> Connection::NewChannel(int id) const {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  args.SetMaxSendMessageSize(256 << 20);
+  args.SetInt("grpc.channel_id", id);  // distinct arguments: a channel of its own
+  return grpc::CreateCustomChannel(target, credentials, args);
+}
+
 absl::StatusOr<Connection> Connect(const FlagParser& flags) {
   std::optional<std::string> server = flags.Get("server");
   if (!server || server->empty()) {
@@ -47,10 +55,9 @@ absl::StatusOr<Connection> Connect(const FlagParser& flags) {
                               .cert_file = flags.Get("tls-cert-file").value_or(""),
                               .key_file = flags.Get("tls-key-file").value_or(""),
                           }));
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(256 << 20);
-  args.SetMaxSendMessageSize(256 << 20);
-  c.channel = grpc::CreateCustomChannel(*server, creds, args);
+  c.target = *server;
+  c.credentials = std::move(creds);
+  c.channel = c.NewChannel(0);
   return c;
 }
 

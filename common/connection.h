@@ -21,11 +21,16 @@ void AddConnectionFlags(FlagParser& flags);
 
 struct Connection {
   std::shared_ptr<grpc::Channel> channel;
+  std::string target;                                    // HOST:PORT of --server
+  std::shared_ptr<grpc::ChannelCredentials> credentials;  // plain or TLS, per the flags
   std::string token;  // empty: none
   std::chrono::milliseconds timeout{30000};
 
   // A context with the deadline and, when a token is set, the bearer token.
   std::unique_ptr<grpc::ClientContext> Context() const;
+  // Another channel to the same server with the same credentials, apart from
+  // `channel` (its own connection, for load generators): `id` tells them apart.
+  std::shared_ptr<grpc::Channel> NewChannel(int id) const;
 };
 
 // From the flags; INVALID_ARGUMENT when --server is missing or a file does

@@ -160,5 +160,18 @@ TEST(ServerBinaryTest, VtrainctlPrintsTheSameBytesLocallyAndRemotely) {
   EXPECT_NE(r.err.find("plan.tensor_parallel"), std::string::npos) << r.err;
 }
 
+// Failed calls are errors, not throughput: a registry answers Predict with
+// UNIMPLEMENTED, so none of the requests counts.
+TEST(ServerBinaryTest, BenchCountsFailedCallsAsErrors) {
+  TempDir dir;
+  auto registry = StartServer(dir.File("r.db"), Role::kRegistry);
+  ASSERT_NE(registry, nullptr);
+  const testing::ProcessResult r = Vtrainctl(
+      {"bench", "--server", absl::StrCat("127.0.0.1:", registry->port()), "--requests", "6",
+       "--concurrency", "2", "--model", "gpt3-125m", "--global-batch", "8", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("\"requests\":0,\"errors\":6"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace vtrain::server

@@ -244,6 +244,23 @@ TEST(ServerTest, ServesTlsAndMutualTls) {
                               "--global-batch", "8"});
   ASSERT_TRUE(ctl.ok());
   EXPECT_EQ(ctl->exit_code, 0) << ctl->err;
+  // bench uses the TLS flags for every client (it used to dial plaintext).
+  ctl = testing::RunProcess(VTRAIN_TEST_VTRAINCTL,
+                            {"bench", "--server", mtarget, "--tls-ca-file", dir.File("ca.pem"),
+                             "--tls-cert-file", dir.File("client.pem"), "--tls-key-file",
+                             dir.File("client.key"), "--method", "health", "--requests", "20",
+                             "--concurrency", "2", "--json"});
+  ASSERT_TRUE(ctl.ok());
+  EXPECT_EQ(ctl->exit_code, 0) << ctl->err << ctl->out;
+  EXPECT_NE(ctl->out.find("\"requests\":20,\"errors\":0"), std::string::npos) << ctl->out;
+  // A certificate without the CA would be plaintext: refused before dialling.
+  ctl = testing::RunProcess(VTRAIN_TEST_VTRAINCTL,
+                            {"bench", "--server", mtarget, "--tls-cert-file",
+                             dir.File("client.pem"), "--tls-key-file", dir.File("client.key"),
+                             "--method", "health"});
+  ASSERT_TRUE(ctl.ok());
+  EXPECT_EQ(ctl->exit_code, 2) << ctl->err;
+  EXPECT_NE(ctl->err.find("need --tls-ca-file"), std::string::npos) << ctl->err;
   (*mtls)->Shutdown(absl::Seconds(1));
 }
 
