@@ -286,15 +286,13 @@ int RunPush(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   return PushWithRetries(*req, *c, std::max<int64_t>(1, retries->value_or(8)), out, err);
 }
 
-std::atomic<bool> g_stop{false};  // set by SIGTERM/SIGINT during `serve`
-extern "C" void StopServing(int) { g_stop = true; }
-
 // One poll of `serve`: asks for work, runs vtrain-agent-gpu for it, pushes
 // what it measured. Returns the number of failed runs, or an error status
 // when the registry could not be asked.
 absl::StatusOr<int> ServeOnce(const common::Connection& c, const std::string& gpu_binary,
                               const std::string& gpu, int local_gpus, int max_items,
-                              const std::string& work_dir, std::ostream& out, std::ostream& err) {
+                              const std::string& work_dir, const std::atomic<bool>& stop,
+                              std::ostream& out, std::ostream& err) {
   auto stub = v1::ProfileRegistry::NewStub(c.channel);
   v1::NextProfilingWorkRequest req;
   req.set_gpu(gpu);
@@ -310,7 +308,7 @@ absl::StatusOr<int> ServeOnce(const common::Connection& c, const std::string& gp
       << plan.skipped.size() << " skipped\n";
   for (const std::string& s : plan.skipped) out << "serve: skipped " << s << "\n";
   int failed = 0;
-  for (size_t i = 0; i < plan.runs.size() && !g_stop; ++i) {
+  for (size_t i = 0; i < plan.runs.size() && !stop; ++i) {
     const ProfilingRun& run = plan.runs[i];
     const std::string file = absl::StrCat(work_dir, "/vtrain-agent-", getpid(), "-", i, ".json");
     std::vector<std::string> args = run.args;
@@ -335,7 +333,8 @@ absl::StatusOr<int> ServeOnce(const common::Connection& c, const std::string& gp
   return failed;
 }
 
-int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int RunServe(const std::vector<std::string>& args, const std::atomic<bool>& stop,
+             std::ostream& out, std::ostream& err) {
   common::FlagParser flags("vtrain-agent serve");
   common::AddConnectionFlags(flags);
   flags.AddValue("gpu", "NAME", "the GPU model of this node (default: what `info` detects)");
@@ -392,17 +391,15 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
   const std::string work_dir = flags.Get("work-dir").value_or("/tmp");
   out << "serve: asking for " << *gpu << " work; " << values[0] << " GPU(s) here\n";
   const bool once = flags.Has("once");
-  std::signal(SIGTERM, StopServing);
-  std::signal(SIGINT, StopServing);
-  while (!g_stop) {
+  while (!stop) {
     absl::StatusOr<int> failed = ServeOnce(*c, gpu_binary, *gpu, static_cast<int>(values[0]),
-                                           static_cast<int>(values[2]), work_dir, out, err);
+                                           static_cast<int>(values[2]), work_dir, stop, out, err);
     if (!failed.ok()) {
       if (once) return Fail(err, "serve", failed.status());
       err << "vtrain-agent serve: " << failed.status().message() << "; retrying\n";
     }
     if (once) return failed.ok() && *failed == 0 ? common::kExitOk : common::kExitFailure;
-    for (int64_t s = 0; s < values[1] * 10 && !g_stop; ++s) absl::SleepFor(absl::Milliseconds(100));
+    for (int64_t s = 0; s < values[1] * 10 && !stop; ++s) absl::SleepFor(absl::Milliseconds(100));
   }
   out << "serve: stopped\n";
   return common::kExitOk;
@@ -411,6 +408,12 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
 }  // namespace
 
 int RunAgent(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const std::atomic<bool> never{false};
+  return RunAgent(args, never, out, err);
+}
+
+int RunAgent(const std::vector<std::string>& args, const std::atomic<bool>& stop,
+             std::ostream& out, std::ostream& err) {
   if (args.empty()) {
     err << kUsage;
     return common::kExitBadInput;
@@ -422,7 +425,7 @@ int RunAgent(const std::vector<std::string>& args, std::ostream& out, std::ostre
     out << kUsage;
     return common::kExitOk;
   }
-  if (args[0] == "serve") return RunServe(rest, out, err);
+  if (args[0] == "serve") return RunServe(rest, stop, out, err);
   if (args[0] == "profile" || args[0] == "nccl" || args[0] == "info" || args[0] == "reduce") {
     const std::string gpu_binary = FindAgentGpu();
     if (gpu_binary.empty()) {
