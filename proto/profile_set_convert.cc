@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -13,24 +14,30 @@
 namespace vtrain::convert {
 namespace {
 
-// Each field of AnalyticalParams with its proto accessors.
-struct ParamField {
-  double AnalyticalParams::*member;
-  double (v1::AnalyticalParams::*get)() const;
-  void (v1::AnalyticalParams::*set)(double);
-};
-#define VTRAIN_PARAM(name) \
-  {&AnalyticalParams::name, &v1::AnalyticalParams::name, &v1::AnalyticalParams::set_##name}
-constexpr ParamField kParamFields[] = {
-    VTRAIN_PARAM(gemm_max_efficiency),      VTRAIN_PARAM(gemm_overhead_ns),
-    VTRAIN_PARAM(gemm_misaligned_factor),   VTRAIN_PARAM(memory_efficiency),
-    VTRAIN_PARAM(kernel_min_ns),            VTRAIN_PARAM(host_dispatch_ns),
-    VTRAIN_PARAM(operator_overhead_ns),     VTRAIN_PARAM(intra_node_latency_ns),
-    VTRAIN_PARAM(intra_node_latency_per_rank_ns), VTRAIN_PARAM(inter_node_latency_ns),
-    VTRAIN_PARAM(intra_node_efficiency),    VTRAIN_PARAM(inter_node_efficiency),
-    VTRAIN_PARAM(tp_collective_overhead_ns), VTRAIN_PARAM(tp_collective_overhead_per_rank_ns),
-};
-#undef VTRAIN_PARAM
+// The AnalyticalParams message field of a core parameter: the two share names
+// (a test checks every one), so one table (AnalyticalParamInfos) serves both.
+const google::protobuf::FieldDescriptor& ParamField(const ParamInfo& info) {
+  return *v1::AnalyticalParams::descriptor()->FindFieldByName(info.name);
+}
+
+// The parameters of a set: each field given is taken, each left out takes the
+// built-in default explicitly (never proto3's zero).
+AnalyticalParams ParamsFromProto(const v1::AnalyticalParams& in) {
+  AnalyticalParams params = DefaultAnalyticalParams();
+  const google::protobuf::Reflection& r = *in.GetReflection();
+  for (const ParamInfo& info : AnalyticalParamInfos()) {
+    const google::protobuf::FieldDescriptor& f = ParamField(info);
+    if (r.HasField(in, &f)) params.*(info.member) = r.GetDouble(in, &f);
+  }
+  return params;
+}
+
+void ParamsToProto(const AnalyticalParams& params, v1::AnalyticalParams* out) {
+  const google::protobuf::Reflection& r = *out->GetReflection();
+  for (const ParamInfo& info : AnalyticalParamInfos()) {
+    r.SetDouble(out, &ParamField(info), params.*(info.member));
+  }
+}
 
 // Operators sort by their key's deterministic serialization.
 std::string KeyText(const v1::OperatorKey& k) {
@@ -52,9 +59,7 @@ absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
   set.gpu = in.gpu();
   if (set.gpu.empty()) return absl::InvalidArgumentError("profile_set.gpu is required");
   set.provenance = in.provenance().note();
-  if (in.has_params()) {
-    for (const ParamField& f : kParamFields) set.params.*(f.member) = (in.params().*(f.get))();
-  }
+  set.params = ParamsFromProto(in.params());
   for (int i = 0; i < in.operators_size(); ++i) {
     const v1::OperatorProfile& op = in.operators(i);
     const std::string where = absl::StrCat("profile_set.operators[", i, "]");
@@ -111,6 +116,7 @@ absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
     set.error_bands.push_back(
         {b.regime(), b.error_low(), b.error_high(), b.coverage(), b.rows()});
   }
+  VTRAIN_RETURN_IF_ERROR(ValidateProfileSetValues(set));
   return set;
 }
 
@@ -120,9 +126,7 @@ v1::ProfileSet ProfileSetToProto(const ProfileSet& set) {
   out.set_name(set.name);
   out.set_gpu(set.gpu);
   out.mutable_provenance()->set_note(set.provenance);
-  for (const ParamField& f : kParamFields) {
-    (out.mutable_params()->*(f.set))(set.params.*(f.member));
-  }
+  ParamsToProto(set.params, out.mutable_params());
   for (const auto& [key, profile] : set.operators) {
     v1::OperatorProfile* op = out.add_operators();
     v1::OperatorKey* k = op->mutable_key();

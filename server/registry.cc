@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/predict/sanity.h"
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/time_util.h"
@@ -63,6 +64,10 @@ absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(
   if (!tables.ok()) {
     return absl::InvalidArgumentError(tables.status().message());
   }
+  // Parameters left out took their defaults: store them written out, so the
+  // stored set says what every prediction with it uses.
+  *set.mutable_params() = convert::ProfileSetToProto(*tables).params();
+  if (absl::Status sane = CheckPredictionsArePhysical(*tables); !sane.ok()) return sane;
   const std::string id = convert::ContentId(set);
   if (!set.id().empty() && set.id() != id) {
     return absl::InvalidArgumentError(

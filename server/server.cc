@@ -84,7 +84,10 @@ absl::Status Server::Impl::Init() {
   if (options_.role == Role::kPredictor) {
     VTRAIN_ASSIGN_OR_RETURN(
         std::shared_ptr<grpc::ChannelCredentials> creds,
-        common::LoadChannelCredentials({.ca_file = options_.registry_ca_file, .ca_flag = "--registry-ca-file"}));
+        common::LoadChannelCredentials({.ca_file = options_.registry_ca_file,
+                                        .cert_file = "",
+                                        .key_file = "",
+                                        .ca_flag = "--registry-ca-file"}));
     follower_ = std::make_unique<Follower>(options_.registry, std::move(creds),
                                            *registry_, metrics_);
   }

@@ -17,28 +17,8 @@
 namespace vtrain {
 namespace {
 
-// Bounds keep the fit physical: efficiencies in (0, 1.5] (NVSwitch all-reduce
-// bus bandwidth exceeds the nominal 150 GB/s), times non-negative.
-constexpr FittableParam kParams[] = {
-    {"gemm_max_efficiency", &AnalyticalParams::gemm_max_efficiency, 0.05, 1.0, 0.8},
-    {"gemm_overhead_ns", &AnalyticalParams::gemm_overhead_ns, 0, 1e6, 5000},
-    {"gemm_misaligned_factor", &AnalyticalParams::gemm_misaligned_factor, 0.05, 1.0, 0.5},
-    {"memory_efficiency", &AnalyticalParams::memory_efficiency, 0.05, 1.0, 0.7},
-    {"kernel_min_ns", &AnalyticalParams::kernel_min_ns, 0, 1e5, 2000},
-    {"host_dispatch_ns", &AnalyticalParams::host_dispatch_ns, 0, 1e6, 20000},
-    {"operator_overhead_ns", &AnalyticalParams::operator_overhead_ns, 0, 1e7, 10000},
-    {"intra_node_latency_ns", &AnalyticalParams::intra_node_latency_ns, 0, 1e6, 20000},
-    {"intra_node_latency_per_rank_ns", &AnalyticalParams::intra_node_latency_per_rank_ns, 0, 1e5, 5000},
-    {"inter_node_latency_ns", &AnalyticalParams::inter_node_latency_ns, 0, 1e6, 20000},
-    {"intra_node_efficiency", &AnalyticalParams::intra_node_efficiency, 0.05, 1.5, 0.8},
-    {"inter_node_efficiency", &AnalyticalParams::inter_node_efficiency, 0.05, 1.5, 0.8},
-    {"tp_collective_overhead_ns", &AnalyticalParams::tp_collective_overhead_ns, 0, 1e7, 50000},
-    {"tp_collective_overhead_per_rank_ns", &AnalyticalParams::tp_collective_overhead_per_rank_ns,
-     0, 1e6, 20000},
-};
-
 const FittableParam* FindParam(absl::string_view name) {
-  for (const FittableParam& p : kParams) {
+  for (const FittableParam& p : AnalyticalParamInfos()) {
     if (name == p.name) return &p;
   }
   return nullptr;
@@ -236,7 +216,7 @@ ValidationReport Validate(absl::Span<const Measurement> measurements, const Prof
   return report;
 }
 
-absl::Span<const FittableParam> FittableParams() { return kParams; }
+absl::Span<const FittableParam> FittableParams() { return AnalyticalParamInfos(); }
 
 std::vector<std::string> DefaultFitParams() {
   return {"gemm_max_efficiency", "gemm_overhead_ns",       "gemm_misaligned_factor",
@@ -252,7 +232,7 @@ absl::StatusOr<CalibrationResult> Calibrate(absl::Span<const Measurement> measur
     const FittableParam* p = FindParam(name);
     if (p == nullptr) {
       std::string known;
-      for (const FittableParam& k : kParams) absl::StrAppend(&known, known.empty() ? "" : ", ", k.name);
+      for (const FittableParam& k : AnalyticalParamInfos()) absl::StrAppend(&known, known.empty() ? "" : ", ", k.name);
       return absl::InvalidArgumentError(
           absl::StrCat("calibration parameter '", name, "' is unknown; use one of: ", known));
     }

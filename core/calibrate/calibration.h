@@ -63,13 +63,8 @@ struct ValidateOptions {
 ValidationReport Validate(absl::Span<const Measurement> measurements, const ProfileSet& profiles,
                           const ValidateOptions& options = {});
 
-// A parameter of AnalyticalParams that calibration may fit.
-struct FittableParam {
-  const char* name;
-  double AnalyticalParams::*member;
-  double min, max;
-  double typical;  // the search's unit when the starting value is zero
-};
+// A parameter of AnalyticalParams that calibration may fit (all of them).
+using FittableParam = ParamInfo;
 absl::Span<const FittableParam> FittableParams();
 // Names of the parameters fitted when none are named.
 std::vector<std::string> DefaultFitParams();

@@ -3,6 +3,8 @@
 #ifndef VTRAIN_CORE_PROFILE_ANALYTICAL_PARAMS_H_
 #define VTRAIN_CORE_PROFILE_ANALYTICAL_PARAMS_H_
 
+#include "absl/types/span.h"
+
 namespace vtrain {
 
 // The values below are physically plausible starting points (uncalibrated);
@@ -40,6 +42,18 @@ struct AnalyticalParams {
   double tp_collective_overhead_ns = 0;
   double tp_collective_overhead_per_rank_ns = 0;  // times the TP degree
 };
+
+// One field of AnalyticalParams: its name (as in vtrain.v1.AnalyticalParams),
+// the member, the physical range [min, max] a profile set may hold and a
+// calibration may fit in, and the scale a fit searches on when it starts from 0.
+struct ParamInfo {
+  const char* name;
+  double AnalyticalParams::*member;
+  double min, max;
+  double typical;
+};
+// Every field, in declaration order.
+absl::Span<const ParamInfo> AnalyticalParamInfos();
 
 }  // namespace vtrain
 

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
 namespace vtrain {
@@ -201,6 +202,34 @@ double CollectiveCurve::LatencyNs(double bytes) const {
   const double x = (std::log(bytes) - std::log(lo->bytes)) /
                    (std::log(hi->bytes) - std::log(lo->bytes));
   return std::exp(std::log(lo->latency_ns) + x * (std::log(hi->latency_ns) - std::log(lo->latency_ns)));
+}
+
+absl::Status ValidateProfileSetValues(const ProfileSet& set) {
+  std::vector<std::string> problems;
+  for (const ParamInfo& info : AnalyticalParamInfos()) {
+    const double v = set.params.*(info.member);
+    if (!std::isfinite(v) || v < info.min || v > info.max) {
+      problems.push_back(absl::StrCat("profile_set.params.", info.name, "=", v, " must be in [",
+                                      info.min, ", ", info.max, "]"));
+    }
+  }
+  for (size_t i = 0; i < set.error_bands.size(); ++i) {
+    const ErrorBand& b = set.error_bands[i];
+    const std::string where = absl::StrCat("profile_set.error_bands[", i, "]");
+    if (b.regime.empty()) problems.push_back(absl::StrCat(where, ".regime is empty"));
+    if (!std::isfinite(b.error_low) || !std::isfinite(b.error_high) || b.error_low <= -1 ||
+        b.error_low > b.error_high || b.error_high > 100) {
+      problems.push_back(absl::StrCat(where, ": error_low=", b.error_low, " and error_high=",
+                                      b.error_high,
+                                      " must be finite with -1 < error_low <= error_high <= 100"));
+    }
+    if (!(b.coverage > 0 && b.coverage <= 1)) {
+      problems.push_back(absl::StrCat(where, ".coverage=", b.coverage, " must be in (0, 1]"));
+    }
+    if (b.rows < 0) problems.push_back(absl::StrCat(where, ".rows=", b.rows, " must be >= 0"));
+  }
+  if (problems.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
 }
 
 }  // namespace vtrain

@@ -164,6 +164,14 @@ struct ProfileSet {
   absl::flat_hash_map<CollectiveKey, CollectiveCurve> collectives;
 };
 
+// Checks the values a set holds beyond its tables' own invariants: every
+// analytical parameter finite and inside its physical range
+// (AnalyticalParamInfos), every error band finite with -1 < error_low <=
+// error_high, coverage in (0, 1] and rows >= 0, and a regime named. Returns
+// OK or one INVALID_ARGUMENT listing every violation, each naming the field
+// ("profile_set.params.memory_efficiency=0 must be in [0.05, 1]").
+absl::Status ValidateProfileSetValues(const ProfileSet& set);
+
 }  // namespace vtrain
 
 #endif  // VTRAIN_CORE_PROFILE_PROFILE_H_

@@ -119,3 +119,34 @@ TEST(ConvertTest, InvalidProfileSetsNameTheField) {
 
 }  // namespace
 }  // namespace vtrain::convert
+
+namespace vtrain::convert {
+namespace {
+
+// Core's parameter table and the AnalyticalParams message name the same
+// fields, so one table serves both directions.
+TEST(ConvertTest, EveryAnalyticalParameterHasItsProtoField) {
+  const google::protobuf::Descriptor& d = *v1::AnalyticalParams::descriptor();
+  EXPECT_EQ(static_cast<size_t>(d.field_count()), AnalyticalParamInfos().size());
+  for (const ParamInfo& info : AnalyticalParamInfos()) {
+    const google::protobuf::FieldDescriptor* f = d.FindFieldByName(info.name);
+    ASSERT_NE(f, nullptr) << info.name;
+    EXPECT_TRUE(f->has_presence()) << info.name << " must be optional (a missing value takes its default)";
+  }
+}
+
+TEST(ConvertTest, MissingParametersTakeTheirDefaults) {
+  v1::ProfileSet in;
+  in.set_gpu("a100-sxm4-80gb");
+  in.mutable_params()->set_host_dispatch_ns(1234);
+  absl::StatusOr<ProfileSet> set = ProfileSetFromProto(in);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->params.host_dispatch_ns, 1234);
+  EXPECT_EQ(set->params.gemm_max_efficiency, DefaultAnalyticalParams().gemm_max_efficiency);
+  in.mutable_params()->set_memory_efficiency(7);
+  EXPECT_NE(ProfileSetFromProto(in).status().message().find("params.memory_efficiency=7"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace vtrain::convert

@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -299,6 +301,80 @@ TEST(ServerTest, DeadlineStopsARunningSimulation) {
   // The server is free again: a small prediction still answers.
   v1::PredictResponse small;
   EXPECT_TRUE(sim->Predict(Ctx().get(), Gpt13bRequest(), &small).ok());
+}
+
+}  // namespace
+}  // namespace vtrain::server
+
+namespace vtrain::server {
+namespace {
+
+// Regression (issue 12): a pushed set could poison every prediction for its
+// GPU. Missing parameters now take their defaults explicitly; values out of
+// range, non-finite error bands and unphysical predictions refuse the push,
+// and nothing is stored.
+TEST(ServerTest, PushedSetsThatWouldPoisonPredictionsAreRefused) {
+  TempDir dir;
+  auto server = StartServer(dir.File("p.db"));
+  ASSERT_NE(server, nullptr);
+  auto reg = v1::ProfileRegistry::NewStub(ChannelTo(*server));
+  auto count = [&] {
+    v1::ListProfileSetsResponse list;
+    EXPECT_TRUE(reg->ListProfileSets(Ctx().get(), {}, &list).ok());
+    return list.profile_sets_size();
+  };
+  const int before = count();
+  struct Case {
+    const char* name;
+    std::function<void(v1::ProfileSet&)> mutate;
+    const char* field;
+  };
+  const Case cases[] = {
+      {"zero efficiency", [](v1::ProfileSet& s) { s.mutable_params()->set_gemm_max_efficiency(0); },
+       "profile_set.params.gemm_max_efficiency=0"},
+      {"NaN band",
+       [](v1::ProfileSet& s) {
+         v1::ErrorBand* b = s.add_error_bands();
+         b->set_regime("single_node");
+         b->set_error_low(std::nan(""));
+         b->set_error_high(0.1);
+         b->set_coverage(0.9);
+       },
+       "profile_set.error_bands[0]"},
+      {"negative dispatch", [](v1::ProfileSet& s) { s.mutable_params()->set_host_dispatch_ns(-5); },
+       "profile_set.params.host_dispatch_ns=-5"},
+  };
+  for (const Case& c : cases) {
+    v1::PushProfileSetRequest push;
+    *push.mutable_profile_set() = MeasuredSet(1000);
+    c.mutate(*push.mutable_profile_set());
+    v1::PushProfileSetResponse resp;
+    grpc::Status s = reg->PushProfileSet(Ctx(kToken).get(), push, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.name;
+    EXPECT_NE(s.error_message().find(c.field), std::string::npos) << c.name << ": " << s.error_message();
+  }
+  EXPECT_EQ(count(), before) << "a refused set was stored";
+
+  // A set holding one parameter: the others take the built-in defaults
+  // (they used to become 0 and predict 0 ms), written out in the stored set.
+  v1::PushProfileSetRequest push;
+  push.mutable_profile_set()->set_gpu("a100-sxm4-80gb");
+  push.mutable_profile_set()->mutable_params()->set_host_dispatch_ns(60000);
+  v1::PushProfileSetResponse pushed;
+  ASSERT_TRUE(reg->PushProfileSet(Ctx(kToken).get(), push, &pushed).ok());
+  v1::GetProfileSetRequest get;
+  get.set_id(pushed.id());
+  v1::ProfileSet stored;
+  ASSERT_TRUE(reg->GetProfileSet(Ctx().get(), get, &stored).ok());
+  EXPECT_TRUE(stored.params().has_gemm_max_efficiency());
+  EXPECT_GT(stored.params().gemm_max_efficiency(), 0);
+  v1::PredictRequest req = Gpt13bRequest();
+  req.set_profile_set_id(pushed.id());
+  v1::PredictResponse resp;
+  auto sim = v1::Simulator::NewStub(ChannelTo(*server));
+  ASSERT_TRUE(sim->Predict(Ctx().get(), req, &resp).ok());
+  EXPECT_GT(resp.iteration_time_ms(), 100);
+  EXPECT_LE(resp.mfu(), 1);
 }
 
 }  // namespace

@@ -1,0 +1,30 @@
+#include "core/profile/analytical_params.h"
+
+namespace vtrain {
+namespace {
+
+// Bounds keep the fit physical: efficiencies in (0, 1.5] (NVSwitch all-reduce
+// bus bandwidth exceeds the nominal 150 GB/s), times non-negative.
+constexpr ParamInfo kParams[] = {
+    {"gemm_max_efficiency", &AnalyticalParams::gemm_max_efficiency, 0.05, 1.0, 0.8},
+    {"gemm_overhead_ns", &AnalyticalParams::gemm_overhead_ns, 0, 1e6, 5000},
+    {"gemm_misaligned_factor", &AnalyticalParams::gemm_misaligned_factor, 0.05, 1.0, 0.5},
+    {"memory_efficiency", &AnalyticalParams::memory_efficiency, 0.05, 1.0, 0.7},
+    {"kernel_min_ns", &AnalyticalParams::kernel_min_ns, 0, 1e5, 2000},
+    {"host_dispatch_ns", &AnalyticalParams::host_dispatch_ns, 0, 1e6, 20000},
+    {"operator_overhead_ns", &AnalyticalParams::operator_overhead_ns, 0, 1e7, 10000},
+    {"intra_node_latency_ns", &AnalyticalParams::intra_node_latency_ns, 0, 1e6, 20000},
+    {"intra_node_latency_per_rank_ns", &AnalyticalParams::intra_node_latency_per_rank_ns, 0, 1e5, 5000},
+    {"inter_node_latency_ns", &AnalyticalParams::inter_node_latency_ns, 0, 1e6, 20000},
+    {"intra_node_efficiency", &AnalyticalParams::intra_node_efficiency, 0.05, 1.5, 0.8},
+    {"inter_node_efficiency", &AnalyticalParams::inter_node_efficiency, 0.05, 1.5, 0.8},
+    {"tp_collective_overhead_ns", &AnalyticalParams::tp_collective_overhead_ns, 0, 1e7, 50000},
+    {"tp_collective_overhead_per_rank_ns", &AnalyticalParams::tp_collective_overhead_per_rank_ns,
+     0, 1e6, 20000},
+};
+
+}  // namespace
+
+absl::Span<const ParamInfo> AnalyticalParamInfos() { return kParams; }
+
+}  // namespace vtrain
