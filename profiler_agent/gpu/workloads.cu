@@ -44,6 +44,7 @@
 #include "profiler_agent/gpu/init_kernels.cuh"
 #include "profiler_agent/gpu/kernel_common.cuh"
 #include "profiler_agent/gpu/layer_kernels.cuh"
+#include "profiler_agent/gpu/operator_names.h"
 #include "profiler_agent/gpu/vocab_kernels.cuh"
 
 namespace vtrain::gpu {
@@ -90,10 +91,10 @@ class Workload final : public LayerWorkload {
   }
 
   std::vector<std::string> Operators() const override {
-    std::vector<std::string> ops = {"embedding_fwd", "attention_fwd", "mlp_fwd",   "logit_fwd",
-                                    "loss_fwd",      "loss_bwd",      "logit_bwd", "mlp_bwd",
-                                    "attention_bwd", "embedding_bwd"};
-    if (dims_.adam > 0) ops.push_back("optimizer_step");
+    std::vector<std::string> ops;
+    for (const char* op : kOperatorsInStepOrder) {
+      if (dims_.adam > 0 || std::string(op) != "optimizer_step") ops.push_back(op);
+    }
     return ops;
   }
 
