@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "profiler_agent/gpu/operator_names.h"
+
 namespace vtrain::gpu {
 
 std::string ParseShapeSpec(const std::string& spec, LayerShape* shape) {
@@ -71,15 +73,9 @@ std::string ParseShapeSpec(const std::string& spec, LayerShape* shape) {
 }
 
 std::string OperatorOfRange(const std::string& range_name) {
-  // core/profile/profile.cc's names; repeated because this part builds
-  // without abseil (a GPU node may have nothing but the CUDA Toolkit).
-  static const char* const kOps[] = {"embedding_fwd", "embedding_bwd", "attention_fwd",
-                                     "attention_bwd", "mlp_fwd",       "mlp_bwd",
-                                     "logit_fwd",     "logit_bwd",     "loss_fwd",
-                                     "loss_bwd",      "optimizer_step"};
   std::string name = range_name;
   if (name.rfind("vtrain:", 0) == 0) name = name.substr(7);
-  for (const char* op : kOps) {
+  for (const char* op : kOperatorNames) {
     if (name == op) return name;
   }
   return "";

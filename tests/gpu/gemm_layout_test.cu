@@ -1,23 +1,33 @@
 // The workloads' GEMMs checked on the CPU, so CI covers them without a GPU:
-// every GEMM spec of workloads.cu goes through its row-major -> column-major
+// every GEMM spec of gemm_specs.h goes through its row-major -> column-major
 // mapping (ToColumnMajor), cuBLASLt's column-major strided-batch semantics
 // are emulated on host memory, and the result is compared with a direct
 // reference of what the GEMM means (Y = X W^T, dgrad, wgrad, the attention
 // batches read in place from the QKV buffer). Also fails on overlapping
 // outputs and leading dimensions smaller than a matrix. Exit 0: all pass.
-//
-// It includes the .cu to reach its internals (MakeDims, Buffers,
-// MakeGemmSpecs, ToColumnMajor live in an anonymous namespace).
-#include "profiler_agent/gpu/workloads.cu"
+#include <cublasLt.h>
+#include <cuda_fp16.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <random>
+#include <vector>
+
+#include "profiler_agent/gpu/device_buffers.h"
+#include "profiler_agent/gpu/gemm.h"
+#include "profiler_agent/gpu/gemm_specs.h"
+#include "profiler_agent/gpu/workloads.h"
 
 using vtrain::gpu::LayerShape;
-namespace g = vtrain::gpu;
+using vtrain::gpu::ValidateShape;
+using vtrain::gpu::WorkloadBytes;
+namespace g = vtrain::gpu::internal;
 using H = __half;
 
 struct HostArena {
@@ -37,7 +47,7 @@ int main() {
   LayerShape shape;
   shape.hidden = 12; shape.heads = 6; shape.tensor_parallel = 2;  // a=3, d=2
   shape.ffn = 20; shape.seq = 5; shape.micro_batch = 2; shape.vocab = 13;  // v=7
-  if (!g::ValidateShape(shape).empty()) { printf("bad shape\n"); return 1; }
+  if (!ValidateShape(shape).empty()) { printf("bad shape\n"); return 1; }
   // A larger head size for a meaningful test: hidden 24, heads 6 -> d = 4;
   // vocab 13 over t = 2 gives an odd shard of 7.
   shape.hidden = 24;
@@ -185,15 +195,15 @@ int main() {
   small.seq = 512;
   small.micro_batch = 2;
   small.tensor_parallel = 2;
-  const int64_t base = g::WorkloadBytes(small);
+  const int64_t base = WorkloadBytes(small);
   small.adam_params = 1'000'000;
-  const int64_t adam = g::WorkloadBytes(small) - base;
+  const int64_t adam = WorkloadBytes(small) - base;
   const bool adam_ok = adam >= 18'000'000 && adam <= 18'000'000 + 6 * 512;
   printf("adam bytes for 1M parameters: %ld %s\n", static_cast<long>(adam), adam_ok ? "OK" : "FAIL");
   failures += !adam_ok;
   small.adam_params = 0;
   small.seq = 1024;
-  const bool grows = g::WorkloadBytes(small) > base;
+  const bool grows = WorkloadBytes(small) > base;
   printf("twice the sequence needs more memory: %s\n", grows ? "OK" : "FAIL");
   failures += !grows;
 

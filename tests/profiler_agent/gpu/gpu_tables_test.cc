@@ -1,19 +1,23 @@
 // The GPU agent's plain C++ parts on fixtures the tests write themselves:
 // record-to-table reduction, profile-set JSON (parsed back by protobuf and
 // validated like a push), sanity checks, the injection library's
-// configuration, and the built vtrain-agent-gpu on a machine without a GPU.
+// configuration, the operator names it shares with core, and the built
+// vtrain-agent-gpu on a machine without a GPU.
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/profile/profile.h"
 #include "gtest/gtest.h"
 #include "profiler_agent/gpu/checks.h"
 #include "profiler_agent/gpu/inject_config.h"
+#include "profiler_agent/gpu/operator_names.h"
 #include "profiler_agent/gpu/profile_json.h"
 #include "profiler_agent/gpu/trace.h"
 #include "proto/convert.h"
@@ -268,6 +272,33 @@ TEST(InjectConfigTest, ShapeSpecs) {
   EXPECT_EQ(OperatorOfRange("attention_fwd"), "attention_fwd");
   EXPECT_EQ(OperatorOfRange("vtrain:optimizer_step"), "optimizer_step");
   EXPECT_EQ(OperatorOfRange("aten::mm"), "");
+}
+
+// The GPU half repeats core's operator names (it builds without core), so
+// the lists must not drift: kOperatorNames is core's list in OperatorKind
+// order, and the workloads' step order holds the same names, every forward
+// before its backward and the optimizer step last (Operators() leaves it out
+// when adam_params is 0).
+TEST(GpuOperatorNamesTest, EqualCoresOperatorKinds) {
+  std::vector<std::string> core;
+  for (int k = 0; k < kNumOperatorKinds; ++k) {
+    core.emplace_back(OperatorKindName(static_cast<OperatorKind>(k)));
+  }
+  const std::vector<std::string> gpu(std::begin(kOperatorNames), std::end(kOperatorNames));
+  EXPECT_EQ(gpu, core);
+
+  std::vector<std::string> step(std::begin(kOperatorsInStepOrder),
+                                std::end(kOperatorsInStepOrder));
+  EXPECT_EQ(step.back(), "optimizer_step");
+  for (const std::string& op : step) {
+    if (op.size() < 4 || op.compare(op.size() - 4, 4, "_bwd") != 0) continue;
+    const std::string fwd = op.substr(0, op.size() - 4) + "_fwd";
+    EXPECT_LT(std::find(step.begin(), step.end(), fwd), std::find(step.begin(), step.end(), op))
+        << fwd << " must run before " << op;
+  }
+  std::sort(step.begin(), step.end());
+  std::sort(core.begin(), core.end());
+  EXPECT_EQ(step, core);
 }
 
 #ifdef VTRAIN_TEST_AGENT_GPU
