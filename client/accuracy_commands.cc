@@ -5,16 +5,16 @@
 #include <optional>
 #include <thread>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
-#include "common/flag_parser.h"
 #include "client/json_writer.h"
 #include "client/measurements.h"
 #include "client/svg_plot.h"
+#include "common/flag_parser.h"
 #include "core/calibrate/calibration.h"
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
@@ -62,7 +62,8 @@ absl::StatusOr<Inputs> LoadInputs(const common::FlagParser& flags) {
     }
   }
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> threads, flags.GetInt("threads"));
-  in.threads = static_cast<int>(threads.value_or(std::max(1u, std::thread::hardware_concurrency())));
+  in.threads =
+      static_cast<int>(threads.value_or(std::max(1u, std::thread::hardware_concurrency())));
   if (in.threads < 1 || in.threads > 1024) {
     return absl::InvalidArgumentError("--threads must be between 1 and 1024");
   }
@@ -73,10 +74,11 @@ std::string Pct(double fraction) { return absl::StrFormat("%.2f%%", 100 * fracti
 
 std::string ReportTable(const std::vector<Measurement>& m, const ValidationReport& r, int worst) {
   std::string out;
-  absl::StrAppend(&out, absl::StrFormat(
-      "rows %d (failed %d)   MAPE %s   R^2 %.4f   max |error| %s   bias %s\n\n", r.overall.count,
-      r.failed, Pct(r.overall.mape), r.overall.r2, Pct(r.overall.max_abs_error),
-      Pct(r.overall.bias)));
+  absl::StrAppend(
+      &out,
+      absl::StrFormat("rows %d (failed %d)   MAPE %s   R^2 %.4f   max |error| %s   bias %s\n\n",
+                      r.overall.count, r.failed, Pct(r.overall.mape), r.overall.r2,
+                      Pct(r.overall.max_abs_error), Pct(r.overall.bias)));
   absl::StrAppend(&out, absl::StrFormat("%-36s %6s %9s %9s %10s %9s\n", "group", "rows", "MAPE",
                                         "R^2", "max|err|", "bias"));
   for (const auto& [name, s] : r.groups) {
@@ -88,18 +90,22 @@ std::string ReportTable(const std::vector<Measurement>& m, const ValidationRepor
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return std::abs(r.rows[a].error) > std::abs(r.rows[b].error);
   });
-  absl::StrAppend(&out, absl::StrFormat("\nworst %d rows:\n%-34s %5s %6s %5s %5s %5s %4s %4s %4s %11s %11s %8s\n",
-                                        worst, "source", "gpus", "hidden", "layers", "gb", "mb",
-                                        "tp", "dp", "pp", "measured", "predicted", "error"));
+  absl::StrAppend(
+      &out,
+      absl::StrFormat("\nworst %d rows:\n%-34s %5s %6s %5s %5s %5s %4s %4s %4s %11s %11s %8s\n",
+                      worst, "source", "gpus", "hidden", "layers", "gb", "mb", "tp", "dp", "pp",
+                      "measured", "predicted", "error"));
   for (int k = 0; k < worst && k < static_cast<int>(order.size()); ++k) {
     const size_t i = order[k];
     const Job& j = m[i].job;
-    absl::StrAppend(&out, absl::StrFormat(
-        "%-34s %5d %6d %6d %5d %5d %4d %4d %4d %11.1f %11.1f %8s\n", m[i].source,
-        j.cluster.num_gpus, j.model.hidden_size, j.model.num_layers, j.plan.global_batch,
-        j.plan.micro_batch, j.plan.tensor_parallel, j.plan.data_parallel,
-        j.plan.pipeline_parallel, r.rows[i].measured_ms, r.rows[i].predicted_ms,
-        r.rows[i].status.ok() ? Pct(r.rows[i].error) : std::string(r.rows[i].status.message())));
+    absl::StrAppend(
+        &out, absl::StrFormat(
+                  "%-34s %5d %6d %6d %5d %5d %4d %4d %4d %11.1f %11.1f %8s\n", m[i].source,
+                  j.cluster.num_gpus, j.model.hidden_size, j.model.num_layers, j.plan.global_batch,
+                  j.plan.micro_batch, j.plan.tensor_parallel, j.plan.data_parallel,
+                  j.plan.pipeline_parallel, r.rows[i].measured_ms, r.rows[i].predicted_ms,
+                  r.rows[i].status.ok() ? Pct(r.rows[i].error)
+                                        : std::string(r.rows[i].status.message())));
   }
   return out;
 }
@@ -110,11 +116,13 @@ std::string ReportCsv(const std::vector<Measurement>& m, const ValidationReport&
       "measured_ms,predicted_ms,error\n";
   for (size_t i = 0; i < m.size(); ++i) {
     const Job& j = m[i].job;
-    absl::StrAppend(&out, absl::StrFormat(
-        "%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.3f,%.3f,%.6f\n", m[i].source, j.cluster.num_gpus,
-        j.plan.global_batch, j.plan.micro_batch, j.model.hidden_size, j.model.num_heads,
-        j.model.num_layers, j.model.seq_len, j.plan.tensor_parallel, j.plan.data_parallel,
-        j.plan.pipeline_parallel, r.rows[i].measured_ms, r.rows[i].predicted_ms, r.rows[i].error));
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.3f,%.3f,%.6f\n", m[i].source,
+                        j.cluster.num_gpus, j.plan.global_batch, j.plan.micro_batch,
+                        j.model.hidden_size, j.model.num_heads, j.model.num_layers, j.model.seq_len,
+                        j.plan.tensor_parallel, j.plan.data_parallel, j.plan.pipeline_parallel,
+                        r.rows[i].measured_ms, r.rows[i].predicted_ms, r.rows[i].error));
   }
   return out;
 }
@@ -199,7 +207,8 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
           value > param->max) {
         return Fail(err, "validate",
                     absl::InvalidArgumentError(absl::StrCat(
-                        "--set '", kv, "' must be NAME=VALUE with a parameter from "
+                        "--set '", kv,
+                        "' must be NAME=VALUE with a parameter from "
                         "'vtrainctl calibrate --help' and a value within its bounds")));
       }
       in->profiles.params.*(param->member) = value;
@@ -217,15 +226,16 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
       if (!r.status.ok()) continue;
       points.push_back({r.measured_ms, r.predicted_ms,
                         absl::StrFormat("%s: measured %.1f ms, predicted %.1f ms (%+.1f%%)",
-                                        in->measurements[i].source, r.measured_ms,
-                                        r.predicted_ms, 100 * r.error),
+                                        in->measurements[i].source, r.measured_ms, r.predicted_ms,
+                                        100 * r.error),
                         in->measurements[i].job.cluster.num_gpus >
                             in->measurements[i].job.cluster.gpus_per_node});
     }
-    const std::string title = absl::StrFormat(
-        "vtrain: %d runs, MAPE %.2f%%, R^2 %.3f (red: multi-node)", report.overall.count,
-        100 * report.overall.mape, report.overall.r2);
-    if (absl::Status s = common::WriteFile(*plot, PredictedVsMeasuredSvg(points, 0.10, title)); !s.ok()) {
+    const std::string title =
+        absl::StrFormat("vtrain: %d runs, MAPE %.2f%%, R^2 %.3f (red: multi-node)",
+                        report.overall.count, 100 * report.overall.mape, report.overall.r2);
+    if (absl::Status s = common::WriteFile(*plot, PredictedVsMeasuredSvg(points, 0.10, title));
+        !s.ok()) {
       return Fail(err, "validate", s);
     }
   }
@@ -261,7 +271,8 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
            "  vtrainctl calibrate --measurements ../shared/data/a100-megatron-measured/"
            "single_node_calibration.csv,\\\n"
            "      ../shared/data/a100-megatron-measured/multi_node_calibration.csv \\\n"
-           "      --nccl-dir ../shared/data/a100-nccl-allreduce --cpp > core/profile/a100_params.inc\n"
+           "      --nccl-dir ../shared/data/a100-nccl-allreduce --cpp > "
+           "core/profile/a100_params.inc\n"
            "\nparameters:";
     for (const FittableParam& p : FittableParams()) out << " " << p.name;
     out << "\n\nflags:\n" << flags.Usage();
@@ -300,8 +311,10 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
         in->profiles.params);
     in->profiles.params = params;
     nccl_mape = mape;
-    err << absl::StrFormat("calibrate: intra-node all-reduce model fitted to %d nccl-tests curves, "
-                           "MAPE %.2f%%\n", in->nccl_curves.size(), 100 * mape);
+    err << absl::StrFormat(
+        "calibrate: intra-node all-reduce model fitted to %d nccl-tests curves, "
+        "MAPE %.2f%%\n",
+        in->nccl_curves.size(), 100 * mape);
   }
   absl::StatusOr<CalibrationResult> result = Calibrate(in->measurements, in->profiles, options);
   if (!result.ok()) return Fail(err, "calibrate", result.status());

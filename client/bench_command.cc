@@ -84,8 +84,7 @@ absl::StatusOr<BenchOptions> OptionsFromFlags(const common::FlagParser& flags) {
 
 // grpc.health.v1.Health/Check with an empty HealthCheckRequest (service ""),
 // whose serialisation is zero bytes.
-grpc::Status HealthCheck(const std::shared_ptr<grpc::Channel>& channel,
-                         grpc::ClientContext* ctx) {
+grpc::Status HealthCheck(const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext* ctx) {
   grpc::GenericStub generic(channel);
   grpc::Slice empty("");
   grpc::ByteBuffer request(&empty, 1);

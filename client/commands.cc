@@ -5,10 +5,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/flag_parser.h"
 #include "client/job_flags.h"
 #include "client/prediction_format.h"
 #include "common/connection.h"
+#include "common/flag_parser.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
@@ -104,14 +104,16 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   if (auto id = flags.Get("profile-set")) {
     if (!flags.Has("server")) {
-      return Fail(err, "predict", absl::InvalidArgumentError(
-                                      "--profile-set names a server's set; give --server too"));
+      return Fail(
+          err, "predict",
+          absl::InvalidArgumentError("--profile-set names a server's set; give --server too"));
     }
     request->set_profile_set_id(*id);
   }
   if (max_tasks->has_value() && flags.Has("server")) {
-    return Fail(err, "predict", absl::InvalidArgumentError(
-                                    "--max-tasks bounds a local run; a server applies its own"));
+    return Fail(
+        err, "predict",
+        absl::InvalidArgumentError("--max-tasks bounds a local run; a server applies its own"));
   }
   absl::StatusOr<v1::PredictResponse> response =
       flags.Has("server") ? PredictRemotely(flags, *request)
@@ -151,7 +153,8 @@ int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ost
   flags.AddSwitch("help", "show this help");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "presets", s);
   if (flags.Switch("help")) {
-    out << "usage: vtrainctl presets\n\nLists the model presets (with parameter counts) and the GPU "
+    out << "usage: vtrainctl presets\n\nLists the model presets (with parameter counts) and the "
+           "GPU "
            "models (with their datasheet figures).\n\nexample:\n  vtrainctl presets\n";
     return common::kExitOk;
   }
@@ -165,10 +168,10 @@ int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ost
   out << "gpus:\n";
   for (const std::string& name : GpuNames()) {
     const GpuSpec g = *GpuByName(name);
-    out << absl::StrFormat(
-        "  %-15s %6.1f TFLOP/s fp16, %6.1f bf16, %5.0f GB/s HBM, %5.1f GiB\n", name,
-        g.peak_fp16_flops_per_s / 1e12, g.peak_bf16_flops_per_s / 1e12,
-        g.hbm_bandwidth_bytes_per_s / 1e9, static_cast<double>(g.memory_bytes) / (1 << 30));
+    out << absl::StrFormat("  %-15s %6.1f TFLOP/s fp16, %6.1f bf16, %5.0f GB/s HBM, %5.1f GiB\n",
+                           name, g.peak_fp16_flops_per_s / 1e12, g.peak_bf16_flops_per_s / 1e12,
+                           g.hbm_bandwidth_bytes_per_s / 1e9,
+                           static_cast<double>(g.memory_bytes) / (1 << 30));
   }
   return common::kExitOk;
 }

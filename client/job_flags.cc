@@ -54,8 +54,8 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
   }
   if (auto b = flags.Get("gradient-bucketing")) {
     if (*b != "on" && *b != "off") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "plan.gradient_bucketing='", *b, "' (--gradient-bucketing) must be on or off"));
+      return absl::InvalidArgumentError(absl::StrCat("plan.gradient_bucketing='", *b,
+                                                     "' (--gradient-bucketing) must be on or off"));
     }
     plan.set_gradient_bucketing(*b == "on");
   }
@@ -75,8 +75,8 @@ absl::StatusOr<v1::PredictRequest> RequestFromFile(const common::FlagParser& fla
   for (const char* other : {"model", "layers", "hidden", "heads", "seq-len", "gpus", "tp", "pp",
                             "dp", "micro-batch", "global-batch"}) {
     if (flags.Has(other)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--", other, " cannot be combined with a job file; put it in the file"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", other, " cannot be combined with a job file; put it in the file"));
     }
   }
   if (flags.Has("job-file") && flags.Has("vtrain-config")) {

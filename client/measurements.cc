@@ -32,9 +32,9 @@ absl::StatusOr<std::vector<Measurement>> ParseMeasurementCsv(absl::string_view t
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
   std::map<std::string, size_t> column;
   std::vector<Measurement> out;
-  static const char* kRequired[] = {"num_gpus", "global_batch", "micro_batch", "hidden_size",
-                                    "num_heads", "num_layers", "seq_len", "tp", "dp", "pp",
-                                    "iter_time_ms"};
+  static const char* kRequired[] = {"num_gpus",  "global_batch", "micro_batch", "hidden_size",
+                                    "num_heads", "num_layers",   "seq_len",     "tp",
+                                    "dp",        "pp",           "iter_time_ms"};
   bool have_header = false;
   for (size_t n = 0; n < lines.size(); ++n) {
     const absl::string_view line = absl::StripAsciiWhitespace(lines[n]);
@@ -58,9 +58,9 @@ absl::StatusOr<std::vector<Measurement>> ParseMeasurementCsv(absl::string_view t
       const size_t i = column[col];
       double v = 0;
       if (i >= cells.size() || !absl::SimpleAtod(cells[i], &v)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            name, ":", n + 1, ": column '", col, "' is not a number ('",
-            i < cells.size() ? cells[i] : "", "')"));
+        return absl::InvalidArgumentError(absl::StrCat(name, ":", n + 1, ": column '", col,
+                                                       "' is not a number ('",
+                                                       i < cells.size() ? cells[i] : "", "')"));
       }
       return v;
     };

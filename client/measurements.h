@@ -8,11 +8,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/files.h"
+#include "common/nccl_tests.h"
 #include "core/calibrate/calibration.h"
 #include "core/profile/profile.h"
 #include "core/spec/job.h"
-#include "common/files.h"
-#include "common/nccl_tests.h"
 
 namespace vtrain::cli {
 
@@ -35,8 +35,6 @@ MeasurementSetup MegatronA100Setup();
 absl::StatusOr<std::vector<Measurement>> ParseMeasurementCsv(absl::string_view text,
                                                              absl::string_view name,
                                                              const MeasurementSetup& setup);
-
-
 
 }  // namespace vtrain::cli
 

@@ -19,42 +19,49 @@ std::string Human(double value) {
   return absl::StrFormat("%.0f", value);
 }
 
-
 std::string PredictionTable(const Job& job, const Prediction& p, bool show_lookups) {
   const ModelSpec& m = job.model;
   const ParallelPlan& plan = job.plan;
   const ClusterSpec& c = job.cluster;
   std::string out;
-  absl::StrAppend(&out, absl::StrFormat(
-      "model    %s: %d layers, hidden %d, %d heads, seq %d, vocab %d, ffn %d (%s parameters)\n",
-      m.name, m.num_layers, m.hidden_size, m.num_heads, m.seq_len, m.vocab_size, m.ffn(),
-      Human(ModelParameterCount(m))));
-  absl::StrAppend(&out, absl::StrFormat(
-      "plan     t=%d d=%d p=%d, micro-batch %d, global batch %d (%d micro-batches), %s, "
-      "recompute %s, %s, bucketing %s\n",
-      plan.tensor_parallel, plan.data_parallel, plan.pipeline_parallel, plan.micro_batch,
-      plan.global_batch, p.num_micro_batches, ScheduleName(plan.schedule),
-      RecomputeName(plan.recompute), DTypeName(plan.dtype),
-      plan.gradient_bucketing ? "on" : "off"));
-  absl::StrAppend(&out, absl::StrFormat(
-      "cluster  %d x %s, %d per node, NVLink %.0f GB/s per GPU, network %.0f Gb/s per node\n\n",
-      c.num_gpus, c.gpu.name, c.gpus_per_node, c.intra_node_bandwidth_bytes_per_s / 1e9,
-      c.inter_node_bandwidth_bytes_per_s * 8 / 1e9));
+  absl::StrAppend(
+      &out,
+      absl::StrFormat(
+          "model    %s: %d layers, hidden %d, %d heads, seq %d, vocab %d, ffn %d (%s parameters)\n",
+          m.name, m.num_layers, m.hidden_size, m.num_heads, m.seq_len, m.vocab_size, m.ffn(),
+          Human(ModelParameterCount(m))));
+  absl::StrAppend(
+      &out, absl::StrFormat(
+                "plan     t=%d d=%d p=%d, micro-batch %d, global batch %d (%d micro-batches), %s, "
+                "recompute %s, %s, bucketing %s\n",
+                plan.tensor_parallel, plan.data_parallel, plan.pipeline_parallel, plan.micro_batch,
+                plan.global_batch, p.num_micro_batches, ScheduleName(plan.schedule),
+                RecomputeName(plan.recompute), DTypeName(plan.dtype),
+                plan.gradient_bucketing ? "on" : "off"));
+  absl::StrAppend(
+      &out,
+      absl::StrFormat(
+          "cluster  %d x %s, %d per node, NVLink %.0f GB/s per GPU, network %.0f Gb/s per node\n\n",
+          c.num_gpus, c.gpu.name, c.gpus_per_node, c.intra_node_bandwidth_bytes_per_s / 1e9,
+          c.inter_node_bandwidth_bytes_per_s * 8 / 1e9));
 
   absl::StrAppend(&out, absl::StrFormat("iteration time   %.3f ms\n", p.iteration_time_ms()));
   if (p.interval_coverage > 0) {
-    absl::StrAppend(&out, absl::StrFormat(
-        "%.0f%% interval     %.1f .. %.1f ms (held-out errors of %s A100 calibration runs)\n",
-        100 * p.interval_coverage, p.interval_low_ns * 1e-6, p.interval_high_ns * 1e-6,
-        p.regime == "single_node" ? "single-node" : "multi-node"));
+    absl::StrAppend(
+        &out,
+        absl::StrFormat(
+            "%.0f%% interval     %.1f .. %.1f ms (held-out errors of %s A100 calibration runs)\n",
+            100 * p.interval_coverage, p.interval_low_ns * 1e-6, p.interval_high_ns * 1e-6,
+            p.regime == "single_node" ? "single-node" : "multi-node"));
   }
   absl::StrAppend(&out, absl::StrFormat("throughput       %s tokens/s\n", Human(p.tokens_per_s)));
-  absl::StrAppend(&out, absl::StrFormat("MFU / HFU        %.1f%% / %.1f%%\n", 100 * p.mfu,
-                                        100 * p.hfu));
+  absl::StrAppend(&out,
+                  absl::StrFormat("MFU / HFU        %.1f%% / %.1f%%\n", 100 * p.mfu, 100 * p.hfu));
   if (p.train_tokens > 0) {
-    absl::StrAppend(&out, absl::StrFormat(
-        "training         %s tokens: %d iterations, %.2f days, %s GPU-hours", Human(p.train_tokens),
-        p.iterations, p.training_time_s / 86400, Human(p.gpu_hours)));
+    absl::StrAppend(
+        &out, absl::StrFormat("training         %s tokens: %d iterations, %.2f days, %s GPU-hours",
+                              Human(p.train_tokens), p.iterations, p.training_time_s / 86400,
+                              Human(p.gpu_hours)));
     if (c.price_usd_per_gpu_hour > 0) {
       absl::StrAppend(&out, absl::StrFormat(", $%s", Human(p.cost_usd)));
     }
@@ -62,30 +69,32 @@ std::string PredictionTable(const Job& job, const Prediction& p, bool show_looku
   }
   constexpr double kGiB = 1 << 30;
   if (p.memory.capacity_bytes > 0) {  // an older server sends no memory estimate
-    absl::StrAppend(&out, absl::StrFormat(
-        "memory           peak %.1f GiB per GPU of %.1f GiB%s\n", p.memory.peak_bytes / kGiB,
-        p.memory.capacity_bytes / kGiB,
-        p.memory.fits ? "" : "  ** OUT OF MEMORY: this plan does not fit **"));
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("memory           peak %.1f GiB per GPU of %.1f GiB%s\n",
+                        p.memory.peak_bytes / kGiB, p.memory.capacity_bytes / kGiB,
+                        p.memory.fits ? "" : "  ** OUT OF MEMORY: this plan does not fit **"));
   }
-  absl::StrAppend(&out, "\nstage  layers     compute_ms      tp_ms  pp_exposed_ms  dp_exposed_ms"
-                        "    idle_ms  memory_GiB\n");
+  absl::StrAppend(&out,
+                  "\nstage  layers     compute_ms      tp_ms  pp_exposed_ms  dp_exposed_ms"
+                  "    idle_ms  memory_GiB\n");
   for (size_t i = 0; i < p.stages.size(); ++i) {
     const StageBreakdown& s = p.stages[i];
     const double mem = i < p.memory.stages.size() ? p.memory.stages[i].peak_bytes / kGiB : 0;
-    absl::StrAppend(&out, absl::StrFormat(
-        "%5d  %-8s %12.3f %10.3f %14.3f %14.3f %10.3f %11.1f\n", s.stage,
-        absl::StrCat(s.first_layer, "-", s.first_layer + s.num_layers - 1), Ms(s.compute_ns),
-        Ms(s.tensor_parallel_ns), Ms(s.pipeline_exposed_ns), Ms(s.data_parallel_exposed_ns),
-        Ms(s.idle_ns), mem));
+    absl::StrAppend(
+        &out, absl::StrFormat("%5d  %-8s %12.3f %10.3f %14.3f %14.3f %10.3f %11.1f\n", s.stage,
+                              absl::StrCat(s.first_layer, "-", s.first_layer + s.num_layers - 1),
+                              Ms(s.compute_ns), Ms(s.tensor_parallel_ns), Ms(s.pipeline_exposed_ns),
+                              Ms(s.data_parallel_exposed_ns), Ms(s.idle_ns), mem));
   }
   const FidelitySummary& f = p.fidelity;
-  absl::StrAppend(&out, absl::StrFormat(
-      "\nprofiles %s, %s granularity, %d tasks\n"
-      "fidelity %d measured, %d interpolated, %d analytical lookups",
-      p.profile_set, GranularityName(p.granularity), p.num_tasks,
-      f.lookups[static_cast<int>(Fidelity::kMeasured)],
-      f.lookups[static_cast<int>(Fidelity::kInterpolated)],
-      f.lookups[static_cast<int>(Fidelity::kAnalytical)]));
+  absl::StrAppend(&out,
+                  absl::StrFormat("\nprofiles %s, %s granularity, %d tasks\n"
+                                  "fidelity %d measured, %d interpolated, %d analytical lookups",
+                                  p.profile_set, GranularityName(p.granularity), p.num_tasks,
+                                  f.lookups[static_cast<int>(Fidelity::kMeasured)],
+                                  f.lookups[static_cast<int>(Fidelity::kInterpolated)],
+                                  f.lookups[static_cast<int>(Fidelity::kAnalytical)]));
   if (f.worst == Fidelity::kAnalytical) {
     out += " (the analytical ones are model estimates, not measurements)";
   }
@@ -108,8 +117,8 @@ absl::StatusOr<std::string> PredictionTable(const v1::PredictResponse& response,
   *echo.mutable_cluster() = response.cluster();
   absl::StatusOr<Job> job = convert::JobFromProto(echo);
   if (!job.ok()) {
-    return absl::InternalError(absl::StrCat("the response's job does not read back: ",
-                                            job.status().message()));
+    return absl::InternalError(
+        absl::StrCat("the response's job does not read back: ", job.status().message()));
   }
   return PredictionTable(*job, convert::PredictionFromProto(response), show_lookups);
 }

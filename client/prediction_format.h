@@ -14,8 +14,7 @@ namespace vtrain::cli {
 
 // The table; `show_lookups` lists every profile lookup. INTERNAL when the
 // response's echoed job is not a valid job.
-absl::StatusOr<std::string> PredictionTable(const v1::PredictResponse& response,
-                                            bool show_lookups);
+absl::StatusOr<std::string> PredictionTable(const v1::PredictResponse& response, bool show_lookups);
 
 }  // namespace vtrain::cli
 

@@ -9,11 +9,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "client/commands.h"
-#include "common/flag_parser.h"
 #include "client/job_flags.h"
 #include "client/measurements.h"
 #include "client/prediction_format.h"
 #include "common/connection.h"
+#include "common/flag_parser.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/json.h"
@@ -102,7 +102,8 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
     return common::kExitOk;
   }
   if (verb == "show" || verb == "pull") {
-    if (absl::Status st = need_operand("a profile-set id"); !st.ok()) return Fail(err, "profiles", st);
+    if (absl::Status st = need_operand("a profile-set id"); !st.ok())
+      return Fail(err, "profiles", st);
     v1::GetProfileSetRequest req;
     req.set_id(operand);
     v1::ProfileSet set;
@@ -114,7 +115,8 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
       return common::kExitOk;
     }
     std::optional<std::string> path = flags.Get("o");
-    if (!path) return Fail(err, "profiles", absl::InvalidArgumentError("profiles pull needs -o FILE"));
+    if (!path)
+      return Fail(err, "profiles", absl::InvalidArgumentError("profiles pull needs -o FILE"));
     if (absl::Status w = common::WriteFile(*path, json); !w.ok()) return Fail(err, "profiles", w);
     out << "wrote " << operand << " to " << *path << "\n";
     return common::kExitOk;
@@ -128,12 +130,13 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
     v1::PushProfileSetResponse resp;
     grpc::Status s = stub->PushProfileSet(c->Context().get(), *req, &resp);
     if (!s.ok()) return Fail(err, "profiles", common::FromGrpc(s));
-    out << resp.id() << (resp.already_present() ? " (already present; nothing changed)" : " (stored)")
-        << "\n";
+    out << resp.id()
+        << (resp.already_present() ? " (already present; nothing changed)" : " (stored)") << "\n";
     return common::kExitOk;
   }
   if (verb == "rm") {
-    if (absl::Status st = need_operand("a profile-set id"); !st.ok()) return Fail(err, "profiles", st);
+    if (absl::Status st = need_operand("a profile-set id"); !st.ok())
+      return Fail(err, "profiles", st);
     v1::DeleteProfileSetRequest req;
     req.set_id(operand);
     v1::DeleteProfileSetResponse resp;

@@ -12,18 +12,18 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
-#include "common/flag_parser.h"
 #include "client/job_flags.h"
+#include "client/measurements.h"
+#include "client/svg_plot.h"
 #include "common/connection.h"
+#include "common/flag_parser.h"
+#include "core/plan/search.h"
+#include "core/profile/default_profiles.h"
+#include "core/util/status_macros.h"
 #include "proto/enum_convert.h"
 #include "proto/json.h"
 #include "proto/search_convert.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
-#include "client/measurements.h"
-#include "client/svg_plot.h"
-#include "core/plan/search.h"
-#include "core/profile/default_profiles.h"
-#include "core/util/status_macros.h"
 
 namespace vtrain::cli {
 namespace {
@@ -125,9 +125,9 @@ absl::StatusOr<v1::SearchResult> SearchLocally(const v1::SearchRequest& request,
 }
 
 // The server streams progress, then the result.
-absl::StatusOr<v1::SearchResult> SearchRemotely(const common::FlagParser& flags,
-                                                const v1::SearchRequest& request,
-                                                const std::function<void(int64_t, int64_t)>& progress) {
+absl::StatusOr<v1::SearchResult> SearchRemotely(
+    const common::FlagParser& flags, const v1::SearchRequest& request,
+    const std::function<void(int64_t, int64_t)>& progress) {
   VTRAIN_ASSIGN_OR_RETURN(common::Connection c, common::Connect(flags));
   auto stub = v1::Simulator::NewStub(c.channel);
   auto ctx = c.Context();
@@ -135,7 +135,8 @@ absl::StatusOr<v1::SearchResult> SearchRemotely(const common::FlagParser& flags,
   v1::SearchResponse msg;
   std::optional<v1::SearchResult> result;
   while (reader->Read(&msg)) {
-    if (msg.has_progress() && progress) progress(msg.progress().evaluated(), msg.progress().total());
+    if (msg.has_progress() && progress)
+      progress(msg.progress().evaluated(), msg.progress().total());
     if (msg.has_result()) result = msg.result();
   }
   grpc::Status s = reader->Finish();
@@ -161,18 +162,20 @@ std::string Csv(const v1::SearchResult& r) {
       "iteration_time_ms,training_days,cost_usd,peak_memory_gib,pareto\n";
   for (const v1::PlanSummary& p : r.plans()) {
     const v1::ParallelPlan& q = p.plan();
-    absl::StrAppend(&out, absl::StrFormat(
-        "%d,%d,%d,%d,%d,%s,%s,%.3f,%.4f,%.2f,%.2f,%d\n", q.tensor_parallel(), q.data_parallel(),
-        q.pipeline_parallel(), q.micro_batch(), p.gpus(),
-        ScheduleName(convert::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
-        RecomputeName(convert::FromProto(q.recompute()).value_or(Recompute::kFull)),
-        p.iteration_time_ms(), p.training_days(), p.cost_usd(), p.peak_memory_bytes() / (1 << 30),
-        p.pareto()));
+    absl::StrAppend(
+        &out, absl::StrFormat(
+                  "%d,%d,%d,%d,%d,%s,%s,%.3f,%.4f,%.2f,%.2f,%d\n", q.tensor_parallel(),
+                  q.data_parallel(), q.pipeline_parallel(), q.micro_batch(), p.gpus(),
+                  ScheduleName(convert::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
+                  RecomputeName(convert::FromProto(q.recompute()).value_or(Recompute::kFull)),
+                  p.iteration_time_ms(), p.training_days(), p.cost_usd(),
+                  p.peak_memory_bytes() / (1 << 30), p.pareto()));
   }
   return out;
 }
 
-absl::Status Plot(const std::string& path, const v1::SearchRequest& req, const v1::SearchResult& r) {
+absl::Status Plot(const std::string& path, const v1::SearchRequest& req,
+                  const v1::SearchResult& r) {
   if (req.train_tokens() <= 0 || req.cluster().price_usd_per_gpu_hour() <= 0) {
     return absl::InvalidArgumentError("--plot needs --tokens and --price-usd-per-gpu-hour");
   }
@@ -248,12 +251,11 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     };
   }
   absl::StatusOr<v1::SearchResult> r =
-      flags.Has("server")
-          ? SearchRemotely(flags, *request, progress)
-          : SearchLocally(*request,
-                          static_cast<int>(threads->value_or(
-                              std::max(1u, std::thread::hardware_concurrency()))),
-                          progress);
+      flags.Has("server") ? SearchRemotely(flags, *request, progress)
+                          : SearchLocally(*request,
+                                          static_cast<int>(threads->value_or(
+                                              std::max(1u, std::thread::hardware_concurrency()))),
+                                          progress);
   if (!r.ok()) return Fail(err, "search", r.status());
 
   if (auto plot = flags.Get("plot")) {

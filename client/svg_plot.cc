@@ -13,11 +13,20 @@ std::string Escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -38,7 +47,9 @@ std::string PredictedVsMeasuredSvg(const std::vector<ScatterPoint>& points, doub
   // Whole decades around the data.
   const double dlo = std::floor(std::log10(lo)), dhi = std::ceil(std::log10(hi));
   const double span = std::max(1.0, dhi - dlo);
-  auto sx = [&](double v) { return kMargin + (std::log10(v) - dlo) / span * (kWidth - 2 * kMargin); };
+  auto sx = [&](double v) {
+    return kMargin + (std::log10(v) - dlo) / span * (kWidth - 2 * kMargin);
+  };
   auto sy = [&](double v) {
     return kHeight - kMargin - (std::log10(v) - dlo) / span * (kHeight - 2 * kMargin);
   };
@@ -50,37 +61,43 @@ std::string PredictedVsMeasuredSvg(const std::vector<ScatterPoint>& points, doub
       kWidth, kHeight, kWidth / 2, Escape(title));
   // The +/- band, then y = x.
   const double a = std::pow(10.0, dlo), b = std::pow(10.0, dlo + span);
-  absl::StrAppend(&svg, absl::StrFormat(
-      "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f\" fill=\"#dde8f5\"/>\n", sx(a),
-      sy(a * (1 + band_fraction)), sx(b), sy(std::min(b, b * (1 + band_fraction))), sx(b),
-      sy(b * (1 - band_fraction)), sx(a), sy(a * (1 - band_fraction))));
-  absl::StrAppend(&svg, absl::StrFormat(
-      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#4a78b5\"/>\n", sx(a), sy(a),
-      sx(b), sy(b)));
+  absl::StrAppend(
+      &svg, absl::StrFormat(
+                "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f\" fill=\"#dde8f5\"/>\n",
+                sx(a), sy(a * (1 + band_fraction)), sx(b), sy(std::min(b, b * (1 + band_fraction))),
+                sx(b), sy(b * (1 - band_fraction)), sx(a), sy(a * (1 - band_fraction))));
+  absl::StrAppend(
+      &svg, absl::StrFormat(
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#4a78b5\"/>\n",
+                sx(a), sy(a), sx(b), sy(b)));
   // Axes with decade ticks.
-  absl::StrAppend(&svg, absl::StrFormat(
-      "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n",
-      kMargin, kMargin, kWidth - 2 * kMargin, kHeight - 2 * kMargin));
+  absl::StrAppend(&svg,
+                  absl::StrFormat("<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" "
+                                  "fill=\"none\" stroke=\"black\"/>\n",
+                                  kMargin, kMargin, kWidth - 2 * kMargin, kHeight - 2 * kMargin));
   for (double d = dlo; d <= dlo + span + 1e-9; d += 1) {
     const double v = std::pow(10.0, d);
-    absl::StrAppend(&svg, absl::StrFormat(
-        "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n"
-        "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-        sx(v), kHeight - kMargin + 18, v, kMargin - 6, sy(v) + 4, v));
+    absl::StrAppend(&svg,
+                    absl::StrFormat("<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n"
+                                    "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+                                    sx(v), kHeight - kMargin + 18, v, kMargin - 6, sy(v) + 4, v));
   }
-  absl::StrAppend(&svg, absl::StrFormat(
-      "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">measured iteration time (ms)</text>\n"
-      "<text x=\"20\" y=\"%.0f\" text-anchor=\"middle\" transform=\"rotate(-90 20 %.0f)\">"
-      "predicted iteration time (ms)</text>\n"
-      "<text x=\"%.0f\" y=\"%.0f\" fill=\"#4a78b5\">shaded: within %.0f%%</text>\n",
-      kWidth / 2, kHeight - 25, kHeight / 2, kHeight / 2, kMargin + 8, kMargin + 16,
-      100 * band_fraction));
+  absl::StrAppend(
+      &svg,
+      absl::StrFormat(
+          "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">measured iteration time (ms)</text>\n"
+          "<text x=\"20\" y=\"%.0f\" text-anchor=\"middle\" transform=\"rotate(-90 20 %.0f)\">"
+          "predicted iteration time (ms)</text>\n"
+          "<text x=\"%.0f\" y=\"%.0f\" fill=\"#4a78b5\">shaded: within %.0f%%</text>\n",
+          kWidth / 2, kHeight - 25, kHeight / 2, kHeight / 2, kMargin + 8, kMargin + 16,
+          100 * band_fraction));
   for (const ScatterPoint& p : points) {
     if (p.x <= 0 || p.y <= 0) continue;
-    absl::StrAppend(&svg, absl::StrFormat(
-        "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\" fill-opacity=\"0.7\"><title>%s</title>"
-        "</circle>\n",
-        sx(p.x), sy(p.y), p.highlight ? "#d1495b" : "#333333", Escape(p.label)));
+    absl::StrAppend(&svg, absl::StrFormat("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\" "
+                                          "fill-opacity=\"0.7\"><title>%s</title>"
+                                          "</circle>\n",
+                                          sx(p.x), sy(p.y), p.highlight ? "#d1495b" : "#333333",
+                                          Escape(p.label)));
   }
   svg += "</svg>\n";
   return svg;
@@ -97,7 +114,9 @@ std::string TimeVsCostSvg(const std::vector<PlanPoint>& points, const std::strin
   if (!(xhi > 0)) xlo = 1, xhi = 10, ylo = 1, yhi = 10;
   const double x0 = std::floor(std::log10(xlo)), x1 = std::max(x0 + 1, std::ceil(std::log10(xhi)));
   const double y0 = std::floor(std::log10(ylo)), y1 = std::max(y0 + 1, std::ceil(std::log10(yhi)));
-  auto sx = [&](double v) { return kMargin + (std::log10(v) - x0) / (x1 - x0) * (kWidth - 2 * kMargin); };
+  auto sx = [&](double v) {
+    return kMargin + (std::log10(v) - x0) / (x1 - x0) * (kWidth - 2 * kMargin);
+  };
   auto sy = [&](double v) {
     return kHeight - kMargin - (std::log10(v) - y0) / (y1 - y0) * (kHeight - 2 * kMargin);
   };
@@ -106,38 +125,50 @@ std::string TimeVsCostSvg(const std::vector<PlanPoint>& points, const std::strin
       "font-family=\"sans-serif\" font-size=\"12\">\n"
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
       "<text x=\"%.0f\" y=\"30\" text-anchor=\"middle\" font-size=\"15\">%s</text>\n"
-      "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n",
+      "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" "
+      "stroke=\"black\"/>\n",
       kWidth, kHeight, kWidth / 2, Escape(title), kMargin, kMargin, kWidth - 2 * kMargin,
       kHeight - 2 * kMargin);
   for (double d = x0; d <= x1 + 1e-9; d += 1) {
-    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n",
-                                          sx(std::pow(10.0, d)), kHeight - kMargin + 18, std::pow(10.0, d)));
+    absl::StrAppend(
+        &svg, absl::StrFormat("<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n",
+                              sx(std::pow(10.0, d)), kHeight - kMargin + 18, std::pow(10.0, d)));
   }
   for (double d = y0; d <= y1 + 1e-9; d += 1) {
-    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">$%g</text>\n",
-                                          kMargin - 6, sy(std::pow(10.0, d)) + 4, std::pow(10.0, d)));
+    absl::StrAppend(&svg,
+                    absl::StrFormat("<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">$%g</text>\n",
+                                    kMargin - 6, sy(std::pow(10.0, d)) + 4, std::pow(10.0, d)));
   }
-  absl::StrAppend(&svg, absl::StrFormat(
-      "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">training time (days)</text>\n"
-      "<text x=\"20\" y=\"%.0f\" text-anchor=\"middle\" transform=\"rotate(-90 20 %.0f)\">cost (USD)</text>\n",
-      kWidth / 2, kHeight - 25, kHeight / 2, kHeight / 2));
+  absl::StrAppend(
+      &svg, absl::StrFormat(
+                "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">training time (days)</text>\n"
+                "<text x=\"20\" y=\"%.0f\" text-anchor=\"middle\" transform=\"rotate(-90 20 "
+                "%.0f)\">cost (USD)</text>\n",
+                kWidth / 2, kHeight - 25, kHeight / 2, kHeight / 2));
   std::string frontier;
   for (const PlanPoint& p : points) {
     if (p.days <= 0 || p.cost_usd <= 0) continue;
-    if (p.frontier) absl::StrAppend(&frontier, absl::StrFormat("%.1f,%.1f ", sx(p.days), sy(p.cost_usd)));
-    absl::StrAppend(&svg, absl::StrFormat(
-        "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%d\" fill=\"%s\" fill-opacity=\"0.7\"><title>%s</title></circle>\n",
-        sx(p.days), sy(p.cost_usd), p.chosen ? 6 : 3,
-        p.chosen ? "#d1495b" : (p.frontier ? "#4a78b5" : "#999999"), Escape(p.label)));
+    if (p.frontier)
+      absl::StrAppend(&frontier, absl::StrFormat("%.1f,%.1f ", sx(p.days), sy(p.cost_usd)));
+    absl::StrAppend(&svg,
+                    absl::StrFormat("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%d\" fill=\"%s\" "
+                                    "fill-opacity=\"0.7\"><title>%s</title></circle>\n",
+                                    sx(p.days), sy(p.cost_usd), p.chosen ? 6 : 3,
+                                    p.chosen ? "#d1495b" : (p.frontier ? "#4a78b5" : "#999999"),
+                                    Escape(p.label)));
   }
   if (!frontier.empty()) {
-    absl::StrAppend(&svg, absl::StrFormat(
-        "<polyline points=\"%s\" fill=\"none\" stroke=\"#4a78b5\" stroke-width=\"1.5\"/>\n", frontier));
+    absl::StrAppend(
+        &svg,
+        absl::StrFormat(
+            "<polyline points=\"%s\" fill=\"none\" stroke=\"#4a78b5\" stroke-width=\"1.5\"/>\n",
+            frontier));
   }
-  absl::StrAppend(&svg, absl::StrFormat(
-      "<text x=\"%.0f\" y=\"%.0f\" fill=\"#4a78b5\">blue: Pareto frontier</text>"
-      "<text x=\"%.0f\" y=\"%.0f\" fill=\"#d1495b\">red: chosen plan</text>\n",
-      kWidth - kMargin - 150, kMargin + 16, kWidth - kMargin - 150, kMargin + 32));
+  absl::StrAppend(
+      &svg,
+      absl::StrFormat("<text x=\"%.0f\" y=\"%.0f\" fill=\"#4a78b5\">blue: Pareto frontier</text>"
+                      "<text x=\"%.0f\" y=\"%.0f\" fill=\"#d1495b\">red: chosen plan</text>\n",
+                      kWidth - kMargin - 150, kMargin + 16, kWidth - kMargin - 150, kMargin + 32));
   svg += "</svg>\n";
   return svg;
 }

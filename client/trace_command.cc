@@ -5,10 +5,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/commands.h"
-#include "common/flag_parser.h"
 #include "client/job_flags.h"
 #include "client/json_writer.h"
 #include "client/measurements.h"
+#include "common/flag_parser.h"
 #include "core/engine/engine.h"
 #include "core/graph/builder.h"
 #include "core/profile/default_profiles.h"
@@ -34,7 +34,8 @@ int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostre
            "https://ui.perfetto.dev or chrome://tracing to see the pipeline bubble, the\n"
            "exposed communication and each stage's passes. A process per pipeline stage,\n"
            "a thread per stream (compute, data_parallel).\n\n"
-           "example:\n  vtrainctl trace --model gpt3-1.3b --gpus 16 --tp 2 --pp 4 --global-batch 32 "
+           "example:\n  vtrainctl trace --model gpt3-1.3b --gpus 16 --tp 2 --pp 4 --global-batch "
+           "32 "
            "-o trace.json\n\nflags:\n"
         << flags.Usage();
     return common::kExitOk;
@@ -96,7 +97,8 @@ int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostre
   w.EndArray();
   w.EndObject();
   const std::string path = flags.Get("o").value_or("trace.json");
-  if (absl::Status s = common::WriteFile(path, w.str() + "\n"); !s.ok()) return Fail(err, "trace", s);
+  if (absl::Status s = common::WriteFile(path, w.str() + "\n"); !s.ok())
+    return Fail(err, "trace", s);
   out << absl::StrFormat("wrote %d slices of a %.3f ms iteration to %s\n", g.num_tasks(),
                          static_cast<double>(result->makespan_ns) * 1e-6, path);
   return common::kExitOk;

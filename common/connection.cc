@@ -4,8 +4,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/credentials.h"
 #include "common/files.h"
-#include "proto/json.h"
 #include "core/util/status_macros.h"
+#include "proto/json.h"
 
 namespace vtrain::common {
 

@@ -21,9 +21,9 @@ void AddConnectionFlags(FlagParser& flags);
 
 struct Connection {
   std::shared_ptr<grpc::Channel> channel;
-  std::string target;                                    // HOST:PORT of --server
+  std::string target;                                     // HOST:PORT of --server
   std::shared_ptr<grpc::ChannelCredentials> credentials;  // plain or TLS, per the flags
-  std::string token;  // empty: none
+  std::string token;                                      // empty: none
   std::chrono::milliseconds timeout{30000};
 
   // A context with the deadline and, when a token is set, the bearer token.

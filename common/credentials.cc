@@ -66,10 +66,10 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> LoadServerCredentials(
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> LoadChannelCredentials(
     const ChannelTlsFiles& files) {
   if (files.cert_file.empty() != files.key_file.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        files.cert_file.empty() ? files.key_flag : files.cert_flag, " needs ",
-        files.cert_file.empty() ? files.cert_flag : files.key_flag,
-        " too: mutual TLS presents a certificate and its key"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(files.cert_file.empty() ? files.key_flag : files.cert_flag, " needs ",
+                     files.cert_file.empty() ? files.cert_flag : files.key_flag,
+                     " too: mutual TLS presents a certificate and its key"));
   }
   if (files.ca_file.empty()) {
     if (!files.cert_file.empty()) {

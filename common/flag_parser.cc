@@ -32,15 +32,16 @@ absl::Status FlagParser::Parse(const std::vector<std::string>& args) {
     if (arg == "-o" && Find("o") != nullptr) arg = "--o";
     if (arg == "-h" && Find("help") != nullptr) arg = "--help";
     if (arg.size() < 3 || arg.substr(0, 2) != "--") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unexpected argument '", arg, "' for '", command_, "'; flags start with --"));
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "' for '",
+                                                     command_, "'; flags start with --"));
     }
     arg.remove_prefix(2);
     std::string name(arg.substr(0, arg.find('=')));
     // --push_token_file names --push-token-file (the spelling abseil flags took).
     std::replace(name.begin(), name.end(), '_', '-');
     std::optional<std::string> value;
-    if (arg.find('=') != absl::string_view::npos) value = std::string(arg.substr(arg.find('=') + 1));
+    if (arg.find('=') != absl::string_view::npos)
+      value = std::string(arg.substr(arg.find('=') + 1));
     const Spec* spec = Find(name);
     if (spec == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " for '", command_,
@@ -49,9 +50,8 @@ absl::Status FlagParser::Parse(const std::vector<std::string>& args) {
     if (spec->is_switch) {
       if (value && *value != "true" && *value != "false") {
         return absl::InvalidArgumentError(absl::StrCat("--", name, "='", *value,
-                                                       "' is not a boolean; write --", name,
-                                                       ", --", name, "=true or --", name,
-                                                       "=false"));
+                                                       "' is not a boolean; write --", name, ", --",
+                                                       name, "=true or --", name, "=false"));
       }
       values_[name] = value.value_or("true");
       continue;
@@ -74,15 +74,16 @@ std::optional<std::string> FlagParser::Get(absl::string_view name) const {
   return it->second;
 }
 
-bool FlagParser::Switch(absl::string_view name) const { return Get(name).value_or("false") == "true"; }
+bool FlagParser::Switch(absl::string_view name) const {
+  return Get(name).value_or("false") == "true";
+}
 
 absl::StatusOr<std::optional<int64_t>> FlagParser::GetInt(absl::string_view name) const {
   std::optional<std::string> text = Get(name);
   if (!text) return std::optional<int64_t>();
   int64_t value = 0;
   if (!absl::SimpleAtoi(*text, &value)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", name, "='", *text, "' is not an integer"));
+    return absl::InvalidArgumentError(absl::StrCat("--", name, "='", *text, "' is not an integer"));
   }
   return std::optional<int64_t>(value);
 }

@@ -42,8 +42,7 @@ absl::StatusOr<CollectiveCurve> ParseNcclTests(absl::string_view text, absl::str
     double ignored = 0;
     const size_t time_column = absl::SimpleAtod(cells[3], &ignored) ? 3 : 5;
     double time = 0;
-    const bool found =
-        time_column < cells.size() && absl::SimpleAtod(cells[time_column], &time);
+    const bool found = time_column < cells.size() && absl::SimpleAtod(cells[time_column], &time);
     if (!found || !(bytes > 0) || !(time > 0)) {
       return absl::InvalidArgumentError(
           absl::StrCat(name, ":", n + 1, ": expected 'size count type time ...'"));

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,13 +17,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "common/exit_codes.h"
-#include "common/flag_parser.h"
-#include "common/files.h"
-#include "common/nccl_tests.h"
 #include "common/connection.h"
-#include "profiler_agent/importers.h"
+#include "common/exit_codes.h"
+#include "common/files.h"
+#include "common/flag_parser.h"
+#include "common/nccl_tests.h"
 #include "core/spec/gpu.h"
+#include "profiler_agent/importers.h"
 #include "profiler_agent/work.h"
 #include "proto/convert.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
@@ -44,17 +44,21 @@ using common::kExitOk;
 constexpr char kUsage[] =
     "vtrain-agent: profile GPU nodes and push profile sets to a vtrain registry\n\n"
     "usage:\n"
-    "  vtrain-agent import nccl-tests FILE... --gpu NAME [--ranks N] [--scope intra_node|inter_node]\n"
-    "                     [--collective all_reduce|all_gather|reduce_scatter|send_recv] -o OUT.json\n"
+    "  vtrain-agent import nccl-tests FILE... --gpu NAME [--ranks N] [--scope "
+    "intra_node|inter_node]\n"
+    "                     [--collective all_reduce|all_gather|reduce_scatter|send_recv] -o "
+    "OUT.json\n"
     "  vtrain-agent import vtrain-trace FILE --gpu NAME --hidden H --heads A --seq-len S\n"
     "                     --micro-batch B --tp T [--ffn F] [--vocab V] -o OUT.json\n"
     "  vtrain-agent push FILE --server HOST:PORT --token-file F [--retries N]\n"
-    "  vtrain-agent info | profile ... | nccl ... | reduce ...   (run vtrain-agent-gpu, the CUDA part;\n"
+    "  vtrain-agent info | profile ... | nccl ... | reduce ...   (run vtrain-agent-gpu, the CUDA "
+    "part;\n"
     "                     see `vtrain-agent-gpu help`)\n"
     "  vtrain-agent serve --server HOST:PORT --token-file F [--gpu NAME] [--gpus N] [--once]\n"
     "                     [--interval SECONDS] [--max-items N] [--work-dir DIR]\n\n"
     "examples:\n"
-    "  vtrain-agent import nccl-tests allreduce_8gpu.txt --gpu a100-sxm4-80gb --ranks 8 -o ar8.json\n"
+    "  vtrain-agent import nccl-tests allreduce_8gpu.txt --gpu a100-sxm4-80gb --ranks 8 -o "
+    "ar8.json\n"
     "  vtrain-agent push ar8.json --server registry:50051 --token-file /etc/vtrain/token\n"
     "  vtrain-agent profile --hidden 2048 --heads 16 --seq-len 2048 --micro-batch 1 -o layer.json\n"
     "  vtrain-agent serve --server registry:50051 --token-file /etc/vtrain/token \\\n"
@@ -110,7 +114,8 @@ int RunChild(const std::string& binary, const std::vector<std::string>& args,
       close(pipe_fds[1]);
     }
     execv(binary.c_str(), argv.data());
-    const std::string msg = "vtrain-agent: cannot run " + binary + ": " + std::strerror(errno) + "\n";
+    const std::string msg =
+        "vtrain-agent: cannot run " + binary + ": " + std::strerror(errno) + "\n";
     [[maybe_unused]] ssize_t n = write(2, msg.data(), msg.size());
     _exit(127);
   }
@@ -168,7 +173,8 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
   const std::optional<std::string> gpu = flags.Get("gpu");
   const std::optional<std::string> output = flags.Get("o");
   if (!gpu || !output) {
-    return Fail(err, "import", absl::InvalidArgumentError("--gpu NAME and -o OUT.json are required"));
+    return Fail(err, "import",
+                absl::InvalidArgumentError("--gpu NAME and -o OUT.json are required"));
   }
   absl::StatusOr<ProfileSet> set;
   if (kind == "nccl-tests") {
@@ -179,22 +185,25 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
       return Fail(err, "import",
                   absl::InvalidArgumentError("--scope must be intra_node or inter_node"));
     }
-    absl::StatusOr<Collective> collective = ParseCollective(flags.Get("collective").value_or("all_reduce"));
+    absl::StatusOr<Collective> collective =
+        ParseCollective(flags.Get("collective").value_or("all_reduce"));
     if (!collective.ok()) return Fail(err, "import", collective.status());
     // Each file is one curve; several files (say 2..8 GPUs) make one set.
     for (const std::string& file : files) {
       absl::StatusOr<std::string> text = common::ReadFile(file);
       if (!text.ok()) return Fail(err, "import", text.status());
-      const std::optional<int64_t> file_ranks = ranks->has_value() ? **ranks : InferNcclRanks(*text, file);
+      const std::optional<int64_t> file_ranks =
+          ranks->has_value() ? **ranks : InferNcclRanks(*text, file);
       if (!file_ranks) {
-        return Fail(err, "import", absl::InvalidArgumentError(absl::StrCat(
-                                       file, ": cannot tell the rank count (no \"nGpus N\" or "
-                                             "\"Rank\" lines, no NgpuN in the name); pass --ranks N")));
+        return Fail(err, "import",
+                    absl::InvalidArgumentError(
+                        absl::StrCat(file,
+                                     ": cannot tell the rank count (no \"nGpus N\" or "
+                                     "\"Rank\" lines, no NgpuN in the name); pass --ranks N")));
       }
-      absl::StatusOr<ProfileSet> one =
-          ImportNcclTests(*text, file, *gpu, *file_ranks,
-                          scope == "intra_node" ? LinkScope::kIntraNode : LinkScope::kInterNode,
-                          *collective);
+      absl::StatusOr<ProfileSet> one = ImportNcclTests(
+          *text, file, *gpu, *file_ranks,
+          scope == "intra_node" ? LinkScope::kIntraNode : LinkScope::kInterNode, *collective);
       if (!one.ok()) return Fail(err, "import", one.status());
       if (!set.ok()) {
         set = std::move(one);
@@ -202,9 +211,10 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
       }
       for (auto& [key, curve] : one->collectives) {
         if (set->collectives.count(key)) {
-          return Fail(err, "import", absl::InvalidArgumentError(absl::StrCat(
-                                         file, ": a second curve for ", key.ToString(),
-                                         "; give each rank count once")));
+          return Fail(
+              err, "import",
+              absl::InvalidArgumentError(absl::StrCat(file, ": a second curve for ", key.ToString(),
+                                                      "; give each rank count once")));
         }
         set->collectives.insert_or_assign(key, curve);
       }
@@ -221,9 +231,9 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
     struct {
       const char* flag;
       int64_t* field;
-    } fields[] = {{"hidden", &shape.hidden},          {"heads", &shape.heads},
-                  {"seq-len", &shape.seq},            {"micro-batch", &shape.micro_batch},
-                  {"tp", &shape.tensor_parallel},     {"ffn", &shape.ffn},
+    } fields[] = {{"hidden", &shape.hidden},      {"heads", &shape.heads},
+                  {"seq-len", &shape.seq},        {"micro-batch", &shape.micro_batch},
+                  {"tp", &shape.tensor_parallel}, {"ffn", &shape.ffn},
                   {"vocab", &shape.vocab}};
     for (auto& f : fields) {
       absl::StatusOr<std::optional<int64_t>> v = flags.GetInt(f.flag);
@@ -232,8 +242,9 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
     set = ImportVtrainTrace(*text, files[0], *gpu, shape);
   } else {
-    return Fail(err, "import", absl::InvalidArgumentError(absl::StrCat(
-                                   "unknown import kind '", kind, "'; use nccl-tests or vtrain-trace")));
+    return Fail(err, "import",
+                absl::InvalidArgumentError(absl::StrCat("unknown import kind '", kind,
+                                                        "'; use nccl-tests or vtrain-trace")));
   }
   if (!set.ok()) return Fail(err, "import", set.status());
   if (absl::Status s = WriteSet(*set, *output, out); !s.ok()) return Fail(err, "import", s);
@@ -251,8 +262,8 @@ int PushWithRetries(const v1::PushProfileSetRequest& req, const common::Connecti
     v1::PushProfileSetResponse resp;
     grpc::Status s = stub->PushProfileSet(c.Context().get(), req, &resp);
     if (s.ok()) {
-      out << resp.id() << (resp.already_present() ? " (already present; nothing changed)" : " (stored)")
-          << "\n";
+      out << resp.id()
+          << (resp.already_present() ? " (already present; nothing changed)" : " (stored)") << "\n";
       return common::kExitOk;
     }
     const bool transient = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
@@ -333,8 +344,8 @@ absl::StatusOr<int> ServeOnce(const common::Connection& c, const std::string& gp
   return failed;
 }
 
-int RunServe(const std::vector<std::string>& args, const std::atomic<bool>& stop,
-             std::ostream& out, std::ostream& err) {
+int RunServe(const std::vector<std::string>& args, const std::atomic<bool>& stop, std::ostream& out,
+             std::ostream& err) {
   common::FlagParser flags("vtrain-agent serve");
   common::AddConnectionFlags(flags);
   flags.AddValue("gpu", "NAME", "the GPU model of this node (default: what `info` detects)");
@@ -365,16 +376,19 @@ int RunServe(const std::vector<std::string>& args, const std::atomic<bool>& stop
   if (!gpu) {
     gpu = info_value("vtrain name");
     if (gpu->empty()) {
-      return Fail(err, "serve", absl::FailedPreconditionError(
-                                    "cannot tell this node's GPU model (vtrain-agent-gpu info); "
-                                    "pass --gpu NAME"));
+      return Fail(err, "serve",
+                  absl::FailedPreconditionError(
+                      "cannot tell this node's GPU model (vtrain-agent-gpu info); "
+                      "pass --gpu NAME"));
     }
   }
   if (!GpuByName(*gpu).ok()) {
-    return Fail(err, "serve", absl::InvalidArgumentError(absl::StrCat("--gpu '", *gpu, "' is unknown")));
+    return Fail(err, "serve",
+                absl::InvalidArgumentError(absl::StrCat("--gpu '", *gpu, "' is unknown")));
   }
   int64_t detected_gpus = 1;
-  if (!flags.Has("gpus") && !absl::SimpleAtoi(info_value("gpus"), &detected_gpus)) detected_gpus = 1;
+  if (!flags.Has("gpus") && !absl::SimpleAtoi(info_value("gpus"), &detected_gpus))
+    detected_gpus = 1;
   int64_t values[3] = {detected_gpus, 60, 10};
   const char* names[3] = {"gpus", "interval", "max-items"};
   for (int i = 0; i < 3; ++i) {
@@ -382,8 +396,9 @@ int RunServe(const std::vector<std::string>& args, const std::atomic<bool>& stop
     if (!v.ok()) return Fail(err, "serve", v.status());
     if (*v) values[i] = **v;
     if (values[i] < (i == 1 ? 0 : 1) || values[i] > 100000) {
-      return Fail(err, "serve", absl::InvalidArgumentError(absl::StrCat(
-                                    "--", names[i], "=", values[i], " is out of range")));
+      return Fail(err, "serve",
+                  absl::InvalidArgumentError(
+                      absl::StrCat("--", names[i], "=", values[i], " is out of range")));
     }
   }
   absl::StatusOr<common::Connection> c = common::Connect(flags);
@@ -412,8 +427,8 @@ int RunAgent(const std::vector<std::string>& args, std::ostream& out, std::ostre
   return RunAgent(args, never, out, err);
 }
 
-int RunAgent(const std::vector<std::string>& args, const std::atomic<bool>& stop,
-             std::ostream& out, std::ostream& err) {
+int RunAgent(const std::vector<std::string>& args, const std::atomic<bool>& stop, std::ostream& out,
+             std::ostream& err) {
   if (args.empty()) {
     err << kUsage;
     return common::kExitBadInput;

@@ -12,8 +12,8 @@ namespace vtrain::agent {
 
 // Dispatches argv[1..]; returns the exit code (0, 1 failure, 2 bad input).
 // `serve` returns once `stop` is set (the binary sets it on SIGTERM/SIGINT).
-int RunAgent(const std::vector<std::string>& args, const std::atomic<bool>& stop,
-             std::ostream& out, std::ostream& err);
+int RunAgent(const std::vector<std::string>& args, const std::atomic<bool>& stop, std::ostream& out,
+             std::ostream& err);
 // The same with a stop flag that is never set.
 int RunAgent(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

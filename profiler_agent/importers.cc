@@ -65,9 +65,11 @@ std::optional<int64_t> InferNcclRanks(absl::string_view text, absl::string_view 
   const size_t gpu = file_name.rfind("gpu");
   if (gpu != absl::string_view::npos) {
     size_t begin = gpu;
-    while (begin > 0 && absl::ascii_isdigit(static_cast<unsigned char>(file_name[begin - 1]))) --begin;
+    while (begin > 0 && absl::ascii_isdigit(static_cast<unsigned char>(file_name[begin - 1])))
+      --begin;
     int64_t n = 0;
-    if (begin < gpu && absl::SimpleAtoi(file_name.substr(begin, gpu - begin), &n) && n >= 2) return n;
+    if (begin < gpu && absl::SimpleAtoi(file_name.substr(begin, gpu - begin), &n) && n >= 2)
+      return n;
   }
   return std::nullopt;
 }
@@ -85,9 +87,9 @@ absl::StatusOr<ProfileSet> ImportNcclTests(absl::string_view text, absl::string_
   set.name = absl::StrCat("nccl-tests ", source);
   set.gpu = gpu;
   set.params = DefaultAnalyticalParams();
-  set.provenance = absl::StrCat("imported from nccl-tests output ", source, ": ",
-                                CollectiveName(collective), " over ", ranks, " ranks (",
-                                LinkScopeName(scope), ")");
+  set.provenance =
+      absl::StrCat("imported from nccl-tests output ", source, ": ", CollectiveName(collective),
+                   " over ", ranks, " ranks (", LinkScopeName(scope), ")");
   set.collectives.insert_or_assign(CollectiveKey{gpu, scope, collective, ranks}, *std::move(curve));
   return set;
 }
@@ -110,7 +112,7 @@ absl::StatusOr<ProfileSet> ImportVtrainTrace(absl::string_view text, absl::strin
   };
   std::vector<Marker> markers;
   absl::flat_hash_map<int64_t, int64_t> issued_at;  // correlation id -> host time
-  std::vector<std::pair<int64_t, Kernel>> kernels;   // correlation id, kernel
+  std::vector<std::pair<int64_t, Kernel>> kernels;  // correlation id, kernel
   std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
   for (size_t n = 0; n < lines.size(); ++n) {
     const absl::string_view line = absl::StripTrailingAsciiWhitespace(lines[n]);
@@ -125,7 +127,8 @@ absl::StatusOr<ProfileSet> ImportVtrainTrace(absl::string_view text, absl::strin
     if (type == "TIMESTAMP") {
       const std::vector<std::string> words = absl::StrSplit(f.back(), ' ');
       if (words.size() != 3 || (words[1] != "start" && words[1] != "end")) {
-        return absl::InvalidArgumentError(absl::StrCat(source, ":", n + 1, ": bad marker '", f.back(), "'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(source, ":", n + 1, ": bad marker '", f.back(), "'"));
       }
       markers.push_back({start, words[1] == "start" ? absl::StrCat(words[0], " ", words[2]) : ""});
     } else if (type == "RUNTIME" || type == "DRIVER") {
@@ -158,12 +161,14 @@ absl::StatusOr<ProfileSet> ImportVtrainTrace(absl::string_view text, absl::strin
     if (!s.empty()) sections[s].push_back(k);
   }
   auto records = [](std::vector<Kernel> ks) {
-    std::sort(ks.begin(), ks.end(), [](const Kernel& a, const Kernel& b) { return a.start_ns < b.start_ns; });
+    std::sort(ks.begin(), ks.end(),
+              [](const Kernel& a, const Kernel& b) { return a.start_ns < b.start_ns; });
     std::vector<KernelRecord> out;
     for (size_t i = 0; i < ks.size(); ++i) {
-      const int64_t gap = i + 1 < ks.size()
-                              ? std::max<int64_t>(0, ks[i + 1].start_ns - ks[i].start_ns - ks[i].duration_ns)
-                              : 0;
+      const int64_t gap =
+          i + 1 < ks.size()
+              ? std::max<int64_t>(0, ks[i + 1].start_ns - ks[i].start_ns - ks[i].duration_ns)
+              : 0;
       out.push_back({ks[i].name, ks[i].duration_ns, gap, 0});
     }
     return out;
@@ -179,10 +184,10 @@ absl::StatusOr<ProfileSet> ImportVtrainTrace(absl::string_view text, absl::strin
     OperatorProfile p;
     p.kernels = std::move(ks);
     p.fidelity = Fidelity::kMeasured;
-    set.operators.emplace(MakeOperatorKey(gpu, shape.dtype, op, shape.hidden, shape.heads, ffn,
-                                          shape.seq, shape.micro_batch, shape.tensor_parallel,
-                                          shape.vocab, 0),
-                          std::move(p));
+    set.operators.emplace(
+        MakeOperatorKey(gpu, shape.dtype, op, shape.hidden, shape.heads, ffn, shape.seq,
+                        shape.micro_batch, shape.tensor_parallel, shape.vocab, 0),
+        std::move(p));
   };
   auto concat = [&](const char* a, const char* b) {
     std::vector<Kernel> ks = sections[a];

@@ -69,10 +69,11 @@ WorkPlan PlanProfilingWork(const std::vector<std::string>& keys, const std::stri
         plan.skipped.push_back(absl::StrCat(text, ": not a collective key"));
       } else if (path[1] == "inter_node") {
         plan.skipped.push_back(absl::StrCat(
-            text, ": spans nodes; run nccl-tests across nodes and `vtrain-agent import nccl-tests`"));
+            text,
+            ": spans nodes; run nccl-tests across nodes and `vtrain-agent import nccl-tests`"));
       } else if (ranks > local_gpus) {
-        plan.skipped.push_back(absl::StrCat(text, ": needs ", ranks, " GPUs; this node has ",
-                                            local_gpus));
+        plan.skipped.push_back(
+            absl::StrCat(text, ": needs ", ranks, " GPUs; this node has ", local_gpus));
       } else {
         NcclWork& w = nccl[ranks];
         w.collectives.insert(std::string(words[0]));
@@ -94,8 +95,8 @@ WorkPlan PlanProfilingWork(const std::vector<std::string>& keys, const std::stri
       optimizer[{key->dtype, key->num_parameters}].push_back(text);
       continue;
     }
-    LayerWork& w = layers[{key->dtype, key->hidden, key->seq, key->micro_batch,
-                           key->tensor_parallel}];
+    LayerWork& w =
+        layers[{key->dtype, key->hidden, key->seq, key->micro_batch, key->tensor_parallel}];
     if (key->heads > 0) AddDistinct(w.heads, key->heads);
     if (key->ffn > 0) AddDistinct(w.ffn, key->ffn);
     if (key->vocab > 0) AddDistinct(w.vocab, key->vocab);
@@ -110,11 +111,25 @@ WorkPlan PlanProfilingWork(const std::vector<std::string>& keys, const std::stri
       const int64_t heads = i < w.heads.size() ? w.heads[i] : DefaultHeads(hidden, t);
       const int64_t ffn = i < w.ffn.size() ? w.ffn[i] : 4 * hidden;
       const int64_t vocab = i < w.vocab.size() ? w.vocab[i] : 50257;
-      run.args = {"profile",      "--hidden", absl::StrCat(hidden), "--heads", absl::StrCat(heads),
-                  "--ffn",        absl::StrCat(ffn), "--seq-len", absl::StrCat(seq),
-                  "--micro-batch", absl::StrCat(b), "--tp", absl::StrCat(t),
-                  "--vocab",      absl::StrCat(vocab), "--dtype", std::string(DTypeName(dtype)),
-                  "--gpu",        gpu};
+      run.args = {"profile",
+                  "--hidden",
+                  absl::StrCat(hidden),
+                  "--heads",
+                  absl::StrCat(heads),
+                  "--ffn",
+                  absl::StrCat(ffn),
+                  "--seq-len",
+                  absl::StrCat(seq),
+                  "--micro-batch",
+                  absl::StrCat(b),
+                  "--tp",
+                  absl::StrCat(t),
+                  "--vocab",
+                  absl::StrCat(vocab),
+                  "--dtype",
+                  std::string(DTypeName(dtype)),
+                  "--gpu",
+                  gpu};
       if (i == 0) run.keys = w.keys;
       // One pending optimizer key of the same dtype rides along.
       for (auto it = optimizer.begin(); it != optimizer.end(); ++it) {
@@ -131,23 +146,24 @@ WorkPlan PlanProfilingWork(const std::vector<std::string>& keys, const std::stri
   }
   for (const auto& [dtype_params, ks] : optimizer) {
     // A small layer (h 1024, 8 heads, s 128) carries the Adam step.
-    plan.runs.push_back({{"profile", "--hidden", "1024", "--heads", "8", "--seq-len", "128",
-                          "--micro-batch", "1", "--tp", "1", "--dtype",
-                          std::string(DTypeName(dtype_params.first)), "--adam-params",
-                          absl::StrCat(dtype_params.second), "--gpu", gpu},
-                         ks});
+    plan.runs.push_back(
+        {{"profile", "--hidden", "1024", "--heads", "8", "--seq-len", "128", "--micro-batch", "1",
+          "--tp", "1", "--dtype", std::string(DTypeName(dtype_params.first)), "--adam-params",
+          absl::StrCat(dtype_params.second), "--gpu", gpu},
+         ks});
   }
   for (const auto& [ranks, w] : nccl) {
     std::string list;
-    for (const std::string& name : w.collectives) absl::StrAppend(&list, list.empty() ? "" : ",", name);
+    for (const std::string& name : w.collectives)
+      absl::StrAppend(&list, list.empty() ? "" : ",", name);
     // Sizes doubling from 1 KiB to at least 1 GiB and the largest size asked
     // for (at most 8 GiB, the sweep's limit).
     int64_t max_bytes = int64_t{1} << 30;
     while (max_bytes < w.max_bytes && max_bytes < (int64_t{8} << 30)) max_bytes *= 2;
-    plan.runs.push_back({{"nccl", "--min-gpus", absl::StrCat(ranks), "--max-gpus",
-                          absl::StrCat(ranks), "--max-bytes", absl::StrCat(max_bytes),
-                          "--collectives", list, "--gpu", gpu},
-                         w.keys});
+    plan.runs.push_back(
+        {{"nccl", "--min-gpus", absl::StrCat(ranks), "--max-gpus", absl::StrCat(ranks),
+          "--max-bytes", absl::StrCat(max_bytes), "--collectives", list, "--gpu", gpu},
+         w.keys});
   }
   return plan;
 }

@@ -84,8 +84,8 @@ static_assert(std::size(kFidelities) == kNumFidelities, "every Fidelity has a ro
 
 }  // namespace
 
-#define VTRAIN_ENUM_PAIR(Core, Proto, table)                                         \
-  v1::Proto ToProto(Core value) { return Forward(table, value); }                    \
+#define VTRAIN_ENUM_PAIR(Core, Proto, table)                      \
+  v1::Proto ToProto(Core value) { return Forward(table, value); } \
   std::optional<Core> FromProto(v1::Proto value) { return Backward(table, value); }
 VTRAIN_ENUM_PAIR(DType, DType, kDTypes)
 VTRAIN_ENUM_PAIR(PipelineSchedule, PipelineSchedule, kSchedules)

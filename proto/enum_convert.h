@@ -56,19 +56,18 @@ absl::StatusOr<CoreEnum> FromProtoOr(ProtoEnum value, CoreEnum unspecified,
   if (static_cast<int>(value) == 0) return unspecified;
   if (std::optional<CoreEnum> v = FromProto(value)) return *v;
   const google::protobuf::EnumDescriptor& d = *google::protobuf::GetEnumDescriptor<ProtoEnum>();
-  return absl::InvalidArgumentError(absl::StrCat(field, "=", static_cast<int>(value),
-                                                 " is not a ", d.name(), "; use one of ",
-                                                 ProtoEnumNames(d)));
+  return absl::InvalidArgumentError(absl::StrCat(field, "=", static_cast<int>(value), " is not a ",
+                                                 d.name(), "; use one of ", ProtoEnumNames(d)));
 }
 
 // A required enum (profile-set keys): *_UNSPECIFIED is INVALID_ARGUMENT too.
 template <typename ProtoEnum, typename CoreEnum = decltype(*FromProto(ProtoEnum{}))>
 absl::StatusOr<std::remove_cvref_t<CoreEnum>> RequiredFromProto(ProtoEnum value,
-                                                               absl::string_view field) {
+                                                                absl::string_view field) {
   if (auto v = FromProto(value)) return *v;
   const google::protobuf::EnumDescriptor& d = *google::protobuf::GetEnumDescriptor<ProtoEnum>();
-  return absl::InvalidArgumentError(absl::StrCat(field, " is missing or not a ", d.name(),
-                                                 "; use one of ", ProtoEnumNames(d)));
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " is missing or not a ", d.name(), "; use one of ", ProtoEnumNames(d)));
 }
 
 }  // namespace vtrain::convert

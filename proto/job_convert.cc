@@ -123,9 +123,9 @@ absl::StatusOr<PredictOptions> OptionsFromProto(const v1::PredictRequest& r) {
   VTRAIN_ASSIGN_OR_RETURN(o.granularity,
                           FromProtoOr(r.granularity(), Granularity::kOperator, "granularity"));
   if (!std::isfinite(r.train_tokens()) || r.train_tokens() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("train_tokens=", r.train_tokens(),
-                     " (--tokens) must be a finite number >= 0, e.g. 270e9 (0: per iteration only)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "train_tokens=", r.train_tokens(),
+        " (--tokens) must be a finite number >= 0, e.g. 270e9 (0: per iteration only)"));
   }
   o.train_tokens = r.train_tokens();
   return o;

@@ -20,11 +20,21 @@ void AppendString(std::string* out, const std::string& s) {
   out->push_back('"');
   for (unsigned char c : s) {
     switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -183,9 +193,9 @@ absl::Status FromJson(const std::string& json, Message* message) {
   options.ignore_unknown_fields = false;
   auto status = google::protobuf::util::JsonStringToMessage(json, message, options);
   if (!status.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("not a valid ",
-                                                   message->GetDescriptor()->full_name(),
-                                                   " in JSON form: ", std::string(status.message())));
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a valid ", message->GetDescriptor()->full_name(),
+                     " in JSON form: ", std::string(status.message())));
   }
   return absl::OkStatus();
 }

@@ -66,12 +66,11 @@ absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
     const v1::OperatorKey& k = op.key();
     VTRAIN_ASSIGN_OR_RETURN(OperatorKind kind,
                             RequiredFromProto(k.op(), absl::StrCat(where, ".key.op")));
-    VTRAIN_ASSIGN_OR_RETURN(DType dtype,
-                            FromProtoOr(k.dtype(), DType::kFp16, absl::StrCat(where, ".key.dtype")));
-    OperatorKey key = MakeOperatorKey(k.gpu().empty() ? set.gpu : k.gpu(), dtype,
-                                      kind, k.hidden(), k.heads(), k.ffn(), k.seq(),
-                                      k.micro_batch(), std::max<int64_t>(1, k.tensor_parallel()),
-                                      k.vocab(), k.num_parameters());
+    VTRAIN_ASSIGN_OR_RETURN(
+        DType dtype, FromProtoOr(k.dtype(), DType::kFp16, absl::StrCat(where, ".key.dtype")));
+    OperatorKey key = MakeOperatorKey(
+        k.gpu().empty() ? set.gpu : k.gpu(), dtype, kind, k.hidden(), k.heads(), k.ffn(), k.seq(),
+        k.micro_batch(), std::max<int64_t>(1, k.tensor_parallel()), k.vocab(), k.num_parameters());
     OperatorProfile profile;
     profile.fidelity = Fidelity::kMeasured;
     if (op.kernels_size() == 0) {
@@ -84,8 +83,8 @@ absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
         return absl::InvalidArgumentError(absl::StrCat(
             where, ".kernels[", j, "]: duration_ns, gap_ns and host_ns must be in [0, 2^40]"));
       }
-      profile.kernels.push_back({kernel.name(), kernel.duration_ns(), kernel.gap_ns(),
-                                 kernel.host_ns()});
+      profile.kernels.push_back(
+          {kernel.name(), kernel.duration_ns(), kernel.gap_ns(), kernel.host_ns()});
     }
     if (!set.operators.emplace(key, std::move(profile)).second) {
       return absl::InvalidArgumentError(
@@ -106,15 +105,13 @@ absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
     for (const v1::CollectivePoint& p : c.points()) points.push_back({p.bytes(), p.latency_ns()});
     absl::StatusOr<CollectiveCurve> curve = CollectiveCurve::Create(std::move(points));
     if (!curve.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ".points: ", curve.status().message()));
+      return absl::InvalidArgumentError(absl::StrCat(where, ".points: ", curve.status().message()));
     }
     CollectiveKey key{c.gpu().empty() ? set.gpu : c.gpu(), scope, collective, c.ranks()};
     set.collectives.insert_or_assign(key, *std::move(curve));
   }
   for (const v1::ErrorBand& b : in.error_bands()) {
-    set.error_bands.push_back(
-        {b.regime(), b.error_low(), b.error_high(), b.coverage(), b.rows()});
+    set.error_bands.push_back({b.regime(), b.error_low(), b.error_high(), b.coverage(), b.rows()});
   }
   VTRAIN_RETURN_IF_ERROR(ValidateProfileSetValues(set));
   return set;

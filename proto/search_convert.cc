@@ -22,7 +22,8 @@ void SpaceLists(const v1::SearchRequest& r, SearchSpace& s, std::vector<std::str
   absl::flat_hash_set<int64_t> seen;
   for (int64_t t : r.tensor_parallel()) {
     if (t < 1 || t > 1024) {
-      problems.push_back(absl::StrCat("tensor_parallel value ", t, " (--tp-values) must be in [1, 1024]"));
+      problems.push_back(
+          absl::StrCat("tensor_parallel value ", t, " (--tp-values) must be in [1, 1024]"));
     } else if (seen.insert(t).second) {
       s.tensor_parallel.push_back(t);
     }
@@ -32,8 +33,8 @@ void SpaceLists(const v1::SearchRequest& r, SearchSpace& s, std::vector<std::str
                                     " distinct values; give at most ", kMaxSearchListSize));
   }
   for (int i = 0; i < r.schedules_size(); ++i) {
-    absl::StatusOr<PipelineSchedule> v = FromProtoOr(
-        r.schedules(i), PipelineSchedule::k1F1B, absl::StrCat("schedules[", i, "]"));
+    absl::StatusOr<PipelineSchedule> v =
+        FromProtoOr(r.schedules(i), PipelineSchedule::k1F1B, absl::StrCat("schedules[", i, "]"));
     if (!v.ok()) problems.emplace_back(v.status().message());
     if (i == 0) s.schedules.clear();
     if (v.ok() && std::find(s.schedules.begin(), s.schedules.end(), *v) == s.schedules.end()) {
@@ -90,16 +91,17 @@ absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& r) {
   }
   if (r.gpus() < 0 || r.max_gpus() < 0 || (r.gpus() == 0 && r.max_gpus() == 0) ||
       r.gpus() > kMaxGpus || r.max_gpus() > kMaxGpus) {
-    problems.push_back(absl::StrCat("give gpus (--gpus) or max_gpus (--max-gpus), between 1 and ",
-                                    kMaxGpus));
+    problems.push_back(
+        absl::StrCat("give gpus (--gpus) or max_gpus (--max-gpus), between 1 and ", kMaxGpus));
   }
   s.global_batch = r.global_batch();
   s.gpus = r.gpus();
   s.max_gpus = r.max_gpus();
   SpaceLists(r, s, problems);
   if (r.max_data_parallel() < 0 || r.max_micro_batch() < 0) {
-    problems.push_back("max_data_parallel (--max-dp) and max_micro_batch (--max-micro-batch) "
-                       "must not be negative");
+    problems.push_back(
+        "max_data_parallel (--max-dp) and max_micro_batch (--max-micro-batch) "
+        "must not be negative");
   }
   s.max_data_parallel = r.max_data_parallel();
   s.max_micro_batch = r.max_micro_batch();

@@ -17,8 +17,9 @@ inline constexpr int kMaxSearchListSize = 64;
 
 struct SearchCall {
   SearchSpace space;
-  SearchOptions options;  // objective and deadline; threads, progress and cancellation are the caller's
-  int top = 10;           // fastest plans to return
+  SearchOptions
+      options;   // objective and deadline; threads, progress and cancellation are the caller's
+  int top = 10;  // fastest plans to return
   bool include_all_plans = false;
 };
 
@@ -27,8 +28,7 @@ absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& request);
 
 // The result as a message: best, frontier, the `call.top` fastest and, with
 // call.include_all_plans, every plan that fits.
-void SearchResultToProto(const SearchResult& result, const SearchCall& call,
-                         v1::SearchResult* out);
+void SearchResultToProto(const SearchResult& result, const SearchCall& call, v1::SearchResult* out);
 
 }  // namespace vtrain::convert
 

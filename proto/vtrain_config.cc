@@ -28,7 +28,8 @@ class ConfigReader {
       return 0.0;
     }
     if (it->second.kind_case() != google::protobuf::Value::kNumberValue) {
-      return absl::InvalidArgumentError(absl::StrCat("vTrain config: '", key, "' must be a number"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("vTrain config: '", key, "' must be a number"));
     }
     return it->second.number_value();
   }
@@ -37,7 +38,8 @@ class ConfigReader {
   absl::StatusOr<int64_t> Integer(const char* key, Presence presence) const {
     VTRAIN_ASSIGN_OR_RETURN(double v, Number(key, presence));
     if (v != std::floor(v) || std::abs(v) > 9e15) {
-      return absl::InvalidArgumentError(absl::StrCat("vTrain config: '", key, "' must be an integer"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("vTrain config: '", key, "' must be an integer"));
     }
     return static_cast<int64_t>(v);
   }
@@ -46,7 +48,8 @@ class ConfigReader {
   absl::StatusOr<double> Amount(const char* key) const {
     VTRAIN_ASSIGN_OR_RETURN(double v, Number(key, Presence::kOptional));
     if (v < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("vTrain config: '", key, "' must not be negative"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("vTrain config: '", key, "' must not be negative"));
     }
     return v;
   }
@@ -78,18 +81,30 @@ struct IntField {
 constexpr Presence kRequired = Presence::kRequired;
 constexpr Presence kOptional = Presence::kOptional;
 constexpr IntField kIntFields[] = {
-    {"num_layers", kRequired, [](v1::PredictRequest& q, int64_t v) { q.mutable_model()->set_num_layers(v); }},
-    {"hidden_size", kRequired, [](v1::PredictRequest& q, int64_t v) { q.mutable_model()->set_hidden_size(v); }},
-    {"num_attention_heads", kRequired, [](v1::PredictRequest& q, int64_t v) { q.mutable_model()->set_num_heads(v); }},
-    {"max_length", kRequired, [](v1::PredictRequest& q, int64_t v) { q.mutable_model()->set_seq_len(v); }},
-    {"vocab_size", kOptional, [](v1::PredictRequest& q, int64_t v) { q.mutable_model()->set_vocab_size(v); }},
-    {"num_gpus", kOptional, [](v1::PredictRequest& q, int64_t v) { q.mutable_cluster()->set_num_gpus(v); }},
-    {"node_size", kOptional, [](v1::PredictRequest& q, int64_t v) { q.mutable_cluster()->set_gpus_per_node(v); }},
-    {"tensor_parallel_size", kOptional, [](v1::PredictRequest& q, int64_t v) { q.mutable_plan()->set_tensor_parallel(v); }},
-    {"data_parallel_size", kOptional, [](v1::PredictRequest& q, int64_t v) { q.mutable_plan()->set_data_parallel(v); }},
-    {"pipeline_parallel_size", kOptional, [](v1::PredictRequest& q, int64_t v) { q.mutable_plan()->set_pipeline_parallel(v); }},
-    {"global_batch_size", kRequired, [](v1::PredictRequest& q, int64_t v) { q.mutable_plan()->set_global_batch(v); }},
-    {"micro_batch_size", kOptional, [](v1::PredictRequest& q, int64_t v) { q.mutable_plan()->set_micro_batch(v); }},
+    {"num_layers", kRequired,
+     [](v1::PredictRequest& q, int64_t v) { q.mutable_model()->set_num_layers(v); }},
+    {"hidden_size", kRequired,
+     [](v1::PredictRequest& q, int64_t v) { q.mutable_model()->set_hidden_size(v); }},
+    {"num_attention_heads", kRequired,
+     [](v1::PredictRequest& q, int64_t v) { q.mutable_model()->set_num_heads(v); }},
+    {"max_length", kRequired,
+     [](v1::PredictRequest& q, int64_t v) { q.mutable_model()->set_seq_len(v); }},
+    {"vocab_size", kOptional,
+     [](v1::PredictRequest& q, int64_t v) { q.mutable_model()->set_vocab_size(v); }},
+    {"num_gpus", kOptional,
+     [](v1::PredictRequest& q, int64_t v) { q.mutable_cluster()->set_num_gpus(v); }},
+    {"node_size", kOptional,
+     [](v1::PredictRequest& q, int64_t v) { q.mutable_cluster()->set_gpus_per_node(v); }},
+    {"tensor_parallel_size", kOptional,
+     [](v1::PredictRequest& q, int64_t v) { q.mutable_plan()->set_tensor_parallel(v); }},
+    {"data_parallel_size", kOptional,
+     [](v1::PredictRequest& q, int64_t v) { q.mutable_plan()->set_data_parallel(v); }},
+    {"pipeline_parallel_size", kOptional,
+     [](v1::PredictRequest& q, int64_t v) { q.mutable_plan()->set_pipeline_parallel(v); }},
+    {"global_batch_size", kRequired,
+     [](v1::PredictRequest& q, int64_t v) { q.mutable_plan()->set_global_batch(v); }},
+    {"micro_batch_size", kOptional,
+     [](v1::PredictRequest& q, int64_t v) { q.mutable_plan()->set_micro_batch(v); }},
 };
 
 // vTrain names GPUs loosely ("A100", "a100-80gb", "H100"...).
@@ -110,8 +125,8 @@ std::string GpuName(const std::string& loose) {
 absl::StatusOr<v1::PredictRequest> RequestFromVtrainConfig(const std::string& json) {
   google::protobuf::Struct config;
   if (auto status = google::protobuf::util::JsonStringToMessage(json, &config); !status.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "not a vTrain configuration (JSON object): ", std::string(status.message())));
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a vTrain configuration (JSON object): ", std::string(status.message())));
   }
   const ConfigReader c(config);
   v1::PredictRequest r;
@@ -134,8 +149,8 @@ absl::StatusOr<v1::PredictRequest> RequestFromVtrainConfig(const std::string& js
   } else if (schedule == "1f1b" || schedule == "1F1B") {
     r.mutable_plan()->set_schedule(v1::PIPELINE_SCHEDULE_1F1B);
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "vTrain config: pipeline_scheduling='", schedule, "' is unknown; use 1f1b or gpipe"));
+    return absl::InvalidArgumentError(absl::StrCat("vTrain config: pipeline_scheduling='", schedule,
+                                                   "' is unknown; use 1f1b or gpipe"));
   }
   r.mutable_cluster()->set_gpu(GpuName(c.Text("gpu_name", "a100-sxm4-80gb")));
   return r;

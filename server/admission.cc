@@ -24,15 +24,11 @@ void AdmissionGate::Slot::Release() {
 AdmissionGate::AdmissionGate(int max_concurrent)
     : capacity_(max_concurrent > 0
                     ? max_concurrent
-                    : static_cast<int>(
-                          std::max(1u, std::thread::hardware_concurrency()))) {}
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
 
-absl::StatusOr<AdmissionGate::Slot> AdmissionGate::Enter(
-    const std::function<bool()>& cancelled) {
+absl::StatusOr<AdmissionGate::Slot> AdmissionGate::Enter(const std::function<bool()>& cancelled) {
   absl::MutexLock lock(&mu_);
-  auto free_slot = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return busy_ < capacity_;
-  };
+  auto free_slot = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return busy_ < capacity_; };
   while (!free_slot()) {
     if (cancelled()) return absl::CancelledError("cancelled while queued");
     // A timed wait, because cancellation does not signal the mutex.

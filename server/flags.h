@@ -15,8 +15,8 @@ namespace vtrain::server {
 struct CommandLine {
   ServerOptions options;
   std::string push_token_file;  // read by main into options.push_token
-  int grace_seconds = 10;  // how long in-flight calls may finish on SIGTERM
-  bool help = false;       // --help: print Usage() and exit 0
+  int grace_seconds = 10;       // how long in-flight calls may finish on SIGTERM
+  bool help = false;            // --help: print Usage() and exit 0
 };
 
 // Parses the arguments after the program name: "--name=value",
@@ -24,8 +24,7 @@ struct CommandLine {
 // INVALID_ARGUMENT names the first unknown flag, missing or malformed value,
 // or stray argument, and the fix; it also checks the values' ranges and
 // --role.
-absl::StatusOr<CommandLine> ParseCommandLine(
-    const std::vector<std::string>& args);
+absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args);
 
 // What --help prints: the purpose, an example and one line per flag with its
 // default.

@@ -12,8 +12,7 @@
 
 namespace vtrain::server {
 
-Follower::Follower(std::string address,
-                   std::shared_ptr<grpc::ChannelCredentials> credentials,
+Follower::Follower(std::string address, std::shared_ptr<grpc::ChannelCredentials> credentials,
                    Registry& registry, Metrics& metrics)
     : address_(std::move(address)),
       credentials_(std::move(credentials)),
@@ -32,29 +31,24 @@ void Follower::Stop() {
 absl::Status Follower::SyncOnce(v1::ProfileRegistry::Stub& stub) {
   // Fill the cache with every set the registry has that we lack.
   grpc::ClientContext list_ctx;
-  list_ctx.set_deadline(std::chrono::system_clock::now() +
-                        std::chrono::seconds(10));
+  list_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   v1::ListProfileSetsResponse list;
-  grpc::Status s =
-      stub.ListProfileSets(&list_ctx, v1::ListProfileSetsRequest(), &list);
+  grpc::Status s = stub.ListProfileSets(&list_ctx, v1::ListProfileSetsRequest(), &list);
   if (!s.ok()) return absl::UnavailableError(s.error_message());
   for (const v1::ProfileSetSummary& summary : list.profile_sets()) {
     if (registry_.Contains(summary.id())) continue;
     grpc::ClientContext get_ctx;
-    get_ctx.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::seconds(30));
+    get_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     v1::GetProfileSetRequest get;
     get.set_id(summary.id());
     v1::ProfileSet set;
     s = stub.GetProfileSet(&get_ctx, get, &set);
     if (!s.ok()) return absl::UnavailableError(s.error_message());
     absl::StatusOr<v1::PushProfileSetResponse> r = registry_.Accept(
-        set, {.origin = summary.builtin() ? SetOrigin::kBuiltin
-                                          : SetOrigin::kMeasured,
+        set, {.origin = summary.builtin() ? SetOrigin::kBuiltin : SetOrigin::kMeasured,
               .created_at = CreatedAt::kKeepGiven});
     if (!r.ok())
-      Log(absl::StrCat("ignoring registry set ", summary.id(), ": ",
-                       r.status().message()));
+      Log(absl::StrCat("ignoring registry set ", summary.id(), ": ", r.status().message()));
   }
   metrics_.RegistryUp(true);
   metrics_.RegistrySyncLag(0);
@@ -71,9 +65,8 @@ absl::Status Follower::SyncOnce(v1::ProfileRegistry::Stub& stub) {
   });
   while (reader->Read(&set)) {
     if (!registry_.Contains(set.id())) {
-      absl::StatusOr<v1::PushProfileSetResponse> r =
-          registry_.Accept(set, {.origin = SetOrigin::kMeasured,
-                                 .created_at = CreatedAt::kKeepGiven});
+      absl::StatusOr<v1::PushProfileSetResponse> r = registry_.Accept(
+          set, {.origin = SetOrigin::kMeasured, .created_at = CreatedAt::kKeepGiven});
       if (r.ok()) Log(absl::StrCat("synced ", set.id(), " from the registry"));
     }
     metrics_.RegistrySyncLag(0);
@@ -95,10 +88,8 @@ void Follower::Loop() {
     metrics_.RegistryUp(false);
     metrics_.RegistrySyncLag(absl::ToDoubleSeconds(absl::Now() - last_contact));
     Log(absl::StrCat("registry ", address_, " unreachable (", s.message(),
-                     "); serving from the local cache of ", registry_.size(),
-                     " sets"));
-    for (absl::Time until = absl::Now() + backoff;
-         absl::Now() < until && !stopping_;) {
+                     "); serving from the local cache of ", registry_.size(), " sets"));
+    for (absl::Time until = absl::Now() + backoff; absl::Now() < until && !stopping_;) {
       absl::SleepFor(absl::Milliseconds(50));
     }
     backoff = std::min(backoff * 2, absl::Seconds(5));

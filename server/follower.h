@@ -21,8 +21,7 @@ class Follower {
  public:
   // Follows the registry at `address` ("HOST:PORT") over `credentials` into
   // `registry`. `registry` and `metrics` must outlive the follower.
-  Follower(std::string address,
-           std::shared_ptr<grpc::ChannelCredentials> credentials,
+  Follower(std::string address, std::shared_ptr<grpc::ChannelCredentials> credentials,
            Registry& registry, Metrics& metrics);
   Follower(const Follower&) = delete;
   Follower& operator=(const Follower&) = delete;

@@ -12,8 +12,7 @@
 
 int main(int argc, char** argv) {
   absl::StatusOr<vtrain::server::CommandLine> command_line =
-      vtrain::server::ParseCommandLine(
-          std::vector<std::string>(argv + 1, argv + argc));
+      vtrain::server::ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
   if (!command_line.ok()) {
     std::fprintf(stderr, "vtrain-server: %s\n",
                  std::string(command_line.status().message()).c_str());
@@ -28,8 +27,7 @@ int main(int argc, char** argv) {
     absl::StatusOr<std::string> token =
         vtrain::common::ReadTokenFile("--push-token-file", command_line->push_token_file);
     if (!token.ok()) {
-      std::fprintf(stderr, "vtrain-server: %s\n",
-                   std::string(token.status().message()).c_str());
+      std::fprintf(stderr, "vtrain-server: %s\n", std::string(token.status().message()).c_str());
       return 2;
     }
     options.push_token = *std::move(token);
@@ -45,8 +43,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<vtrain::server::Server>> server =
       vtrain::server::Server::Start(options);
   if (!server.ok()) {
-    std::fprintf(stderr, "vtrain-server: %s\n",
-                 std::string(server.status().message()).c_str());
+    std::fprintf(stderr, "vtrain-server: %s\n", std::string(server.status().message()).c_str());
     return 1;
   }
   std::printf("vtrain-server listening on port %d\n", (*server)->port());

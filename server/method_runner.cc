@@ -8,22 +8,19 @@
 
 namespace vtrain::server {
 
-absl::Status MethodRunner::Admit(const grpc::ServerContext& context,
-                                 const Method& method) const {
+absl::Status MethodRunner::Admit(const grpc::ServerContext& context, const Method& method) const {
   switch (method.access) {
     case Access::kWrite:
       if (absl::Status s = CheckToken(context); !s.ok()) return s;
       return method.role_refusal;
     case Access::kRead:
       if (!method.role_refusal.ok()) return method.role_refusal;
-      return policy_.require_auth_for_reads ? CheckToken(context)
-                                            : absl::OkStatus();
+      return policy_.require_auth_for_reads ? CheckToken(context) : absl::OkStatus();
   }
   return absl::InternalError("unknown access kind");
 }
 
-absl::Status MethodRunner::CheckToken(
-    const grpc::ServerContext& context) const {
+absl::Status MethodRunner::CheckToken(const grpc::ServerContext& context) const {
   const auto& metadata = context.client_metadata();
   std::optional<absl::string_view> authorization;
   if (auto it = metadata.find("authorization"); it != metadata.end()) {

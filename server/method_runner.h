@@ -47,8 +47,7 @@ class MethodRunner {
   // does not serve is refused before authentication (the refusal reveals
   // nothing either).
   template <typename Body>
-  grpc::Status Run(const grpc::ServerContext& context, const Method& method,
-                   Body&& body) const {
+  grpc::Status Run(const grpc::ServerContext& context, const Method& method, Body&& body) const {
     const absl::Time start = absl::Now();
     absl::Status status = Admit(context, method);
     if (status.ok()) status = std::forward<Body>(body)();
@@ -56,11 +55,9 @@ class MethodRunner {
   }
 
  private:
-  absl::Status Admit(const grpc::ServerContext& context,
-                     const Method& method) const;
+  absl::Status Admit(const grpc::ServerContext& context, const Method& method) const;
   absl::Status CheckToken(const grpc::ServerContext& context) const;
-  grpc::Status Finish(const Method& method, absl::Time start,
-                      const absl::Status& status) const;
+  grpc::Status Finish(const Method& method, absl::Time start, const absl::Status& status) const;
 
   const AccessPolicy policy_;
   Metrics& metrics_;

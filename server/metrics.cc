@@ -45,7 +45,8 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
 void Metrics::Request(const std::string& method, const std::string& code, double seconds) {
   requests_->Add({{"method", method}, {"code", code}}).Increment();
   static const prometheus::Histogram::BucketBoundaries kBuckets = {
-      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+      0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
   latency_->Add({{"method", method}}, kBuckets).Observe(seconds);
 }
 

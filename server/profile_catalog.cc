@@ -65,7 +65,8 @@ int64_t ProfileCatalog::size() const {
   return static_cast<int64_t>(entries_.size());
 }
 
-std::vector<CatalogEntry> ProfileCatalog::WaitForNewer(int64_t after, absl::Duration timeout) const {
+std::vector<CatalogEntry> ProfileCatalog::WaitForNewer(int64_t after,
+                                                       absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
   auto newer = [this, after]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return sequence_ > after; };
   mu_.AwaitWithTimeout(absl::Condition(&newer), timeout);

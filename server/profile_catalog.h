@@ -20,7 +20,7 @@
 namespace vtrain::server {
 
 struct CatalogEntry {
-  v1::ProfileSet proto;                     // as stored and served
+  v1::ProfileSet proto;                      // as stored and served
   std::shared_ptr<const ProfileSet> tables;  // decoded for lookups
   bool builtin = false;
   int64_t sequence = 0;  // order of arrival in this process

@@ -11,7 +11,9 @@ namespace {
 // A prepared statement, finalised on scope exit.
 class Statement {
  public:
-  Statement(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  Statement(sqlite3* db, const char* sql) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
   ~Statement() { sqlite3_finalize(stmt_); }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
@@ -44,9 +46,9 @@ class Statement {
 
 absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::string& path) {
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                                 nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -78,13 +80,15 @@ ProfileStore::~ProfileStore() {
 }
 
 absl::Status ProfileStore::Error(const char* what) {
-  return absl::InternalError(absl::StrCat("database error while ", what, ": ", sqlite3_errmsg(db_)));
+  return absl::InternalError(
+      absl::StrCat("database error while ", what, ": ", sqlite3_errmsg(db_)));
 }
 
 absl::Status ProfileStore::Exec(const char* sql) {
   char* err = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    absl::Status s = absl::InternalError(absl::StrCat("database error: ", err ? err : "", " in ", sql));
+    absl::Status s =
+        absl::InternalError(absl::StrCat("database error: ", err ? err : "", " in ", sql));
     sqlite3_free(err);
     return s;
   }
@@ -108,9 +112,9 @@ absl::Status ProfileStore::Migrate() {
     version = q.Int(0);
   }
   if (version > kSchemaVersion) {
-    return fail(absl::FailedPreconditionError(absl::StrCat(
-        "database schema version ", version, " is newer than this vtrain-server's (",
-        kSchemaVersion, "); upgrade vtrain-server")));
+    return fail(absl::FailedPreconditionError(
+        absl::StrCat("database schema version ", version, " is newer than this vtrain-server's (",
+                     kSchemaVersion, "); upgrade vtrain-server")));
   }
   // Migrations, one per version step.
   if (version < 1) {
@@ -134,9 +138,10 @@ absl::StatusOr<ProfileStore::PutResult> ProfileStore::Put(const v1::ProfileSet& 
   std::string body;
   if (!set.SerializeToString(&body)) return absl::InternalError("cannot serialize the profile set");
   if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
-  Statement insert(db_,
-                   "INSERT OR IGNORE INTO profile_sets (id, name, gpu, created_at_ns, builtin, body) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+  Statement insert(
+      db_,
+      "INSERT OR IGNORE INTO profile_sets (id, name, gpu, created_at_ns, builtin, body) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
   if (!insert.ok()) {
     Exec("ROLLBACK").IgnoreError();
     return Error("preparing the insert");
@@ -144,8 +149,8 @@ absl::StatusOr<ProfileStore::PutResult> ProfileStore::Put(const v1::ProfileSet& 
   insert.Bind(1, set.id());
   insert.Bind(2, set.name());
   insert.Bind(3, set.gpu());
-  insert.Bind(4, static_cast<int64_t>(google::protobuf::util::TimeUtil::TimestampToNanoseconds(
-                     set.created_at())));
+  insert.Bind(4, static_cast<int64_t>(
+                     google::protobuf::util::TimeUtil::TimestampToNanoseconds(set.created_at())));
   insert.Bind(5, int64_t{builtin ? 1 : 0});
   insert.BindBlob(6, body);
   if (insert.Step() != SQLITE_DONE) {
@@ -184,7 +189,8 @@ absl::StatusOr<v1::ProfileSet> ProfileStore::Get(const std::string& id) {
   if (!q.ok()) return Error("reading a profile set");
   q.Bind(1, id);
   const int rc = q.Step();
-  if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("profile set '", id, "' not found"));
+  if (rc == SQLITE_DONE)
+    return absl::NotFoundError(absl::StrCat("profile set '", id, "' not found"));
   if (rc != SQLITE_ROW) return Error("reading a profile set");
   v1::ProfileSet set;
   if (!set.ParseFromString(q.Blob(0))) {

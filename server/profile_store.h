@@ -51,7 +51,7 @@ class ProfileStore {
   };
   absl::Status RecordMissing(const std::vector<WorkCount>& counts);
   absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> NextWork(const std::string& gpu,
-                                                                         int limit);
+                                                                        int limit);
   // Removes work a pushed set answers: for each (gpu, key text), the item
   // with that key and, for collective keys, every "<key> bytes=..." item
   // (a curve now exists; sizes it does not cover come back with the next

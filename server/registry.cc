@@ -15,10 +15,9 @@ namespace vtrain::server {
 
 using google::protobuf::util::TimeUtil;
 
-absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(
-    const std::string& db_path, Metrics& metrics) {
-  VTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<ProfileStore> store,
-                          ProfileStore::Open(db_path));
+absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(const std::string& db_path,
+                                                         Metrics& metrics) {
+  VTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<ProfileStore> store, ProfileStore::Open(db_path));
   std::unique_ptr<Registry> registry(new Registry(std::move(store), metrics));
   VTRAIN_RETURN_IF_ERROR(registry->Load());
   return registry;
@@ -29,14 +28,12 @@ absl::Status Registry::Load() {
   for (v1::ProfileSet& set : sets) {
     absl::StatusOr<ProfileSet> tables = convert::ProfileSetFromProto(set);
     if (!tables.ok()) {
-      return absl::DataLossError(
-          absl::StrCat("stored profile set ", set.id(),
-                       " is invalid: ", tables.status().message()));
+      return absl::DataLossError(absl::StrCat("stored profile set ", set.id(),
+                                              " is invalid: ", tables.status().message()));
     }
     CatalogEntry e;
     e.tables = std::make_shared<const ProfileSet>(*std::move(tables));
-    e.builtin =
-        absl::StartsWith(set.name(), "builtin-") && set.operators_size() == 0;
+    e.builtin = absl::StartsWith(set.name(), "builtin-") && set.operators_size() == 0;
     e.proto = std::move(set);
     catalog_.Add(std::move(e));
   }
@@ -48,17 +45,16 @@ absl::Status Registry::SeedBuiltinsIfEmpty() {
   if (catalog_.size() > 0) return absl::OkStatus();
   for (const std::string& name : GpuNames()) {
     const ProfileSet set = DefaultProfileSet(*GpuByName(name));
-    absl::StatusOr<v1::PushProfileSetResponse> r = Accept(
-        convert::ProfileSetToProto(set), {.origin = SetOrigin::kBuiltin});
+    absl::StatusOr<v1::PushProfileSetResponse> r =
+        Accept(convert::ProfileSetToProto(set), {.origin = SetOrigin::kBuiltin});
     if (!r.ok()) return r.status();
   }
-  Log(absl::StrCat("seeded an empty database with ", GpuNames().size(),
-                   " built-in profile sets"));
+  Log(absl::StrCat("seeded an empty database with ", GpuNames().size(), " built-in profile sets"));
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(
-    v1::ProfileSet set, const AcceptOptions& options) {
+absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(v1::ProfileSet set,
+                                                            const AcceptOptions& options) {
   const bool builtin = options.origin == SetOrigin::kBuiltin;
   absl::StatusOr<ProfileSet> tables = convert::ProfileSetFromProto(set);
   if (!tables.ok()) {
@@ -71,14 +67,13 @@ absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(
   const std::string id = convert::ContentId(set);
   if (!set.id().empty() && set.id() != id) {
     return absl::InvalidArgumentError(
-        absl::StrCat("profile_set.id='", set.id(), "' is not the content hash ",
-                     id, "; leave it empty and the server names the set"));
+        absl::StrCat("profile_set.id='", set.id(), "' is not the content hash ", id,
+                     "; leave it empty and the server names the set"));
   }
   set.set_id(id);
   convert::Canonicalize(&set);
   if (options.created_at == CreatedAt::kStampNow || !set.has_created_at()) {
-    *set.mutable_created_at() =
-        TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now()));
+    *set.mutable_created_at() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now()));
   }
   absl::StatusOr<ProfileStore::PutResult> put = store_->Put(set, builtin);
   if (!put.ok()) {
@@ -92,10 +87,8 @@ absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(
     // The set answers the profiling work for its keys: take it off the queue
     // (pending counts are written first so none comes back after).
     std::vector<std::pair<std::string, std::string>> done;
-    for (const auto& [key, profile] : tables->operators)
-      done.emplace_back(key.gpu, key.ToString());
-    for (const auto& [key, curve] : tables->collectives)
-      done.emplace_back(key.gpu, key.ToString());
+    for (const auto& [key, profile] : tables->operators) done.emplace_back(key.gpu, key.ToString());
+    for (const auto& [key, curve] : tables->collectives) done.emplace_back(key.gpu, key.ToString());
     FlushWork();
     if (!store_->ResolveWork(done).ok()) metrics_.DatabaseError();
   }
@@ -111,23 +104,19 @@ absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(
   return resp;
 }
 
-v1::ListProfileSetsResponse Registry::List(
-    const v1::ListProfileSetsRequest& request) const {
-  const int64_t after =
-      request.has_created_after()
-          ? TimeUtil::TimestampToNanoseconds(request.created_after())
-          : INT64_MIN;
+v1::ListProfileSetsResponse Registry::List(const v1::ListProfileSetsRequest& request) const {
+  const int64_t after = request.has_created_after()
+                            ? TimeUtil::TimestampToNanoseconds(request.created_after())
+                            : INT64_MIN;
   std::vector<CatalogEntry> entries = catalog_.List();
-  std::sort(entries.begin(), entries.end(),
-            [](const CatalogEntry& a, const CatalogEntry& b) {
-              return TimeUtil::TimestampToNanoseconds(a.proto.created_at()) <
-                     TimeUtil::TimestampToNanoseconds(b.proto.created_at());
-            });
+  std::sort(entries.begin(), entries.end(), [](const CatalogEntry& a, const CatalogEntry& b) {
+    return TimeUtil::TimestampToNanoseconds(a.proto.created_at()) <
+           TimeUtil::TimestampToNanoseconds(b.proto.created_at());
+  });
   v1::ListProfileSetsResponse response;
   for (const CatalogEntry& e : entries) {
     if (!request.gpu().empty() && e.proto.gpu() != request.gpu()) continue;
-    if (TimeUtil::TimestampToNanoseconds(e.proto.created_at()) <= after)
-      continue;
+    if (TimeUtil::TimestampToNanoseconds(e.proto.created_at()) <= after) continue;
     v1::ProfileSetSummary* s = response.add_profile_sets();
     s->set_id(e.proto.id());
     s->set_name(e.proto.name());
@@ -142,9 +131,7 @@ v1::ListProfileSetsResponse Registry::List(
 
 absl::StatusOr<v1::ProfileSet> Registry::Get(const std::string& id) const {
   std::optional<CatalogEntry> e = catalog_.Get(id);
-  if (!e)
-    return absl::NotFoundError(
-        absl::StrCat("profile set '", id, "' not found"));
+  if (!e) return absl::NotFoundError(absl::StrCat("profile set '", id, "' not found"));
   return std::move(e->proto);
 }
 
@@ -156,9 +143,7 @@ absl::Status Registry::Delete(const std::string& id) {
   }
   catalog_.Remove(id);
   PublishSize();
-  if (!*deleted)
-    return absl::NotFoundError(
-        absl::StrCat("profile set '", id, "' not found"));
+  if (!*deleted) return absl::NotFoundError(absl::StrCat("profile set '", id, "' not found"));
   return absl::OkStatus();
 }
 
@@ -167,33 +152,27 @@ absl::StatusOr<std::shared_ptr<const ProfileSet>> Registry::TablesFor(
   if (!profile_set_id.empty()) {
     std::shared_ptr<const ProfileSet> tables = catalog_.Tables(profile_set_id);
     if (tables == nullptr) {
-      return absl::NotFoundError(
-          absl::StrCat("profile_set_id '", profile_set_id,
-                       "' is not loaded; list sets with ListProfileSets"));
+      return absl::NotFoundError(absl::StrCat("profile_set_id '", profile_set_id,
+                                              "' is not loaded; list sets with ListProfileSets"));
     }
     return tables;
   }
-  if (std::shared_ptr<const ProfileSet> tables =
-          catalog_.NewestTables(gpu.name))
-    return tables;
+  if (std::shared_ptr<const ProfileSet> tables = catalog_.NewestTables(gpu.name)) return tables;
   return std::make_shared<const ProfileSet>(DefaultProfileSet(gpu));
 }
 
-std::vector<v1::ProfileSet> Registry::WaitForNewer(
-    WatchCursor& cursor, absl::Duration timeout) const {
+std::vector<v1::ProfileSet> Registry::WaitForNewer(WatchCursor& cursor,
+                                                   absl::Duration timeout) const {
   std::vector<v1::ProfileSet> sets;
   for (CatalogEntry& e : catalog_.WaitForNewer(cursor.seen_sequence, timeout)) {
     cursor.seen_sequence = std::max(cursor.seen_sequence, e.sequence);
-    if (TimeUtil::TimestampToNanoseconds(e.proto.created_at()) <=
-        cursor.created_after_ns)
-      continue;
+    if (TimeUtil::TimestampToNanoseconds(e.proto.created_at()) <= cursor.created_after_ns) continue;
     sets.push_back(std::move(e.proto));
   }
   return sets;
 }
 
-void Registry::RecordMissing(const std::string& gpu,
-                             absl::Span<const std::string> keys) {
+void Registry::RecordMissing(const std::string& gpu, absl::Span<const std::string> keys) {
   if (keys.empty()) return;
   absl::MutexLock lock(&work_mu_);
   for (const std::string& key : keys) ++pending_work_[{gpu, key}];
@@ -207,8 +186,7 @@ void Registry::FlushWork() {
   }
   if (work.empty()) return;
   std::vector<ProfileStore::WorkCount> counts;
-  for (const auto& [gpu_key, n] : work)
-    counts.push_back({gpu_key.first, gpu_key.second, n});
+  for (const auto& [gpu_key, n] : work) counts.push_back({gpu_key.first, gpu_key.second, n});
   if (!store_->RecordMissing(counts).ok()) metrics_.DatabaseError();
 }
 
@@ -219,8 +197,7 @@ absl::StatusOr<v1::NextProfilingWorkResponse> Registry::NextWork(
   }
   FlushWork();
   absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> work =
-      store_->NextWork(request.gpu(),
-                       request.max_items() == 0 ? 10 : request.max_items());
+      store_->NextWork(request.gpu(), request.max_items() == 0 ? 10 : request.max_items());
   if (!work.ok()) {
     metrics_.DatabaseError();
     return work.status();

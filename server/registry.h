@@ -50,8 +50,8 @@ class Registry {
   // Opens (creating if absent) the store at `db_path` and loads every set
   // into memory. DATA_LOSS names a stored set that no longer decodes; the
   // store's errors pass through. `metrics` must outlive the registry.
-  static absl::StatusOr<std::unique_ptr<Registry>> Open(
-      const std::string& db_path, Metrics& metrics);
+  static absl::StatusOr<std::unique_ptr<Registry>> Open(const std::string& db_path,
+                                                        Metrics& metrics);
 
   // When the store holds no set, accepts the built-in set of every known GPU.
   absl::Status SeedBuiltinsIfEmpty();
@@ -61,12 +61,11 @@ class Registry {
   // answers off the profiling-work queue. INVALID_ARGUMENT for a set that
   // does not decode or whose id is not its content hash; store errors pass
   // through. Re-accepting a stored set reports already_present.
-  absl::StatusOr<v1::PushProfileSetResponse> Accept(
-      v1::ProfileSet set, const AcceptOptions& options);
+  absl::StatusOr<v1::PushProfileSetResponse> Accept(v1::ProfileSet set,
+                                                    const AcceptOptions& options);
 
   // Summaries, oldest first, filtered by the request's gpu and created_after.
-  v1::ListProfileSetsResponse List(
-      const v1::ListProfileSetsRequest& request) const;
+  v1::ListProfileSetsResponse List(const v1::ListProfileSetsRequest& request) const;
   // NOT_FOUND when absent.
   absl::StatusOr<v1::ProfileSet> Get(const std::string& id) const;
   // Removes a set from the store and the catalog; NOT_FOUND when absent.
@@ -77,21 +76,19 @@ class Registry {
   // The decoded tables a prediction uses: the set `profile_set_id` names
   // (NOT_FOUND when not loaded) or, when it is empty, the newest set for
   // `gpu`, else the built-in tables of `gpu`.
-  absl::StatusOr<std::shared_ptr<const ProfileSet>> TablesFor(
-      const std::string& profile_set_id, const GpuSpec& gpu) const;
+  absl::StatusOr<std::shared_ptr<const ProfileSet>> TablesFor(const std::string& profile_set_id,
+                                                              const GpuSpec& gpu) const;
 
   // Sets that arrived after the cursor (and were created after its time),
   // waiting up to `timeout` for arrivals; advances the cursor.
-  std::vector<v1::ProfileSet> WaitForNewer(WatchCursor& cursor,
-                                           absl::Duration timeout) const;
+  std::vector<v1::ProfileSet> WaitForNewer(WatchCursor& cursor, absl::Duration timeout) const;
 
   // The profiling-work queue. RecordMissing counts keys a prediction on `gpu`
   // found no measurement for (in memory, bounded by the number of distinct
   // keys; written to the store by the next FlushWork). NextWork flushes and
   // answers the most requested open items; INVALID_ARGUMENT for max_items
   // outside [0, 10000] (0: 10).
-  void RecordMissing(const std::string& gpu,
-                     absl::Span<const std::string> keys);
+  void RecordMissing(const std::string& gpu, absl::Span<const std::string> keys);
   absl::StatusOr<v1::NextProfilingWorkResponse> NextWork(
       const v1::NextProfilingWorkRequest& request);
   void FlushWork();
@@ -104,9 +101,7 @@ class Registry {
   Registry(std::unique_ptr<ProfileStore> store, Metrics& metrics)
       : metrics_(metrics), store_(std::move(store)) {}
   absl::Status Load();
-  void PublishSize() {
-    metrics_.ProfileSetsLoaded(static_cast<double>(catalog_.size()));
-  }
+  void PublishSize() { metrics_.ProfileSetsLoaded(static_cast<double>(catalog_.size())); }
 
   Metrics& metrics_;
   std::unique_ptr<ProfileStore> store_;  // internally synchronised
@@ -115,8 +110,8 @@ class Registry {
   absl::Mutex work_mu_;
   // Missing keys not yet written to the store, counted: bounded by the number
   // of distinct keys, however many predictions arrive.
-  absl::flat_hash_map<std::pair<std::string, std::string>, int64_t>
-      pending_work_ ABSL_GUARDED_BY(work_mu_);
+  absl::flat_hash_map<std::pair<std::string, std::string>, int64_t> pending_work_
+      ABSL_GUARDED_BY(work_mu_);
 };
 
 }  // namespace vtrain::server

@@ -13,20 +13,18 @@ namespace {
 using google::protobuf::util::TimeUtil;
 
 // Writes go to the registry; a predictor only mirrors it.
-absl::Status RefusedByPredictor(const ServerOptions& options,
-                                const std::string& fix) {
+absl::Status RefusedByPredictor(const ServerOptions& options, const std::string& fix) {
   if (options.role != Role::kPredictor) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      absl::StrCat("this is a predictor; ", fix));
+  return absl::FailedPreconditionError(absl::StrCat("this is a predictor; ", fix));
 }
 
 }  // namespace
 
-RegistryService::RegistryService(const ServerOptions& options,
-                                 Registry& registry, const MethodRunner& runner)
+RegistryService::RegistryService(const ServerOptions& options, Registry& registry,
+                                 const MethodRunner& runner)
     : push_{"PushProfileSet", Access::kWrite,
-            RefusedByPredictor(options, absl::StrCat("push to the registry at ",
-                                                     options.registry))},
+            RefusedByPredictor(options,
+                               absl::StrCat("push to the registry at ", options.registry))},
       list_{"ListProfileSets", Access::kRead, absl::OkStatus()},
       get_{"GetProfileSet", Access::kRead, absl::OkStatus()},
       delete_{"DeleteProfileSet", Access::kWrite,
@@ -36,15 +34,15 @@ RegistryService::RegistryService(const ServerOptions& options,
       registry_(registry),
       runner_(runner) {}
 
-grpc::Status RegistryService::PushProfileSet(
-    grpc::ServerContext* ctx, const v1::PushProfileSetRequest* req,
-    v1::PushProfileSetResponse* resp) {
+grpc::Status RegistryService::PushProfileSet(grpc::ServerContext* ctx,
+                                             const v1::PushProfileSetRequest* req,
+                                             v1::PushProfileSetResponse* resp) {
   return runner_.Run(*ctx, push_, [&] { return RunPush(req, resp); });
 }
 
-grpc::Status RegistryService::ListProfileSets(
-    grpc::ServerContext* ctx, const v1::ListProfileSetsRequest* req,
-    v1::ListProfileSetsResponse* resp) {
+grpc::Status RegistryService::ListProfileSets(grpc::ServerContext* ctx,
+                                              const v1::ListProfileSetsRequest* req,
+                                              v1::ListProfileSetsResponse* resp) {
   return runner_.Run(*ctx, list_, [&] {
     *resp = registry_.List(*req);
     return absl::OkStatus();
@@ -60,9 +58,9 @@ grpc::Status RegistryService::GetProfileSet(grpc::ServerContext* ctx,
   });
 }
 
-grpc::Status RegistryService::DeleteProfileSet(
-    grpc::ServerContext* ctx, const v1::DeleteProfileSetRequest* req,
-    v1::DeleteProfileSetResponse* resp) {
+grpc::Status RegistryService::DeleteProfileSet(grpc::ServerContext* ctx,
+                                               const v1::DeleteProfileSetRequest* req,
+                                               v1::DeleteProfileSetResponse* resp) {
   return runner_.Run(*ctx, delete_, [&]() -> absl::Status {
     VTRAIN_RETURN_IF_ERROR(registry_.Delete(req->id()));
     resp->set_deleted(true);
@@ -70,15 +68,15 @@ grpc::Status RegistryService::DeleteProfileSet(
   });
 }
 
-grpc::Status RegistryService::WatchProfileSets(
-    grpc::ServerContext* ctx, const v1::WatchProfileSetsRequest* req,
-    grpc::ServerWriter<v1::ProfileSet>* writer) {
+grpc::Status RegistryService::WatchProfileSets(grpc::ServerContext* ctx,
+                                               const v1::WatchProfileSetsRequest* req,
+                                               grpc::ServerWriter<v1::ProfileSet>* writer) {
   return runner_.Run(*ctx, watch_, [&] { return RunWatch(ctx, req, writer); });
 }
 
-grpc::Status RegistryService::NextProfilingWork(
-    grpc::ServerContext* ctx, const v1::NextProfilingWorkRequest* req,
-    v1::NextProfilingWorkResponse* resp) {
+grpc::Status RegistryService::NextProfilingWork(grpc::ServerContext* ctx,
+                                                const v1::NextProfilingWorkRequest* req,
+                                                v1::NextProfilingWorkResponse* resp) {
   return runner_.Run(*ctx, next_work_, [&]() -> absl::Status {
     VTRAIN_ASSIGN_OR_RETURN(*resp, registry_.NextWork(*req));
     return absl::OkStatus();
@@ -87,26 +85,21 @@ grpc::Status RegistryService::NextProfilingWork(
 
 absl::Status RegistryService::RunPush(const v1::PushProfileSetRequest* req,
                                       v1::PushProfileSetResponse* resp) {
-  if (!req->has_profile_set())
-    return absl::InvalidArgumentError("profile_set is required");
+  if (!req->has_profile_set()) return absl::InvalidArgumentError("profile_set is required");
   VTRAIN_ASSIGN_OR_RETURN(
-      *resp, registry_.Accept(req->profile_set(),
-                              {.origin = SetOrigin::kMeasured,
-                               .created_at = CreatedAt::kStampNow}));
-  Log(absl::StrCat(resp->already_present() ? "re-push of " : "accepted ",
-                   resp->id()));
+      *resp, registry_.Accept(req->profile_set(), {.origin = SetOrigin::kMeasured,
+                                                   .created_at = CreatedAt::kStampNow}));
+  Log(absl::StrCat(resp->already_present() ? "re-push of " : "accepted ", resp->id()));
   return absl::OkStatus();
 }
 
-absl::Status RegistryService::RunWatch(
-    const grpc::ServerContext* ctx, const v1::WatchProfileSetsRequest* req,
-    grpc::ServerWriter<v1::ProfileSet>* writer) {
+absl::Status RegistryService::RunWatch(const grpc::ServerContext* ctx,
+                                       const v1::WatchProfileSetsRequest* req,
+                                       grpc::ServerWriter<v1::ProfileSet>* writer) {
   WatchCursor cursor;
-  if (req->has_since())
-    cursor.created_after_ns = TimeUtil::TimestampToNanoseconds(req->since());
+  if (req->has_since()) cursor.created_after_ns = TimeUtil::TimestampToNanoseconds(req->since());
   while (!ctx->IsCancelled() && !stopping_) {
-    for (const v1::ProfileSet& set :
-         registry_.WaitForNewer(cursor, absl::Milliseconds(200))) {
+    for (const v1::ProfileSet& set : registry_.WaitForNewer(cursor, absl::Milliseconds(200))) {
       // The client went away.
       if (!writer->Write(set)) return absl::CancelledError();
     }

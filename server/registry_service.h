@@ -18,37 +18,28 @@ namespace vtrain::server {
 // Thread-safe. Every reference must outlive the service.
 class RegistryService final : public v1::ProfileRegistry::Service {
  public:
-  RegistryService(const ServerOptions& options, Registry& registry,
-                  const MethodRunner& runner);
+  RegistryService(const ServerOptions& options, Registry& registry, const MethodRunner& runner);
 
   // Ends every WatchProfileSets stream within about 200 ms (their calls then
   // return OK), so that a server shutdown need not wait out its grace period.
   void StopWatches() { stopping_ = true; }
 
-  grpc::Status PushProfileSet(grpc::ServerContext* ctx,
-                              const v1::PushProfileSetRequest* req,
+  grpc::Status PushProfileSet(grpc::ServerContext* ctx, const v1::PushProfileSetRequest* req,
                               v1::PushProfileSetResponse* resp) override;
-  grpc::Status ListProfileSets(grpc::ServerContext* ctx,
-                               const v1::ListProfileSetsRequest* req,
+  grpc::Status ListProfileSets(grpc::ServerContext* ctx, const v1::ListProfileSetsRequest* req,
                                v1::ListProfileSetsResponse* resp) override;
-  grpc::Status GetProfileSet(grpc::ServerContext* ctx,
-                             const v1::GetProfileSetRequest* req,
+  grpc::Status GetProfileSet(grpc::ServerContext* ctx, const v1::GetProfileSetRequest* req,
                              v1::ProfileSet* resp) override;
-  grpc::Status DeleteProfileSet(grpc::ServerContext* ctx,
-                                const v1::DeleteProfileSetRequest* req,
+  grpc::Status DeleteProfileSet(grpc::ServerContext* ctx, const v1::DeleteProfileSetRequest* req,
                                 v1::DeleteProfileSetResponse* resp) override;
-  grpc::Status WatchProfileSets(
-      grpc::ServerContext* ctx, const v1::WatchProfileSetsRequest* req,
-      grpc::ServerWriter<v1::ProfileSet>* writer) override;
-  grpc::Status NextProfilingWork(grpc::ServerContext* ctx,
-                                 const v1::NextProfilingWorkRequest* req,
+  grpc::Status WatchProfileSets(grpc::ServerContext* ctx, const v1::WatchProfileSetsRequest* req,
+                                grpc::ServerWriter<v1::ProfileSet>* writer) override;
+  grpc::Status NextProfilingWork(grpc::ServerContext* ctx, const v1::NextProfilingWorkRequest* req,
                                  v1::NextProfilingWorkResponse* resp) override;
 
  private:
-  absl::Status RunPush(const v1::PushProfileSetRequest* req,
-                       v1::PushProfileSetResponse* resp);
-  absl::Status RunWatch(const grpc::ServerContext* ctx,
-                        const v1::WatchProfileSetsRequest* req,
+  absl::Status RunPush(const v1::PushProfileSetRequest* req, v1::PushProfileSetResponse* resp);
+  absl::Status RunWatch(const grpc::ServerContext* ctx, const v1::WatchProfileSetsRequest* req,
                         grpc::ServerWriter<v1::ProfileSet>* writer);
 
   const Method push_, list_, get_, delete_, watch_, next_work_;

@@ -8,13 +8,13 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
+#include "common/credentials.h"
 #include "core/util/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/exposer.h"
 #include "server/admission.h"
-#include "common/credentials.h"
 #include "server/follower.h"
 #include "server/log.h"
 #include "server/method_runner.h"
@@ -29,8 +29,8 @@ absl::StatusOr<Role> ParseRole(const std::string& name) {
   if (name == "all") return Role::kAll;
   if (name == "registry") return Role::kRegistry;
   if (name == "predictor") return Role::kPredictor;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--role='", name, "' is unknown; use all, registry or predictor"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--role='", name, "' is unknown; use all, registry or predictor"));
 }
 
 class Server::Impl {
@@ -72,24 +72,21 @@ class Server::Impl {
 };
 
 absl::Status Server::Impl::Init() {
-  VTRAIN_ASSIGN_OR_RETURN(registry_,
-                          Registry::Open(options_.db_path, metrics_));
+  VTRAIN_ASSIGN_OR_RETURN(registry_, Registry::Open(options_.db_path, metrics_));
   if (options_.role != Role::kPredictor) {
     VTRAIN_RETURN_IF_ERROR(registry_->SeedBuiltinsIfEmpty());
   }
-  simulator_ = std::make_unique<SimulatorService>(
-      options_, *registry_, admission_, runner_, metrics_);
-  registry_service_ =
-      std::make_unique<RegistryService>(options_, *registry_, runner_);
+  simulator_ =
+      std::make_unique<SimulatorService>(options_, *registry_, admission_, runner_, metrics_);
+  registry_service_ = std::make_unique<RegistryService>(options_, *registry_, runner_);
   if (options_.role == Role::kPredictor) {
-    VTRAIN_ASSIGN_OR_RETURN(
-        std::shared_ptr<grpc::ChannelCredentials> creds,
-        common::LoadChannelCredentials({.ca_file = options_.registry_ca_file,
-                                        .cert_file = "",
-                                        .key_file = "",
-                                        .ca_flag = "--registry-ca-file"}));
-    follower_ = std::make_unique<Follower>(options_.registry, std::move(creds),
-                                           *registry_, metrics_);
+    VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> creds,
+                            common::LoadChannelCredentials({.ca_file = options_.registry_ca_file,
+                                                            .cert_file = "",
+                                                            .key_file = "",
+                                                            .ca_flag = "--registry-ca-file"}));
+    follower_ =
+        std::make_unique<Follower>(options_.registry, std::move(creds), *registry_, metrics_);
   }
   return ServeMetrics();
 }
@@ -101,8 +98,7 @@ absl::Status Server::Impl::ServeMetrics() {
     exposer_ = std::make_unique<prometheus::Exposer>(options_.metrics_listen);
   } catch (const std::exception& e) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "cannot serve metrics on --metrics-listen=", options_.metrics_listen,
-        ": ", e.what()));
+        "cannot serve metrics on --metrics-listen=", options_.metrics_listen, ": ", e.what()));
   }
   exposer_->RegisterCollectable(metrics_.registry());
   return absl::OkStatus();
@@ -112,27 +108,24 @@ absl::Status Server::Impl::Listen() {
   VTRAIN_ASSIGN_OR_RETURN(
       std::shared_ptr<grpc::ServerCredentials> creds,
       common::LoadServerCredentials({.cert_file = options_.tls_cert_file,
-                             .key_file = options_.tls_key_file,
-                             .client_ca_file = options_.tls_client_ca_file}));
+                                     .key_file = options_.tls_key_file,
+                                     .client_ca_file = options_.tls_client_ca_file}));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options_.listen, creds, &port_);
-  builder.SetMaxReceiveMessageSize(
-      static_cast<int>(options_.max_message_bytes));
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
   builder.RegisterService(simulator_.get());
   builder.RegisterService(registry_service_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     return absl::UnavailableError(
-        absl::StrCat("cannot listen on --listen=", options_.listen,
-                     "; is the port in use?"));
+        absl::StrCat("cannot listen on --listen=", options_.listen, "; is the port in use?"));
   }
   // SERVING once profiles are loaded (they are, by now).
   server_->GetHealthCheckService()->SetServingStatus(true);
-  Log(absl::StrCat("listening on port ", port_, " with ", registry_->size(),
-                   " profile sets"));
+  Log(absl::StrCat("listening on port ", port_, " with ", registry_->size(), " profile sets"));
   return absl::OkStatus();
 }
 
@@ -144,17 +137,14 @@ void Server::Impl::Shutdown(absl::Duration grace) {
   registry_service_->StopWatches();
   if (follower_ != nullptr) follower_->Stop();
   server_->GetHealthCheckService()->SetServingStatus(false);
-  server_->Shutdown(
-      std::chrono::system_clock::now() +
-      std::chrono::milliseconds(absl::ToInt64Milliseconds(grace)));
+  server_->Shutdown(std::chrono::system_clock::now() +
+                    std::chrono::milliseconds(absl::ToInt64Milliseconds(grace)));
   registry_->Close();
 }
 
-absl::StatusOr<std::unique_ptr<Server>> Server::Start(
-    const ServerOptions& options) {
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   if (options.role == Role::kPredictor && options.registry.empty()) {
-    return absl::InvalidArgumentError(
-        "--role=predictor needs --registry HOST:PORT");
+    return absl::InvalidArgumentError("--role=predictor needs --registry HOST:PORT");
   }
   auto impl = std::make_unique<Impl>(options);
   VTRAIN_RETURN_IF_ERROR(impl->Init());

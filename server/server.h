@@ -20,15 +20,15 @@ struct ServerOptions {
   std::string metrics_listen;              // empty: no /metrics
   std::string db_path = "vtrain.db";
   Role role = Role::kAll;
-  std::string registry;      // predictor: the registry's address
-  std::string push_token;    // bearer token for pushes and deletes; empty: refused
+  std::string registry;    // predictor: the registry's address
+  std::string push_token;  // bearer token for pushes and deletes; empty: refused
   bool require_auth_for_reads = false;
   std::string tls_cert_file, tls_key_file;  // both set: TLS
   std::string tls_client_ca_file;           // set: clients need certificates (mTLS)
   std::string registry_ca_file;             // predictor: TLS to the registry with this CA
   int64_t max_message_bytes = 64 << 20;
-  int64_t max_tasks = 50'000'000;           // per prediction
-  int max_concurrent_simulations = 0;       // 0: hardware threads
+  int64_t max_tasks = 50'000'000;      // per prediction
+  int max_concurrent_simulations = 0;  // 0: hardware threads
 };
 
 class Server {

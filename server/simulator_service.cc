@@ -16,60 +16,50 @@ namespace {
 
 absl::Status RefusedByRegistry(Role role, const char* what) {
   if (role != Role::kRegistry) return absl::OkStatus();
-  return absl::UnimplementedError(
-      absl::StrCat("a registry does not ", what, "; ask a predictor"));
+  return absl::UnimplementedError(absl::StrCat("a registry does not ", what, "; ask a predictor"));
 }
 
 // Core reports a stopped run as CANCELLED; when the caller's deadline is what
 // stopped it, say so.
-absl::Status ExplainCancellation(const grpc::ServerContext& ctx,
-                                 absl::Status status, const char* during) {
+absl::Status ExplainCancellation(const grpc::ServerContext& ctx, absl::Status status,
+                                 const char* during) {
   if (status.code() == absl::StatusCode::kCancelled &&
       ctx.deadline() < std::chrono::system_clock::now()) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("the deadline passed during the ", during));
+    return absl::DeadlineExceededError(absl::StrCat("the deadline passed during the ", during));
   }
   return status;
 }
 
 }  // namespace
 
-SimulatorService::SimulatorService(const ServerOptions& options,
-                                   Registry& registry, AdmissionGate& admission,
-                                   const MethodRunner& runner, Metrics& metrics)
+SimulatorService::SimulatorService(const ServerOptions& options, Registry& registry,
+                                   AdmissionGate& admission, const MethodRunner& runner,
+                                   Metrics& metrics)
     : max_tasks_(options.max_tasks),
-      predict_{"Predict", Access::kRead,
-               RefusedByRegistry(options.role, "predict")},
-      search_{"Search", Access::kRead,
-              RefusedByRegistry(options.role, "search")},
+      predict_{"Predict", Access::kRead, RefusedByRegistry(options.role, "predict")},
+      search_{"Search", Access::kRead, RefusedByRegistry(options.role, "search")},
       registry_(registry),
       admission_(admission),
       runner_(runner),
       metrics_(metrics) {}
 
-grpc::Status SimulatorService::Predict(grpc::ServerContext* ctx,
-                                       const v1::PredictRequest* req,
+grpc::Status SimulatorService::Predict(grpc::ServerContext* ctx, const v1::PredictRequest* req,
                                        v1::PredictResponse* resp) {
-  return runner_.Run(*ctx, predict_,
-                     [&] { return RunPredict(ctx, req, resp); });
+  return runner_.Run(*ctx, predict_, [&] { return RunPredict(ctx, req, resp); });
 }
 
-grpc::Status SimulatorService::Search(
-    grpc::ServerContext* ctx, const v1::SearchRequest* req,
-    grpc::ServerWriter<v1::SearchResponse>* writer) {
-  return runner_.Run(*ctx, search_,
-                     [&] { return RunSearch(ctx, req, writer); });
+grpc::Status SimulatorService::Search(grpc::ServerContext* ctx, const v1::SearchRequest* req,
+                                      grpc::ServerWriter<v1::SearchResponse>* writer) {
+  return runner_.Run(*ctx, search_, [&] { return RunSearch(ctx, req, writer); });
 }
 
 absl::Status SimulatorService::RunPredict(const grpc::ServerContext* ctx,
                                           const v1::PredictRequest* req,
                                           v1::PredictResponse* resp) {
   VTRAIN_ASSIGN_OR_RETURN(const Job job, convert::JobFromProto(*req));
-  VTRAIN_ASSIGN_OR_RETURN(
-      std::shared_ptr<const ProfileSet> tables,
-      registry_.TablesFor(req->profile_set_id(), job.cluster.gpu));
-  VTRAIN_ASSIGN_OR_RETURN(PredictOptions options,
-                          convert::OptionsFromProto(*req));
+  VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
+                          registry_.TablesFor(req->profile_set_id(), job.cluster.gpu));
+  VTRAIN_ASSIGN_OR_RETURN(PredictOptions options, convert::OptionsFromProto(*req));
   options.max_tasks = max_tasks_;
   options.cancelled = [ctx] { return ctx->IsCancelled(); };
 
@@ -77,8 +67,7 @@ absl::Status SimulatorService::RunPredict(const grpc::ServerContext* ctx,
   {
     // Held for the simulation only; queued calls wait until their deadline
     // or cancellation.
-    VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot slot,
-                            admission_.Enter(options.cancelled));
+    VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot slot, admission_.Enter(options.cancelled));
     p = vtrain::Predict(job, *tables, options);
   }
   if (!p.ok()) return ExplainCancellation(*ctx, p.status(), "simulation");
@@ -94,16 +83,14 @@ absl::Status SimulatorService::RunPredict(const grpc::ServerContext* ctx,
   return absl::OkStatus();
 }
 
-absl::Status SimulatorService::RunSearch(
-    const grpc::ServerContext* ctx, const v1::SearchRequest* req,
-    grpc::ServerWriter<v1::SearchResponse>* writer) {
-  VTRAIN_ASSIGN_OR_RETURN(convert::SearchCall call,
-                          convert::SearchFromProto(*req));
+absl::Status SimulatorService::RunSearch(const grpc::ServerContext* ctx,
+                                         const v1::SearchRequest* req,
+                                         grpc::ServerWriter<v1::SearchResponse>* writer) {
+  VTRAIN_ASSIGN_OR_RETURN(convert::SearchCall call, convert::SearchFromProto(*req));
   const SearchSpace& space = call.space;
   SearchOptions& options = call.options;
-  VTRAIN_ASSIGN_OR_RETURN(
-      std::shared_ptr<const ProfileSet> tables,
-      registry_.TablesFor(/*profile_set_id=*/"", space.cluster.gpu));
+  VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
+                          registry_.TablesFor(/*profile_set_id=*/"", space.cluster.gpu));
   // A search spreads over as many threads as simulations may run at once.
   options.threads = admission_.capacity();
   options.cancelled = [ctx] { return ctx->IsCancelled(); };

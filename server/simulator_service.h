@@ -20,9 +20,8 @@ namespace vtrain::server {
 // Thread-safe. Every reference must outlive the service.
 class SimulatorService final : public v1::Simulator::Service {
  public:
-  SimulatorService(const ServerOptions& options, Registry& registry,
-                   AdmissionGate& admission, const MethodRunner& runner,
-                   Metrics& metrics);
+  SimulatorService(const ServerOptions& options, Registry& registry, AdmissionGate& admission,
+                   const MethodRunner& runner, Metrics& metrics);
 
   grpc::Status Predict(grpc::ServerContext* ctx, const v1::PredictRequest* req,
                        v1::PredictResponse* resp) override;
@@ -30,11 +29,9 @@ class SimulatorService final : public v1::Simulator::Service {
                       grpc::ServerWriter<v1::SearchResponse>* writer) override;
 
  private:
-  absl::Status RunPredict(const grpc::ServerContext* ctx,
-                          const v1::PredictRequest* req,
+  absl::Status RunPredict(const grpc::ServerContext* ctx, const v1::PredictRequest* req,
                           v1::PredictResponse* resp);
-  absl::Status RunSearch(const grpc::ServerContext* ctx,
-                         const v1::SearchRequest* req,
+  absl::Status RunSearch(const grpc::ServerContext* ctx, const v1::SearchRequest* req,
                          grpc::ServerWriter<v1::SearchResponse>* writer);
 
   const int64_t max_tasks_;

@@ -5,8 +5,7 @@
 namespace vtrain::server {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 const char* StatusCodeName(grpc::StatusCode code) {

@@ -84,14 +84,16 @@ std::vector<double> BalancedWeights(absl::Span<const Measurement> m,
   std::map<std::string, double> count;
   for (size_t i : indices) count[SourceFile(m[i])] += 1;
   std::vector<double> w(m.size(), 0.0);
-  for (size_t i : indices) w[i] = 1.0 / (count[SourceFile(m[i])] * static_cast<double>(count.size()));
+  for (size_t i : indices)
+    w[i] = 1.0 / (count[SourceFile(m[i])] * static_cast<double>(count.size()));
   return w;
 }
 
 double WeightedMape(const std::vector<ValidationRow>& rows, const std::vector<size_t>& indices,
                     const std::vector<double>& weights) {
   double sum = 0;
-  for (size_t i : indices) sum += weights[i] * (rows[i].status.ok() ? std::abs(rows[i].error) : 1.0);
+  for (size_t i : indices)
+    sum += weights[i] * (rows[i].status.ok() ? std::abs(rows[i].error) : 1.0);
   return sum;
 }
 
@@ -118,8 +120,8 @@ AnalyticalParams Fit(absl::Span<const Measurement> m, const std::vector<size_t>&
     return p;
   };
   const std::vector<double> weights = options.balance_sources
-                                         ? BalancedWeights(m, train)
-                                         : std::vector<double>(m.size(), 1.0 / train.size());
+                                          ? BalancedWeights(m, train)
+                                          : std::vector<double>(m.size(), 1.0 / train.size());
   auto objective = [&](const std::vector<double>& x) {
     trial.params = decode(x);
     PredictRows(m, train, trial, options.threads, rows);
@@ -219,8 +221,12 @@ ValidationReport Validate(absl::Span<const Measurement> measurements, const Prof
 absl::Span<const FittableParam> FittableParams() { return AnalyticalParamInfos(); }
 
 std::vector<std::string> DefaultFitParams() {
-  return {"gemm_max_efficiency", "gemm_overhead_ns",       "gemm_misaligned_factor",
-          "memory_efficiency",   "host_dispatch_ns",      "inter_node_efficiency",
+  return {"gemm_max_efficiency",
+          "gemm_overhead_ns",
+          "gemm_misaligned_factor",
+          "memory_efficiency",
+          "host_dispatch_ns",
+          "inter_node_efficiency",
           "tp_collective_overhead_per_rank_ns"};
 }
 
@@ -232,7 +238,8 @@ absl::StatusOr<CalibrationResult> Calibrate(absl::Span<const Measurement> measur
     const FittableParam* p = FindParam(name);
     if (p == nullptr) {
       std::string known;
-      for (const FittableParam& k : AnalyticalParamInfos()) absl::StrAppend(&known, known.empty() ? "" : ", ", k.name);
+      for (const FittableParam& k : AnalyticalParamInfos())
+        absl::StrAppend(&known, known.empty() ? "" : ", ", k.name);
       return absl::InvalidArgumentError(
           absl::StrCat("calibration parameter '", name, "' is unknown; use one of: ", known));
     }
@@ -240,9 +247,9 @@ absl::StatusOr<CalibrationResult> Calibrate(absl::Span<const Measurement> measur
   }
   const int folds = std::max(1, options.folds);
   if (measurements.size() < static_cast<size_t>(std::max(2, folds))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "calibration needs at least ", std::max(2, folds), " measurements, got ",
-        measurements.size(), "; add rows or lower the number of folds"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("calibration needs at least ", std::max(2, folds), " measurements, got ",
+                     measurements.size(), "; add rows or lower the number of folds"));
   }
   auto progress = [&](const std::string& s) {
     if (options.progress) options.progress(s);
@@ -267,8 +274,8 @@ absl::StatusOr<CalibrationResult> Calibrate(absl::Span<const Measurement> measur
       PredictRows(measurements, test, fitted, options.threads, rows);
       for (size_t i : test) result.cross_validated.rows[i] = rows[i];
       result.fold_mape.push_back(MapeOf(rows, test));
-      progress(absl::StrFormat("fold %d/%d: train MAPE %.2f%%, held-out MAPE %.2f%%", f + 1,
-                               folds, 100 * train_mape, 100 * result.fold_mape.back()));
+      progress(absl::StrFormat("fold %d/%d: train MAPE %.2f%%, held-out MAPE %.2f%%", f + 1, folds,
+                               100 * train_mape, 100 * result.fold_mape.back()));
     }
     Group(measurements, result.cross_validated);
     for (const char* regime : {"single_node", "multi_node"}) {
@@ -313,7 +320,8 @@ std::pair<AnalyticalParams, double> FitIntraNodeAllReduce(
     double intra_node_bandwidth_bytes_per_s, AnalyticalParams params) {
   LinkBandwidths links{intra_node_bandwidth_bytes_per_s, intra_node_bandwidth_bytes_per_s};
   const double s0 = params.intra_node_latency_ns > 0 ? params.intra_node_latency_ns : 1e4;
-  const double s1 = params.intra_node_latency_per_rank_ns > 0 ? params.intra_node_latency_per_rank_ns : 1e3;
+  const double s1 =
+      params.intra_node_latency_per_rank_ns > 0 ? params.intra_node_latency_per_rank_ns : 1e3;
   const double s2 = params.intra_node_efficiency > 0 ? params.intra_node_efficiency : 1;
   auto decode = [&](const std::vector<double>& x) {
     AnalyticalParams p = params;
@@ -329,7 +337,8 @@ std::pair<AnalyticalParams, double> FitIntraNodeAllReduce(
     for (const auto& [ranks, curve] : curves_by_ranks) {
       const CommGroup group{ranks, ranks, 1.0};
       for (const CollectivePoint& point : curve.points()) {
-        const double model = AnalyticalCollectiveNs(Collective::kAllReduce, point.bytes, group, links, p);
+        const double model =
+            AnalyticalCollectiveNs(Collective::kAllReduce, point.bytes, group, links, p);
         sum += std::abs(model - point.latency_ns) / point.latency_ns;
         ++count;
       }

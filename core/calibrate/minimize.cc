@@ -23,9 +23,11 @@ MinimizeResult Minimize(const std::function<double(const std::vector<double>&)>&
   std::vector<size_t> order(n + 1);
   while (result.evaluations < options.max_evaluations) {
     std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return values[a] < values[b]; });
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return values[a] < values[b]; });
     const size_t best = order.front(), worst = order.back(), second = order[n - 1];
-    if (std::abs(values[worst] - values[best]) <= options.tolerance * (std::abs(values[best]) + 1e-12)) {
+    if (std::abs(values[worst] - values[best]) <=
+        options.tolerance * (std::abs(values[best]) + 1e-12)) {
       break;
     }
     std::vector<double> centroid(n, 0.0);

@@ -29,7 +29,7 @@ struct StreamStats {
 
 // What a finished task tells its children.
 struct Completion {
-  int64_t finish_ns = -1;   // -1: not run yet
+  int64_t finish_ns = -1;  // -1: not run yet
   // For a communication task, when the unbroken run of communication on its
   // stream that it ends began; for others, its own start.
   int64_t run_start_ns = 0;

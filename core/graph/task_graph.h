@@ -45,8 +45,8 @@ class TaskGraph {
 
   // Adds a task after every task already on `stream`. Parents must already
   // exist (so ids are a topological order). Returns the new task's id.
-  TaskId AddTask(StreamId stream, int64_t duration_ns, int64_t gap_ns, TaskKind kind,
-                 int32_t label, absl::Span<const TaskId> parents);
+  TaskId AddTask(StreamId stream, int64_t duration_ns, int64_t gap_ns, TaskKind kind, int32_t label,
+                 absl::Span<const TaskId> parents);
 
   void Reserve(int64_t tasks, int64_t edges);
 

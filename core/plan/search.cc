@@ -28,8 +28,8 @@ std::vector<int64_t> Divisors(int64_t n) {
 // result->considered; the memory model drops those that cannot fit
 // (result->out_of_memory) before any simulation. RESOURCE_EXHAUSTED above
 // options.max_candidates.
-absl::Status Enumerate(const SearchSpace& space, const SearchOptions& options,
-                       SearchResult* result, std::vector<Job>* candidates) {
+absl::Status Enumerate(const SearchSpace& space, const SearchOptions& options, SearchResult* result,
+                       std::vector<Job>* candidates) {
   std::vector<int64_t> tps = space.tensor_parallel;
   if (tps.empty()) {
     for (int64_t t = 1; t <= 2 * space.cluster.gpus_per_node; t *= 2) tps.push_back(t);

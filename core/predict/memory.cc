@@ -52,7 +52,8 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
     if (stage == 0) sm.logits_bytes += 2 * s * b * h;
     if (stage == p - 1) sm.logits_bytes += 2 * 4 * s * b * std::ceil(vocab / t);
     sm.reserve_bytes = params.reserve_bytes;
-    sm.peak_bytes = sm.model_states_bytes + sm.activations_bytes + sm.logits_bytes + sm.reserve_bytes;
+    sm.peak_bytes =
+        sm.model_states_bytes + sm.activations_bytes + sm.logits_bytes + sm.reserve_bytes;
     out.peak_bytes = std::max(out.peak_bytes, sm.peak_bytes);
     out.stages.push_back(sm);
   }

@@ -22,12 +22,12 @@ struct MemoryParams {
 
 struct StageMemory {
   int64_t stage = 0;
-  double parameters = 0;       // on one GPU of the stage
+  double parameters = 0;          // on one GPU of the stage
   double model_states_bytes = 0;  // weights, gradients, optimizer states
   double activations_bytes = 0;   // micro-batches in flight, peak
   double logits_bytes = 0;        // embedding output / fp32 logits and their gradient
   double reserve_bytes = 0;
-  double peak_bytes = 0;          // the sum
+  double peak_bytes = 0;  // the sum
   int64_t micro_batches_in_flight = 0;
 };
 

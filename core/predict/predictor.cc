@@ -89,7 +89,8 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
   }
 
   const Job& j = job;
-  const double tokens = static_cast<double>(j.plan.global_batch) * static_cast<double>(j.model.seq_len);
+  const double tokens =
+      static_cast<double>(j.plan.global_batch) * static_cast<double>(j.model.seq_len);
   p.model_flops = ModelFlopsPerIteration(j);
   const double recompute_flops =
       j.plan.recompute == Recompute::kFull
@@ -97,7 +98,8 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
           : 0;
   p.hardware_flops = p.model_flops + recompute_flops;
   const double seconds = static_cast<double>(p.iteration_time_ns) * 1e-9;
-  const double peak = static_cast<double>(j.cluster.num_gpus) * j.cluster.gpu.PeakFlops(j.plan.dtype);
+  const double peak =
+      static_cast<double>(j.cluster.num_gpus) * j.cluster.gpu.PeakFlops(j.plan.dtype);
   if (seconds > 0) {
     p.mfu = p.model_flops / (seconds * peak);
     p.hfu = p.hardware_flops / (seconds * peak);

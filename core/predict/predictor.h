@@ -25,11 +25,11 @@ struct StageBreakdown {
   int64_t stage = 0;
   int64_t first_layer = 0;
   int64_t num_layers = 0;
-  int64_t compute_ns = 0;                 // kernels and the gaps between them
-  int64_t tensor_parallel_ns = 0;         // TP collectives (they block compute)
-  int64_t pipeline_exposed_ns = 0;        // sending (blocking) and waiting on transfers
-  int64_t data_parallel_exposed_ns = 0;   // waiting on gradient all-reduces
-  int64_t idle_ns = 0;                    // pipeline bubble and other waiting
+  int64_t compute_ns = 0;                // kernels and the gaps between them
+  int64_t tensor_parallel_ns = 0;        // TP collectives (they block compute)
+  int64_t pipeline_exposed_ns = 0;       // sending (blocking) and waiting on transfers
+  int64_t data_parallel_exposed_ns = 0;  // waiting on gradient all-reduces
+  int64_t idle_ns = 0;                   // pipeline bubble and other waiting
   double parameters_per_gpu = 0;
 };
 

@@ -56,8 +56,8 @@ void CheckOne(const Probe& probe, const ProfileSet& set, const GpuSpec& gpu,
   if (p->interval_coverage > 0 &&
       !(Physical(p->interval_low_ns) && std::isfinite(p->interval_high_ns) &&
         p->interval_low_ns <= p->interval_high_ns)) {
-    problems.push_back(absl::StrCat(where, " with the interval ", p->interval_low_ns * 1e-6,
-                                    " .. ", p->interval_high_ns * 1e-6, " ms"));
+    problems.push_back(absl::StrCat(where, " with the interval ", p->interval_low_ns * 1e-6, " .. ",
+                                    p->interval_high_ns * 1e-6, " ms"));
   }
 }
 
@@ -69,9 +69,9 @@ absl::Status CheckPredictionsArePhysical(const ProfileSet& set) {
   std::vector<std::string> problems;
   for (const Probe& probe : kProbes) CheckOne(probe, set, *gpu, problems);
   if (problems.empty()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "profile_set: ", absl::StrJoin(problems, "; "),
-      "; check its params, error_bands and kernel tables"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("profile_set: ", absl::StrJoin(problems, "; "),
+                   "; check its params, error_bands and kernel tables"));
 }
 
 }  // namespace vtrain

@@ -49,8 +49,8 @@ class KernelSequence {
       finish = start + static_cast<double>(kernels_[i].duration_ns);
     }
     if (!kernels_.empty()) {
-      const double next = static_cast<double>(kernels_.size()) * dispatch +
-                          params_.operator_overhead_ns;
+      const double next =
+          static_cast<double>(kernels_.size()) * dispatch + params_.operator_overhead_ns;
       kernels_.back().gap_ns = std::llround(std::max(0.0, next - finish));
       for (KernelRecord& k : kernels_) k.host_ns = std::llround(dispatch);
       kernels_.front().host_ns += std::llround(params_.operator_overhead_ns);

@@ -20,7 +20,7 @@ std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const Oper
 // Where the ranks of one collective sit.
 struct CommGroup {
   int64_t ranks = 1;
-  int64_t ranks_per_node = 1;   // ranks of this group on one node
+  int64_t ranks_per_node = 1;  // ranks of this group on one node
   // Fraction of the node's NIC bandwidth this group gets while every group on
   // the node communicates at once (ranks_per_node / GPUs per node for
   // symmetric collectives).

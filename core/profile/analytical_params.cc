@@ -14,13 +14,14 @@ constexpr ParamInfo kParams[] = {
     {"host_dispatch_ns", &AnalyticalParams::host_dispatch_ns, 0, 1e6, 20000},
     {"operator_overhead_ns", &AnalyticalParams::operator_overhead_ns, 0, 1e7, 10000},
     {"intra_node_latency_ns", &AnalyticalParams::intra_node_latency_ns, 0, 1e6, 20000},
-    {"intra_node_latency_per_rank_ns", &AnalyticalParams::intra_node_latency_per_rank_ns, 0, 1e5, 5000},
+    {"intra_node_latency_per_rank_ns", &AnalyticalParams::intra_node_latency_per_rank_ns, 0, 1e5,
+     5000},
     {"inter_node_latency_ns", &AnalyticalParams::inter_node_latency_ns, 0, 1e6, 20000},
     {"intra_node_efficiency", &AnalyticalParams::intra_node_efficiency, 0.05, 1.5, 0.8},
     {"inter_node_efficiency", &AnalyticalParams::inter_node_efficiency, 0.05, 1.5, 0.8},
     {"tp_collective_overhead_ns", &AnalyticalParams::tp_collective_overhead_ns, 0, 1e7, 50000},
-    {"tp_collective_overhead_per_rank_ns", &AnalyticalParams::tp_collective_overhead_per_rank_ns,
-     0, 1e6, 20000},
+    {"tp_collective_overhead_per_rank_ns", &AnalyticalParams::tp_collective_overhead_per_rank_ns, 0,
+     1e6, 20000},
 };
 
 }  // namespace

@@ -39,8 +39,7 @@ const OperatorProfile& ProfileLookup::Operator(const OperatorKey& key) {
   auto it = operators_.find(key);
   if (it != operators_.end()) return it->second;
   OperatorProfile resolved = Resolve(key);
-  records_.push_back(
-      {key.ToString(), resolved.fidelity, resolved.fidelity != Fidelity::kMeasured});
+  records_.push_back({key.ToString(), resolved.fidelity, resolved.fidelity != Fidelity::kMeasured});
   return operators_.emplace(key, std::move(resolved)).first->second;
 }
 
@@ -91,8 +90,9 @@ ProfileLookup::CollectiveTime ProfileLookup::CollectiveNs(Collective collective,
   const LinkScope scope = group.nodes() > 1 ? LinkScope::kInterNode : LinkScope::kIntraNode;
   CollectiveKey key{set_.gpu, scope, collective, group.ranks};
   // Analytical latency also depends on the group's placement and NIC share.
-  const std::string memo = absl::StrCat(key.ToString(), " bytes=", bytes, " per_node=",
-                                        group.ranks_per_node, " nic=", group.nic_fraction);
+  const std::string memo =
+      absl::StrCat(key.ToString(), " bytes=", bytes, " per_node=", group.ranks_per_node,
+                   " nic=", group.nic_fraction);
   if (auto it = collectives_.find(memo); it != collectives_.end()) return it->second;
 
   CollectiveTime result;
@@ -104,14 +104,13 @@ ProfileLookup::CollectiveTime ProfileLookup::CollectiveNs(Collective collective,
   } else if (table->second.Covers(bytes)) {
     // Log-log interpolation between measured sizes (exact at a measured one).
     result.latency_ns = std::llround(table->second.LatencyNs(bytes));
-    result.fidelity =
-        table->second.IsPoint(bytes) ? Fidelity::kMeasured : Fidelity::kInterpolated;
+    result.fidelity = table->second.IsPoint(bytes) ? Fidelity::kMeasured : Fidelity::kInterpolated;
   } else {
     // Outside the measured range: the nearest measured end, scaled by the
     // analytical model's ratio between the two sizes.
     const CollectiveCurve& curve = table->second;
-    const double edge =
-        bytes < curve.points().front().bytes ? curve.points().front().bytes : curve.points().back().bytes;
+    const double edge = bytes < curve.points().front().bytes ? curve.points().front().bytes
+                                                             : curve.points().back().bytes;
     const double edge_analytical =
         AnalyticalCollectiveNs(collective, edge, group, links_, set_.params);
     result.latency_ns = std::llround(curve.LatencyNs(edge) * analytical / edge_analytical);

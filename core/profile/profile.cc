@@ -14,13 +14,12 @@ namespace vtrain {
 namespace {
 
 constexpr absl::string_view kOperatorNames[kNumOperatorKinds] = {
-    "embedding_fwd", "embedding_bwd", "attention_fwd", "attention_bwd",
-    "mlp_fwd",       "mlp_bwd",       "logit_fwd",     "logit_bwd",
-    "loss_fwd",      "loss_bwd",      "optimizer_step",
+    "embedding_fwd", "embedding_bwd", "attention_fwd", "attention_bwd", "mlp_fwd",        "mlp_bwd",
+    "logit_fwd",     "logit_bwd",     "loss_fwd",      "loss_bwd",      "optimizer_step",
 };
 
 constexpr absl::string_view kCollectiveNames[] = {"all_reduce", "all_gather", "reduce_scatter",
-                                                 "send_recv"};
+                                                  "send_recv"};
 
 }  // namespace
 
@@ -53,8 +52,9 @@ absl::StatusOr<Collective> ParseCollective(absl::string_view name) {
   for (int i = 0; i < 4; ++i) {
     if (name == kCollectiveNames[i]) return static_cast<Collective>(i);
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "collective '", name, "' is unknown; use all_reduce, all_gather, reduce_scatter or send_recv"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("collective '", name,
+                   "' is unknown; use all_reduce, all_gather, reduce_scatter or send_recv"));
 }
 
 absl::string_view LinkScopeName(LinkScope s) {
@@ -77,10 +77,10 @@ std::string OperatorKey::ToString() const {
 
 absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
   auto bad = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "operator key '", text, "': ", why,
-        "; expected GPU/DTYPE/OP h=.. [a=..] [f=..] s=.. b=.. t=.. [v=..] or "
-        "GPU/DTYPE/optimizer_step params=.."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("operator key '", text, "': ", why,
+                     "; expected GPU/DTYPE/OP h=.. [a=..] [f=..] s=.. b=.. t=.. [v=..] or "
+                     "GPU/DTYPE/optimizer_step params=.."));
   };
   const std::vector<absl::string_view> words = absl::StrSplit(text, ' ', absl::SkipEmpty());
   if (words.empty()) return bad("it is empty");
@@ -186,22 +186,21 @@ absl::StatusOr<CollectiveCurve> CollectiveCurve::Create(std::vector<CollectivePo
 }
 
 bool CollectiveCurve::IsPoint(double bytes) const {
-  auto it = std::lower_bound(
-      points_.begin(), points_.end(), bytes,
-      [](const CollectivePoint& p, double b) { return p.bytes < b; });
+  auto it = std::lower_bound(points_.begin(), points_.end(), bytes,
+                             [](const CollectivePoint& p, double b) { return p.bytes < b; });
   return it != points_.end() && it->bytes == bytes;
 }
 
 double CollectiveCurve::LatencyNs(double bytes) const {
   if (bytes <= points_.front().bytes) return points_.front().latency_ns;
   if (bytes >= points_.back().bytes) return points_.back().latency_ns;
-  auto hi = std::lower_bound(
-      points_.begin(), points_.end(), bytes,
-      [](const CollectivePoint& p, double b) { return p.bytes < b; });
+  auto hi = std::lower_bound(points_.begin(), points_.end(), bytes,
+                             [](const CollectivePoint& p, double b) { return p.bytes < b; });
   auto lo = hi - 1;
-  const double x = (std::log(bytes) - std::log(lo->bytes)) /
-                   (std::log(hi->bytes) - std::log(lo->bytes));
-  return std::exp(std::log(lo->latency_ns) + x * (std::log(hi->latency_ns) - std::log(lo->latency_ns)));
+  const double x =
+      (std::log(bytes) - std::log(lo->bytes)) / (std::log(hi->bytes) - std::log(lo->bytes));
+  return std::exp(std::log(lo->latency_ns) +
+                  x * (std::log(hi->latency_ns) - std::log(lo->latency_ns)));
 }
 
 absl::Status ValidateProfileSetValues(const ProfileSet& set) {
@@ -219,8 +218,8 @@ absl::Status ValidateProfileSetValues(const ProfileSet& set) {
     if (b.regime.empty()) problems.push_back(absl::StrCat(where, ".regime is empty"));
     if (!std::isfinite(b.error_low) || !std::isfinite(b.error_high) || b.error_low <= -1 ||
         b.error_low > b.error_high || b.error_high > 100) {
-      problems.push_back(absl::StrCat(where, ": error_low=", b.error_low, " and error_high=",
-                                      b.error_high,
+      problems.push_back(absl::StrCat(where, ": error_low=", b.error_low,
+                                      " and error_high=", b.error_high,
                                       " must be finite with -1 < error_low <= error_high <= 100"));
     }
     if (!(b.coverage > 0 && b.coverage <= 1)) {

@@ -34,8 +34,8 @@ const GpuSpec kGpus[] = {
      800 * kGiga / 8},
     {"h100-sxm5-80gb", 989.4 * kTera, 989.4 * kTera, 3350 * kGiga, 80 * kGiB, 132, 225 * kGiga,
      3200 * kGiga / 8},
-    {"h200-sxm-141gb", 989.4 * kTera, 989.4 * kTera, 4800 * kGiga, 143771 * kMiB, 132,
-     225 * kGiga, 3200 * kGiga / 8},
+    {"h200-sxm-141gb", 989.4 * kTera, 989.4 * kTera, 4800 * kGiga, 143771 * kMiB, 132, 225 * kGiga,
+     3200 * kGiga / 8},
 };
 
 }  // namespace
@@ -53,8 +53,8 @@ absl::StatusOr<GpuSpec> GpuByName(absl::string_view name) {
   for (const GpuSpec& g : kGpus) {
     if (name == g.name) return g;
   }
-  return absl::NotFoundError(absl::StrCat("GPU model '", name, "' is unknown; use one of: ",
-                                          absl::StrJoin(GpuNames(), ", ")));
+  return absl::NotFoundError(absl::StrCat(
+      "GPU model '", name, "' is unknown; use one of: ", absl::StrJoin(GpuNames(), ", ")));
 }
 
 std::vector<std::string> GpuNames() {

@@ -4,10 +4,10 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace vtrain {
 
@@ -19,9 +19,9 @@ absl::StatusOr<DType> ParseDType(absl::string_view name);
 
 // Datasheet figures of one GPU model (dense, no sparsity).
 struct GpuSpec {
-  std::string name;                       // e.g. "a100-sxm4-80gb"
-  double peak_fp16_flops_per_s = 0;       // dense tensor-core FP16
-  double peak_bf16_flops_per_s = 0;       // 0 when the GPU has no BF16 tensor cores
+  std::string name;                  // e.g. "a100-sxm4-80gb"
+  double peak_fp16_flops_per_s = 0;  // dense tensor-core FP16
+  double peak_bf16_flops_per_s = 0;  // 0 when the GPU has no BF16 tensor cores
   double hbm_bandwidth_bytes_per_s = 0;
   int64_t memory_bytes = 0;
   int num_sms = 0;

@@ -1,7 +1,7 @@
 #include "core/spec/job.h"
 
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -109,9 +109,8 @@ absl::Status ValidateJob(const Job& job) {
   v.InRange("model.vocab_size", m.vocab_size, 1, kMaxVocab);
   const bool ffn_ok = v.InRange("model.ffn_hidden_size", m.ffn_hidden_size, 0, kMaxFfn);
   if (hidden_ok && heads_ok && m.hidden_size % m.num_heads != 0) {
-    v.Add(absl::StrCat("model.hidden_size=", m.hidden_size,
-                       " is not divisible by model.num_heads=", m.num_heads,
-                       "; choose a head count that divides the hidden size"));
+    v.Add(absl::StrCat("model.hidden_size=", m.hidden_size, " is not divisible by model.num_heads=",
+                       m.num_heads, "; choose a head count that divides the hidden size"));
   }
 
   const bool t_ok = v.InRange("plan.tensor_parallel", p.tensor_parallel, 1, kMaxParallel);
@@ -132,8 +131,8 @@ absl::Status ValidateJob(const Job& job) {
                        " must be zero or a positive number"));
   }
   if (c.gpu.PeakFlops(p.dtype) <= 0) {
-    v.Add(absl::StrCat("plan.dtype=", DTypeName(p.dtype), " is not supported by GPU '",
-                       c.gpu.name, "'; use fp16"));
+    v.Add(absl::StrCat("plan.dtype=", DTypeName(p.dtype), " is not supported by GPU '", c.gpu.name,
+                       "'; use fp16"));
   }
 
   if (t_ok && d_ok && pp_ok && gpus_ok) {
@@ -152,8 +151,8 @@ absl::Status ValidateJob(const Job& job) {
                        "; use a tensor-parallel degree that divides the head count"));
   }
   if (t_ok && ffn_ok && hidden_ok && m.ffn() % p.tensor_parallel != 0) {
-    v.Add(absl::StrCat("plan.tensor_parallel=", p.tensor_parallel,
-                       " does not divide the FFN size ", m.ffn(),
+    v.Add(absl::StrCat("plan.tensor_parallel=", p.tensor_parallel, " does not divide the FFN size ",
+                       m.ffn(),
                        "; use a tensor-parallel degree that divides model.ffn_hidden_size"));
   }
   if (pp_ok && layers_ok && m.num_layers % p.pipeline_parallel != 0) {
@@ -177,12 +176,22 @@ absl::StatusOr<double> ParseBandwidth(absl::string_view text, absl::string_view 
   };
   // Longest suffixes first so "GiB/s" is not read as "B/s".
   static constexpr Unit kUnits[] = {
-      {"KiB/s", 1024.0},     {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0},
+      {"KiB/s", 1024.0},
+      {"MiB/s", 1048576.0},
+      {"GiB/s", 1073741824.0},
       {"TiB/s", 1099511627776.0},
-      {"kB/s", 1e3},         {"KB/s", 1e3},        {"MB/s", 1e6},
-      {"GB/s", 1e9},         {"TB/s", 1e12},       {"kb/s", 1e3 / 8},
-      {"Kb/s", 1e3 / 8},     {"Mb/s", 1e6 / 8},    {"Gb/s", 1e9 / 8},
-      {"Tb/s", 1e12 / 8},    {"B/s", 1.0},         {"b/s", 1.0 / 8},
+      {"kB/s", 1e3},
+      {"KB/s", 1e3},
+      {"MB/s", 1e6},
+      {"GB/s", 1e9},
+      {"TB/s", 1e12},
+      {"kb/s", 1e3 / 8},
+      {"Kb/s", 1e3 / 8},
+      {"Mb/s", 1e6 / 8},
+      {"Gb/s", 1e9 / 8},
+      {"Tb/s", 1e12 / 8},
+      {"B/s", 1.0},
+      {"b/s", 1.0 / 8},
   };
   const absl::string_view trimmed = absl::StripAsciiWhitespace(text);
   for (const Unit& u : kUnits) {
@@ -196,9 +205,8 @@ absl::StatusOr<double> ParseBandwidth(absl::string_view text, absl::string_view 
     }
     return value * u.bytes_per_s;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, "='", text,
-                   "' has no bandwidth unit; write e.g. 150GB/s (bytes) or 800Gb/s (bits)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, "='", text, "' has no bandwidth unit; write e.g. 150GB/s (bytes) or 800Gb/s (bits)"));
 }
 
 }  // namespace vtrain

@@ -5,10 +5,10 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/spec/gpu.h"
 #include "core/spec/model.h"
 
@@ -49,9 +49,7 @@ struct ParallelPlan {
   DType dtype = DType::kFp16;
 
   // global_batch / (d * micro_batch): micro-batches per replica per iteration.
-  int64_t num_micro_batches() const {
-    return global_batch / (data_parallel * micro_batch);
-  }
+  int64_t num_micro_batches() const { return global_batch / (data_parallel * micro_batch); }
 };
 
 struct Job {

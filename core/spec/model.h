@@ -4,10 +4,10 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace vtrain {
 
@@ -19,7 +19,7 @@ struct ModelSpec {
   int64_t hidden_size = 0;
   int64_t num_heads = 0;
   int64_t seq_len = 0;
-  int64_t vocab_size = 50257;  // GPT-2 BPE, not padded (DESIGN.md §5)
+  int64_t vocab_size = 50257;   // GPT-2 BPE, not padded (DESIGN.md §5)
   int64_t ffn_hidden_size = 0;  // 0 means 4 * hidden_size
 
   // FFN width with the default applied.

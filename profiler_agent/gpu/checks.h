@@ -21,8 +21,8 @@ namespace vtrain::gpu {
 double PeakTensorFlops(int cc_major, int cc_minor, int sm_count, int64_t clock_khz);
 
 struct GemmProbe {
-  std::string op;   // the operator whose largest kernel is a GEMM
-  double flops = 0; // that GEMM's floating-point operations
+  std::string op;    // the operator whose largest kernel is a GEMM
+  double flops = 0;  // that GEMM's floating-point operations
 };
 
 // Problems found, one line each; empty when the tables pass:

@@ -103,9 +103,9 @@ Trace CuptiRecorder::Collect() {
 }
 
 void CuptiRecorder::Stop() {
-  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_RUNTIME,
-                               CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_MARKER,
-                               CUPTI_ACTIVITY_KIND_DEVICE}) {
+  for (CUpti_ActivityKind k :
+       {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_RUNTIME,
+        CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_DEVICE}) {
     cuptiActivityDisable(k);
   }
 }

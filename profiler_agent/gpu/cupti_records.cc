@@ -23,7 +23,8 @@ void RecordDecoder::Add(const CUpti_Activity* record) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       // The newest record version of this toolkit (CUDA 13: Kernel10).
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      trace_.kernels.push_back({Demangle(k->name), k->start, k->end, k->streamId, k->correlationId});
+      trace_.kernels.push_back(
+          {Demangle(k->name), k->start, k->end, k->streamId, k->correlationId});
       break;
     }
     case CUPTI_ACTIVITY_KIND_RUNTIME:

@@ -32,7 +32,9 @@ class RecordDecoder {
   // The first device record's name and memory ("" / 0 when none came).
   const std::string& device_name() const { return device_name_; }
   uint64_t device_memory() const { return device_memory_; }
-  size_t records() const { return trace_.kernels.size() + trace_.launches.size() + trace_.ranges.size(); }
+  size_t records() const {
+    return trace_.kernels.size() + trace_.launches.size() + trace_.ranges.size();
+  }
 
  private:
   struct OpenMarker {

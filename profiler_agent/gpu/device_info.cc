@@ -26,8 +26,8 @@ std::string QueryDevice(int device, DeviceInfo* out) {
   QueryVersions(out);
   cudaError_t e = cudaGetDeviceCount(&out->device_count);
   if (e != cudaSuccess) {
-    return std::string("no usable CUDA GPU: cudaGetDeviceCount: ") + cudaGetErrorString(e) +
-           " (" + std::to_string(static_cast<int>(e)) + ")";
+    return std::string("no usable CUDA GPU: cudaGetDeviceCount: ") + cudaGetErrorString(e) + " (" +
+           std::to_string(static_cast<int>(e)) + ")";
   }
   if (out->device_count == 0) return "no usable CUDA GPU: cudaGetDeviceCount found none";
   const bool keep_current = device < 0;

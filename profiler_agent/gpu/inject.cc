@@ -71,14 +71,19 @@ void WriteProfileAtExit() {
   if (file.gpu.empty()) file.gpu = "unknown";
   file.name = "recorded " + file.gpu + " pid " + std::to_string(getpid());
   file.created_at = Rfc3339Utc(std::time(nullptr));
-  file.provenance = {info.name, info.driver, info.cuda, "", info.host,
+  file.provenance = {info.name,
+                     info.driver,
+                     info.cuda,
+                     "",
+                     info.host,
                      "CUDA_INJECTION64_PATH recording of pid " + std::to_string(getpid()),
                      "median over the NVTX ranges of each operator; " +
                          std::to_string(reduced.unattributed_kernels) +
                          " kernels ran outside operator ranges; CUPTI dropped " +
                          std::to_string(CuptiRecorder::Dropped()) + " records"};
   file.operators = OperatorEntries(reduced.tables, *g_shape);
-  const std::string path = Env("VTRAIN_PROFILE_OUT", "vtrain-profile-" + std::to_string(getpid()) + ".json");
+  const std::string path =
+      Env("VTRAIN_PROFILE_OUT", "vtrain-profile-" + std::to_string(getpid()) + ".json");
   std::ofstream out(path);
   out << ToProfileSetJson(file);
   out.close();

@@ -27,7 +27,7 @@ std::string ParseShapeSpec(const std::string& spec, LayerShape* shape) {
       s.bf16 = value == "bf16";
       continue;
     }
-    static const char* const kKeys[] = {"hidden", "heads", "seq", "micro_batch",
+    static const char* const kKeys[] = {"hidden", "heads", "seq",   "micro_batch",
                                         "tp",     "ffn",   "vocab", "adam_params"};
     bool known = false;
     for (const char* k : kKeys) known = known || key == k;

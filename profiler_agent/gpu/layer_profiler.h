@@ -25,8 +25,8 @@ struct LayerProfile {
   std::vector<OperatorEntry> entries;  // the tables under their keys
   std::vector<std::string> operators;  // what the workload ran
   int64_t unattributed_kernels = 0;
-  Trace trace;                         // the raw records the tables came from
-  std::string error;                   // non-empty: the run failed
+  Trace trace;        // the raw records the tables came from
+  std::string error;  // non-empty: the run failed
 };
 
 // Runs and records every operator of `options.shape`; progress lines go to

@@ -93,7 +93,8 @@ class Flags {
     std::string v = it->second;
     int64_t scale = 1;
     for (auto [suffix, s] : {std::pair<const char*, int64_t>{"KiB", 1 << 10},
-                             {"MiB", 1 << 20}, {"GiB", int64_t{1} << 30}}) {
+                             {"MiB", 1 << 20},
+                             {"GiB", int64_t{1} << 30}}) {
       const std::string suf = suffix;
       if (v.size() > suf.size() && v.compare(v.size() - suf.size(), suf.size(), suf) == 0) {
         v.resize(v.size() - suf.size());
@@ -103,7 +104,8 @@ class Flags {
     char* end = nullptr;
     const long long n = std::strtoll(v.c_str(), &end, 10);
     if (v.empty() || *end != '\0' || n < 0 || n > (int64_t{1} << 40) / scale) {
-      return "--" + name + "='" + it->second + "' must be a non-negative integer (KiB/MiB/GiB allowed)";
+      return "--" + name + "='" + it->second +
+             "' must be a non-negative integer (KiB/MiB/GiB allowed)";
     }
     *out = n * scale;
     return "";
@@ -162,14 +164,14 @@ int RunInfo() {
             << info.memory_bytes / (1 << 20) << " MiB, sm_" << info.cc_major << info.cc_minor
             << ", " << info.sm_count << " SMs, " << info.clock_khz / 1000 << " MHz)\n"
             << "vtrain name " << VtrainGpuName(info.name, info.memory_bytes) << "\n"
-            << "tensor peak " << PeakTensorFlops(info.cc_major, info.cc_minor, info.sm_count,
-                                                  info.clock_khz) / 1e12
+            << "tensor peak "
+            << PeakTensorFlops(info.cc_major, info.cc_minor, info.sm_count, info.clock_khz) / 1e12
             << " TFLOP/s\n";
   return kExitOk;
 }
 
 const std::vector<std::string> kShapeFlags = {"hidden", "heads", "seq-len", "micro-batch", "tp",
-                                              "ffn", "vocab", "dtype", "adam-params"};
+                                              "ffn",    "vocab", "dtype",   "adam-params"};
 
 // The layer shape from the flags; "" or the message naming the bad flag.
 std::string ParseShape(const Flags& flags, LayerShape* s) {
@@ -201,7 +203,8 @@ std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<st
 // Prints one line per operator and returns the spread summary for the note.
 std::string PrintTables(const std::vector<OperatorTable>& tables) {
   std::string note;
-  std::printf("%-16s %8s %12s %8s %12s\n", "operator", "kernels", "median_us", "spread", "consistent");
+  std::printf("%-16s %8s %12s %8s %12s\n", "operator", "kernels", "median_us", "spread",
+              "consistent");
   for (const OperatorTable& t : tables) {
     int64_t total = 0;
     for (const KernelStats& k : t.kernels) total += k.duration_ns;
@@ -240,7 +243,8 @@ std::string ShapeText(const LayerShape& s) {
 }
 
 int RunReduce(const std::vector<std::string>& args) {
-  if (args.empty() || args[0].rfind("--", 0) == 0) return BadInput("reduce", "give the RAW.txt file");
+  if (args.empty() || args[0].rfind("--", 0) == 0)
+    return BadInput("reduce", "give the RAW.txt file");
   Flags flags({args.begin() + 1, args.end()}, Concat(kShapeFlags, {"gpu", "o"}), {"check"});
   if (!flags.error().empty()) return BadInput("reduce", flags.error() + "\n\n" + kUsage);
   LayerShape s;
@@ -285,7 +289,8 @@ int RunProfile(const std::vector<std::string>& args) {
   if (std::string e = ParseShape(flags, &s); !e.empty()) return BadInput("profile", e);
   int64_t warmup = 3, reps = 10, device = 0;
   for (auto [flag, field] : {std::pair<const char*, int64_t*>{"warmup", &warmup},
-                             {"repetitions", &reps}, {"device", &device}}) {
+                             {"repetitions", &reps},
+                             {"device", &device}}) {
     if (std::string e = flags.Int(flag, field); !e.empty()) return BadInput("profile", e);
   }
   if (reps < 3 || reps > 1000) {
@@ -316,9 +321,9 @@ int RunProfile(const std::vector<std::string>& args) {
                                   "larger --tp");
   }
   if (std::string e = CuptiRecorder::Start(false); !e.empty()) return Failure("profile", e);
-  std::cerr << "profiling h=" << s.hidden << " a=" << s.heads << " f=" << s.ffn
-            << " s=" << s.seq << " b=" << s.micro_batch << " t=" << s.tensor_parallel
-            << " v=" << s.vocab << " " << dtype << " on " << info.name << " (" << gpu << ")\n";
+  std::cerr << "profiling h=" << s.hidden << " a=" << s.heads << " f=" << s.ffn << " s=" << s.seq
+            << " b=" << s.micro_batch << " t=" << s.tensor_parallel << " v=" << s.vocab << " "
+            << dtype << " on " << info.name << " (" << gpu << ")\n";
   LayerProfile profile = ProfileLayer(options, std::cerr);
   CuptiRecorder::Stop();
   if (!profile.error.empty()) return Failure("profile", profile.error);
@@ -335,7 +340,11 @@ int RunProfile(const std::vector<std::string>& args) {
   file.name = "measured " + gpu + " h" + std::to_string(s.hidden) + " t" +
               std::to_string(s.tensor_parallel) + " b" + std::to_string(s.micro_batch);
   file.created_at = Rfc3339Utc(std::time(nullptr));
-  file.provenance = {info.name, info.driver, info.cuda, NcclVersion(), info.host,
+  file.provenance = {info.name,
+                     info.driver,
+                     info.cuda,
+                     NcclVersion(),
+                     info.host,
                      "vtrain-agent-gpu profile " + ShapeText(s) + " --warmup " +
                          std::to_string(warmup) + " --repetitions " + std::to_string(reps),
                      note.str()};
@@ -366,8 +375,10 @@ int RunNccl(const std::vector<std::string>& args) {
   int64_t min_gpus = 2, max_gpus = 0, min_bytes = options.min_bytes, max_bytes = options.max_bytes,
           iterations = options.iterations, gpus = 1;
   for (auto [flag, field] : {std::pair<const char*, int64_t*>{"min-gpus", &min_gpus},
-                             {"max-gpus", &max_gpus}, {"min-bytes", &min_bytes},
-                             {"max-bytes", &max_bytes}, {"iterations", &iterations},
+                             {"max-gpus", &max_gpus},
+                             {"min-bytes", &min_bytes},
+                             {"max-bytes", &max_bytes},
+                             {"iterations", &iterations},
                              {"gpus", &gpus}}) {
     if (std::string e = flags.Int(flag, field); !e.empty()) return BadInput("nccl", e);
   }
@@ -375,15 +386,17 @@ int RunNccl(const std::vector<std::string>& args) {
     return BadInput("nccl", "need 4 <= --min-bytes <= --max-bytes <= 8GiB");
   }
   if (min_gpus < 2 || iterations < 1 || iterations > 10000 || gpus < 1) {
-    return BadInput("nccl", "--min-gpus must be at least 2, --gpus at least 1, --iterations 1..10000");
+    return BadInput("nccl",
+                    "--min-gpus must be at least 2, --gpus at least 1, --iterations 1..10000");
   }
   if (flags.Has("collectives")) {
     options.collectives.clear();
     std::stringstream list(flags.Get("collectives"));
     for (std::string c; std::getline(list, c, ',');) {
       if (c != "all_reduce" && c != "all_gather" && c != "reduce_scatter" && c != "send_recv") {
-        return BadInput("nccl", "--collectives: '" + c +
-                                    "' is unknown; use all_reduce, all_gather, reduce_scatter, send_recv");
+        return BadInput("nccl",
+                        "--collectives: '" + c +
+                            "' is unknown; use all_reduce, all_gather, reduce_scatter, send_recv");
       }
       options.collectives.push_back(c);
     }
@@ -414,7 +427,11 @@ int RunNccl(const std::vector<std::string>& args) {
   file.gpu = gpu;
   file.name = "nccl sweep " + gpu + " on " + info.host;
   file.created_at = Rfc3339Utc(std::time(nullptr));
-  file.provenance = {info.name, info.driver, info.cuda, NcclVersion(), info.host,
+  file.provenance = {info.name,
+                     info.driver,
+                     info.cuda,
+                     NcclVersion(),
+                     info.host,
                      "vtrain-agent-gpu nccl --min-gpus " + std::to_string(min_gpus) +
                          " --max-gpus " + std::to_string(max_gpus) + " --min-bytes " +
                          std::to_string(min_bytes) + " --max-bytes " + std::to_string(max_bytes) +

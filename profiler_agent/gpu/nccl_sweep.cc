@@ -18,14 +18,14 @@ std::string NcclError(const char* call, ncclResult_t r) {
   return std::string(call) + ": " + ncclGetErrorString(r);
 }
 
-#define VTRAIN_CUDA_OR_RETURN(call)                              \
-  do {                                                           \
-    cudaError_t vtrain_e = (call);                               \
+#define VTRAIN_CUDA_OR_RETURN(call)                                 \
+  do {                                                              \
+    cudaError_t vtrain_e = (call);                                  \
     if (vtrain_e != cudaSuccess) return CudaError(#call, vtrain_e); \
   } while (0)
-#define VTRAIN_NCCL_OR_RETURN(call)                              \
-  do {                                                           \
-    ncclResult_t vtrain_r = (call);                              \
+#define VTRAIN_NCCL_OR_RETURN(call)                                 \
+  do {                                                              \
+    ncclResult_t vtrain_r = (call);                                 \
     if (vtrain_r != ncclSuccess) return NcclError(#call, vtrain_r); \
   } while (0)
 

@@ -110,14 +110,15 @@ std::string ToProfileSetJson(const ProfileSetFile& set) {
   o += "  \"provenance\": {\"gpu_name\": " + JsonString(p.gpu_name) +
        ", \"driver\": " + JsonString(p.driver) + ", \"cuda\": " + JsonString(p.cuda) +
        ", \"nccl\": " + JsonString(p.nccl) + ", \"host\": " + JsonString(p.host) +
-       ",\n    \"workload\": " + JsonString(p.workload) + ",\n    \"note\": " +
-       JsonString(p.note) + "},\n";
+       ",\n    \"workload\": " + JsonString(p.workload) + ",\n    \"note\": " + JsonString(p.note) +
+       "},\n";
   o += "  \"operators\": [";
   for (size_t i = 0; i < set.operators.size(); ++i) {
     const OperatorEntry& e = set.operators[i];
     o += i ? ",\n" : "\n";
     o += "    {\"key\": {\"gpu\": " + JsonString(set.gpu) + ", \"dtype\": \"" +
-         (e.bf16 ? "DTYPE_BF16" : "DTYPE_FP16") + "\", \"op\": " + EnumValue("OPERATOR_KIND_", e.op) +
+         (e.bf16 ? "DTYPE_BF16" : "DTYPE_FP16") +
+         "\", \"op\": " + EnumValue("OPERATOR_KIND_", e.op) +
          ", \"hidden\": " + std::to_string(e.hidden) + ", \"heads\": " + std::to_string(e.heads) +
          ", \"ffn\": " + std::to_string(e.ffn) + ", \"seq\": " + std::to_string(e.seq) +
          ", \"micro_batch\": " + std::to_string(e.micro_batch) +
@@ -127,8 +128,9 @@ std::string ToProfileSetJson(const ProfileSetFile& set) {
     for (size_t j = 0; j < e.kernels.size(); ++j) {
       const KernelStats& k = e.kernels[j];
       o += j ? ",\n       " : "\n       ";
-      o += "{\"name\": " + JsonString(k.name) + ", \"duration_ns\": " +
-           std::to_string(k.duration_ns) + ", \"gap_ns\": " + std::to_string(k.gap_ns) +
+      o += "{\"name\": " + JsonString(k.name) +
+           ", \"duration_ns\": " + std::to_string(k.duration_ns) +
+           ", \"gap_ns\": " + std::to_string(k.gap_ns) +
            ", \"duration_min_ns\": " + std::to_string(k.duration_min_ns) +
            ", \"duration_max_ns\": " + std::to_string(k.duration_max_ns) + "}";
     }
@@ -139,7 +141,8 @@ std::string ToProfileSetJson(const ProfileSetFile& set) {
   for (size_t i = 0; i < set.collectives.size(); ++i) {
     const CollectiveEntry& c = set.collectives[i];
     o += i ? ",\n" : "\n";
-    o += "    {\"gpu\": " + JsonString(set.gpu) + ", \"scope\": " + EnumValue("LINK_SCOPE_", c.scope) +
+    o += "    {\"gpu\": " + JsonString(set.gpu) +
+         ", \"scope\": " + EnumValue("LINK_SCOPE_", c.scope) +
          ", \"collective\": " + EnumValue("COLLECTIVE_", c.collective) +
          ", \"ranks\": " + std::to_string(c.ranks) + ", \"points\": [";
     bool first = true;

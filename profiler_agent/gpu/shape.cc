@@ -25,10 +25,12 @@ std::string Positive(const char* field, int64_t value) {
 }  // namespace
 
 std::string ValidateShape(const LayerShape& shape) {
-  const std::pair<const char*, int64_t> positive[] = {
-      {"hidden", shape.hidden},           {"heads", shape.heads}, {"seq", shape.seq},
-      {"micro_batch", shape.micro_batch}, {"tensor_parallel", shape.tensor_parallel},
-      {"vocab", shape.vocab}};
+  const std::pair<const char*, int64_t> positive[] = {{"hidden", shape.hidden},
+                                                      {"heads", shape.heads},
+                                                      {"seq", shape.seq},
+                                                      {"micro_batch", shape.micro_batch},
+                                                      {"tensor_parallel", shape.tensor_parallel},
+                                                      {"vocab", shape.vocab}};
   for (const auto& [field, value] : positive) {
     if (std::string e = Positive(field, value); !e.empty()) return e;
   }

@@ -39,9 +39,8 @@ ReduceResult Reduce(const Trace& trace) {
     auto it = threads.find(thread);
     if (it == threads.end()) return -1;
     const std::vector<size_t>& v = it->second;
-    auto pos = std::upper_bound(v.begin(), v.end(), time, [&](uint64_t t, size_t r) {
-      return t < trace.ranges[r].start_ns;
-    });
+    auto pos = std::upper_bound(v.begin(), v.end(), time,
+                                [&](uint64_t t, size_t r) { return t < trace.ranges[r].start_ns; });
     while (pos != v.begin()) {
       --pos;
       if (trace.ranges[*pos].end_ns >= time) return static_cast<int64_t>(*pos);
@@ -136,10 +135,9 @@ ReduceResult Reduce(const Trace& trace) {
     }
     const int64_t median_total = Median(totals);
     if (median_total > 0) {
-      table.spread =
-          static_cast<double>(*std::max_element(totals.begin(), totals.end()) -
-                              *std::min_element(totals.begin(), totals.end())) /
-          static_cast<double>(median_total);
+      table.spread = static_cast<double>(*std::max_element(totals.begin(), totals.end()) -
+                                         *std::min_element(totals.begin(), totals.end())) /
+                     static_cast<double>(median_total);
     }
     result.tables.push_back(std::move(table));
   }
@@ -204,8 +202,8 @@ std::string TraceFromText(const std::string& text, Trace* out) {
       if (!numbers(4, v, &name) || v[1] < v[0]) {
         return where + "expected K,start_ns,end_ns,stream,correlation,name with end >= start";
       }
-      trace.kernels.push_back({name, v[0], v[1], static_cast<uint32_t>(v[2]),
-                               static_cast<uint32_t>(v[3])});
+      trace.kernels.push_back(
+          {name, v[0], v[1], static_cast<uint32_t>(v[2]), static_cast<uint32_t>(v[3])});
     } else if (line[0] == 'L') {
       if (!numbers(4, v, nullptr)) return where + "expected L,correlation,start_ns,end_ns,thread";
       trace.launches.push_back({static_cast<uint32_t>(v[0]), v[1], v[2], v[3]});

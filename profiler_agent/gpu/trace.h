@@ -49,16 +49,16 @@ struct Trace {
 // One kernel position of an operator, over its repetitions.
 struct KernelStats {
   std::string name;
-  int64_t duration_ns = 0;      // median
+  int64_t duration_ns = 0;  // median
   int64_t duration_min_ns = 0;
   int64_t duration_max_ns = 0;
-  int64_t gap_ns = 0;           // median idle time on the stream until the next kernel
+  int64_t gap_ns = 0;  // median idle time on the stream until the next kernel
 };
 
 struct OperatorTable {
   std::string op;
-  int repetitions = 0;   // ranges of this name that launched kernels
-  int consistent = 0;    // of those, how many launched the modal kernel sequence
+  int repetitions = 0;  // ranges of this name that launched kernels
+  int consistent = 0;   // of those, how many launched the modal kernel sequence
   std::vector<KernelStats> kernels;
   // (max - min) / median of the operator's total kernel time over the
   // consistent repetitions: the spread the profile's numbers carry.

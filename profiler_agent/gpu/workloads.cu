@@ -19,8 +19,6 @@
 // order of each operator's kernels and GEMMs; the kernels are in
 // *_kernels.cuh, the buffers in device_buffers.h, the GEMMs in gemm.h and
 // gemm_specs.h (with the row-major/column-major conventions).
-#include "profiler_agent/gpu/workloads.h"
-
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -46,6 +44,7 @@
 #include "profiler_agent/gpu/layer_kernels.cuh"
 #include "profiler_agent/gpu/operator_names.h"
 #include "profiler_agent/gpu/vocab_kernels.cuh"
+#include "profiler_agent/gpu/workloads.h"
 
 namespace vtrain::gpu {
 namespace internal {

@@ -23,8 +23,8 @@ struct LayerShape {
   int64_t micro_batch = 0;
   int64_t tensor_parallel = 1;
   int64_t vocab = 50257;
-  bool bf16 = false;         // fp16 otherwise
-  int64_t adam_params = 0;   // parameters of the optimizer_step workload; 0: skip it
+  bool bf16 = false;        // fp16 otherwise
+  int64_t adam_params = 0;  // parameters of the optimizer_step workload; 0: skip it
 };
 
 // Checks a shape before any allocation: every field positive, heads and ffn

@@ -38,9 +38,9 @@ void RunPredict(benchmark::State& state, const Job& job, Granularity granularity
   }
   state.counters["tasks"] = static_cast<double>(tasks);
   state.counters["bytes_per_task"] = static_cast<double>(bytes) / static_cast<double>(tasks);
-  state.counters["ns_per_task"] = benchmark::Counter(
-      static_cast<double>(tasks) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_task"] =
+      benchmark::Counter(static_cast<double>(tasks) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 // The plan of the server load benchmark (vtrainctl bench): gpt3-1.3b on one

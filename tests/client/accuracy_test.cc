@@ -25,7 +25,8 @@ std::vector<Measurement> Load(const std::string& file) {
   const std::string path = DataDir() + "/" + file;
   absl::StatusOr<std::string> text = common::ReadFile(path);
   if (!text.ok()) return {};
-  absl::StatusOr<std::vector<Measurement>> rows = ParseMeasurementCsv(*text, file, MegatronA100Setup());
+  absl::StatusOr<std::vector<Measurement>> rows =
+      ParseMeasurementCsv(*text, file, MegatronA100Setup());
   EXPECT_TRUE(rows.ok()) << rows.status();
   return rows.ok() ? *rows : std::vector<Measurement>{};
 }
@@ -88,7 +89,8 @@ TEST(MeasurementCsvTest, ParsesCrlfAndNamesBadCells) {
 TEST(NcclTestsTest, ReadsNanosecondAndMicrosecondFiles) {
   absl::StatusOr<CollectiveCurve> ns = common::ParseNcclTests(
       "size(B),count,type,time(ns),busbw(GB/s),time(ns),busbw(GB/s)\n"
-      "1048576,262144,float,92790,19.78,92150,19.91\n2097152,524288,float,93250,39.36,92970,39.47\n",
+      "1048576,262144,float,92790,19.78,92150,19.91\n2097152,524288,float,93250,39.36,92970,39."
+      "47\n",
       "a.txt");
   ASSERT_TRUE(ns.ok()) << ns.status();
   EXPECT_DOUBLE_EQ(ns->LatencyNs(1048576), 92790);

@@ -1,15 +1,14 @@
 // End-to-end tests of the vtrainctl binary (run as a child process with a
 // time limit), and of its command dispatcher in-process.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdio>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -256,7 +255,8 @@ TEST(VtrainctlFilesTest, JobFileAndVtrainConfigGiveTheFlagsResult) {
   EXPECT_EQ(JsonInt(from_config.out, "iteration_time_ns"), JsonInt(flags.out, "iteration_time_ns"));
 
   // A job file with a bad field, and a file combined with job flags: bad input.
-  WriteText(job, R"({"model":{"preset":"gpt3-1.3b"},"plan":{"tensor_parallel":3,"global_batch":64}})");
+  WriteText(job,
+            R"({"model":{"preset":"gpt3-1.3b"},"plan":{"tensor_parallel":3,"global_batch":64}})");
   const ProcessResult bad = RunBinary({"predict", "-f", job});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, HasSubstr("plan.tensor_parallel"));
@@ -290,8 +290,8 @@ TEST(VtrainctlFilesTest, TraceWritesChromeTraceEvents) {
 }
 
 TEST(VtrainctlSearchTest, SearchFindsPlansAndPrintsCsv) {
-  const ProcessResult r = RunBinary({"search", "--model", "gpt3-1.3b", "--global-batch", "64",
-                                     "--max-gpus", "16", "--csv"});
+  const ProcessResult r = RunBinary(
+      {"search", "--model", "gpt3-1.3b", "--global-batch", "64", "--max-gpus", "16", "--csv"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("tensor_parallel,data_parallel,pipeline_parallel"));
   EXPECT_GT(std::count(r.out.begin(), r.out.end(), '\n'), 5);

@@ -32,30 +32,54 @@ TEST(CredentialsTest, TokenFilesAreTrimmedAndMustHoldAToken) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--push-token-file")));
 }
 
+ChannelTlsFiles Channel(const std::string& ca, const std::string& cert, const std::string& key) {
+  ChannelTlsFiles files;
+  files.ca_file = ca;
+  files.cert_file = cert;
+  files.key_file = key;
+  return files;
+}
+
+ServerTlsFiles ServerFiles(const std::string& cert, const std::string& key,
+                           const std::string& client_ca) {
+  ServerTlsFiles files;
+  files.cert_file = cert;
+  files.key_file = key;
+  files.client_ca_file = client_ca;
+  return files;
+}
+
+ChannelTlsFiles RegistryCa(const std::string& ca) {
+  ChannelTlsFiles files = Channel(ca, "", "");
+  files.ca_flag = "--registry-ca-file";
+  return files;
+}
+
 // An incomplete TLS combination is refused: it used to fall back to
 // plaintext and send the bearer token in clear.
 TEST(CredentialsTest, IncompleteChannelTlsIsRefusedNotPlaintext) {
   const std::string pem = WriteTemp("pem", "-----BEGIN CERTIFICATE-----\n");
-  EXPECT_THAT(LoadChannelCredentials({.cert_file = pem, .key_file = pem}),
+  EXPECT_THAT(LoadChannelCredentials(Channel("", pem, pem)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("need --tls-ca-file")));
-  EXPECT_THAT(LoadChannelCredentials({.ca_file = pem, .cert_file = pem}),
+  EXPECT_THAT(LoadChannelCredentials(Channel(pem, pem, "")),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("--tls-cert-file needs --tls-key-file")));
-  EXPECT_THAT(LoadChannelCredentials({.key_file = pem}),
+  EXPECT_THAT(LoadChannelCredentials(Channel("", "", pem)),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("--tls-key-file needs --tls-cert-file")));
-  EXPECT_THAT(LoadChannelCredentials({.ca_file = "/nonexistent/ca.pem", .ca_flag = "--registry-ca-file"}),
+  EXPECT_THAT(LoadChannelCredentials(RegistryCa("/nonexistent/ca.pem")),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--registry-ca-file=")));
   VTRAIN_EXPECT_OK(LoadChannelCredentials({}).status());
-  VTRAIN_EXPECT_OK(LoadChannelCredentials({.ca_file = pem}).status());
+  VTRAIN_EXPECT_OK(LoadChannelCredentials(Channel(pem, "", "")).status());
 }
 
 TEST(CredentialsTest, IncompleteServerTlsIsRefused) {
   const std::string pem = WriteTemp("pem2", "x");
-  EXPECT_THAT(LoadServerCredentials({.cert_file = pem}),
+  EXPECT_THAT(LoadServerCredentials(ServerFiles(pem, "", "")),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--tls-key-file is not set")));
-  EXPECT_THAT(LoadServerCredentials({.client_ca_file = pem}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--tls-client-ca-file needs TLS")));
+  EXPECT_THAT(
+      LoadServerCredentials(ServerFiles("", "", pem)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--tls-client-ca-file needs TLS")));
   VTRAIN_EXPECT_OK(LoadServerCredentials({}).status());
 }
 

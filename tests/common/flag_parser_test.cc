@@ -58,8 +58,8 @@ TEST(FlagParserTest, Switches) {
   VTRAIN_ASSERT_OK(on.Parse({"--json=true"}));
   EXPECT_TRUE(on.Switch("json"));
   FlagParser bad = MakeParser();
-  EXPECT_THAT(bad.Parse({"--json=yes"}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--json='yes' is not a boolean")));
+  EXPECT_THAT(bad.Parse({"--json=yes"}), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                  HasSubstr("--json='yes' is not a boolean")));
 }
 
 TEST(FlagParserTest, UnderscoresSpellTheDashedNameAndDashHIsHelp) {

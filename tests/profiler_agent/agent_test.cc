@@ -2,22 +2,21 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/commands.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "profiler_agent/agent_commands.h"
 #include "profiler_agent/importers.h"
 #include "profiler_agent/work.h"
-#include "client/commands.h"
-#include "vtrain/v1/vtrain.grpc.pb.h"
-#include "grpcpp/grpcpp.h"
-#include "absl/strings/str_join.h"
 #include "server/server.h"
+#include "vtrain/v1/vtrain.grpc.pb.h"
 
 namespace vtrain::agent {
 namespace {
@@ -34,9 +33,11 @@ TEST(ImportersTest, NcclTestsBecomesACollectiveCurve) {
   EXPECT_DOUBLE_EQ(c.LatencyNs(4194304), 90000);
   EXPECT_EQ(set->collectives.begin()->first.ranks, 4);
   EXPECT_FALSE(ImportNcclTests("garbage\n", "b", "a100-sxm4-80gb", 4, LinkScope::kIntraNode,
-                               Collective::kAllReduce).ok());
+                               Collective::kAllReduce)
+                   .ok());
   EXPECT_FALSE(ImportNcclTests("1048576 1 float 5\n", "c", "tpu", 4, LinkScope::kIntraNode,
-                               Collective::kAllReduce).ok());
+                               Collective::kAllReduce)
+                   .ok());
 }
 
 // A kernel belongs to the section its launch was issued in, even when it
@@ -56,9 +57,9 @@ TEST(ImportersTest, VtrainTraceAttributesKernelsByCorrelationId) {
   TraceShape shape{1024, 16, 0, 2048, 1, 2, 50257, DType::kFp16};
   absl::StatusOr<ProfileSet> set = ImportVtrainTrace(trace, "t", "a100-sxm4-80gb", shape);
   ASSERT_TRUE(set.ok()) << set.status();
-  const OperatorKey attention = MakeOperatorKey("a100-sxm4-80gb", DType::kFp16,
-                                                OperatorKind::kAttentionFwd, 1024, 16, 4096, 2048,
-                                                1, 2, 50257, 0);
+  const OperatorKey attention =
+      MakeOperatorKey("a100-sxm4-80gb", DType::kFp16, OperatorKind::kAttentionFwd, 1024, 16, 4096,
+                      2048, 1, 2, 50257, 0);
   auto it = set->operators.find(attention);
   ASSERT_NE(it, set->operators.end());
   ASSERT_EQ(it->second.kernels.size(), 2u);
@@ -89,22 +90,25 @@ TEST(AgentCommandsTest, ImportsSeveralNcclTestsFiles) {
   const std::string a = dir + "/allreduce_2gpu.txt", b = dir + "/run_b.txt",
                     c = dir + "/nothing.txt", json = dir + "/curves.json";
   std::ofstream(a) << "#  (us)\n1048576 262144 float sum -1 30.0 1 1 0\n";
-  std::ofstream(b) << "# nThread 1 nGpus 4 minBytes 8\n#  (us)\n1048576 262144 float sum -1 40.0 1 1 0\n";
+  std::ofstream(b)
+      << "# nThread 1 nGpus 4 minBytes 8\n#  (us)\n1048576 262144 float sum -1 40.0 1 1 0\n";
   std::ofstream(c) << "#  (us)\n1048576 262144 float sum -1 40.0 1 1 0\n";
   std::ostringstream out, err;
-  ASSERT_EQ(RunAgent({"import", "nccl-tests", a, b, "--gpu", "a100-sxm4-80gb", "-o", json}, out, err),
-            0)
+  ASSERT_EQ(
+      RunAgent({"import", "nccl-tests", a, b, "--gpu", "a100-sxm4-80gb", "-o", json}, out, err), 0)
       << err.str();
   EXPECT_NE(out.str().find("2 collectives"), std::string::npos) << out.str();
   std::ostringstream out2, err2;
-  EXPECT_EQ(RunAgent({"import", "nccl-tests", a, c, "--gpu", "a100-sxm4-80gb", "-o", json}, out2, err2),
-            2);
+  EXPECT_EQ(
+      RunAgent({"import", "nccl-tests", a, c, "--gpu", "a100-sxm4-80gb", "-o", json}, out2, err2),
+      2);
   EXPECT_NE(err2.str().find("vtrain-agent import: " + c + ": cannot tell the rank count"),
             std::string::npos)
       << err2.str();
   std::ostringstream out3, err3;
-  EXPECT_EQ(RunAgent({"import", "nccl-tests", a, a, "--gpu", "a100-sxm4-80gb", "-o", json}, out3, err3),
-            2);
+  EXPECT_EQ(
+      RunAgent({"import", "nccl-tests", a, a, "--gpu", "a100-sxm4-80gb", "-o", json}, out3, err3),
+      2);
   EXPECT_NE(err3.str().find("a second curve"), std::string::npos) << err3.str();
 }
 
@@ -157,26 +161,34 @@ TEST(WorkPlanTest, KeysBecomeLayerAndNcclRuns) {
       {g + "/fp16/attention_fwd h=4096 a=32 s=2048 b=1 t=2",
        g + "/fp16/mlp_bwd h=4096 f=16384 s=2048 b=1 t=2",
        g + "/fp16/logit_fwd h=4096 s=2048 b=1 t=2 v=51200",
-       g + "/fp16/optimizer_step params=1000000",
-       g + "/bf16/mlp_fwd h=1024 f=4096 s=512 b=4 t=1",
+       g + "/fp16/optimizer_step params=1000000", g + "/bf16/mlp_fwd h=1024 f=4096 s=512 b=4 t=1",
        g + "/intra_node/all_reduce ranks=4 bytes=8192",
-       g + "/intra_node/all_gather ranks=4 bytes=1.5e+09",
-       g + "/intra_node/all_reduce ranks=16", g + "/inter_node/all_reduce ranks=2",
+       g + "/intra_node/all_gather ranks=4 bytes=1.5e+09", g + "/intra_node/all_reduce ranks=16",
+       g + "/inter_node/all_reduce ranks=2",
        "a100-sxm4-80gb/fp16/mlp_fwd h=1024 f=4096 s=512 b=4 t=1", "gibberish"},
       g, 8);
   ASSERT_EQ(plan.runs.size(), 3u);
   const std::vector<std::string> layer = {
-      "profile", "--hidden", "4096", "--heads", "32", "--ffn", "16384", "--seq-len", "2048",
-      "--micro-batch", "1", "--tp", "2", "--vocab", "51200", "--dtype", "fp16", "--gpu", g,
-      "--adam-params", "1000000"};
+      "profile", "--hidden",      "4096",   "--heads",       "32",   "--ffn",
+      "16384",   "--seq-len",     "2048",   "--micro-batch", "1",    "--tp",
+      "2",       "--vocab",       "51200",  "--dtype",       "fp16", "--gpu",
+      g,         "--adam-params", "1000000"};
   EXPECT_EQ(plan.runs[0].args, layer);
   EXPECT_EQ(plan.runs[0].keys.size(), 4u);  // three layer keys and the optimizer
   // The bf16 layer: heads default to a head size of 128 (1024 / 128 = 8).
   EXPECT_EQ(plan.runs[1].args[4], "8");
   EXPECT_EQ(plan.runs[1].args[16], "bf16");
-  const std::vector<std::string> nccl = {
-      "nccl", "--min-gpus", "4", "--max-gpus", "4", "--max-bytes", "2147483648",
-      "--collectives", "all_gather,all_reduce", "--gpu", g};
+  const std::vector<std::string> nccl = {"nccl",
+                                         "--min-gpus",
+                                         "4",
+                                         "--max-gpus",
+                                         "4",
+                                         "--max-bytes",
+                                         "2147483648",
+                                         "--collectives",
+                                         "all_gather,all_reduce",
+                                         "--gpu",
+                                         g};
   EXPECT_EQ(plan.runs[2].args, nccl);
   ASSERT_EQ(plan.skipped.size(), 4u);  // 16 ranks, inter-node, other GPU, gibberish
   EXPECT_NE(plan.skipped[0].find("needs 16 GPUs"), std::string::npos) << plan.skipped[0];
@@ -195,16 +207,21 @@ TEST(AgentCommandsTest, ServeAnswersProfilingWork) {
     std::ofstream(token) << "tok";
     std::ofstream f(fake);
     f << "#!/bin/bash\n"
-         "echo \"$*\" >> " << log << "\n"
-         "if [ \"$1\" = info ]; then printf 'host h\\ngpus 8\\nvtrain name a100-sxm4-80gb\\n'; exit 0; fi\n"
+         "echo \"$*\" >> "
+      << log
+      << "\n"
+         "if [ \"$1\" = info ]; then printf 'host h\\ngpus 8\\nvtrain name a100-sxm4-80gb\\n'; "
+         "exit 0; fi\n"
          "declare -A v; cmd=$1; shift\n"
          "while [ $# -gt 0 ]; do v[$1]=$2; shift 2; done\n"
          "if [ \"$cmd\" = profile ]; then\n"
          "  dt=$(echo ${v[--dtype]} | tr a-z A-Z)\n"
          "  cat > ${v[-o]} <<EOF\n"
-         "{\"name\": \"fake\", \"gpu\": \"${v[--gpu]}\", \"operators\": [{\"key\": {\"op\": \"OPERATOR_KIND_ATTENTION_FWD\",\n"
+         "{\"name\": \"fake\", \"gpu\": \"${v[--gpu]}\", \"operators\": [{\"key\": {\"op\": "
+         "\"OPERATOR_KIND_ATTENTION_FWD\",\n"
          " \"dtype\": \"DTYPE_$dt\", \"hidden\": ${v[--hidden]}, \"heads\": ${v[--heads]},\n"
-         " \"seq\": ${v[--seq-len]}, \"micro_batch\": ${v[--micro-batch]}, \"tensor_parallel\": ${v[--tp]}},\n"
+         " \"seq\": ${v[--seq-len]}, \"micro_batch\": ${v[--micro-batch]}, \"tensor_parallel\": "
+         "${v[--tp]}},\n"
          " \"kernels\": [{\"name\": \"k\", \"duration_ns\": 1000}]}]}\n"
          "EOF\n"
          "else exit 3; fi\n";
@@ -222,10 +239,10 @@ TEST(AgentCommandsTest, ServeAnswersProfilingWork) {
   const std::string address = absl::StrCat("127.0.0.1:", (*srv)->port());
   // A prediction on a GPU with only analytical tables leaves work behind.
   std::ostringstream pout, perr;
-  ASSERT_EQ(cli::RunVtrainctl({"predict", "--server", address, "--model", "gpt3-1.3b", "--gpu",
-                               "a100-sxm4-80gb", "--gpus", "8", "--tp", "2", "--dp", "4",
-                               "--global-batch", "64"},
-                              pout, perr),
+  ASSERT_EQ(cli::RunVtrainctl(
+                {"predict", "--server", address, "--model", "gpt3-1.3b", "--gpu", "a100-sxm4-80gb",
+                 "--gpus", "8", "--tp", "2", "--dp", "4", "--global-batch", "64"},
+                pout, perr),
             0)
       << perr.str();
 
@@ -253,8 +270,8 @@ TEST(AgentCommandsTest, ServeAnswersProfilingWork) {
   // The stand-in fails NCCL runs: serve reports them and exits non-zero, but
   // pushes what the profile runs measured.
   // The GPU model and count come from `info`.
-  EXPECT_EQ(RunAgent({"serve", "--server", address, "--token-file", token, "--once",
-                      "--max-items", "1000", "--work-dir", dir},
+  EXPECT_EQ(RunAgent({"serve", "--server", address, "--token-file", token, "--once", "--max-items",
+                      "1000", "--work-dir", dir},
                      out, err),
             1)
       << out.str() << err.str();

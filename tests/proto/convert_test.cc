@@ -72,8 +72,8 @@ TEST(ConvertTest, ProfileSetRoundTripAndContentId) {
   ProfileSet set = DefaultProfileSet(*GpuByName("h100-sxm5-80gb"));
   OperatorProfile op;
   op.kernels = {{"gemm", 1000, 10, 0}, {"softmax", 200, 5, 0}};
-  set.operators.emplace(MakeOperatorKey("h100-sxm5-80gb", DType::kBf16, OperatorKind::kMlpFwd,
-                                        4096, 32, 16384, 2048, 2, 4, 0, 0),
+  set.operators.emplace(MakeOperatorKey("h100-sxm5-80gb", DType::kBf16, OperatorKind::kMlpFwd, 4096,
+                                        32, 16384, 2048, 2, 4, 0, 0),
                         op);
   set.collectives.insert_or_assign(
       CollectiveKey{"h100-sxm5-80gb", LinkScope::kIntraNode, Collective::kAllReduce, 8},
@@ -131,7 +131,8 @@ TEST(ConvertTest, EveryAnalyticalParameterHasItsProtoField) {
   for (const ParamInfo& info : AnalyticalParamInfos()) {
     const google::protobuf::FieldDescriptor* f = d.FindFieldByName(info.name);
     ASSERT_NE(f, nullptr) << info.name;
-    EXPECT_TRUE(f->has_presence()) << info.name << " must be optional (a missing value takes its default)";
+    EXPECT_TRUE(f->has_presence())
+        << info.name << " must be optional (a missing value takes its default)";
   }
 }
 

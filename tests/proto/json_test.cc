@@ -22,9 +22,9 @@ TEST(JsonTest, ProtoNamesEnumNamesNumbersAndZeros) {
   EXPECT_THAT(json, HasSubstr("\"iteration_time_ns\": 9007199254740993,"));
   EXPECT_THAT(json, HasSubstr("\"granularity\": \"GRANULARITY_KERNEL\""));
   EXPECT_THAT(json, HasSubstr("\"iteration_time_ms\": 0,"));  // zero printed
-  EXPECT_THAT(json, HasSubstr("\"compute_ms\": 0,"));        // inside a repeated message
+  EXPECT_THAT(json, HasSubstr("\"compute_ms\": 0,"));         // inside a repeated message
   EXPECT_THAT(json, HasSubstr("\"profile_set_id\": \"\""));
-  EXPECT_THAT(json, Not(HasSubstr("\"training\"")));  // unset sub-message: absent
+  EXPECT_THAT(json, Not(HasSubstr("\"training\"")));         // unset sub-message: absent
   EXPECT_THAT(json, Not(HasSubstr("\"ffn_hidden_size\"")));  // ...with its fields
   EXPECT_EQ(json.back(), '\n');
   v1::PredictResponse back;
@@ -104,7 +104,8 @@ TEST(EnumConvertTest, EveryTableIsCompleteBothWays) {
 }
 
 TEST(EnumConvertTest, UnspecifiedTakesTheDefaultAndUnknownNumbersNameTheField) {
-  absl::StatusOr<Recompute> r = FromProtoOr(v1::RECOMPUTE_UNSPECIFIED, Recompute::kFull, "plan.recompute");
+  absl::StatusOr<Recompute> r =
+      FromProtoOr(v1::RECOMPUTE_UNSPECIFIED, Recompute::kFull, "plan.recompute");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(*r, Recompute::kFull);
   r = FromProtoOr(static_cast<v1::Recompute>(9), Recompute::kFull, "plan.recompute");

@@ -23,11 +23,9 @@ TEST(AdmissionTest, ZeroMeansOneSlotPerHardwareThread) {
 
 TEST(AdmissionTest, SlotsAreCountedAndFreedWhenReleased) {
   AdmissionGate gate(2);
-  VTRAIN_ASSERT_OK_AND_ASSIGN(AdmissionGate::Slot a,
-                              gate.Enter(kNeverCancelled));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(AdmissionGate::Slot a, gate.Enter(kNeverCancelled));
   {
-    VTRAIN_ASSERT_OK_AND_ASSIGN(AdmissionGate::Slot b,
-                                gate.Enter(kNeverCancelled));
+    VTRAIN_ASSERT_OK_AND_ASSIGN(AdmissionGate::Slot b, gate.Enter(kNeverCancelled));
     EXPECT_EQ(gate.BusyForTest(), 2);
     AdmissionGate::Slot moved = std::move(b);
     EXPECT_EQ(gate.BusyForTest(), 2);
@@ -40,8 +38,7 @@ TEST(AdmissionTest, SlotsAreCountedAndFreedWhenReleased) {
 
 TEST(AdmissionTest, AFullGateWaitsForAFreeSlot) {
   AdmissionGate gate(1);
-  VTRAIN_ASSERT_OK_AND_ASSIGN(AdmissionGate::Slot held,
-                              gate.Enter(kNeverCancelled));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(AdmissionGate::Slot held, gate.Enter(kNeverCancelled));
   std::atomic<bool> admitted{false};
   std::thread waiter([&] {
     absl::StatusOr<AdmissionGate::Slot> slot = gate.Enter(kNeverCancelled);
@@ -55,12 +52,10 @@ TEST(AdmissionTest, AFullGateWaitsForAFreeSlot) {
 
 TEST(AdmissionTest, ACancelledWaiterLeavesWithoutASlot) {
   AdmissionGate gate(1);
-  VTRAIN_ASSERT_OK_AND_ASSIGN(AdmissionGate::Slot held,
-                              gate.Enter(kNeverCancelled));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(AdmissionGate::Slot held, gate.Enter(kNeverCancelled));
   int polls = 0;
   // Cancelled on its second look, so it has waited once.
-  EXPECT_THAT(gate.Enter([&] { return ++polls >= 2; }),
-              StatusIs(absl::StatusCode::kCancelled));
+  EXPECT_THAT(gate.Enter([&] { return ++polls >= 2; }), StatusIs(absl::StatusCode::kCancelled));
   EXPECT_EQ(gate.BusyForTest(), 1);
 }
 

@@ -15,21 +15,16 @@ TEST(AuthTest, AcceptsOnlyTheExactBearerToken) {
   VTRAIN_EXPECT_OK(CheckBearerToken("Bearer tok", "tok"));
   EXPECT_THAT(CheckBearerToken("Bearer tokx", "tok"),
               StatusIs(absl::StatusCode::kUnauthenticated, HasSubstr("wrong")));
-  EXPECT_THAT(CheckBearerToken("Bearer to", "tok"),
-              StatusIs(absl::StatusCode::kUnauthenticated));
-  EXPECT_THAT(CheckBearerToken("tok", "tok"),
-              StatusIs(absl::StatusCode::kUnauthenticated));
-  EXPECT_THAT(CheckBearerToken("bearer tok", "tok"),
-              StatusIs(absl::StatusCode::kUnauthenticated));
+  EXPECT_THAT(CheckBearerToken("Bearer to", "tok"), StatusIs(absl::StatusCode::kUnauthenticated));
+  EXPECT_THAT(CheckBearerToken("tok", "tok"), StatusIs(absl::StatusCode::kUnauthenticated));
+  EXPECT_THAT(CheckBearerToken("bearer tok", "tok"), StatusIs(absl::StatusCode::kUnauthenticated));
 }
 
 TEST(AuthTest, MissingMetadataOrServerTokenSaysWhichFlag) {
-  EXPECT_THAT(
-      CheckBearerToken(std::nullopt, "tok"),
-      StatusIs(absl::StatusCode::kUnauthenticated, HasSubstr("--token-file")));
+  EXPECT_THAT(CheckBearerToken(std::nullopt, "tok"),
+              StatusIs(absl::StatusCode::kUnauthenticated, HasSubstr("--token-file")));
   EXPECT_THAT(CheckBearerToken("Bearer ", ""),
-              StatusIs(absl::StatusCode::kUnauthenticated,
-                       HasSubstr("--push-token-file")));
+              StatusIs(absl::StatusCode::kUnauthenticated, HasSubstr("--push-token-file")));
 }
 
 TEST(AuthTest, TokenEqualsComparesWholeStrings) {

@@ -30,9 +30,8 @@ TEST(FlagsTest, DefaultsMatchServerOptions) {
 TEST(FlagsTest, DashedAndUnderscoredNamesWithEitherValueForm) {
   VTRAIN_ASSERT_OK_AND_ASSIGN(
       const CommandLine c,
-      ParseCommandLine({"--push-token-file=/a", "--metrics_listen",
-                        "0.0.0.0:9090", "--max-concurrent-simulations", "2",
-                        "--role=predictor", "--registry=r:1",
+      ParseCommandLine({"--push-token-file=/a", "--metrics_listen", "0.0.0.0:9090",
+                        "--max-concurrent-simulations", "2", "--role=predictor", "--registry=r:1",
                         "--grace_seconds=3", "--max-tasks=7"}));
   EXPECT_EQ(c.push_token_file, "/a");
   EXPECT_EQ(c.options.metrics_listen, "0.0.0.0:9090");
@@ -42,66 +41,54 @@ TEST(FlagsTest, DashedAndUnderscoredNamesWithEitherValueForm) {
   EXPECT_EQ(c.grace_seconds, 3);
   EXPECT_EQ(c.options.max_tasks, 7);
 
-  VTRAIN_ASSERT_OK_AND_ASSIGN(const CommandLine u,
-                              ParseCommandLine({"--push_token_file", "/b"}));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const CommandLine u, ParseCommandLine({"--push_token_file", "/b"}));
   EXPECT_EQ(u.push_token_file, "/b");
 }
 
 TEST(FlagsTest, ValuesMayHoldEqualsSignsAndDashes) {
-  VTRAIN_ASSERT_OK_AND_ASSIGN(
-      const CommandLine c,
-      ParseCommandLine({"--db=/x/a=b.db", "--registry", "--odd"}));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const CommandLine c,
+                              ParseCommandLine({"--db=/x/a=b.db", "--registry", "--odd"}));
   EXPECT_EQ(c.options.db_path, "/x/a=b.db");
   EXPECT_EQ(c.options.registry, "--odd");
 }
 
 TEST(FlagsTest, SwitchesAloneOrWithABoolean) {
-  VTRAIN_ASSERT_OK_AND_ASSIGN(CommandLine c,
-                              ParseCommandLine({"--require-auth-for-reads"}));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(CommandLine c, ParseCommandLine({"--require-auth-for-reads"}));
   EXPECT_TRUE(c.options.require_auth_for_reads);
-  VTRAIN_ASSERT_OK_AND_ASSIGN(
-      c, ParseCommandLine({"--require_auth_for_reads=false"}));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(c, ParseCommandLine({"--require_auth_for_reads=false"}));
   EXPECT_FALSE(c.options.require_auth_for_reads);
-  EXPECT_THAT(
-      ParseCommandLine({"--require-auth-for-reads=maybe"}),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               HasSubstr("--require-auth-for-reads='maybe' is not a boolean")));
+  EXPECT_THAT(ParseCommandLine({"--require-auth-for-reads=maybe"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--require-auth-for-reads='maybe' is not a boolean")));
 }
 
 TEST(FlagsTest, ErrorsNameTheFlag) {
   EXPECT_THAT(ParseCommandLine({"--bogus=1"}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("unknown flag --bogus")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown flag --bogus")));
   EXPECT_THAT(ParseCommandLine({"--listen"}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("--listen needs a value")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--listen needs a value")));
   EXPECT_THAT(ParseCommandLine({"--max-tasks=many"}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("--max-tasks='many' is not an integer")));
   EXPECT_THAT(ParseCommandLine({"--role=leader"}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("--role='leader'")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--role='leader'")));
+  EXPECT_THAT(ParseCommandLine({"stray"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'stray'")));
+  EXPECT_THAT(ParseCommandLine({"--max-tasks=0"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--max-tasks")));
   EXPECT_THAT(
-      ParseCommandLine({"stray"}),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'stray'")));
-  EXPECT_THAT(
-      ParseCommandLine({"--max-tasks=0"}),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--max-tasks")));
-  EXPECT_THAT(ParseCommandLine({"--max-concurrent-simulations=-1"}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("--max-concurrent-simulations")));
+      ParseCommandLine({"--max-concurrent-simulations=-1"}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--max-concurrent-simulations")));
 }
 
 TEST(FlagsTest, HelpListsEveryFlagWithItsDefault) {
-  VTRAIN_ASSERT_OK_AND_ASSIGN(const CommandLine c,
-                              ParseCommandLine({"--help"}));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const CommandLine c, ParseCommandLine({"--help"}));
   EXPECT_TRUE(c.help);
   const std::string usage = Usage();
   for (const char* name :
-       {"--listen HOST:PORT", "--metrics-listen", "--db FILE", "--role ROLE",
-        "--registry ", "--push-token-file FILE", "--require-auth-for-reads",
-        "--tls-cert-file", "--tls-key-file", "--tls-client-ca-file",
-        "--registry-ca-file", "--max-message-bytes", "--max-tasks",
+       {"--listen HOST:PORT", "--metrics-listen", "--db FILE", "--role ROLE", "--registry ",
+        "--push-token-file FILE", "--require-auth-for-reads", "--tls-cert-file", "--tls-key-file",
+        "--tls-client-ca-file", "--registry-ca-file", "--max-message-bytes", "--max-tasks",
         "--max-concurrent-simulations", "--grace-seconds", "--help"}) {
     EXPECT_THAT(usage, HasSubstr(name));
   }

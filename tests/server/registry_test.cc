@@ -19,8 +19,8 @@
 #include "core/profile/default_profiles.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/server/server_testing.h"
 #include "proto/convert.h"
+#include "tests/server/server_testing.h"
 #include "tests/testing/status_matchers.h"
 
 namespace vtrain::server {
@@ -35,8 +35,7 @@ constexpr char kGpu[] = "a100-sxm4-80gb";
 class RegistryTest : public ::testing::Test {
  protected:
   RegistryTest() {
-    std::string tmpl =
-        (fs::temp_directory_path() / "vtrain_registry_test_XXXXXX").string();
+    std::string tmpl = (fs::temp_directory_path() / "vtrain_registry_test_XXXXXX").string();
     dir_ = mkdtemp(tmpl.data());
   }
   ~RegistryTest() override { fs::remove_all(dir_); }
@@ -54,8 +53,7 @@ constexpr AcceptOptions kPushed = {.origin = SetOrigin::kMeasured,
 TEST_F(RegistryTest, SeedsOnlyAnEmptyStoreAndKeepsSetsAcrossReopening) {
   std::string id;
   {
-    VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r,
-                                Registry::Open(DbPath(), metrics_));
+    VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
     EXPECT_EQ(r->size(), 0);
     VTRAIN_ASSERT_OK(r->SeedBuiltinsIfEmpty());
     EXPECT_EQ(r->size(), static_cast<int64_t>(GpuNames().size()));
@@ -66,20 +64,17 @@ TEST_F(RegistryTest, SeedsOnlyAnEmptyStoreAndKeepsSetsAcrossReopening) {
     EXPECT_EQ(r->size(), static_cast<int64_t>(GpuNames().size()) + 1);
     r->Close();
   }
-  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r,
-                              Registry::Open(DbPath(), metrics_));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
   EXPECT_EQ(r->size(), static_cast<int64_t>(GpuNames().size()) + 1);
   EXPECT_TRUE(r->Contains(id));
   const v1::ListProfileSetsResponse listed = r->List({});
   int builtin = 0;
-  for (const v1::ProfileSetSummary& s : listed.profile_sets())
-    builtin += s.builtin() ? 1 : 0;
+  for (const v1::ProfileSetSummary& s : listed.profile_sets()) builtin += s.builtin() ? 1 : 0;
   EXPECT_EQ(builtin, static_cast<int>(GpuNames().size()));
 }
 
 TEST_F(RegistryTest, AcceptNamesSetsByContentAndRefusesAWrongId) {
-  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r,
-                              Registry::Open(DbPath(), metrics_));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
   VTRAIN_ASSERT_OK_AND_ASSIGN(const v1::PushProfileSetResponse first,
                               r->Accept(MeasuredSet(1000), kPushed));
   EXPECT_FALSE(first.already_present());
@@ -91,39 +86,32 @@ TEST_F(RegistryTest, AcceptNamesSetsByContentAndRefusesAWrongId) {
   v1::ProfileSet wrong = MeasuredSet(2000);
   wrong.set_id("not-the-hash");
   EXPECT_THAT(r->Accept(wrong, kPushed),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("is not the content hash")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is not the content hash")));
   v1::ProfileSet broken = MeasuredSet(2000);
-  broken.mutable_operators(0)->mutable_key()->set_op(
-      static_cast<v1::OperatorKind>(99));
-  EXPECT_THAT(r->Accept(broken, kPushed),
-              StatusIs(absl::StatusCode::kInvalidArgument));
+  broken.mutable_operators(0)->mutable_key()->set_op(static_cast<v1::OperatorKind>(99));
+  EXPECT_THAT(r->Accept(broken, kPushed), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(r->size(), 1);
 }
 
 TEST_F(RegistryTest, SyncedSetsKeepTheirCreationTime) {
-  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r,
-                              Registry::Open(DbPath(), metrics_));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
   v1::ProfileSet set = MeasuredSet(1000);
   set.mutable_created_at()->set_seconds(1'000'000);
   VTRAIN_ASSERT_OK_AND_ASSIGN(
       const v1::PushProfileSetResponse synced,
-      r->Accept(set, {.origin = SetOrigin::kMeasured,
-                      .created_at = CreatedAt::kKeepGiven}));
+      r->Accept(set, {.origin = SetOrigin::kMeasured, .created_at = CreatedAt::kKeepGiven}));
   VTRAIN_ASSERT_OK_AND_ASSIGN(const v1::ProfileSet got, r->Get(synced.id()));
   EXPECT_EQ(got.created_at().seconds(), 1'000'000);
 
   v1::ProfileSet pushed = MeasuredSet(3000);
   pushed.mutable_created_at()->set_seconds(1'000'000);
-  VTRAIN_ASSERT_OK_AND_ASSIGN(const v1::PushProfileSetResponse stamped,
-                              r->Accept(pushed, kPushed));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const v1::PushProfileSetResponse stamped, r->Accept(pushed, kPushed));
   VTRAIN_ASSERT_OK_AND_ASSIGN(const v1::ProfileSet now, r->Get(stamped.id()));
   EXPECT_GT(now.created_at().seconds(), 1'000'000);
 }
 
 TEST_F(RegistryTest, DeleteAndGetOfAnAbsentSetAreNotFound) {
-  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r,
-                              Registry::Open(DbPath(), metrics_));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
   VTRAIN_ASSERT_OK_AND_ASSIGN(const v1::PushProfileSetResponse pushed,
                               r->Accept(MeasuredSet(1000), kPushed));
   VTRAIN_ASSERT_OK(r->Delete(pushed.id()));
@@ -133,35 +121,29 @@ TEST_F(RegistryTest, DeleteAndGetOfAnAbsentSetAreNotFound) {
 }
 
 TEST_F(RegistryTest, TablesForANamedSetTheNewestOrTheBuiltIns) {
-  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r,
-                              Registry::Open(DbPath(), metrics_));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
   const GpuSpec gpu = *GpuByName(kGpu);
-  VTRAIN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ProfileSet> builtin,
-                              r->TablesFor("", gpu));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ProfileSet> builtin, r->TablesFor("", gpu));
   EXPECT_TRUE(builtin->operators.empty());
   EXPECT_THAT(r->TablesFor("absent", gpu),
-              StatusIs(absl::StatusCode::kNotFound,
-                       HasSubstr("profile_set_id 'absent'")));
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("profile_set_id 'absent'")));
 
   VTRAIN_ASSERT_OK_AND_ASSIGN(const v1::PushProfileSetResponse pushed,
                               r->Accept(MeasuredSet(1000), kPushed));
   VTRAIN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ProfileSet> named,
                               r->TablesFor(pushed.id(), gpu));
   EXPECT_EQ(named->id, pushed.id());
-  VTRAIN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ProfileSet> newest,
-                              r->TablesFor("", gpu));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ProfileSet> newest, r->TablesFor("", gpu));
   EXPECT_EQ(newest->id, pushed.id());
 }
 
 TEST_F(RegistryTest, WatchCursorSeesEachArrivalOnceAfterItsTime) {
-  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r,
-                              Registry::Open(DbPath(), metrics_));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
   WatchCursor cursor;
   EXPECT_TRUE(r->WaitForNewer(cursor, absl::Milliseconds(1)).empty());
   VTRAIN_ASSERT_OK_AND_ASSIGN(const v1::PushProfileSetResponse pushed,
                               r->Accept(MeasuredSet(1000), kPushed));
-  const std::vector<v1::ProfileSet> seen =
-      r->WaitForNewer(cursor, absl::Seconds(5));
+  const std::vector<v1::ProfileSet> seen = r->WaitForNewer(cursor, absl::Seconds(5));
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].id(), pushed.id());
   EXPECT_TRUE(r->WaitForNewer(cursor, absl::Milliseconds(1)).empty());
@@ -172,16 +154,13 @@ TEST_F(RegistryTest, WatchCursorSeesEachArrivalOnceAfterItsTime) {
 }
 
 TEST_F(RegistryTest, MissingKeysQueueAsWorkUntilASetAnswersThem) {
-  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r,
-                              Registry::Open(DbPath(), metrics_));
-  const std::string answered = convert::ProfileSetFromProto(MeasuredSet(1000))
-                                   ->operators.begin()
-                                   ->first.ToString();
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
+  const std::string answered =
+      convert::ProfileSetFromProto(MeasuredSet(1000))->operators.begin()->first.ToString();
   r->RecordMissing(kGpu, {answered, "other-key", "other-key"});
   v1::NextProfilingWorkRequest request;
   request.set_gpu(kGpu);
-  VTRAIN_ASSERT_OK_AND_ASSIGN(v1::NextProfilingWorkResponse work,
-                              r->NextWork(request));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(v1::NextProfilingWorkResponse work, r->NextWork(request));
   ASSERT_EQ(work.work_size(), 2);
   EXPECT_EQ(work.work(0).key(), "other-key");
   EXPECT_EQ(work.work(0).requests(), 2);
@@ -192,13 +171,12 @@ TEST_F(RegistryTest, MissingKeysQueueAsWorkUntilASetAnswersThem) {
   EXPECT_EQ(work.work(0).key(), "other-key");
 
   request.set_max_items(10'001);
-  EXPECT_THAT(r->NextWork(request), StatusIs(absl::StatusCode::kInvalidArgument,
-                                             HasSubstr("max_items")));
+  EXPECT_THAT(r->NextWork(request),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_items")));
 }
 
 std::string SourceDir() {
-  if (const char* dir = std::getenv("VTRAIN_SOURCE_DIR");
-      dir != nullptr && *dir != '\0') {
+  if (const char* dir = std::getenv("VTRAIN_SOURCE_DIR"); dir != nullptr && *dir != '\0') {
     return dir;
   }
   return VTRAIN_TEST_SOURCE_DIR;  // set by tests/CMakeLists.txt
@@ -207,8 +185,7 @@ std::string SourceDir() {
 // The registry is the server's logic without gRPC: no header it reaches
 // through the project's own includes is a gRPC one.
 TEST(RegistryBoundaryTest, ReachesNoGrpcHeader) {
-  std::vector<std::string> pending = {"server/registry.h",
-                                      "server/registry.cc"};
+  std::vector<std::string> pending = {"server/registry.h", "server/registry.cc"};
   std::set<std::string> seen(pending.begin(), pending.end());
   while (!pending.empty()) {
     const std::string file = pending.back();
@@ -222,11 +199,9 @@ TEST(RegistryBoundaryTest, ReachesNoGrpcHeader) {
       if (!absl::ConsumePrefix(&line, "#include ")) continue;
       const std::string header(absl::StripAsciiWhitespace(line).substr(1));
       const std::string name = header.substr(0, header.size() - 1);
-      EXPECT_FALSE(absl::StartsWith(name, "grpc") ||
-                   absl::StrContains(name, ".grpc.pb.h"))
+      EXPECT_FALSE(absl::StartsWith(name, "grpc") || absl::StrContains(name, ".grpc.pb.h"))
           << file << " includes " << name;
-      const bool ours = absl::StartsWith(name, "server/") ||
-                        absl::StartsWith(name, "proto/") ||
+      const bool ours = absl::StartsWith(name, "server/") || absl::StartsWith(name, "proto/") ||
                         absl::StartsWith(name, "core/");
       if (ours && seen.insert(name).second) pending.push_back(name);
     }

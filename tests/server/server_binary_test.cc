@@ -1,8 +1,6 @@
 // The built vtrain-server and vtrainctl binaries on loopback: kill -9 during
 // pushes, SIGTERM, and vtrainctl printing the same bytes with --local and
 // --server.
-#include "server/server.h"
-
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "proto/convert.h"
 #include "server/profile_store.h"
+#include "server/server.h"
 #include "tests/server/server_testing.h"
 #include "tests/testing/subprocess.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
@@ -55,8 +54,10 @@ TEST(ServerBinaryTest, KillNineDuringPushesLeavesOnlyWholeSets) {
     execl(binary, binary, listen.c_str(), db_flag.c_str(), token_flag.c_str(), nullptr);
     _exit(127);
   }
-  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
-  ASSERT_TRUE(channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(20)));
+  auto channel =
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
+  ASSERT_TRUE(
+      channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(20)));
   auto stub = v1::ProfileRegistry::NewStub(channel);
   std::atomic<int> accepted{0};
   std::atomic<bool> stop{false};
@@ -126,16 +127,17 @@ TEST(ServerBinaryTest, VtrainctlPrintsTheSameBytesLocallyAndRemotely) {
       {"predict", "--model", "gpt3-1.3b", "--gpus", "8", "--tp", "2", "--global-batch", "64"},
       {"predict", "--model", "gpt3-1.3b", "--gpus", "8", "--tp", "2", "--global-batch", "64",
        "--json"},
-      {"predict", "--model", "gpt3-2.7b", "--gpus", "32", "--tp", "2", "--pp", "4",
-       "--global-batch", "128", "--micro-batch", "2", "--schedule", "gpipe", "--dtype", "bf16",
-       "--tokens", "1e10", "--price-usd-per-gpu-hour", "2.5", "--granularity", "kernel",
-       "--show-lookups", "--json"},
-      {"predict", "--layers", "4", "--hidden", "256", "--heads", "4", "--seq-len", "512",
-       "--gpus", "4", "--dp", "4", "--global-batch", "16", "--gradient-bucketing", "on",
+      {"predict", "--model",        "gpt3-2.7b", "--gpus",
+       "32",      "--tp",           "2",         "--pp",
+       "4",       "--global-batch", "128",       "--micro-batch",
+       "2",       "--schedule",     "gpipe",     "--dtype",
+       "bf16",    "--tokens",       "1e10",      "--price-usd-per-gpu-hour",
+       "2.5",     "--granularity",  "kernel",    "--show-lookups",
        "--json"},
-      {"search", "--model", "gpt3-2.7b", "--global-batch", "128", "--max-gpus", "32",
-       "--tokens", "1e10", "--price-usd-per-gpu-hour", "4", "--objective", "cost", "--top", "3",
-       "--json"},
+      {"predict", "--layers", "4", "--hidden", "256", "--heads", "4", "--seq-len", "512", "--gpus",
+       "4", "--dp", "4", "--global-batch", "16", "--gradient-bucketing", "on", "--json"},
+      {"search", "--model", "gpt3-2.7b", "--global-batch", "128", "--max-gpus", "32", "--tokens",
+       "1e10", "--price-usd-per-gpu-hour", "4", "--objective", "cost", "--top", "3", "--json"},
       {"search", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpus", "16", "--csv"},
       {"search", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpus", "16"},
   };
@@ -150,8 +152,8 @@ TEST(ServerBinaryTest, VtrainctlPrintsTheSameBytesLocallyAndRemotely) {
   }
   // Bad input through the server is bad input on the client too, with the
   // same message.
-  const std::vector<std::string> bad = {"predict", "--model", "gpt3-1.3b", "--gpus", "8",
-                                        "--tp", "3", "--global-batch", "64"};
+  const std::vector<std::string> bad = {"predict", "--model", "gpt3-1.3b",      "--gpus", "8",
+                                        "--tp",    "3",       "--global-batch", "64"};
   const testing::ProcessResult r = Vtrainctl(Concat(bad, remote));
   const testing::ProcessResult l = Vtrainctl(Concat(bad, local));
   EXPECT_EQ(r.exit_code, 2) << r.err;

@@ -1,7 +1,5 @@
 // vtrain-server's profiling-work queue, guarded reads, streamed searches and
 // TLS / mutual TLS with certificates made by openssl.
-#include "server/server.h"
-
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "proto/convert.h"
 #include "server/profile_store.h"
+#include "server/server.h"
 #include "tests/server/server_testing.h"
 #include "tests/testing/subprocess.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
@@ -118,8 +117,7 @@ TEST(ServerTest, SearchStreamsProgressThenTheResultTheLocalSearchGives) {
   ASSERT_EQ(results, 1);
   SearchOptions o;
   o.objective = Objective::kCost;
-  absl::StatusOr<SearchResult> local =
-      Search(space, DefaultProfileSet(space.cluster.gpu), o);
+  absl::StatusOr<SearchResult> local = Search(space, DefaultProfileSet(space.cluster.gpu), o);
   ASSERT_TRUE(local.ok());
   EXPECT_EQ(result.considered(), local->considered);
   ASSERT_TRUE(result.has_best());
@@ -137,7 +135,6 @@ TEST(ServerTest, SearchStreamsProgressThenTheResultTheLocalSearchGives) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(s.error_message().find("objective"), std::string::npos);
 }
-
 
 // Runs openssl; false (with its stderr in the failure) when it fails.
 bool OpenSsl(const std::vector<std::string>& args) {
@@ -164,16 +161,25 @@ bool MakeCertificates(const TempDir& dir) {
     return OpenSsl(a);
   };
   auto sign = [&](const std::string& name, bool with_ext) {
-    std::vector<std::string> a = {"x509", "-req", "-in", dir.File(name + ".csr"), "-CA",
-                                  dir.File("ca.pem"), "-CAkey", dir.File("ca.key"),
-                                  "-CAcreateserial", "-days", "1", "-out", dir.File(name + ".pem")};
+    std::vector<std::string> a = {"x509",
+                                  "-req",
+                                  "-in",
+                                  dir.File(name + ".csr"),
+                                  "-CA",
+                                  dir.File("ca.pem"),
+                                  "-CAkey",
+                                  dir.File("ca.key"),
+                                  "-CAcreateserial",
+                                  "-days",
+                                  "1",
+                                  "-out",
+                                  dir.File(name + ".pem")};
     if (with_ext) a.insert(a.end(), {"-extfile", ext});
     return OpenSsl(a);
   };
   return req("ca", "vtrain test CA", true) && req("other-ca", "another CA", true) &&
-         req("server", "localhost", false) &&
-         sign("server", true) && req("client", "vtrain test client", false) &&
-         sign("client", false);
+         req("server", "localhost", false) && sign("server", true) &&
+         req("client", "vtrain test client", false) && sign("client", false);
 }
 
 std::string Slurp(const std::string& path) {
@@ -219,8 +225,7 @@ TEST(ServerTest, ServesTlsAndMutualTls) {
   // vtrainctl with --tls-ca-file.
   absl::StatusOr<testing::ProcessResult> ctl = testing::RunProcess(
       VTRAIN_TEST_VTRAINCTL, {"predict", "--server", target, "--tls-ca-file", dir.File("ca.pem"),
-                              "--model", "gpt3-125m", "--gpus", "1",
-                              "--global-batch", "8"});
+                              "--model", "gpt3-125m", "--gpus", "1", "--global-batch", "8"});
   ASSERT_TRUE(ctl.ok());
   EXPECT_EQ(ctl->exit_code, 0) << ctl->err;
   EXPECT_NE(ctl->out.find("iteration time"), std::string::npos);
@@ -237,27 +242,26 @@ TEST(ServerTest, ServesTlsAndMutualTls) {
   with_cert.pem_cert_chain = Slurp(dir.File("client.pem"));
   with_cert.pem_private_key = Slurp(dir.File("client.key"));
   EXPECT_EQ(HealthOver(mtarget, grpc::SslCredentials(with_cert)), grpc::StatusCode::OK);
-  ctl = testing::RunProcess(VTRAIN_TEST_VTRAINCTL,
-                            {"predict", "--server", mtarget, "--tls-ca-file", dir.File("ca.pem"),
-                             "--tls-cert-file", dir.File("client.pem"), "--tls-key-file",
-                             dir.File("client.key"), "--model", "gpt3-125m", "--gpus", "1",
-                              "--global-batch", "8"});
+  ctl = testing::RunProcess(
+      VTRAIN_TEST_VTRAINCTL,
+      {"predict", "--server", mtarget, "--tls-ca-file", dir.File("ca.pem"), "--tls-cert-file",
+       dir.File("client.pem"), "--tls-key-file", dir.File("client.key"), "--model", "gpt3-125m",
+       "--gpus", "1", "--global-batch", "8"});
   ASSERT_TRUE(ctl.ok());
   EXPECT_EQ(ctl->exit_code, 0) << ctl->err;
   // bench uses the TLS flags for every client (it used to dial plaintext).
-  ctl = testing::RunProcess(VTRAIN_TEST_VTRAINCTL,
-                            {"bench", "--server", mtarget, "--tls-ca-file", dir.File("ca.pem"),
-                             "--tls-cert-file", dir.File("client.pem"), "--tls-key-file",
-                             dir.File("client.key"), "--method", "health", "--requests", "20",
-                             "--concurrency", "2", "--json"});
+  ctl = testing::RunProcess(
+      VTRAIN_TEST_VTRAINCTL,
+      {"bench", "--server", mtarget, "--tls-ca-file", dir.File("ca.pem"), "--tls-cert-file",
+       dir.File("client.pem"), "--tls-key-file", dir.File("client.key"), "--method", "health",
+       "--requests", "20", "--concurrency", "2", "--json"});
   ASSERT_TRUE(ctl.ok());
   EXPECT_EQ(ctl->exit_code, 0) << ctl->err << ctl->out;
   EXPECT_NE(ctl->out.find("\"requests\":20,\"errors\":0"), std::string::npos) << ctl->out;
   // A certificate without the CA would be plaintext: refused before dialling.
-  ctl = testing::RunProcess(VTRAIN_TEST_VTRAINCTL,
-                            {"bench", "--server", mtarget, "--tls-cert-file",
-                             dir.File("client.pem"), "--tls-key-file", dir.File("client.key"),
-                             "--method", "health"});
+  ctl = testing::RunProcess(VTRAIN_TEST_VTRAINCTL, {"bench", "--server", mtarget, "--tls-cert-file",
+                                                    dir.File("client.pem"), "--tls-key-file",
+                                                    dir.File("client.key"), "--method", "health"});
   ASSERT_TRUE(ctl.ok());
   EXPECT_EQ(ctl->exit_code, 2) << ctl->err;
   EXPECT_NE(ctl->err.find("need --tls-ca-file"), std::string::npos) << ctl->err;

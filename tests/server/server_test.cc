@@ -9,9 +9,9 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <functional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -136,7 +136,11 @@ TEST(ServerTest, InvalidRequestsGetTheirSpecificErrors) {
     const char* field;
   };
   const Case cases[] = {
-      {"tp does not divide heads", [](v1::PredictRequest& r) { r.mutable_plan()->set_tensor_parallel(3); r.mutable_cluster()->set_num_gpus(6); },
+      {"tp does not divide heads",
+       [](v1::PredictRequest& r) {
+         r.mutable_plan()->set_tensor_parallel(3);
+         r.mutable_cluster()->set_num_gpus(6);
+       },
        grpc::StatusCode::INVALID_ARGUMENT, "plan.tensor_parallel"},
       {"no global batch", [](v1::PredictRequest& r) { r.mutable_plan()->set_global_batch(0); },
        grpc::StatusCode::INVALID_ARGUMENT, "plan.global_batch"},
@@ -148,11 +152,17 @@ TEST(ServerTest, InvalidRequestsGetTheirSpecificErrors) {
        grpc::StatusCode::INVALID_ARGUMENT, "cluster.gpu"},
       {"gpus not divisible", [](v1::PredictRequest& r) { r.mutable_cluster()->set_num_gpus(7); },
        grpc::StatusCode::INVALID_ARGUMENT, "cluster.num_gpus"},
-      {"absurd hidden", [](v1::PredictRequest& r) { r.mutable_model()->set_hidden_size(int64_t{1} << 50); },
+      {"absurd hidden",
+       [](v1::PredictRequest& r) { r.mutable_model()->set_hidden_size(int64_t{1} << 50); },
        grpc::StatusCode::INVALID_ARGUMENT, "model.hidden_size"},
-      {"bad bandwidth", [](v1::PredictRequest& r) { r.mutable_cluster()->set_intra_node_bandwidth_bytes_per_s(-5); },
+      {"bad bandwidth",
+       [](v1::PredictRequest& r) { r.mutable_cluster()->set_intra_node_bandwidth_bytes_per_s(-5); },
        grpc::StatusCode::INVALID_ARGUMENT, "cluster.intra_node_bandwidth"},
-      {"too many tasks", [](v1::PredictRequest& r) { r.mutable_plan()->set_global_batch(1 << 24); r.set_granularity(v1::GRANULARITY_KERNEL); },
+      {"too many tasks",
+       [](v1::PredictRequest& r) {
+         r.mutable_plan()->set_global_batch(1 << 24);
+         r.set_granularity(v1::GRANULARITY_KERNEL);
+       },
        grpc::StatusCode::RESOURCE_EXHAUSTED, "max_tasks"},
       {"unknown profile set", [](v1::PredictRequest& r) { r.set_profile_set_id("sha256:nope"); },
        grpc::StatusCode::NOT_FOUND, "profile_set_id"},
@@ -163,13 +173,15 @@ TEST(ServerTest, InvalidRequestsGetTheirSpecificErrors) {
     v1::PredictResponse resp;
     grpc::Status s = sim->Predict(Ctx().get(), r, &resp);
     EXPECT_EQ(s.error_code(), c.code) << c.name << ": " << s.error_message();
-    EXPECT_NE(s.error_message().find(c.field), std::string::npos) << c.name << ": " << s.error_message();
+    EXPECT_NE(s.error_message().find(c.field), std::string::npos)
+        << c.name << ": " << s.error_message();
   }
   // Invalid pushes.
   auto reg = v1::ProfileRegistry::NewStub(ChannelTo(*server));
   v1::PushProfileSetRequest push;
   *push.mutable_profile_set() = MeasuredSet(1000);
-  push.mutable_profile_set()->mutable_operators(0)->mutable_key()->set_op(static_cast<v1::OperatorKind>(99));
+  push.mutable_profile_set()->mutable_operators(0)->mutable_key()->set_op(
+      static_cast<v1::OperatorKind>(99));
   v1::PushProfileSetResponse pr;
   grpc::Status s = reg->PushProfileSet(Ctx(kToken).get(), push, &pr);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -210,7 +222,6 @@ TEST(ServerTest, ManyConcurrentClientsAllGetTheSameAnswer) {
   EXPECT_EQ(ok.load(), 16 * 20);
   EXPECT_EQ(mismatches.load(), 0);
 }
-
 
 TEST(ServerTest, PushReachesBothPredictorsWhichKeepServingWithoutTheRegistry) {
   TempDir dir;
@@ -351,7 +362,8 @@ TEST(ServerTest, PushedSetsThatWouldPoisonPredictionsAreRefused) {
     v1::PushProfileSetResponse resp;
     grpc::Status s = reg->PushProfileSet(Ctx(kToken).get(), push, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.name;
-    EXPECT_NE(s.error_message().find(c.field), std::string::npos) << c.name << ": " << s.error_message();
+    EXPECT_NE(s.error_message().find(c.field), std::string::npos)
+        << c.name << ": " << s.error_message();
   }
   EXPECT_EQ(count(), before) << "a refused set was stored";
 

@@ -21,8 +21,9 @@ TempDir::TempDir() {
   path_ = mkdtemp(tmpl.data());
 }
 TempDir::~TempDir() { fs::remove_all(path_); }
-std::string TempDir::File(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
+std::string TempDir::File(const std::string& name) const {
+  return (fs::path(path_) / name).string();
+}
 
 std::unique_ptr<Server> StartServer(const std::string& db, Role role, const std::string& registry) {
   ServerOptions o;
@@ -62,7 +63,8 @@ v1::ProfileSet MeasuredSet(int64_t duration_ns) {
   v1::ProfileSet set;
   set.set_name("test-set");
   set.set_gpu("a100-sxm4-80gb");
-  *set.mutable_params() = convert::ProfileSetToProto(DefaultProfileSet(*GpuByName("a100-sxm4-80gb"))).params();
+  *set.mutable_params() =
+      convert::ProfileSetToProto(DefaultProfileSet(*GpuByName("a100-sxm4-80gb"))).params();
   v1::OperatorProfile* op = set.add_operators();
   op->mutable_key()->set_op(v1::OPERATOR_KIND_ATTENTION_FWD);
   op->mutable_key()->set_dtype(v1::DTYPE_FP16);
@@ -99,6 +101,5 @@ std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<st
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
-
 
 }  // namespace vtrain::server

@@ -117,8 +117,8 @@ TEST(BandOfTest, CentralQuantilesOfTheRegime) {
   }
   ErrorBand b = BandOf(m, rows, "single_node", 0.9);
   EXPECT_EQ(b.rows, 21);
-  EXPECT_NEAR(b.error_low, -0.09, 1e-12);   // rank round(0.05 * 20) = 1
-  EXPECT_NEAR(b.error_high, 0.09, 1e-12);   // rank round(0.95 * 20) = 19
+  EXPECT_NEAR(b.error_low, -0.09, 1e-12);  // rank round(0.05 * 20) = 1
+  EXPECT_NEAR(b.error_high, 0.09, 1e-12);  // rank round(0.95 * 20) = 19
   EXPECT_EQ(BandOf(m, rows, "multi_node", 0.9).rows, 0);
 }
 

@@ -103,7 +103,8 @@ TEST(SearchTest, ExactGpuCountAndInvalidSpaces) {
   ASSERT_TRUE(r.ok());
   for (const PlanResult& p : r->plans) EXPECT_EQ(p.job.cluster.num_gpus, 16);
   s.gpus = 0;
-  EXPECT_EQ(Search(s, profiles, SearchOptions{}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Search(s, profiles, SearchOptions{}).status().code(),
+            absl::StatusCode::kInvalidArgument);
   SearchOptions o;
   o.objective = Objective::kCostUnderDeadline;  // without a deadline
   EXPECT_EQ(Search(Space(), profiles, o).status().code(), absl::StatusCode::kInvalidArgument);

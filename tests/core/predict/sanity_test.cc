@@ -41,9 +41,9 @@ TEST(SanityTest, KernelTablesThatBeatThePeakAreRefused) {
     ++measured;
   }
   ASSERT_GT(measured, 5);
-  EXPECT_THAT(CheckPredictionsArePhysical(set),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("gpt3-1.3b on 8 GPUs (t=2) at MFU")));
+  EXPECT_THAT(
+      CheckPredictionsArePhysical(set),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("gpt3-1.3b on 8 GPUs (t=2) at MFU")));
 }
 
 TEST(SanityTest, IntervalsMustBeOrderedAndFinite) {

@@ -160,9 +160,9 @@ TEST(ProfileNamesTest, RoundTrip) {
 // Work items carry keys as text; the agent parses them back.
 TEST(OperatorKeyTest, ParseIsTheInverseOfToString) {
   for (int i = 0; i < kNumOperatorKinds; ++i) {
-    const OperatorKey key = MakeOperatorKey("h200-sxm-141gb", DType::kBf16,
-                                            static_cast<OperatorKind>(i), 12288, 96, 49152, 2048,
-                                            2, 8, 51200, 1'234'567);
+    const OperatorKey key =
+        MakeOperatorKey("h200-sxm-141gb", DType::kBf16, static_cast<OperatorKind>(i), 12288, 96,
+                        49152, 2048, 2, 8, 51200, 1'234'567);
     absl::StatusOr<OperatorKey> parsed = ParseOperatorKey(key.ToString());
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_EQ(*parsed, key) << key.ToString();

@@ -148,8 +148,8 @@ ProfileSetFile SampleFile() {
   f.name = "measured h200";
   f.gpu = "h200-sxm-141gb";
   f.created_at = Rfc3339Utc(1'795'000'000);
-  f.provenance = {"NVIDIA H200", "13.0", "13.0", "2.28.9", "node-1", "profile --hidden 1024",
-                  "median of 10"};
+  f.provenance = {"NVIDIA H200",           "13.0",        "13.0", "2.28.9", "node-1",
+                  "profile --hidden 1024", "median of 10"};
   OperatorEntry e;
   e.op = "attention_fwd";
   e.hidden = 1024;
@@ -167,8 +167,8 @@ ProfileSetFile SampleFile() {
   adam.num_parameters = 123456789;
   adam.kernels = {{"adam_kernel", 9000, 0, 0, 0}};
   f.operators.push_back(adam);
-  f.collectives.push_back({"intra_node", "all_gather", 4,
-                           {{1024, 12000.5}, {2048, std::nan("")}, {1 << 20, 45000}}});
+  f.collectives.push_back(
+      {"intra_node", "all_gather", 4, {{1024, 12000.5}, {2048, std::nan("")}, {1 << 20, 45000}}});
   return f;
 }
 
@@ -195,9 +195,9 @@ TEST(ProfileJsonTest, ProtobufParsesItAndThePushValidationAcceptsIt) {
 
   absl::StatusOr<ProfileSet> set = convert::ProfileSetFromProto(proto);
   ASSERT_TRUE(set.ok()) << set.status();
-  const OperatorKey key = MakeOperatorKey("h200-sxm-141gb", DType::kFp16,
-                                          OperatorKind::kAttentionFwd, 1024, 16, 4096, 2048, 1, 2,
-                                          50257, 0);
+  const OperatorKey key =
+      MakeOperatorKey("h200-sxm-141gb", DType::kFp16, OperatorKind::kAttentionFwd, 1024, 16, 4096,
+                      2048, 1, 2, 50257, 0);
   ASSERT_TRUE(set->operators.count(key)) << "the file's key must be the simulator's key";
   EXPECT_EQ(set->operators.at(key).kernels[1].duration_ns, 300);
   const CollectiveKey ck{"h200-sxm-141gb", LinkScope::kIntraNode, Collective::kAllGather, 4};
@@ -220,8 +220,12 @@ TEST(ProfileJsonTest, EmptySetsAndNamesAreValidJson) {
 }
 
 std::vector<OperatorTable> GoodTables() {
-  OperatorTable mlp{"mlp_fwd", 10, 10, {{"gemm_up", 1'000'000, 990'000, 1'010'000, 5},
-                                        {"gelu", 50'000, 49'000, 51'000, 0}}, 0.02};
+  OperatorTable mlp{
+      "mlp_fwd",
+      10,
+      10,
+      {{"gemm_up", 1'000'000, 990'000, 1'010'000, 5}, {"gelu", 50'000, 49'000, 51'000, 0}},
+      0.02};
   OperatorTable att{"attention_fwd", 10, 10, {{"gemm_qkv", 700'000, 690'000, 710'000, 0}}, 0.03};
   return {mlp, att};
 }
@@ -230,8 +234,8 @@ TEST(ChecksTest, GoodTablesPass) {
   // 2 n h f FLOPs = 200 TFLOP in 1 ms... scaled: 2e11 FLOPs / 1 ms = 200 TFLOP/s.
   const GemmProbe probe{"mlp_fwd", 2e11};
   EXPECT_NEAR(ProbeFlops(GoodTables(), probe), 2e14, 1);
-  EXPECT_TRUE(SanityProblems(GoodTables(), {"mlp_fwd", "attention_fwd"}, probe, 989e12, 0.25)
-                  .empty());
+  EXPECT_TRUE(
+      SanityProblems(GoodTables(), {"mlp_fwd", "attention_fwd"}, probe, 989e12, 0.25).empty());
 }
 
 TEST(ChecksTest, EachProblemIsReported) {
@@ -287,8 +291,7 @@ TEST(GpuOperatorNamesTest, EqualCoresOperatorKinds) {
   const std::vector<std::string> gpu(std::begin(kOperatorNames), std::end(kOperatorNames));
   EXPECT_EQ(gpu, core);
 
-  std::vector<std::string> step(std::begin(kOperatorsInStepOrder),
-                                std::end(kOperatorsInStepOrder));
+  std::vector<std::string> step(std::begin(kOperatorsInStepOrder), std::end(kOperatorsInStepOrder));
   EXPECT_EQ(step.back(), "optimizer_step");
   for (const std::string& op : step) {
     if (op.size() < 4 || op.compare(op.size() - 4, 4, "_bwd") != 0) continue;
@@ -312,7 +315,8 @@ TEST(AgentGpuBinaryTest, SaysSoWithoutAGpu) {
                               "--micro-batch", "1", "-o", out});
   ASSERT_TRUE(bad.ok()) << bad.status();
   EXPECT_EQ(bad->exit_code, 2);
-  EXPECT_NE(bad->err.find("hidden=1000 is not divisible by heads=3"), std::string::npos) << bad->err;
+  EXPECT_NE(bad->err.find("hidden=1000 is not divisible by heads=3"), std::string::npos)
+      << bad->err;
   absl::StatusOr<testing::ProcessResult> unknown =
       testing::RunProcess(VTRAIN_TEST_AGENT_GPU, {"nccl", "--colour", "red"});
   ASSERT_TRUE(unknown.ok());
@@ -344,10 +348,10 @@ TEST(AgentGpuBinaryTest, ReducesAKeptRecording) {
   const std::string raw = ::testing::TempDir() + "/raw.txt",
                     json = ::testing::TempDir() + "/reduced.json";
   std::ofstream(raw) << TraceToText(r.trace);
-  absl::StatusOr<testing::ProcessResult> run = testing::RunProcess(
-      VTRAIN_TEST_AGENT_GPU, {"reduce", raw, "--gpu", "a100-sxm4-80gb", "--hidden", "1024",
-                              "--heads", "16", "--seq-len", "2048", "--micro-batch", "1",
-                              "--check", "-o", json});
+  absl::StatusOr<testing::ProcessResult> run =
+      testing::RunProcess(VTRAIN_TEST_AGENT_GPU,
+                          {"reduce", raw, "--gpu", "a100-sxm4-80gb", "--hidden", "1024", "--heads",
+                           "16", "--seq-len", "2048", "--micro-batch", "1", "--check", "-o", json});
   ASSERT_TRUE(run.ok()) << run.status();
   ASSERT_EQ(run->exit_code, 0) << run->out << run->err;
   EXPECT_NE(run->out.find("check: all 1 operators passed"), std::string::npos) << run->out;
@@ -365,9 +369,10 @@ TEST(AgentGpuBinaryTest, ReducesAKeptRecording) {
   EXPECT_EQ(set->operators.at(key).kernels[0].gap_ns, 3000);
   // A broken recording is bad input, named by line.
   std::ofstream(raw) << "K,1,2\n";
-  run = testing::RunProcess(VTRAIN_TEST_AGENT_GPU,
-                            {"reduce", raw, "--gpu", "a100-sxm4-80gb", "--hidden", "1024",
-                             "--heads", "16", "--seq-len", "2048", "--micro-batch", "1", "-o", json});
+  run =
+      testing::RunProcess(VTRAIN_TEST_AGENT_GPU,
+                          {"reduce", raw, "--gpu", "a100-sxm4-80gb", "--hidden", "1024", "--heads",
+                           "16", "--seq-len", "2048", "--micro-batch", "1", "-o", json});
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->exit_code, 2);
   EXPECT_NE(run->err.find("line 1: expected K,"), std::string::npos) << run->err;
