@@ -36,74 +36,91 @@ int64_t DefaultHeads(int64_t hidden, int64_t t) {
   return t;
 }
 
-}  // namespace
+struct NcclWork {
+  std::set<std::string> collectives;
+  std::vector<std::string> keys;
+  double max_bytes = 0;
+};
 
-WorkPlan PlanProfilingWork(const std::vector<std::string>& keys, const std::string& gpu,
-                           int local_gpus) {
-  WorkPlan plan;
-  std::map<LayerGroup, LayerWork> layers;
-  std::map<std::pair<DType, int64_t>, std::vector<std::string>> optimizer;  // params -> keys
-  struct NcclWork {
-    std::set<std::string> collectives;
-    std::vector<std::string> keys;
-    double max_bytes = 0;
-  };
-  std::map<int64_t, NcclWork> nccl;  // by rank count
-  for (const std::string& text : keys) {
+// Sorts the keys of a work list into layer, optimizer and NCCL groups, then
+// turns each group into vtrain-agent-gpu runs.
+class WorkSorter {
+ public:
+  WorkSorter(const std::string& gpu, int local_gpus) : gpu_(gpu), local_gpus_(local_gpus) {}
+
+  void Add(const std::string& text) {
     const std::vector<absl::string_view> path = absl::StrSplit(text, absl::MaxSplits('/', 2));
     if (path.size() == 3 && (path[1] == "intra_node" || path[1] == "inter_node")) {
-      if (path[0] != gpu) {
-        plan.skipped.push_back(absl::StrCat(text, ": measured on ", path[0], ", not ", gpu));
-        continue;
-      }
-      // "all_reduce ranks=8 [bytes=1.3e+09]": the size a prediction needed.
-      const std::vector<absl::string_view> words = absl::StrSplit(path[2], ' ');
-      int64_t ranks = 0;
-      double bytes = 0;
-      absl::string_view ranks_text = words.size() >= 2 ? words[1] : "";
-      absl::string_view bytes_text = words.size() == 3 ? words[2] : "bytes=0";
-      if (words.size() < 2 || words.size() > 3 || !absl::ConsumePrefix(&ranks_text, "ranks=") ||
-          !absl::SimpleAtoi(ranks_text, &ranks) || ranks < 2 ||
-          !absl::ConsumePrefix(&bytes_text, "bytes=") || !absl::SimpleAtod(bytes_text, &bytes) ||
-          !ParseCollective(words[0]).ok()) {
-        plan.skipped.push_back(absl::StrCat(text, ": not a collective key"));
-      } else if (path[1] == "inter_node") {
-        plan.skipped.push_back(absl::StrCat(
-            text,
-            ": spans nodes; run nccl-tests across nodes and `vtrain-agent import nccl-tests`"));
-      } else if (ranks > local_gpus) {
-        plan.skipped.push_back(
-            absl::StrCat(text, ": needs ", ranks, " GPUs; this node has ", local_gpus));
-      } else {
-        NcclWork& w = nccl[ranks];
-        w.collectives.insert(std::string(words[0]));
-        w.keys.push_back(text);
-        w.max_bytes = std::max(w.max_bytes, bytes);
-      }
-      continue;
+      AddCollective(text, path);
+    } else {
+      AddOperator(text);
     }
+  }
+
+  WorkPlan Finish() {
+    for (const auto& [group, w] : layers_) AddLayerRuns(group, w);
+    for (const auto& [dtype_params, keys] : optimizer_) {
+      // A small layer (h 1024, 8 heads, s 128) carries the Adam step.
+      plan_.runs.push_back(
+          {{"profile", "--hidden", "1024", "--heads", "8", "--seq-len", "128", "--micro-batch", "1",
+            "--tp", "1", "--dtype", std::string(DTypeName(dtype_params.first)), "--adam-params",
+            absl::StrCat(dtype_params.second), "--gpu", gpu_},
+           keys});
+    }
+    for (const auto& [ranks, w] : nccl_) AddNcclRun(ranks, w);
+    return std::move(plan_);
+  }
+
+ private:
+  void Skip(const std::string& text, absl::string_view why) {
+    plan_.skipped.push_back(absl::StrCat(text, ": ", why));
+  }
+
+  // "GPU/intra_node/all_reduce ranks=8 [bytes=1.3e+09]": the size a prediction needed.
+  void AddCollective(const std::string& text, const std::vector<absl::string_view>& path) {
+    if (path[0] != gpu_) return Skip(text, absl::StrCat("measured on ", path[0], ", not ", gpu_));
+    const std::vector<absl::string_view> words = absl::StrSplit(path[2], ' ');
+    int64_t ranks = 0;
+    double bytes = 0;
+    absl::string_view ranks_text = words.size() >= 2 ? words[1] : "";
+    absl::string_view bytes_text = words.size() == 3 ? words[2] : "bytes=0";
+    if (words.size() < 2 || words.size() > 3 || !absl::ConsumePrefix(&ranks_text, "ranks=") ||
+        !absl::SimpleAtoi(ranks_text, &ranks) || ranks < 2 ||
+        !absl::ConsumePrefix(&bytes_text, "bytes=") || !absl::SimpleAtod(bytes_text, &bytes) ||
+        !ParseCollective(words[0]).ok()) {
+      return Skip(text, "not a collective key");
+    }
+    if (path[1] == "inter_node") {
+      return Skip(text,
+                  "spans nodes; run nccl-tests across nodes and `vtrain-agent import nccl-tests`");
+    }
+    if (ranks > local_gpus_) {
+      return Skip(text, absl::StrCat("needs ", ranks, " GPUs; this node has ", local_gpus_));
+    }
+    NcclWork& w = nccl_[ranks];
+    w.collectives.insert(std::string(words[0]));
+    w.keys.push_back(text);
+    w.max_bytes = std::max(w.max_bytes, bytes);
+  }
+
+  void AddOperator(const std::string& text) {
     absl::StatusOr<OperatorKey> key = ParseOperatorKey(text);
-    if (!key.ok()) {
-      plan.skipped.push_back(absl::StrCat(text, ": ", key.status().message()));
-      continue;
-    }
-    if (key->gpu != gpu) {
-      plan.skipped.push_back(absl::StrCat(text, ": measured on ", key->gpu, ", not ", gpu));
-      continue;
-    }
+    if (!key.ok()) return Skip(text, key.status().message());
+    if (key->gpu != gpu_) return Skip(text, absl::StrCat("measured on ", key->gpu, ", not ", gpu_));
     if (key->op == OperatorKind::kOptimizerStep) {
-      optimizer[{key->dtype, key->num_parameters}].push_back(text);
-      continue;
+      optimizer_[{key->dtype, key->num_parameters}].push_back(text);
+      return;
     }
     LayerWork& w =
-        layers[{key->dtype, key->hidden, key->seq, key->micro_batch, key->tensor_parallel}];
+        layers_[{key->dtype, key->hidden, key->seq, key->micro_batch, key->tensor_parallel}];
     if (key->heads > 0) AddDistinct(w.heads, key->heads);
     if (key->ffn > 0) AddDistinct(w.ffn, key->ffn);
     if (key->vocab > 0) AddDistinct(w.vocab, key->vocab);
     w.keys.push_back(text);
   }
 
-  for (auto& [group, w] : layers) {
+  // One run per distinct heads/ffn/vocab value a group's keys ask for.
+  void AddLayerRuns(const LayerGroup& group, const LayerWork& w) {
     const auto [dtype, hidden, seq, b, t] = group;
     const size_t runs = std::max({w.heads.size(), w.ffn.size(), w.vocab.size(), size_t{1}});
     for (size_t i = 0; i < runs; ++i) {
@@ -129,43 +146,52 @@ WorkPlan PlanProfilingWork(const std::vector<std::string>& keys, const std::stri
                   "--dtype",
                   std::string(DTypeName(dtype)),
                   "--gpu",
-                  gpu};
+                  gpu_};
       if (i == 0) run.keys = w.keys;
       // One pending optimizer key of the same dtype rides along.
-      for (auto it = optimizer.begin(); it != optimizer.end(); ++it) {
+      for (auto it = optimizer_.begin(); it != optimizer_.end(); ++it) {
         if (it->first.first == dtype) {
           run.args.push_back("--adam-params");
           run.args.push_back(absl::StrCat(it->first.second));
           run.keys.insert(run.keys.end(), it->second.begin(), it->second.end());
-          optimizer.erase(it);
+          optimizer_.erase(it);
           break;
         }
       }
-      plan.runs.push_back(std::move(run));
+      plan_.runs.push_back(std::move(run));
     }
   }
-  for (const auto& [dtype_params, ks] : optimizer) {
-    // A small layer (h 1024, 8 heads, s 128) carries the Adam step.
-    plan.runs.push_back(
-        {{"profile", "--hidden", "1024", "--heads", "8", "--seq-len", "128", "--micro-batch", "1",
-          "--tp", "1", "--dtype", std::string(DTypeName(dtype_params.first)), "--adam-params",
-          absl::StrCat(dtype_params.second), "--gpu", gpu},
-         ks});
-  }
-  for (const auto& [ranks, w] : nccl) {
+
+  void AddNcclRun(int64_t ranks, const NcclWork& w) {
     std::string list;
-    for (const std::string& name : w.collectives)
+    for (const std::string& name : w.collectives) {
       absl::StrAppend(&list, list.empty() ? "" : ",", name);
+    }
     // Sizes doubling from 1 KiB to at least 1 GiB and the largest size asked
     // for (at most 8 GiB, the sweep's limit).
     int64_t max_bytes = int64_t{1} << 30;
     while (max_bytes < w.max_bytes && max_bytes < (int64_t{8} << 30)) max_bytes *= 2;
-    plan.runs.push_back(
+    plan_.runs.push_back(
         {{"nccl", "--min-gpus", absl::StrCat(ranks), "--max-gpus", absl::StrCat(ranks),
-          "--max-bytes", absl::StrCat(max_bytes), "--collectives", list, "--gpu", gpu},
+          "--max-bytes", absl::StrCat(max_bytes), "--collectives", list, "--gpu", gpu_},
          w.keys});
   }
-  return plan;
+
+  const std::string gpu_;
+  const int local_gpus_;
+  WorkPlan plan_;
+  std::map<LayerGroup, LayerWork> layers_;
+  std::map<std::pair<DType, int64_t>, std::vector<std::string>> optimizer_;  // params -> keys
+  std::map<int64_t, NcclWork> nccl_;                                         // by rank count
+};
+
+}  // namespace
+
+WorkPlan PlanProfilingWork(const std::vector<std::string>& keys, const std::string& gpu,
+                           int local_gpus) {
+  WorkSorter sorter(gpu, local_gpus);
+  for (const std::string& text : keys) sorter.Add(text);
+  return sorter.Finish();
 }
 
 }  // namespace vtrain::agent
