@@ -1,6 +1,9 @@
-// A predictor's follower: copies every profile set its registry has into the
-// local Registry, then follows the registry's WatchProfileSets stream,
-// reconnecting with backoff and serving from the local cache meanwhile.
+// A predictor's follower: makes the local Registry hold exactly the sets its
+// registry holds (copies what it lacks, deletes what the registry no longer
+// has), then follows the registry's WatchProfileSets events (arrivals and
+// deletions), reconnecting with backoff and serving from the local cache
+// meanwhile. A set it cannot take (over the message limit, invalid) is
+// skipped and counted, never retried forever.
 #ifndef VTRAIN_SERVER_FOLLOWER_H_
 #define VTRAIN_SERVER_FOLLOWER_H_
 
@@ -10,6 +13,8 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "grpcpp/security/credentials.h"
 #include "server/metrics.h"
 #include "server/registry.h"
@@ -19,10 +24,15 @@ namespace vtrain::server {
 
 class Follower {
  public:
-  // Follows the registry at `address` ("HOST:PORT") over `credentials` into
-  // `registry`. `registry` and `metrics` must outlive the follower.
-  Follower(std::string address, std::shared_ptr<grpc::ChannelCredentials> credentials,
-           Registry& registry, Metrics& metrics);
+  struct Options {
+    std::string address;  // the registry, "HOST:PORT"
+    std::shared_ptr<grpc::ChannelCredentials> credentials;
+    std::string token;  // bearer token for a registry that guards reads; empty: none
+    int64_t max_message_bytes = 64 << 20;  // the largest set it takes, as the registry's limit
+  };
+  // Follows the registry into `registry`. `registry` and `metrics` must
+  // outlive the follower.
+  Follower(Options options, Registry& registry, Metrics& metrics);
   Follower(const Follower&) = delete;
   Follower& operator=(const Follower&) = delete;
   ~Follower() { Stop(); }
@@ -39,12 +49,19 @@ class Follower {
   // until it breaks. Always returns an error (UNAVAILABLE) saying why it
   // ended.
   absl::Status SyncOnce(v1::ProfileRegistry::Stub& stub);
+  // Copies what the local registry lacks and deletes what the registry's
+  // list does not hold; returns the newest creation time listed (ns).
+  absl::StatusOr<int64_t> Reconcile(v1::ProfileRegistry::Stub& stub);
+  // Follows the watch stream from `since_ns` until it breaks.
+  absl::Status Follow(v1::ProfileRegistry::Stub& stub, int64_t since_ns);
+  void Take(const v1::ProfileSet& set, SetOrigin origin);
+  std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) const;
 
-  const std::string address_;
-  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  const Options options_;
   Registry& registry_;
   Metrics& metrics_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> reached_{false};  // the last SyncOnce got through to the registry
   std::thread thread_;
 };
 

@@ -40,6 +40,11 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                     .Help("SQLite errors")
                     .Register(*registry_)
                     .Add({});
+  sync_skipped_ = &prometheus::BuildCounter()
+                       .Name("vtrain_registry_sync_skipped_total")
+                       .Help("Registry sets a predictor could not take (too large, invalid)")
+                       .Register(*registry_)
+                       .Add({});
 }
 
 void Metrics::Request(const std::string& method, const std::string& code, double seconds) {

@@ -26,6 +26,7 @@ class Metrics {
   void RegistryUp(bool up) { registry_up_->Set(up ? 1 : 0); }
   void RegistrySyncLag(double seconds) { sync_lag_->Set(seconds); }
   void DatabaseError() { db_errors_->Increment(); }
+  void SyncSkipped() { sync_skipped_->Increment(); }
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -37,6 +38,7 @@ class Metrics {
   prometheus::Gauge* registry_up_;
   prometheus::Gauge* sync_lag_;
   prometheus::Counter* db_errors_;
+  prometheus::Counter* sync_skipped_;
 };
 
 }  // namespace vtrain::server

@@ -1,5 +1,7 @@
 #include "server/profile_catalog.h"
 
+#include <algorithm>
+
 #include "google/protobuf/util/time_util.h"
 
 namespace vtrain::server {
@@ -12,7 +14,10 @@ void ProfileCatalog::Add(CatalogEntry entry) {
 
 bool ProfileCatalog::Remove(const std::string& id) {
   absl::MutexLock lock(&mu_);
-  return entries_.erase(id) > 0;
+  if (entries_.erase(id) == 0) return false;
+  removals_.emplace_back(++sequence_, id);
+  if (removals_.size() > kRemembered) removals_.pop_front();
+  return true;
 }
 
 std::optional<CatalogEntry> ProfileCatalog::Get(const std::string& id) const {
@@ -65,17 +70,20 @@ int64_t ProfileCatalog::size() const {
   return static_cast<int64_t>(entries_.size());
 }
 
-std::vector<CatalogEntry> ProfileCatalog::WaitForNewer(int64_t after,
-                                                       absl::Duration timeout) const {
+ProfileCatalog::Changes ProfileCatalog::WaitForNewer(int64_t after, absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
   auto newer = [this, after]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return sequence_ > after; };
   mu_.AwaitWithTimeout(absl::Condition(&newer), timeout);
-  std::vector<CatalogEntry> out;
+  Changes out;
+  out.sequence = sequence_;
   for (const auto& [id, e] : entries_) {
-    if (e.sequence > after) out.push_back(e);
+    if (e.sequence > after) out.added.push_back(e);
   }
-  std::sort(out.begin(), out.end(),
+  std::sort(out.added.begin(), out.added.end(),
             [](const CatalogEntry& a, const CatalogEntry& b) { return a.sequence < b.sequence; });
+  for (const auto& [sequence, id] : removals_) {
+    if (sequence > after) out.removed.push_back(id);
+  }
   return out;
 }
 

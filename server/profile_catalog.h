@@ -5,10 +5,12 @@
 #define VTRAIN_SERVER_PROFILE_CATALOG_H_
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -41,9 +43,19 @@ class ProfileCatalog {
   std::vector<CatalogEntry> List() const;
   int64_t size() const;
 
-  // Entries that arrived after sequence `after`, waiting up to `timeout` for
-  // one if there are none yet.
-  std::vector<CatalogEntry> WaitForNewer(int64_t after, absl::Duration timeout) const;
+  // What changed after sequence `after`: entries that arrived and ids that
+  // were removed, in order; `sequence` is where the caller now stands.
+  // Waits up to `timeout` for a change if there is none yet.
+  struct Changes {
+    std::vector<CatalogEntry> added;
+    std::vector<std::string> removed;
+    int64_t sequence = 0;
+  };
+  Changes WaitForNewer(int64_t after, absl::Duration timeout) const;
+
+  // How many removals are remembered for watchers (older ones are dropped:
+  // a watcher that far behind resynchronises by listing).
+  static constexpr size_t kRemembered = 4096;
 
  private:
   const CatalogEntry* NewestLocked(const std::string& gpu) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -51,6 +63,7 @@ class ProfileCatalog {
   mutable absl::Mutex mu_;
   std::map<std::string, CatalogEntry> entries_ ABSL_GUARDED_BY(mu_);
   int64_t sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<std::pair<int64_t, std::string>> removals_ ABSL_GUARDED_BY(mu_);  // (sequence, id)
 };
 
 }  // namespace vtrain::server

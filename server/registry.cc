@@ -135,6 +135,12 @@ absl::StatusOr<v1::ProfileSet> Registry::Get(const std::string& id) const {
   return std::move(e->proto);
 }
 
+std::vector<std::string> Registry::Ids() const {
+  std::vector<std::string> ids;
+  for (const CatalogEntry& e : catalog_.List()) ids.push_back(e.proto.id());
+  return ids;
+}
+
 absl::Status Registry::Delete(const std::string& id) {
   absl::StatusOr<bool> deleted = store_->Delete(id);
   if (!deleted.ok()) {
@@ -161,15 +167,17 @@ absl::StatusOr<std::shared_ptr<const ProfileSet>> Registry::TablesFor(
   return std::make_shared<const ProfileSet>(DefaultProfileSet(gpu));
 }
 
-std::vector<v1::ProfileSet> Registry::WaitForNewer(WatchCursor& cursor,
-                                                   absl::Duration timeout) const {
-  std::vector<v1::ProfileSet> sets;
-  for (CatalogEntry& e : catalog_.WaitForNewer(cursor.seen_sequence, timeout)) {
-    cursor.seen_sequence = std::max(cursor.seen_sequence, e.sequence);
+std::vector<v1::ProfileSetEvent> Registry::WaitForChanges(WatchCursor& cursor,
+                                                          absl::Duration timeout) const {
+  ProfileCatalog::Changes changes = catalog_.WaitForNewer(cursor.seen_sequence, timeout);
+  cursor.seen_sequence = changes.sequence;
+  std::vector<v1::ProfileSetEvent> events;
+  for (CatalogEntry& e : changes.added) {
     if (TimeUtil::TimestampToNanoseconds(e.proto.created_at()) <= cursor.created_after_ns) continue;
-    sets.push_back(std::move(e.proto));
+    *events.emplace_back().mutable_added() = std::move(e.proto);
   }
-  return sets;
+  for (std::string& id : changes.removed) events.emplace_back().set_deleted_id(std::move(id));
+  return events;
 }
 
 void Registry::RecordMissing(const std::string& gpu, absl::Span<const std::string> keys) {

@@ -40,7 +40,7 @@ struct AcceptOptions {
 
 // Where a WatchProfileSets stream stands.
 struct WatchCursor {
-  int64_t seen_sequence = 0;             // catalog arrivals already considered
+  int64_t seen_sequence = 0;             // catalog changes already considered
   int64_t created_after_ns = INT64_MIN;  // only sets created after this
 };
 
@@ -71,6 +71,8 @@ class Registry {
   // Removes a set from the store and the catalog; NOT_FOUND when absent.
   absl::Status Delete(const std::string& id);
   bool Contains(const std::string& id) const { return catalog_.Contains(id); }
+  // The ids of every set held.
+  std::vector<std::string> Ids() const;
   int64_t size() const { return catalog_.size(); }
 
   // The decoded tables a prediction uses: the set `profile_set_id` names
@@ -79,9 +81,11 @@ class Registry {
   absl::StatusOr<std::shared_ptr<const ProfileSet>> TablesFor(const std::string& profile_set_id,
                                                               const GpuSpec& gpu) const;
 
-  // Sets that arrived after the cursor (and were created after its time),
-  // waiting up to `timeout` for arrivals; advances the cursor.
-  std::vector<v1::ProfileSet> WaitForNewer(WatchCursor& cursor, absl::Duration timeout) const;
+  // What changed after the cursor: sets that arrived (and were created after
+  // its time) and deletions, in order, waiting up to `timeout` for a change;
+  // advances the cursor.
+  std::vector<v1::ProfileSetEvent> WaitForChanges(WatchCursor& cursor,
+                                                  absl::Duration timeout) const;
 
   // The profiling-work queue. RecordMissing counts keys a prediction on `gpu`
   // found no measurement for (in memory, bounded by the number of distinct

@@ -70,7 +70,7 @@ grpc::Status RegistryService::DeleteProfileSet(grpc::ServerContext* ctx,
 
 grpc::Status RegistryService::WatchProfileSets(grpc::ServerContext* ctx,
                                                const v1::WatchProfileSetsRequest* req,
-                                               grpc::ServerWriter<v1::ProfileSet>* writer) {
+                                               grpc::ServerWriter<v1::ProfileSetEvent>* writer) {
   return runner_.Run(*ctx, watch_, [&] { return RunWatch(ctx, req, writer); });
 }
 
@@ -95,13 +95,14 @@ absl::Status RegistryService::RunPush(const v1::PushProfileSetRequest* req,
 
 absl::Status RegistryService::RunWatch(const grpc::ServerContext* ctx,
                                        const v1::WatchProfileSetsRequest* req,
-                                       grpc::ServerWriter<v1::ProfileSet>* writer) {
+                                       grpc::ServerWriter<v1::ProfileSetEvent>* writer) {
   WatchCursor cursor;
   if (req->has_since()) cursor.created_after_ns = TimeUtil::TimestampToNanoseconds(req->since());
   while (!ctx->IsCancelled() && !stopping_) {
-    for (const v1::ProfileSet& set : registry_.WaitForNewer(cursor, absl::Milliseconds(200))) {
+    for (const v1::ProfileSetEvent& event :
+         registry_.WaitForChanges(cursor, absl::Milliseconds(200))) {
       // The client went away.
-      if (!writer->Write(set)) return absl::CancelledError();
+      if (!writer->Write(event)) return absl::CancelledError();
     }
   }
   return absl::OkStatus();

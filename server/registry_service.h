@@ -33,14 +33,14 @@ class RegistryService final : public v1::ProfileRegistry::Service {
   grpc::Status DeleteProfileSet(grpc::ServerContext* ctx, const v1::DeleteProfileSetRequest* req,
                                 v1::DeleteProfileSetResponse* resp) override;
   grpc::Status WatchProfileSets(grpc::ServerContext* ctx, const v1::WatchProfileSetsRequest* req,
-                                grpc::ServerWriter<v1::ProfileSet>* writer) override;
+                                grpc::ServerWriter<v1::ProfileSetEvent>* writer) override;
   grpc::Status NextProfilingWork(grpc::ServerContext* ctx, const v1::NextProfilingWorkRequest* req,
                                  v1::NextProfilingWorkResponse* resp) override;
 
  private:
   absl::Status RunPush(const v1::PushProfileSetRequest* req, v1::PushProfileSetResponse* resp);
   absl::Status RunWatch(const grpc::ServerContext* ctx, const v1::WatchProfileSetsRequest* req,
-                        grpc::ServerWriter<v1::ProfileSet>* writer);
+                        grpc::ServerWriter<v1::ProfileSetEvent>* writer);
 
   const Method push_, list_, get_, delete_, watch_, next_work_;
   Registry& registry_;

@@ -85,8 +85,12 @@ absl::Status Server::Impl::Init() {
                                                             .cert_file = "",
                                                             .key_file = "",
                                                             .ca_flag = "--registry-ca-file"}));
-    follower_ =
-        std::make_unique<Follower>(options_.registry, std::move(creds), *registry_, metrics_);
+    follower_ = std::make_unique<Follower>(
+        Follower::Options{.address = options_.registry,
+                          .credentials = std::move(creds),
+                          .token = options_.push_token,
+                          .max_message_bytes = options_.max_message_bytes},
+        *registry_, metrics_);
   }
   return ServeMetrics();
 }

@@ -137,19 +137,28 @@ TEST_F(RegistryTest, TablesForANamedSetTheNewestOrTheBuiltIns) {
   EXPECT_EQ(newest->id, pushed.id());
 }
 
-TEST_F(RegistryTest, WatchCursorSeesEachArrivalOnceAfterItsTime) {
+TEST_F(RegistryTest, WatchCursorSeesEachArrivalAndDeletionOnceAfterItsTime) {
   VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
   WatchCursor cursor;
-  EXPECT_TRUE(r->WaitForNewer(cursor, absl::Milliseconds(1)).empty());
+  EXPECT_TRUE(r->WaitForChanges(cursor, absl::Milliseconds(1)).empty());
   VTRAIN_ASSERT_OK_AND_ASSIGN(const v1::PushProfileSetResponse pushed,
                               r->Accept(MeasuredSet(1000), kPushed));
-  const std::vector<v1::ProfileSet> seen = r->WaitForNewer(cursor, absl::Seconds(5));
+  std::vector<v1::ProfileSetEvent> seen = r->WaitForChanges(cursor, absl::Seconds(5));
   ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].id(), pushed.id());
-  EXPECT_TRUE(r->WaitForNewer(cursor, absl::Milliseconds(1)).empty());
+  EXPECT_EQ(seen[0].added().id(), pushed.id());
+  EXPECT_TRUE(r->WaitForChanges(cursor, absl::Milliseconds(1)).empty());
 
-  WatchCursor later{.created_after_ns = INT64_MAX};
-  EXPECT_TRUE(r->WaitForNewer(later, absl::Milliseconds(1)).empty());
+  // A deletion is an event too (predictors delete their copy).
+  VTRAIN_ASSERT_OK(r->Delete(pushed.id()));
+  seen = r->WaitForChanges(cursor, absl::Seconds(5));
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].deleted_id(), pushed.id());
+  EXPECT_TRUE(r->WaitForChanges(cursor, absl::Milliseconds(1)).empty());
+
+  WatchCursor later{.seen_sequence = 0, .created_after_ns = INT64_MAX};
+  const std::vector<v1::ProfileSetEvent> after = r->WaitForChanges(later, absl::Milliseconds(1));
+  ASSERT_EQ(after.size(), 1u) << "deletions are not filtered by creation time";
+  EXPECT_EQ(after[0].deleted_id(), pushed.id());
   EXPECT_GT(later.seen_sequence, 0);
 }
 

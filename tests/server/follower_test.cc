@@ -1,0 +1,126 @@
+// A registry and its predictors on loopback: deletions reach predictors live
+// and after a restart, a set too large for a predictor is skipped without
+// stopping later sets, and a registry that guards reads is followed.
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "server/server.h"
+#include "tests/server/server_testing.h"
+#include "vtrain/v1/vtrain.grpc.pb.h"
+
+namespace vtrain::server {
+namespace {
+
+std::unique_ptr<Server> Start(const std::string& db, Role role, const std::string& registry,
+                              int64_t max_message_bytes = 64 << 20,
+                              bool require_auth_for_reads = false) {
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.db_path = db;
+  o.role = role;
+  o.registry = registry;
+  o.push_token = kToken;
+  o.max_message_bytes = max_message_bytes;
+  o.require_auth_for_reads = require_auth_for_reads;
+  absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *std::move(s) : nullptr;
+}
+
+bool Has(const Server& s, const std::string& id) {
+  v1::GetProfileSetRequest get;
+  get.set_id(id);
+  v1::ProfileSet set;
+  return v1::ProfileRegistry::NewStub(ChannelTo(s))
+      ->GetProfileSet(Ctx(kToken).get(), get, &set)
+      .ok();
+}
+
+std::string Push(const Server& registry, const v1::ProfileSet& set) {
+  v1::PushProfileSetRequest push;
+  *push.mutable_profile_set() = set;
+  v1::PushProfileSetResponse pushed;
+  grpc::Status s = v1::ProfileRegistry::NewStub(ChannelTo(registry))
+                       ->PushProfileSet(Ctx(kToken).get(), push, &pushed);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return pushed.id();
+}
+
+void Delete(const Server& registry, const std::string& id) {
+  v1::DeleteProfileSetRequest del;
+  del.set_id(id);
+  v1::DeleteProfileSetResponse resp;
+  EXPECT_TRUE(v1::ProfileRegistry::NewStub(ChannelTo(registry))
+                  ->DeleteProfileSet(Ctx(kToken).get(), del, &resp)
+                  .ok());
+}
+
+// Regression (issue 12): `profiles rm` on the registry never reached
+// predictors, even after they restarted.
+TEST(FollowerTest, DeletionsReachPredictorsLiveAndAfterARestart) {
+  TempDir dir;
+  auto registry = Start(dir.File("registry.db"), Role::kRegistry, "");
+  ASSERT_NE(registry, nullptr);
+  const std::string address = absl::StrCat("127.0.0.1:", registry->port());
+  auto p = Start(dir.File("p.db"), Role::kPredictor, address);
+  ASSERT_NE(p, nullptr);
+
+  const std::string live = Push(*registry, MeasuredSet(70'000));
+  ASSERT_TRUE(WaitFor([&] { return Has(*p, live); }, absl::Seconds(10)));
+  Delete(*registry, live);
+  EXPECT_TRUE(WaitFor([&] { return !Has(*p, live); }, absl::Seconds(10)))
+      << "a deletion did not reach the predictor through Watch";
+
+  const std::string away = Push(*registry, MeasuredSet(71'000));
+  ASSERT_TRUE(WaitFor([&] { return Has(*p, away); }, absl::Seconds(10)));
+  p->Shutdown(absl::Milliseconds(100));
+  p.reset();
+  Delete(*registry, away);
+  p = Start(dir.File("p.db"), Role::kPredictor, address);  // the same cache
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(WaitFor([&] { return !Has(*p, away); }, absl::Seconds(10)))
+      << "a deletion made while the predictor was down survived its restart";
+}
+
+// Regression (issue 12): a set over the follower's message limit stopped
+// predictor sync for good.
+TEST(FollowerTest, ASetTooLargeForAPredictorIsSkippedAndLaterSetsArrive) {
+  TempDir dir;
+  auto registry = Start(dir.File("registry.db"), Role::kRegistry, "");
+  ASSERT_NE(registry, nullptr);
+  const std::string address = absl::StrCat("127.0.0.1:", registry->port());
+  auto p = Start(dir.File("p.db"), Role::kPredictor, address, /*max_message_bytes=*/64 << 10);
+  ASSERT_NE(p, nullptr);
+  v1::ProfileSet big = MeasuredSet(72'000);
+  for (int i = 0; i < 4000; ++i) {  // ~100 KiB of kernels: over the predictor's 64 KiB
+    v1::Kernel* k = big.mutable_operators(0)->add_kernels();
+    k->set_name(absl::StrCat("kernel_number_", i));
+    k->set_duration_ns(10);
+  }
+  const std::string big_id = Push(*registry, big);
+  const std::string small_id = Push(*registry, MeasuredSet(73'000));
+  EXPECT_TRUE(WaitFor([&] { return Has(*p, small_id); }, absl::Seconds(15)))
+      << "a later set never arrived after an oversized one";
+  EXPECT_FALSE(Has(*p, big_id));
+  // And one pushed after the predictor is following.
+  const std::string later = Push(*registry, MeasuredSet(74'000));
+  EXPECT_TRUE(WaitFor([&] { return Has(*p, later); }, absl::Seconds(15)));
+}
+
+// Regression (issue 12): predictors could not follow a registry started with
+// --require-auth-for-reads (the follower now sends the token).
+TEST(FollowerTest, FollowsARegistryThatGuardsReads) {
+  TempDir dir;
+  auto registry = Start(dir.File("registry.db"), Role::kRegistry, "", 64 << 20,
+                        /*require_auth_for_reads=*/true);
+  ASSERT_NE(registry, nullptr);
+  auto p = Start(dir.File("p.db"), Role::kPredictor, absl::StrCat("127.0.0.1:", registry->port()));
+  ASSERT_NE(p, nullptr);
+  const std::string id = Push(*registry, MeasuredSet(75'000));
+  EXPECT_TRUE(WaitFor([&] { return Has(*p, id); }, absl::Seconds(10)));
+}
+
+}  // namespace
+}  // namespace vtrain::server
