@@ -15,14 +15,23 @@ int64_t Median(std::vector<int64_t> values) {
   return values[mid];
 }
 
-ReduceResult Reduce(const Trace& trace) {
-  ReduceResult result;
-  std::unordered_map<uint32_t, const LaunchActivity*> launch_of;
-  launch_of.reserve(trace.launches.size());
-  for (const LaunchActivity& l : trace.launches) launch_of[l.correlation] = &l;
+namespace {
 
-  // Per thread, indices into trace.ranges sorted by start.
-  std::unordered_map<uint64_t, std::vector<size_t>> threads;
+// Per thread, indices into Trace::ranges sorted by start.
+using RangesByThread = std::unordered_map<uint64_t, std::vector<size_t>>;
+
+// The kernels attributed to each range (indexed like Trace::ranges).
+using KernelsPerRange = std::vector<std::vector<const KernelActivity*>>;
+
+// One range of an operator: its kernels by GPU start time and their names.
+struct Instance {
+  std::vector<const KernelActivity*> kernels;
+  std::vector<std::string> sequence;
+};
+
+// Groups the terminated ranges by thread, each thread's sorted by start.
+RangesByThread SortRangesByThread(const Trace& trace) {
+  RangesByThread threads;
   for (size_t i = 0; i < trace.ranges.size(); ++i) {
     if (trace.ranges[i].end_ns < trace.ranges[i].start_ns) continue;  // unterminated
     threads[trace.ranges[i].thread].push_back(i);
@@ -32,114 +41,155 @@ ReduceResult Reduce(const Trace& trace) {
       return trace.ranges[a].start_ns < trace.ranges[b].start_ns;
     });
   }
-  // The innermost range containing `time` on `thread`: of the ranges that
-  // started at or before it, the latest-started one that has not ended
-  // (properly nested ranges make that the innermost).
-  auto innermost = [&](uint64_t thread, uint64_t time) -> int64_t {
-    auto it = threads.find(thread);
-    if (it == threads.end()) return -1;
-    const std::vector<size_t>& v = it->second;
-    auto pos = std::upper_bound(v.begin(), v.end(), time,
-                                [&](uint64_t t, size_t r) { return t < trace.ranges[r].start_ns; });
-    while (pos != v.begin()) {
-      --pos;
-      if (trace.ranges[*pos].end_ns >= time) return static_cast<int64_t>(*pos);
-    }
-    return -1;
-  };
+  return threads;
+}
 
-  std::vector<std::vector<const KernelActivity*>> per_range(trace.ranges.size());
+// The innermost range containing `time` on `thread`: of the ranges that
+// started at or before it, the latest-started one that has not ended
+// (properly nested ranges make that the innermost). -1 if none.
+int64_t InnermostRange(const Trace& trace, const RangesByThread& threads, uint64_t thread,
+                       uint64_t time) {
+  auto it = threads.find(thread);
+  if (it == threads.end()) return -1;
+  const std::vector<size_t>& v = it->second;
+  auto pos = std::upper_bound(v.begin(), v.end(), time,
+                              [&](uint64_t t, size_t r) { return t < trace.ranges[r].start_ns; });
+  while (pos != v.begin()) {
+    --pos;
+    if (trace.ranges[*pos].end_ns >= time) return static_cast<int64_t>(*pos);
+  }
+  return -1;
+}
+
+// Attributes every kernel to the innermost range containing its launch;
+// counts the ones no range contains in *unattributed.
+KernelsPerRange AttributeKernels(const Trace& trace, int64_t* unattributed) {
+  std::unordered_map<uint32_t, const LaunchActivity*> launch_of;
+  launch_of.reserve(trace.launches.size());
+  for (const LaunchActivity& l : trace.launches) launch_of[l.correlation] = &l;
+  const RangesByThread threads = SortRangesByThread(trace);
+
+  KernelsPerRange per_range(trace.ranges.size());
   for (const KernelActivity& k : trace.kernels) {
     auto l = launch_of.find(k.correlation);
-    const int64_t r = l == launch_of.end() ? -1 : innermost(l->second->thread, l->second->start_ns);
+    const int64_t r = l == launch_of.end()
+                          ? -1
+                          : InnermostRange(trace, threads, l->second->thread, l->second->start_ns);
     if (r < 0) {
-      ++result.unattributed_kernels;
+      ++*unattributed;
     } else {
       per_range[static_cast<size_t>(r)].push_back(&k);
     }
   }
+  return per_range;
+}
 
-  // Operators in order of first appearance (by range start time).
+// Operator names in order of first appearance (by range start time), and
+// each one's ranges that launched kernels, in start order.
+void GroupRangesByOperator(const Trace& trace, const KernelsPerRange& per_range,
+                           std::vector<std::string>* names,
+                           std::map<std::string, std::vector<size_t>>* instances) {
   std::vector<size_t> order(trace.ranges.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return trace.ranges[a].start_ns < trace.ranges[b].start_ns;
   });
-  std::vector<std::string> names;
-  std::map<std::string, std::vector<size_t>> instances;
   for (size_t r : order) {
     if (per_range[r].empty()) continue;
     const std::string& name = trace.ranges[r].name;
-    if (instances.find(name) == instances.end()) names.push_back(name);
-    instances[name].push_back(r);
+    if (instances->find(name) == instances->end()) names->push_back(name);
+    (*instances)[name].push_back(r);
   }
+}
 
-  for (const std::string& name : names) {
-    struct Instance {
-      std::vector<const KernelActivity*> kernels;
-      std::vector<std::string> sequence;
-    };
-    std::vector<Instance> reps;
-    for (size_t r : instances[name]) {
-      Instance in;
-      in.kernels = per_range[r];
-      std::stable_sort(in.kernels.begin(), in.kernels.end(),
-                       [](const KernelActivity* a, const KernelActivity* b) {
-                         return a->start_ns < b->start_ns;
-                       });
-      for (const KernelActivity* k : in.kernels) in.sequence.push_back(k->name);
-      reps.push_back(std::move(in));
+// The instances of the ranges `ranges`, each's kernels sorted by GPU start.
+std::vector<Instance> MakeInstances(const std::vector<size_t>& ranges,
+                                    const KernelsPerRange& per_range) {
+  std::vector<Instance> reps;
+  for (size_t r : ranges) {
+    Instance in;
+    in.kernels = per_range[r];
+    std::stable_sort(
+        in.kernels.begin(), in.kernels.end(),
+        [](const KernelActivity* a, const KernelActivity* b) { return a->start_ns < b->start_ns; });
+    for (const KernelActivity* k : in.kernels) in.sequence.push_back(k->name);
+    reps.push_back(std::move(in));
+  }
+  return reps;
+}
+
+// The modal kernel sequence of `reps` (ties go to the one seen first);
+// *count is how many instances launched it.
+const std::vector<std::string>* ModalSequence(const std::vector<Instance>& reps, int* count) {
+  std::map<std::vector<std::string>, int> seen;
+  const std::vector<std::string>* modal = nullptr;
+  int best = 0;
+  for (const Instance& in : reps) {
+    const int c = ++seen[in.sequence];
+    if (c > best) {
+      best = c;
+      modal = &in.sequence;
     }
-    // The modal sequence; ties go to the one seen first.
-    std::map<std::vector<std::string>, int> count;
-    const std::vector<std::string>* modal = nullptr;
-    int best = 0;
-    for (const Instance& in : reps) {
-      const int c = ++count[in.sequence];
-      if (c > best) {
-        best = c;
-        modal = &in.sequence;
-      }
-    }
-    OperatorTable table;
-    table.op = name;
-    table.repetitions = static_cast<int>(reps.size());
-    table.consistent = best;
-    const size_t n = modal->size();
-    std::vector<std::vector<int64_t>> durations(n), gaps(n);
-    std::vector<int64_t> totals;
-    for (const Instance& in : reps) {
-      if (in.sequence != *modal) continue;
-      int64_t total = 0;
-      for (size_t i = 0; i < n; ++i) {
-        const KernelActivity& k = *in.kernels[i];
-        const int64_t d = k.end_ns > k.start_ns ? static_cast<int64_t>(k.end_ns - k.start_ns) : 0;
-        durations[i].push_back(d);
-        total += d;
-        int64_t gap = 0;
-        if (i + 1 < n && in.kernels[i + 1]->start_ns > k.end_ns) {
-          gap = static_cast<int64_t>(in.kernels[i + 1]->start_ns - k.end_ns);
-        }
-        gaps[i].push_back(gap);
-      }
-      totals.push_back(total);
-    }
+  }
+  *count = best;
+  return modal;
+}
+
+// One operator's table: per kernel position of the modal sequence the
+// median, min and max duration and the median gap over the instances that
+// launched it, and the spread of their total kernel time.
+OperatorTable ReduceOperator(const std::string& name, const std::vector<Instance>& reps) {
+  OperatorTable table;
+  table.op = name;
+  table.repetitions = static_cast<int>(reps.size());
+  const std::vector<std::string>* modal = ModalSequence(reps, &table.consistent);
+  const size_t n = modal->size();
+  std::vector<std::vector<int64_t>> durations(n), gaps(n);
+  std::vector<int64_t> totals;
+  for (const Instance& in : reps) {
+    if (in.sequence != *modal) continue;
+    int64_t total = 0;
     for (size_t i = 0; i < n; ++i) {
-      KernelStats s;
-      s.name = (*modal)[i];
-      s.duration_ns = Median(durations[i]);
-      s.duration_min_ns = *std::min_element(durations[i].begin(), durations[i].end());
-      s.duration_max_ns = *std::max_element(durations[i].begin(), durations[i].end());
-      s.gap_ns = Median(gaps[i]);
-      table.kernels.push_back(std::move(s));
+      const KernelActivity& k = *in.kernels[i];
+      const int64_t d = k.end_ns > k.start_ns ? static_cast<int64_t>(k.end_ns - k.start_ns) : 0;
+      durations[i].push_back(d);
+      total += d;
+      int64_t gap = 0;
+      if (i + 1 < n && in.kernels[i + 1]->start_ns > k.end_ns) {
+        gap = static_cast<int64_t>(in.kernels[i + 1]->start_ns - k.end_ns);
+      }
+      gaps[i].push_back(gap);
     }
-    const int64_t median_total = Median(totals);
-    if (median_total > 0) {
-      table.spread = static_cast<double>(*std::max_element(totals.begin(), totals.end()) -
-                                         *std::min_element(totals.begin(), totals.end())) /
-                     static_cast<double>(median_total);
-    }
-    result.tables.push_back(std::move(table));
+    totals.push_back(total);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    KernelStats s;
+    s.name = (*modal)[i];
+    s.duration_ns = Median(durations[i]);
+    s.duration_min_ns = *std::min_element(durations[i].begin(), durations[i].end());
+    s.duration_max_ns = *std::max_element(durations[i].begin(), durations[i].end());
+    s.gap_ns = Median(gaps[i]);
+    table.kernels.push_back(std::move(s));
+  }
+  const int64_t median_total = Median(totals);
+  if (median_total > 0) {
+    table.spread = static_cast<double>(*std::max_element(totals.begin(), totals.end()) -
+                                       *std::min_element(totals.begin(), totals.end())) /
+                   static_cast<double>(median_total);
+  }
+  return table;
+}
+
+}  // namespace
+
+ReduceResult Reduce(const Trace& trace) {
+  ReduceResult result;
+  const KernelsPerRange per_range = AttributeKernels(trace, &result.unattributed_kernels);
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<size_t>> instances;
+  GroupRangesByOperator(trace, per_range, &names, &instances);
+  for (const std::string& name : names) {
+    result.tables.push_back(ReduceOperator(name, MakeInstances(instances[name], per_range)));
   }
   if (result.tables.empty()) {
     result.error = trace.kernels.empty()
