@@ -166,18 +166,19 @@ absl::StatusOr<ProfileStore::PutResult> ProfileStore::Put(const v1::ProfileSet& 
   return result;
 }
 
-absl::StatusOr<std::vector<v1::ProfileSet>> ProfileStore::LoadAll() {
+absl::StatusOr<std::vector<ProfileStore::StoredSet>> ProfileStore::LoadAll() {
   absl::MutexLock lock(&mu_);
-  Statement q(db_, "SELECT id, body FROM profile_sets ORDER BY created_at_ns, id");
+  Statement q(db_, "SELECT id, body, builtin FROM profile_sets ORDER BY created_at_ns, id");
   if (!q.ok()) return Error("listing profile sets");
-  std::vector<v1::ProfileSet> out;
+  std::vector<StoredSet> out;
   int rc;
   while ((rc = q.Step()) == SQLITE_ROW) {
-    v1::ProfileSet set;
-    if (!set.ParseFromString(q.Blob(1))) {
+    StoredSet stored;
+    if (!stored.set.ParseFromString(q.Blob(1))) {
       return absl::DataLossError(absl::StrCat("profile set ", q.Text(0), " does not parse"));
     }
-    out.push_back(std::move(set));
+    stored.builtin = q.Int(2) != 0;
+    out.push_back(std::move(stored));
   }
   if (rc != SQLITE_DONE) return Error("listing profile sets");
   return out;

@@ -35,7 +35,12 @@ class ProfileStore {
   // Stores `set` (whose id and created_at must be set) atomically; a set with
   // the same id is left as it is.
   absl::StatusOr<PutResult> Put(const v1::ProfileSet& set, bool builtin);
-  absl::StatusOr<std::vector<v1::ProfileSet>> LoadAll();
+  // A stored set and whether it was stored as a built-in (the flag Put got).
+  struct StoredSet {
+    v1::ProfileSet set;
+    bool builtin = false;
+  };
+  absl::StatusOr<std::vector<StoredSet>> LoadAll();
   // NOT_FOUND when absent.
   absl::StatusOr<v1::ProfileSet> Get(const std::string& id);
   // Whether a set was deleted.

@@ -24,8 +24,8 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(const std::string& db_p
 }
 
 absl::Status Registry::Load() {
-  VTRAIN_ASSIGN_OR_RETURN(std::vector<v1::ProfileSet> sets, store_->LoadAll());
-  for (v1::ProfileSet& set : sets) {
+  VTRAIN_ASSIGN_OR_RETURN(std::vector<ProfileStore::StoredSet> stored, store_->LoadAll());
+  for (auto& [set, builtin] : stored) {
     absl::StatusOr<ProfileSet> tables = convert::ProfileSetFromProto(set);
     if (!tables.ok()) {
       return absl::DataLossError(absl::StrCat("stored profile set ", set.id(),
@@ -33,7 +33,7 @@ absl::Status Registry::Load() {
     }
     CatalogEntry e;
     e.tables = std::make_shared<const ProfileSet>(*std::move(tables));
-    e.builtin = absl::StartsWith(set.name(), "builtin-") && set.operators_size() == 0;
+    e.builtin = builtin;  // as stored, never guessed from the name
     e.proto = std::move(set);
     catalog_.Add(std::move(e));
   }

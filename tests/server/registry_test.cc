@@ -137,6 +137,36 @@ TEST_F(RegistryTest, TablesForANamedSetTheNewestOrTheBuiltIns) {
   EXPECT_EQ(newest->id, pushed.id());
 }
 
+// Whether a set is built-in is stored, not guessed from its name: a pushed
+// set named like a built-in stays a measured set across reopening.
+TEST_F(RegistryTest, BuiltinIsStoredNotDerivedFromTheName) {
+  std::string impostor_id;
+  {
+    VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
+    VTRAIN_ASSERT_OK(r->SeedBuiltinsIfEmpty());
+    v1::ProfileSet impostor;
+    impostor.set_name("builtin-a100-sxm4-80gb");
+    impostor.set_gpu(kGpu);
+    impostor.mutable_params()->set_host_dispatch_ns(55'000);
+    VTRAIN_ASSERT_OK_AND_ASSIGN(const v1::PushProfileSetResponse pushed,
+                                r->Accept(impostor, kPushed));
+    impostor_id = pushed.id();
+    r->Close();
+  }
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
+  int builtins = 0;
+  const v1::ListProfileSetsResponse list = r->List({});
+  for (const v1::ProfileSetSummary& s : list.profile_sets()) {
+    if (s.id() == impostor_id) {
+      EXPECT_FALSE(s.builtin()) << "a pushed set became built-in because of its name";
+    } else {
+      EXPECT_TRUE(s.builtin()) << s.name();
+      ++builtins;
+    }
+  }
+  EXPECT_EQ(builtins, static_cast<int>(GpuNames().size()));
+}
+
 TEST_F(RegistryTest, WatchCursorSeesEachArrivalAndDeletionOnceAfterItsTime) {
   VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
   WatchCursor cursor;

@@ -83,10 +83,10 @@ TEST(ServerBinaryTest, KillNineDuringPushesLeavesOnlyWholeSets) {
 
   absl::StatusOr<std::unique_ptr<ProfileStore>> store = ProfileStore::Open(db);
   ASSERT_TRUE(store.ok()) << store.status();
-  absl::StatusOr<std::vector<v1::ProfileSet>> sets = (*store)->LoadAll();
+  absl::StatusOr<std::vector<ProfileStore::StoredSet>> sets = (*store)->LoadAll();
   ASSERT_TRUE(sets.ok()) << sets.status();
   EXPECT_GE(static_cast<int>(sets->size()), 5 + 20);
-  for (const v1::ProfileSet& set : *sets) {
+  for (const auto& [set, builtin] : *sets) {
     EXPECT_EQ(convert::ContentId(set), set.id()) << "a partial set survived";
     if (set.operators_size() > 0) {
       EXPECT_EQ(set.operators(0).kernels_size(), 201);
