@@ -102,6 +102,10 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "grace-seconds", &c.grace_seconds));
   c.help = f.Switch("help");
   VTRAIN_RETURN_IF_ERROR(CheckRanges(c));
+  VTRAIN_RETURN_IF_ERROR(ValidateListenAddress(o.listen, "--listen"));
+  if (!o.metrics_listen.empty()) {
+    VTRAIN_RETURN_IF_ERROR(ValidateListenAddress(o.metrics_listen, "--metrics-listen"));
+  }
   return c;
 }
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <exception>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/credentials.h"
 #include "core/util/status_macros.h"
@@ -117,6 +118,9 @@ absl::Status Server::Impl::Listen() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  // No SO_REUSEPORT: a second server on a taken port must fail, not split
+  // the requests between two databases.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options_.listen, creds, &port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
@@ -146,9 +150,26 @@ void Server::Impl::Shutdown(absl::Duration grace) {
   registry_->Close();
 }
 
+absl::Status ValidateListenAddress(const std::string& address, const std::string& flag) {
+  const size_t colon = address.rfind(':');
+  int64_t port = -1;
+  if (colon == std::string::npos || colon + 1 == address.size() ||
+      address.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
+      address.size() - colon - 1 > 5 || !absl::SimpleAtoi(address.substr(colon + 1), &port) ||
+      port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, "=", address, " is not HOST:PORT with a port in [0, 65535]; e.g. 0.0.0.0:50051"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   if (options.role == Role::kPredictor && options.registry.empty()) {
     return absl::InvalidArgumentError("--role=predictor needs --registry HOST:PORT");
+  }
+  VTRAIN_RETURN_IF_ERROR(ValidateListenAddress(options.listen, "--listen"));
+  if (!options.metrics_listen.empty()) {
+    VTRAIN_RETURN_IF_ERROR(ValidateListenAddress(options.metrics_listen, "--metrics-listen"));
   }
   auto impl = std::make_unique<Impl>(options);
   VTRAIN_RETURN_IF_ERROR(impl->Init());

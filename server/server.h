@@ -15,6 +15,11 @@ namespace vtrain::server {
 enum class Role { kAll, kRegistry, kPredictor };
 absl::StatusOr<Role> ParseRole(const std::string& name);
 
+// "HOST:PORT" (or ":PORT", "[::1]:PORT") with a port in [0, 65535] (0: any
+// free port). INVALID_ARGUMENT naming `flag` otherwise: gRPC would silently
+// bind a random port for an out-of-range one.
+absl::Status ValidateListenAddress(const std::string& address, const std::string& flag);
+
 struct ServerOptions {
   std::string listen = "127.0.0.1:50051";  // port 0 picks a free port
   std::string metrics_listen;              // empty: no /metrics

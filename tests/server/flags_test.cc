@@ -81,6 +81,13 @@ TEST(FlagsTest, ErrorsNameTheFlag) {
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--max-concurrent-simulations")));
 }
 
+TEST(FlagsTest, PortsOutOfRangeAreRefused) {
+  EXPECT_THAT(ParseCommandLine({"--listen", ":99999"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--listen=:99999")));
+  EXPECT_THAT(ParseCommandLine({"--metrics-listen=0.0.0.0:70000"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--metrics-listen=")));
+}
+
 TEST(FlagsTest, HelpListsEveryFlagWithItsDefault) {
   VTRAIN_ASSERT_OK_AND_ASSIGN(const CommandLine c, ParseCommandLine({"--help"}));
   EXPECT_TRUE(c.help);

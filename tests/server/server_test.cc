@@ -391,3 +391,40 @@ TEST(ServerTest, PushedSetsThatWouldPoisonPredictionsAreRefused) {
 
 }  // namespace
 }  // namespace vtrain::server
+
+namespace vtrain::server {
+namespace {
+
+// Regression (issue 12): with gRPC's default SO_REUSEPORT two servers could
+// listen on one port and split the requests between two databases.
+TEST(ServerTest, ASecondServerOnATakenPortFailsToStart) {
+  TempDir dir;
+  auto first = StartServer(dir.File("a.db"));
+  ASSERT_NE(first, nullptr);
+  ServerOptions o;
+  o.listen = absl::StrCat("127.0.0.1:", first->port());
+  o.db_path = dir.File("b.db");
+  absl::StatusOr<std::unique_ptr<Server>> second = Server::Start(o);
+  ASSERT_FALSE(second.ok()) << "two servers listen on port " << first->port();
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(second.status().message().find("in use"), std::string::npos) << second.status();
+}
+
+TEST(ServerTest, OutOfRangePortsAreRefused) {
+  TempDir dir;
+  for (const char* listen : {":99999", "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1", "host:"}) {
+    ServerOptions o;
+    o.listen = listen;
+    o.db_path = dir.File("c.db");
+    absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << listen;
+    if (!s.ok()) {
+      EXPECT_NE(s.status().message().find("--listen="), std::string::npos) << s.status();
+    }
+  }
+  EXPECT_TRUE(ValidateListenAddress("[::1]:0", "--listen").ok());
+  EXPECT_TRUE(ValidateListenAddress(":65535", "--listen").ok());
+}
+
+}  // namespace
+}  // namespace vtrain::server
