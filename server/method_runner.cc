@@ -2,8 +2,10 @@
 
 #include <optional>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "server/auth.h"
+#include "server/log.h"
 #include "server/status.h"
 
 namespace vtrain::server {
@@ -11,22 +13,28 @@ namespace vtrain::server {
 absl::Status MethodRunner::Admit(const grpc::ServerContext& context, const Method& method) const {
   switch (method.access) {
     case Access::kWrite:
-      if (absl::Status s = CheckToken(context); !s.ok()) return s;
+      if (absl::Status s = CheckToken(context, method); !s.ok()) return s;
       return method.role_refusal;
     case Access::kRead:
       if (!method.role_refusal.ok()) return method.role_refusal;
-      return policy_.require_auth_for_reads ? CheckToken(context) : absl::OkStatus();
+      return policy_.require_auth_for_reads ? CheckToken(context, method) : absl::OkStatus();
   }
   return absl::InternalError("unknown access kind");
 }
 
-absl::Status MethodRunner::CheckToken(const grpc::ServerContext& context) const {
+absl::Status MethodRunner::CheckToken(const grpc::ServerContext& context,
+                                      const Method& method) const {
   const auto& metadata = context.client_metadata();
   std::optional<absl::string_view> authorization;
   if (auto it = metadata.find("authorization"); it != metadata.end()) {
     authorization = absl::string_view(it->second.data(), it->second.size());
   }
-  return CheckBearerToken(authorization, policy_.push_token);
+  absl::Status s = CheckBearerToken(authorization, policy_.push_token);
+  if (!s.ok()) {
+    // Who and what, never the token.
+    Log(absl::StrCat("refused ", method.name, " from ", context.peer(), ": ", s.message()));
+  }
+  return s;
 }
 
 grpc::Status MethodRunner::Finish(const Method& method, absl::Time start,

@@ -56,7 +56,8 @@ class MethodRunner {
 
  private:
   absl::Status Admit(const grpc::ServerContext& context, const Method& method) const;
-  absl::Status CheckToken(const grpc::ServerContext& context) const;
+  // The bearer token check; a refusal is logged with the method and peer.
+  absl::Status CheckToken(const grpc::ServerContext& context, const Method& method) const;
   grpc::Status Finish(const Method& method, absl::Time start, const absl::Status& status) const;
 
   const AccessPolicy policy_;

@@ -1,8 +1,15 @@
 #include "server/profile_store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace vtrain::server {
@@ -45,6 +52,19 @@ class Statement {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::string& path) {
+  // Say what is wrong with a file the server cannot write, rather than let
+  // SQLite's first failed write read like corruption.
+  if (access(path.c_str(), F_OK) == 0 && access(path.c_str(), R_OK | W_OK) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "database '", path, "' is not writable by this process (", std::strerror(errno),
+        "); give vtrain-server read and write access to it (the file is not damaged)"));
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  if (access(dir.empty() ? "." : dir.c_str(), W_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the directory of database '", path, "' is not writable by this process (",
+                     std::strerror(errno), "); SQLite keeps its write-ahead log beside the file"));
+  }
   sqlite3* db = nullptr;
   const int rc =
       sqlite3_open_v2(path.c_str(), &db,
@@ -56,7 +76,12 @@ absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::stri
         absl::StrCat("cannot open database '", path, "': ", msg, "; check --db and its directory"));
   }
   sqlite3_busy_timeout(db, 5000);
-  std::unique_ptr<ProfileStore> store(new ProfileStore(db));
+  std::unique_ptr<ProfileStore> store(new ProfileStore(db, path));
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) {
+    store->device_ = static_cast<uint64_t>(st.st_dev);
+    store->inode_ = static_cast<uint64_t>(st.st_ino);
+  }
   absl::MutexLock lock(&store->mu_);
   // A corrupt file is refused, never recreated: the operator decides.
   {
@@ -77,6 +102,23 @@ absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::stri
 ProfileStore::~ProfileStore() {
   absl::MutexLock lock(&mu_);
   sqlite3_close(db_);
+}
+
+absl::Status ProfileStore::CheckFileIsOurs() const {
+  struct stat st;
+  if (stat(path_.c_str(), &st) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "database '", path_, "' was deleted while vtrain-server ran (", std::strerror(errno),
+        "); nothing more is written to it — restore the file from a backup and restart the "
+        "server"));
+  }
+  if (static_cast<uint64_t>(st.st_dev) != device_ || static_cast<uint64_t>(st.st_ino) != inode_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("database '", path_,
+                     "' was replaced by another file while vtrain-server ran; nothing "
+                     "more is written — restart the server to open the new file"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ProfileStore::Error(const char* what) {
@@ -133,6 +175,7 @@ absl::Status ProfileStore::Migrate() {
 }
 
 absl::StatusOr<ProfileStore::PutResult> ProfileStore::Put(const v1::ProfileSet& set, bool builtin) {
+  VTRAIN_RETURN_IF_ERROR(CheckFileIsOurs());
   absl::MutexLock lock(&mu_);
   PutResult result{set.id(), false};
   std::string body;
@@ -201,6 +244,7 @@ absl::StatusOr<v1::ProfileSet> ProfileStore::Get(const std::string& id) {
 }
 
 absl::StatusOr<bool> ProfileStore::Delete(const std::string& id) {
+  VTRAIN_RETURN_IF_ERROR(CheckFileIsOurs());
   absl::MutexLock lock(&mu_);
   Statement d(db_, "DELETE FROM profile_sets WHERE id = ?1");
   if (!d.ok()) return Error("deleting a profile set");
@@ -218,6 +262,7 @@ absl::StatusOr<int64_t> ProfileStore::Count() {
 
 absl::Status ProfileStore::RecordMissing(const std::vector<WorkCount>& counts) {
   if (counts.empty()) return absl::OkStatus();
+  VTRAIN_RETURN_IF_ERROR(CheckFileIsOurs());
   absl::MutexLock lock(&mu_);
   if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
   Statement up(db_,
@@ -260,6 +305,7 @@ absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ProfileStore::NextW
 absl::StatusOr<int64_t> ProfileStore::ResolveWork(
     const std::vector<std::pair<std::string, std::string>>& done) {
   if (done.empty()) return 0;
+  VTRAIN_RETURN_IF_ERROR(CheckFileIsOurs());
   absl::MutexLock lock(&mu_);
   if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
   Statement d(db_,

@@ -66,11 +66,17 @@ class ProfileStore {
   static constexpr int kSchemaVersion = 1;
 
  private:
-  explicit ProfileStore(sqlite3* db) : db_(db) {}
+  ProfileStore(sqlite3* db, std::string path) : path_(std::move(path)), db_(db) {}
+  // FAILED_PRECONDITION when the file at path_ is no longer the one opened
+  // (deleted or replaced while the server ran): writes would go to an
+  // unlinked file and be lost, so every write checks first.
+  absl::Status CheckFileIsOurs() const;
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Error(const char* what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  const std::string path_;
+  uint64_t device_ = 0, inode_ = 0;  // of the file opened
   absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);
 };

@@ -41,6 +41,12 @@ absl::Status Registry::Load() {
   return absl::OkStatus();
 }
 
+absl::Status Registry::DatabaseError(absl::Status status) {
+  metrics_.DatabaseError();
+  Log(absl::StrCat("database error: ", status.message()));
+  return status;
+}
+
 absl::Status Registry::SeedBuiltinsIfEmpty() {
   if (catalog_.size() > 0) return absl::OkStatus();
   for (const std::string& name : GpuNames()) {
@@ -76,10 +82,7 @@ absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(v1::ProfileSet set,
     *set.mutable_created_at() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now()));
   }
   absl::StatusOr<ProfileStore::PutResult> put = store_->Put(set, builtin);
-  if (!put.ok()) {
-    metrics_.DatabaseError();
-    return put.status();
-  }
+  if (!put.ok()) return DatabaseError(put.status());
   v1::PushProfileSetResponse resp;
   resp.set_id(id);
   resp.set_already_present(put->already_present);
@@ -90,7 +93,8 @@ absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(v1::ProfileSet set,
     for (const auto& [key, profile] : tables->operators) done.emplace_back(key.gpu, key.ToString());
     for (const auto& [key, curve] : tables->collectives) done.emplace_back(key.gpu, key.ToString());
     FlushWork();
-    if (!store_->ResolveWork(done).ok()) metrics_.DatabaseError();
+    if (absl::StatusOr<int64_t> n = store_->ResolveWork(done); !n.ok())
+      DatabaseError(n.status()).IgnoreError();
   }
   if (!put->already_present) {
     CatalogEntry e;
@@ -143,10 +147,7 @@ std::vector<std::string> Registry::Ids() const {
 
 absl::Status Registry::Delete(const std::string& id) {
   absl::StatusOr<bool> deleted = store_->Delete(id);
-  if (!deleted.ok()) {
-    metrics_.DatabaseError();
-    return deleted.status();
-  }
+  if (!deleted.ok()) return DatabaseError(deleted.status());
   catalog_.Remove(id);
   PublishSize();
   if (!*deleted) return absl::NotFoundError(absl::StrCat("profile set '", id, "' not found"));
@@ -195,7 +196,7 @@ void Registry::FlushWork() {
   if (work.empty()) return;
   std::vector<ProfileStore::WorkCount> counts;
   for (const auto& [gpu_key, n] : work) counts.push_back({gpu_key.first, gpu_key.second, n});
-  if (!store_->RecordMissing(counts).ok()) metrics_.DatabaseError();
+  if (absl::Status s = store_->RecordMissing(counts); !s.ok()) DatabaseError(s).IgnoreError();
 }
 
 absl::StatusOr<v1::NextProfilingWorkResponse> Registry::NextWork(
@@ -206,10 +207,7 @@ absl::StatusOr<v1::NextProfilingWorkResponse> Registry::NextWork(
   FlushWork();
   absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> work =
       store_->NextWork(request.gpu(), request.max_items() == 0 ? 10 : request.max_items());
-  if (!work.ok()) {
-    metrics_.DatabaseError();
-    return work.status();
-  }
+  if (!work.ok()) return DatabaseError(work.status());
   v1::NextProfilingWorkResponse response;
   for (const auto& [key, n] : *work) {
     v1::ProfilingWork* w = response.add_work();

@@ -105,6 +105,8 @@ class Registry {
   Registry(std::unique_ptr<ProfileStore> store, Metrics& metrics)
       : metrics_(metrics), store_(std::move(store)) {}
   absl::Status Load();
+  // Counts and logs a store error; returns it.
+  absl::Status DatabaseError(absl::Status status);
   void PublishSize() { metrics_.ProfileSetsLoaded(static_cast<double>(catalog_.size())); }
 
   Metrics& metrics_;

@@ -64,6 +64,7 @@ grpc::Status RegistryService::DeleteProfileSet(grpc::ServerContext* ctx,
   return runner_.Run(*ctx, delete_, [&]() -> absl::Status {
     VTRAIN_RETURN_IF_ERROR(registry_.Delete(req->id()));
     resp->set_deleted(true);
+    Log(absl::StrCat("deleted ", req->id(), " at the request of ", ctx->peer()));
     return absl::OkStatus();
   });
 }

@@ -284,8 +284,38 @@ TEST(ServerTest, CorruptDatabaseIsRefusedAndKeptAsItWas) {
   EXPECT_EQ(fs::file_size(db), 8192u);  // never recreated
 }
 
-// kill -9 of the built binary in the middle of a stream of pushes leaves a
-// database that opens, passes the integrity check and holds only whole sets.
+// Regression (issue 12): a database deleted (or replaced) while the server
+// ran was silently written to an unlinked file and later pushes were lost.
+// Now every write checks the file first and the push fails, saying why.
+TEST(ServerTest, ADatabaseDeletedOrReplacedAtRunTimeRefusesWritesSayingWhy) {
+  TempDir dir;
+  const std::string db = dir.File("gone.db");
+  auto server = StartServer(db);
+  ASSERT_NE(server, nullptr);
+  auto reg = v1::ProfileRegistry::NewStub(ChannelTo(*server));
+  v1::PushProfileSetRequest push;
+  *push.mutable_profile_set() = MeasuredSet(81'000);
+  v1::PushProfileSetResponse resp;
+  ASSERT_TRUE(reg->PushProfileSet(Ctx(kToken).get(), push, &resp).ok());
+
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(db + suffix);
+  *push.mutable_profile_set() = MeasuredSet(82'000);
+  grpc::Status s = reg->PushProfileSet(Ctx(kToken).get(), push, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_NE(s.error_message().find("was deleted"), std::string::npos) << s.error_message();
+  EXPECT_FALSE(fs::exists(db)) << "the database was silently recreated";
+
+  { std::ofstream(db) << "another file"; }
+  s = reg->PushProfileSet(Ctx(kToken).get(), push, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_NE(s.error_message().find("was replaced"), std::string::npos) << s.error_message();
+  v1::DeleteProfileSetRequest del;
+  del.set_id(resp.id());
+  v1::DeleteProfileSetResponse deleted;
+  EXPECT_EQ(reg->DeleteProfileSet(Ctx(kToken).get(), del, &deleted).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+}
+
 TEST(ServerTest, DeadlineStopsARunningSimulation) {
   TempDir dir;
   ServerOptions o;
