@@ -45,6 +45,10 @@ common::FlagParser Declare(const CommandLine& defaults) {
   value("max-message-bytes", "N", "largest gRPC message accepted",
         absl::StrCat(o.max_message_bytes));
   value("max-tasks", "N", "largest simulation per request (tasks)", absl::StrCat(o.max_tasks));
+  value("max-request-memory-bytes", "N",
+        "most memory one prediction's graph may take; times --max-concurrent-simulations, "
+        "keep it under the container's limit",
+        absl::StrCat(o.max_request_memory_bytes));
   value("max-concurrent-simulations", "N", "simulations at once (0: hardware threads)",
         absl::StrCat(o.max_concurrent_simulations));
   value("grace-seconds", "N", "on SIGTERM, how long in-flight calls may finish",
@@ -65,10 +69,11 @@ absl::Status CheckRanges(const CommandLine& c) {
   const ServerOptions& o = c.options;
   if (o.max_message_bytes <= 0 || o.max_message_bytes > (int64_t{1} << 30) || o.max_tasks <= 0 ||
       o.max_concurrent_simulations < 0 || o.max_concurrent_simulations > 4096 ||
-      c.grace_seconds < 0 || c.grace_seconds > 3600) {
+      c.grace_seconds < 0 || c.grace_seconds > 3600 || o.max_request_memory_bytes < (1 << 20)) {
     return absl::InvalidArgumentError(
         "--max-message-bytes must be in [1, 2^30], --max-tasks positive, "
-        "--max-concurrent-simulations in [0, 4096] and --grace-seconds in [0, 3600]");
+        "--max-concurrent-simulations in [0, 4096], --grace-seconds in [0, 3600] and "
+        "--max-request-memory-bytes at least 1048576");
   }
   return absl::OkStatus();
 }
@@ -98,6 +103,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
   o.require_auth_for_reads = f.Switch("require-auth-for-reads");
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "max-message-bytes", &o.max_message_bytes));
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "max-tasks", &o.max_tasks));
+  VTRAIN_RETURN_IF_ERROR(SetInt(f, "max-request-memory-bytes", &o.max_request_memory_bytes));
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "max-concurrent-simulations", &o.max_concurrent_simulations));
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "grace-seconds", &c.grace_seconds));
   c.help = f.Switch("help");

@@ -32,7 +32,10 @@ struct ServerOptions {
   std::string tls_client_ca_file;           // set: clients need certificates (mTLS)
   std::string registry_ca_file;             // predictor: TLS to the registry with this CA
   int64_t max_message_bytes = 64 << 20;
-  int64_t max_tasks = 50'000'000;      // per prediction
+  int64_t max_tasks = 50'000'000;  // per prediction
+  // The most memory one prediction's graph may take (kernel granularity
+  // stores it); with max_concurrent_simulations it bounds the server's memory.
+  int64_t max_request_memory_bytes = int64_t{512} << 20;
   int max_concurrent_simulations = 0;  // 0: hardware threads
 };
 

@@ -36,6 +36,7 @@ SimulatorService::SimulatorService(const ServerOptions& options, Registry& regis
                                    AdmissionGate& admission, const MethodRunner& runner,
                                    Metrics& metrics)
     : max_tasks_(options.max_tasks),
+      max_graph_bytes_(options.max_request_memory_bytes),
       predict_{"Predict", Access::kRead, RefusedByRegistry(options.role, "predict")},
       search_{"Search", Access::kRead, RefusedByRegistry(options.role, "search")},
       registry_(registry),
@@ -61,6 +62,7 @@ absl::Status SimulatorService::RunPredict(const grpc::ServerContext* ctx,
                           registry_.TablesFor(req->profile_set_id(), job.cluster.gpu));
   VTRAIN_ASSIGN_OR_RETURN(PredictOptions options, convert::OptionsFromProto(*req));
   options.max_tasks = max_tasks_;
+  options.max_graph_bytes = max_graph_bytes_;
   options.cancelled = [ctx] { return ctx->IsCancelled(); };
 
   absl::StatusOr<Prediction> p;

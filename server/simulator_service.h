@@ -35,6 +35,7 @@ class SimulatorService final : public v1::Simulator::Service {
                          grpc::ServerWriter<v1::SearchResponse>* writer);
 
   const int64_t max_tasks_;
+  const int64_t max_graph_bytes_;
   const Method predict_;
   const Method search_;
   Registry& registry_;

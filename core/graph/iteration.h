@@ -41,10 +41,17 @@ struct StageInfo {
   double parameters_per_gpu = 0;
 };
 
+// What a stored graph costs per task, rounded up (a Task record, its parent
+// indices and the vectors' slack; TaskGraph::MemoryBytes measures it).
+inline constexpr int64_t kGraphBytesPerTask = 64;
+
 struct BuildOptions {
   Granularity granularity = Granularity::kOperator;
   // Larger graphs are refused with RESOURCE_EXHAUSTED before allocation.
   int64_t max_tasks = 100'000'000;
+  // At kernel granularity the graph is stored: refused, before allocation,
+  // when its estimated size (kGraphBytesPerTask a task) is above this.
+  int64_t max_graph_bytes = int64_t{16} << 30;
   // BuildIterationGraph and SimulateIteration poll it every 65,536 tasks and
   // return CANCELLED when it says so (may be empty).
   std::function<bool()> cancelled;

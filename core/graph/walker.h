@@ -422,6 +422,15 @@ absl::Status IterationWalker<Sink>::Walk() {
         GranularityName(options_.granularity), " granularity, above the limit max_tasks=",
         options_.max_tasks, "; use operator granularity, fewer micro-batches, or raise the limit"));
   }
+  if (options_.granularity == Granularity::kKernel &&
+      tasks > options_.max_graph_bytes / kGraphBytesPerTask) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the iteration graph would take about ",
+                     tasks * kGraphBytesPerTask / (1 << 20), " MiB at kernel granularity (", tasks,
+                     " tasks), above the limit of ", options_.max_graph_bytes / (1 << 20),
+                     " MiB; use operator granularity or fewer "
+                     "micro-batches"));
+  }
   sink_.Reserve(tasks,
                 2 * tasks / std::max<int64_t>(1, stage_templates_[0]->forward.NumItems()) + 4 * p_);
   DescribeStages();

@@ -39,12 +39,28 @@ double ModelFlopsPerIteration(const Job& job) {
 absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
                                    const PredictOptions& options) {
   VTRAIN_RETURN_IF_ERROR(ValidateJob(job));
+  // Cheap checks before expensive work: a plan whose weights alone are many
+  // times a GPU's memory is not a plan (its optimizer step alone would be
+  // millions of kernel launches to generate).
+  const MemoryEstimate memory = EstimateMemory(job);
+  for (const StageMemory& stage : memory.stages) {
+    const double weight_bytes = stage.parameters * 2;
+    const double limit = kMaxWeightsOverMemory * static_cast<double>(job.cluster.gpu.memory_bytes);
+    if (weight_bytes > limit) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "pipeline stage ", stage.stage, " would hold ", stage.parameters, " parameters per GPU (",
+          weight_bytes / 1e12, " TB of 16-bit weights), over ", kMaxWeightsOverMemory,
+          " times the ", job.cluster.gpu.name,
+          "'s memory; raise plan.pipeline_parallel or plan.tensor_parallel"));
+    }
+  }
   ProfileLookup lookup(profiles, job.cluster.gpu,
                        LinkBandwidths{job.cluster.intra_node_bandwidth_bytes_per_s,
                                       job.cluster.inter_node_bandwidth_bytes_per_s});
   BuildOptions build;
   build.granularity = options.granularity;
   build.max_tasks = options.max_tasks;
+  build.max_graph_bytes = options.max_graph_bytes;
   build.cancelled = options.cancelled;
   Prediction p;
   IterationSimulation sim;
@@ -118,7 +134,7 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
     p.fidelity.worst = std::max(p.fidelity.worst, r.fidelity);
   }
   p.fidelity.records = lookup.records();
-  p.memory = EstimateMemory(job);
+  p.memory = memory;
   p.regime = RegimeOf(job);
   for (const ErrorBand& band : profiles.error_bands) {
     if (band.regime != p.regime) continue;

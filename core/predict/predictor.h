@@ -80,13 +80,19 @@ struct Prediction {
 struct PredictOptions {
   Granularity granularity = Granularity::kOperator;
   int64_t max_tasks = 100'000'000;
+  // The most memory a kernel-granularity graph may take (estimated before
+  // anything is allocated).
+  int64_t max_graph_bytes = int64_t{16} << 30;
   double train_tokens = 0;
   std::function<bool()> cancelled;
 };
 
 // Predicts `job` with `profiles` (whose GPU should be the cluster's; lookups
-// for another GPU fall back to ANALYTICAL). INVALID_ARGUMENT for a bad job,
-// RESOURCE_EXHAUSTED for a graph over options.max_tasks, CANCELLED.
+// for another GPU fall back to ANALYTICAL). INVALID_ARGUMENT for a bad job;
+// RESOURCE_EXHAUSTED, before any expensive work, for a plan whose weights
+// alone exceed kMaxWeightsOverMemory times a GPU's memory, a graph over
+// options.max_tasks or options.max_graph_bytes; CANCELLED.
+inline constexpr double kMaxWeightsOverMemory = 64;
 absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
                                    const PredictOptions& options = {});
 

@@ -246,3 +246,45 @@ TEST(PredictTest, CancelledIsReportedAtBothGranularities) {
 
 }  // namespace
 }  // namespace vtrain
+
+namespace vtrain {
+namespace {
+
+// Regression (issue 12): a huge-model plan was refused only after seconds of
+// generating its optimizer step's kernels; now it is refused before any
+// expensive work, naming the stage and the fix.
+TEST(PredictorLimitsTest, WeightsFarBeyondAGpuAreRefusedUpFront) {
+  Job job;
+  job.model.name = "custom";
+  job.model.num_layers = 100'000;
+  job.model.hidden_size = 65536;
+  job.model.num_heads = 512;
+  job.model.seq_len = 2048;
+  job.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), 8);
+  job.plan.pipeline_parallel = 8;
+  job.plan.global_batch = 1'000'000;
+  ASSERT_TRUE(ValidateJob(job).ok());
+  absl::StatusOr<Prediction> p = Predict(job, DefaultProfileSet(job.cluster.gpu));
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(p.status().message().find("plan.pipeline_parallel"), std::string::npos) << p.status();
+}
+
+TEST(PredictorLimitsTest, KernelGraphsOverTheMemoryLimitAreRefusedBeforeAllocation) {
+  const Job job = testing::Gpt13bJob();
+  PredictOptions options;
+  options.granularity = Granularity::kKernel;
+  options.max_graph_bytes = 1 << 20;  // far less than this graph needs
+  absl::StatusOr<Prediction> p = Predict(job, DefaultProfileSet(job.cluster.gpu), options);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(p.status().message().find("MiB at kernel granularity"), std::string::npos)
+      << p.status();
+  options.max_graph_bytes = int64_t{1} << 30;
+  EXPECT_TRUE(Predict(job, DefaultProfileSet(job.cluster.gpu), options).ok());
+  // The operator path stores no graph: the limit does not apply.
+  options.granularity = Granularity::kOperator;
+  options.max_graph_bytes = 1 << 20;
+  EXPECT_TRUE(Predict(job, DefaultProfileSet(job.cluster.gpu), options).ok());
+}
+
+}  // namespace
+}  // namespace vtrain
