@@ -38,6 +38,13 @@ absl::StatusOr<AdmissionGate::Slot> AdmissionGate::Enter(const std::function<boo
   return Slot(this);
 }
 
+std::optional<AdmissionGate::Slot> AdmissionGate::TryEnter() {
+  absl::MutexLock lock(&mu_);
+  if (busy_ >= capacity_) return std::nullopt;
+  ++busy_;
+  return Slot(this);
+}
+
 void AdmissionGate::Leave() {
   absl::MutexLock lock(&mu_);
   --busy_;

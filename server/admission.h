@@ -4,6 +4,7 @@
 #define VTRAIN_SERVER_ADMISSION_H_
 
 #include <functional>
+#include <optional>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -42,6 +43,9 @@ class AdmissionGate {
   // CANCELLED ("cancelled while queued") when `cancelled` turns true first.
   // Thread-safe. The gate must outlive the slot.
   absl::StatusOr<Slot> Enter(const std::function<bool()>& cancelled);
+  // A free slot now, or nullopt without waiting (a search widens itself over
+  // the slots nobody else is using). Thread-safe.
+  std::optional<Slot> TryEnter();
 
   int BusyForTest() const;
 

@@ -2,7 +2,9 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -93,9 +95,18 @@ absl::Status SimulatorService::RunSearch(const grpc::ServerContext* ctx,
   SearchOptions& options = call.options;
   VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
                           registry_.TablesFor(/*profile_set_id=*/"", space.cluster.gpu));
-  // A search spreads over as many threads as simulations may run at once.
-  options.threads = admission_.capacity();
   options.cancelled = [ctx] { return ctx->IsCancelled(); };
+  // Admission covers searches too: one slot, waited for like a prediction's,
+  // then as many more as are free now; the search runs a thread per slot.
+  std::vector<AdmissionGate::Slot> slots;
+  VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot first, admission_.Enter(options.cancelled));
+  slots.push_back(std::move(first));
+  while (static_cast<int>(slots.size()) < admission_.capacity()) {
+    std::optional<AdmissionGate::Slot> more = admission_.TryEnter();
+    if (!more) break;
+    slots.push_back(*std::move(more));
+  }
+  options.threads = static_cast<int>(slots.size());
   // Progress as results finish, at most every 2% (writes are serialised).
   absl::Mutex write_mu;
   int64_t last_reported = 0;

@@ -35,13 +35,20 @@ absl::Status Enumerate(const SearchSpace& space, const SearchOptions& options, S
     for (int64_t t = 1; t <= 2 * space.cluster.gpus_per_node; t *= 2) tps.push_back(t);
   }
   const int64_t limit = space.gpus > 0 ? space.gpus : space.max_gpus;
+  // Enumeration alone can be long (every divisor pair): it polls the caller's
+  // cancellation and deadline too, not only the predictions.
+  int64_t steps = 0;
+  auto cancelled = [&] { return ++steps % 4096 == 0 && options.cancelled && options.cancelled(); };
+  const std::vector<int64_t> batch_divisors = Divisors(space.global_batch);
   for (int64_t t : tps) {
     for (int64_t p : Divisors(space.model.num_layers)) {
-      for (int64_t d : Divisors(space.global_batch)) {
+      for (int64_t d : batch_divisors) {
+        if (cancelled()) return absl::CancelledError("search cancelled by the caller");
         if (t * p > limit || t * d * p > limit) continue;
         if (space.gpus > 0 && t * d * p != space.gpus) continue;
         if (space.max_data_parallel > 0 && d > space.max_data_parallel) continue;
         for (int64_t mb : Divisors(space.global_batch / d)) {
+          if (cancelled()) return absl::CancelledError("search cancelled by the caller");
           if (space.max_micro_batch > 0 && mb > space.max_micro_batch) continue;
           for (PipelineSchedule schedule : space.schedules) {
             for (Recompute recompute : space.recomputes) {

@@ -59,5 +59,17 @@ TEST(AdmissionTest, ACancelledWaiterLeavesWithoutASlot) {
   EXPECT_EQ(gate.BusyForTest(), 1);
 }
 
+TEST(AdmissionTest, TryEnterTakesOnlyAFreeSlotWithoutWaiting) {
+  AdmissionGate gate(2);
+  std::optional<AdmissionGate::Slot> a = gate.TryEnter();
+  std::optional<AdmissionGate::Slot> b = gate.TryEnter();
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  EXPECT_FALSE(gate.TryEnter().has_value());
+  EXPECT_EQ(gate.BusyForTest(), 2);
+  a.reset();
+  EXPECT_EQ(gate.BusyForTest(), 1);
+  EXPECT_TRUE(gate.TryEnter().has_value());
+}
+
 }  // namespace
 }  // namespace vtrain::server

@@ -118,3 +118,28 @@ TEST(SearchTest, ExactGpuCountAndInvalidSpaces) {
 
 }  // namespace
 }  // namespace vtrain
+
+namespace vtrain {
+namespace {
+
+// Regression (issue 12): enumeration alone (every divisor pair) ran on after
+// the caller's deadline; it polls cancellation too.
+TEST(SearchCancellationTest, EnumerationStopsWhenCancelled) {
+  SearchSpace space;
+  space.model = *ModelPreset("gpt3-175b");
+  space.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), 0);
+  // 4096 * 81 * 25 * 7 has 390 divisors: a long enumeration, and on at most
+  // 8 GPUs every plan is out of memory, so nothing but the enumeration would
+  // ever see the cancellation.
+  space.global_batch = int64_t{4096} * 81 * 25 * 7;
+  space.max_gpus = 8;
+  SearchOptions options;
+  int64_t polls = 0;
+  options.cancelled = [&] { return ++polls > 0; };
+  absl::StatusOr<SearchResult> r = Search(space, DefaultProfileSet(space.cluster.gpu), options);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+  EXPECT_GT(polls, 0);
+}
+
+}  // namespace
+}  // namespace vtrain
