@@ -40,6 +40,11 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                     .Help("SQLite errors")
                     .Register(*registry_)
                     .Add({});
+  work_dropped_ = &prometheus::BuildCounter()
+                       .Name("vtrain_profiling_work_dropped_total")
+                       .Help("Missing profile keys not queued (queue full or client over its rate)")
+                       .Register(*registry_)
+                       .Add({});
   sync_skipped_ = &prometheus::BuildCounter()
                        .Name("vtrain_registry_sync_skipped_total")
                        .Help("Registry sets a predictor could not take (too large, invalid)")

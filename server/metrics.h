@@ -27,6 +27,7 @@ class Metrics {
   void RegistrySyncLag(double seconds) { sync_lag_->Set(seconds); }
   void DatabaseError() { db_errors_->Increment(); }
   void SyncSkipped() { sync_skipped_->Increment(); }
+  void WorkDropped(double n) { work_dropped_->Increment(n); }
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -39,6 +40,7 @@ class Metrics {
   prometheus::Gauge* sync_lag_;
   prometheus::Counter* db_errors_;
   prometheus::Counter* sync_skipped_;
+  prometheus::Counter* work_dropped_;
 };
 
 }  // namespace vtrain::server

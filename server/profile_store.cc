@@ -265,23 +265,36 @@ absl::Status ProfileStore::RecordMissing(const std::vector<WorkCount>& counts) {
   VTRAIN_RETURN_IF_ERROR(CheckFileIsOurs());
   absl::MutexLock lock(&mu_);
   if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
-  Statement up(db_,
-               "INSERT INTO profiling_work (gpu, key, requests) VALUES (?1, ?2, ?3) "
-               "ON CONFLICT (gpu, key) DO UPDATE SET requests = requests + ?3");
-  if (!up.ok()) {
+  auto fail = [&](const char* what) {
+    absl::Status s = Error(what);
     Exec("ROLLBACK").IgnoreError();
-    return Error("preparing the work update");
+    return s;
+  };
+  int64_t rows = 0;
+  {
+    Statement count(db_, "SELECT COUNT(*) FROM profiling_work");
+    if (!count.ok() || count.Step() != SQLITE_ROW) return fail("counting profiling work");
+    rows = count.Int(0);
   }
+  Statement update(
+      db_, "UPDATE profiling_work SET requests = requests + ?3 WHERE gpu = ?1 AND key = ?2");
+  Statement insert(db_, "INSERT INTO profiling_work (gpu, key, requests) VALUES (?1, ?2, ?3)");
+  if (!update.ok() || !insert.ok()) return fail("preparing the work update");
   for (const WorkCount& c : counts) {
-    sqlite3_reset(up.get());
-    up.Bind(1, c.gpu);
-    up.Bind(2, c.key);
-    up.Bind(3, c.requests);
-    if (up.Step() != SQLITE_DONE) {
-      absl::Status s = Error("recording profiling work");
-      Exec("ROLLBACK").IgnoreError();
-      return s;
-    }
+    sqlite3_reset(update.get());
+    update.Bind(1, c.gpu);
+    update.Bind(2, c.key);
+    update.Bind(3, c.requests);
+    if (update.Step() != SQLITE_DONE) return fail("recording profiling work");
+    // A new key only while the table has room: the queue stays bounded
+    // whatever predictions ask for.
+    if (sqlite3_changes(db_) > 0 || rows >= kMaxWorkRows) continue;
+    sqlite3_reset(insert.get());
+    insert.Bind(1, c.gpu);
+    insert.Bind(2, c.key);
+    insert.Bind(3, c.requests);
+    if (insert.Step() != SQLITE_DONE) return fail("recording profiling work");
+    ++rows;
   }
   return Exec("COMMIT");
 }

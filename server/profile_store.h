@@ -54,7 +54,10 @@ class ProfileStore {
     std::string key;
     int64_t requests = 1;
   };
+  // New keys are added while the queue holds fewer than kMaxWorkRows; past
+  // that only existing keys are counted.
   absl::Status RecordMissing(const std::vector<WorkCount>& counts);
+  static constexpr int64_t kMaxWorkRows = 100'000;
   absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> NextWork(const std::string& gpu,
                                                                         int limit);
   // Removes work a pushed set answers: for each (gpu, key text), the item

@@ -181,10 +181,34 @@ std::vector<v1::ProfileSetEvent> Registry::WaitForChanges(WatchCursor& cursor,
   return events;
 }
 
-void Registry::RecordMissing(const std::string& gpu, absl::Span<const std::string> keys) {
+void Registry::RecordMissing(const std::string& gpu, absl::Span<const std::string> keys,
+                             const std::string& client) {
   if (keys.empty()) return;
-  absl::MutexLock lock(&work_mu_);
-  for (const std::string& key : keys) ++pending_work_[{gpu, key}];
+  int64_t dropped = 0;
+  {
+    absl::MutexLock lock(&work_mu_);
+    const absl::Time now = absl::Now();
+    if (now - window_start_ > absl::Minutes(1)) {
+      keys_by_client_.clear();
+      window_start_ = now;
+    }
+    for (const std::string& key : keys) {
+      auto it = pending_work_.find({gpu, key});
+      if (it != pending_work_.end()) {
+        ++it->second;
+        continue;
+      }
+      int64_t& added = keys_by_client_[client];
+      if (static_cast<int64_t>(pending_work_.size()) >= kMaxPendingWork ||
+          added >= kWorkKeysPerClient) {
+        ++dropped;
+        continue;
+      }
+      ++added;
+      pending_work_[{gpu, key}] = 1;
+    }
+  }
+  if (dropped > 0) metrics_.WorkDropped(static_cast<double>(dropped));
 }
 
 void Registry::FlushWork() {

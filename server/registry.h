@@ -92,7 +92,14 @@ class Registry {
   // keys; written to the store by the next FlushWork). NextWork flushes and
   // answers the most requested open items; INVALID_ARGUMENT for max_items
   // outside [0, 10000] (0: 10).
-  void RecordMissing(const std::string& gpu, absl::Span<const std::string> keys);
+  // `client` (the caller's peer address) may add at most kWorkKeysPerClient
+  // new keys a minute, and at most kMaxPendingWork distinct keys wait in
+  // memory; further keys are dropped (counted in
+  // vtrain_profiling_work_dropped_total), existing ones still counted.
+  void RecordMissing(const std::string& gpu, absl::Span<const std::string> keys,
+                     const std::string& client = "");
+  static constexpr int64_t kMaxPendingWork = 10'000;
+  static constexpr int64_t kWorkKeysPerClient = 1'000;
   absl::StatusOr<v1::NextProfilingWorkResponse> NextWork(
       const v1::NextProfilingWorkRequest& request);
   void FlushWork();
@@ -118,6 +125,9 @@ class Registry {
   // of distinct keys, however many predictions arrive.
   absl::flat_hash_map<std::pair<std::string, std::string>, int64_t> pending_work_
       ABSL_GUARDED_BY(work_mu_);
+  // New keys each client added in the current minute (cleared each minute).
+  absl::flat_hash_map<std::string, int64_t> keys_by_client_ ABSL_GUARDED_BY(work_mu_);
+  absl::Time window_start_ ABSL_GUARDED_BY(work_mu_) = absl::InfinitePast();
 };
 
 }  // namespace vtrain::server

@@ -83,7 +83,11 @@ absl::Status SimulatorService::RunPredict(const grpc::ServerContext* ctx,
                        static_cast<double>(p->fidelity.lookups[f]));
     }
   }
-  registry_.RecordMissing(job.cluster.gpu.name, p->fidelity.missing_keys);
+  // Only shapes a GPU can run become profiling work: an agent would try to
+  // run them (a plan that does not fit in memory cannot be profiled).
+  if (p->memory.fits) {
+    registry_.RecordMissing(job.cluster.gpu.name, p->fidelity.missing_keys, ctx->peer());
+  }
   return absl::OkStatus();
 }
 

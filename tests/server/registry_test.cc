@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/profile/default_profiles.h"
@@ -212,6 +213,33 @@ TEST_F(RegistryTest, MissingKeysQueueAsWorkUntilASetAnswersThem) {
   request.set_max_items(10'001);
   EXPECT_THAT(r->NextWork(request),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_items")));
+}
+
+// Regression (issue 12): anyone who could call Predict could fill the
+// profiling-work queue. Each client adds at most kWorkKeysPerClient new keys a
+// minute, and the queue is bounded; keys already queued are still counted.
+TEST_F(RegistryTest, TheWorkQueueIsBoundedPerClientAndInAll) {
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
+  std::vector<std::string> flood;
+  for (int i = 0; i < Registry::kWorkKeysPerClient + 500; ++i) {
+    flood.push_back(absl::StrCat("flood-key-", i));
+  }
+  r->RecordMissing(kGpu, flood, "ipv4:10.0.0.1:1234");
+  r->RecordMissing(kGpu, {"honest-key"}, "ipv4:10.0.0.2:999");
+  r->RecordMissing(kGpu, {"flood-key-0", "flood-key-0"}, "ipv4:10.0.0.1:1234");
+  v1::NextProfilingWorkRequest request;
+  request.set_gpu(kGpu);
+  request.set_max_items(10'000);
+  VTRAIN_ASSERT_OK_AND_ASSIGN(v1::NextProfilingWorkResponse work, r->NextWork(request));
+  EXPECT_EQ(work.work_size(), Registry::kWorkKeysPerClient + 1);
+  bool honest = false;
+  for (const v1::ProfilingWork& w : work.work()) {
+    honest |= w.key() == "honest-key";
+    if (w.key() == "flood-key-0") {
+      EXPECT_EQ(w.requests(), 3);
+    }
+  }
+  EXPECT_TRUE(honest) << "another client's key was crowded out";
 }
 
 std::string SourceDir() {
