@@ -10,7 +10,14 @@
 
 namespace vtrain::server {
 
-absl::Status MethodRunner::Admit(const grpc::ServerContext& context, const Method& method) const {
+absl::Status MethodRunner::Admit(const grpc::ServerContext& context, const Method& method,
+                                 const google::protobuf::Message& request) const {
+  if (const size_t bytes = request.ByteSizeLong();
+      bytes > static_cast<size_t>(policy_.max_message_bytes)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the request is ", bytes, " bytes, over this server's limit of ",
+                     policy_.max_message_bytes, " (--max-message-bytes)"));
+  }
   switch (method.access) {
     case Access::kWrite:
       if (absl::Status s = CheckToken(context, method); !s.ok()) return s;

@@ -40,6 +40,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                     .Help("SQLite errors")
                     .Register(*registry_)
                     .Add({});
+  calls_ = &prometheus::BuildCounter()
+                .Name("vtrain_grpc_calls_total")
+                .Help(
+                    "Every call answered, by gRPC method and status code (health checks and "
+                    "calls refused before a handler ran, e.g. oversized messages, included)")
+                .Register(*registry_);
   work_dropped_ = &prometheus::BuildCounter()
                        .Name("vtrain_profiling_work_dropped_total")
                        .Help("Missing profile keys not queued (queue full or client over its rate)")

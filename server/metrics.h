@@ -28,6 +28,10 @@ class Metrics {
   void DatabaseError() { db_errors_->Increment(); }
   void SyncSkipped() { sync_skipped_->Increment(); }
   void WorkDropped(double n) { work_dropped_->Increment(n); }
+  // Every call answered, by full gRPC method name and status code.
+  void Call(const std::string& method, const std::string& code) {
+    calls_->Add({{"method", method}, {"code", code}}).Increment();
+  }
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -41,6 +45,7 @@ class Metrics {
   prometheus::Counter* db_errors_;
   prometheus::Counter* sync_skipped_;
   prometheus::Counter* work_dropped_;
+  prometheus::Family<prometheus::Counter>* calls_;
 };
 
 }  // namespace vtrain::server

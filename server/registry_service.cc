@@ -37,13 +37,13 @@ RegistryService::RegistryService(const ServerOptions& options, Registry& registr
 grpc::Status RegistryService::PushProfileSet(grpc::ServerContext* ctx,
                                              const v1::PushProfileSetRequest* req,
                                              v1::PushProfileSetResponse* resp) {
-  return runner_.Run(*ctx, push_, [&] { return RunPush(req, resp); });
+  return runner_.Run(*ctx, push_, *req, [&] { return RunPush(req, resp); });
 }
 
 grpc::Status RegistryService::ListProfileSets(grpc::ServerContext* ctx,
                                               const v1::ListProfileSetsRequest* req,
                                               v1::ListProfileSetsResponse* resp) {
-  return runner_.Run(*ctx, list_, [&] {
+  return runner_.Run(*ctx, list_, *req, [&] {
     *resp = registry_.List(*req);
     return absl::OkStatus();
   });
@@ -52,7 +52,7 @@ grpc::Status RegistryService::ListProfileSets(grpc::ServerContext* ctx,
 grpc::Status RegistryService::GetProfileSet(grpc::ServerContext* ctx,
                                             const v1::GetProfileSetRequest* req,
                                             v1::ProfileSet* resp) {
-  return runner_.Run(*ctx, get_, [&]() -> absl::Status {
+  return runner_.Run(*ctx, get_, *req, [&]() -> absl::Status {
     VTRAIN_ASSIGN_OR_RETURN(*resp, registry_.Get(req->id()));
     return absl::OkStatus();
   });
@@ -61,7 +61,7 @@ grpc::Status RegistryService::GetProfileSet(grpc::ServerContext* ctx,
 grpc::Status RegistryService::DeleteProfileSet(grpc::ServerContext* ctx,
                                                const v1::DeleteProfileSetRequest* req,
                                                v1::DeleteProfileSetResponse* resp) {
-  return runner_.Run(*ctx, delete_, [&]() -> absl::Status {
+  return runner_.Run(*ctx, delete_, *req, [&]() -> absl::Status {
     VTRAIN_RETURN_IF_ERROR(registry_.Delete(req->id()));
     resp->set_deleted(true);
     Log(absl::StrCat("deleted ", req->id(), " at the request of ", ctx->peer()));
@@ -72,13 +72,13 @@ grpc::Status RegistryService::DeleteProfileSet(grpc::ServerContext* ctx,
 grpc::Status RegistryService::WatchProfileSets(grpc::ServerContext* ctx,
                                                const v1::WatchProfileSetsRequest* req,
                                                grpc::ServerWriter<v1::ProfileSetEvent>* writer) {
-  return runner_.Run(*ctx, watch_, [&] { return RunWatch(ctx, req, writer); });
+  return runner_.Run(*ctx, watch_, *req, [&] { return RunWatch(ctx, req, writer); });
 }
 
 grpc::Status RegistryService::NextProfilingWork(grpc::ServerContext* ctx,
                                                 const v1::NextProfilingWorkRequest* req,
                                                 v1::NextProfilingWorkResponse* resp) {
-  return runner_.Run(*ctx, next_work_, [&]() -> absl::Status {
+  return runner_.Run(*ctx, next_work_, *req, [&]() -> absl::Status {
     VTRAIN_ASSIGN_OR_RETURN(*resp, registry_.NextWork(*req));
     return absl::OkStatus();
   });

@@ -3,8 +3,10 @@
 // predictor, and the gRPC server with health and reflection.
 #include "server/server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 
 #include "absl/strings/numbers.h"
@@ -16,6 +18,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/exposer.h"
 #include "server/admission.h"
+#include "server/call_counter.h"
 #include "server/follower.h"
 #include "server/log.h"
 #include "server/method_runner.h"
@@ -39,7 +42,8 @@ class Server::Impl {
   explicit Impl(const ServerOptions& options)
       : options_(options),
         runner_({.push_token = options.push_token,
-                 .require_auth_for_reads = options.require_auth_for_reads},
+                 .require_auth_for_reads = options.require_auth_for_reads,
+                 .max_message_bytes = options.max_message_bytes},
                 metrics_),
         admission_(options.max_concurrent_simulations) {}
 
@@ -122,8 +126,14 @@ absl::Status Server::Impl::Listen() {
   // the requests between two databases.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options_.listen, creds, &port_);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
+  // gRPC refuses only past twice the limit; up to there the method runner
+  // refuses (and counts) an oversized request itself.
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(std::min<int64_t>(2 * options_.max_message_bytes, INT32_MAX)));
   builder.SetMaxSendMessageSize(static_cast<int>(options_.max_message_bytes));
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> counters;
+  counters.push_back(MakeCallCounter(metrics_));
+  builder.experimental().SetInterceptorCreators(std::move(counters));
   builder.RegisterService(simulator_.get());
   builder.RegisterService(registry_service_.get());
   server_ = builder.BuildAndStart();

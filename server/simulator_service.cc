@@ -48,12 +48,12 @@ SimulatorService::SimulatorService(const ServerOptions& options, Registry& regis
 
 grpc::Status SimulatorService::Predict(grpc::ServerContext* ctx, const v1::PredictRequest* req,
                                        v1::PredictResponse* resp) {
-  return runner_.Run(*ctx, predict_, [&] { return RunPredict(ctx, req, resp); });
+  return runner_.Run(*ctx, predict_, *req, [&] { return RunPredict(ctx, req, resp); });
 }
 
 grpc::Status SimulatorService::Search(grpc::ServerContext* ctx, const v1::SearchRequest* req,
                                       grpc::ServerWriter<v1::SearchResponse>* writer) {
-  return runner_.Run(*ctx, search_, [&] { return RunSearch(ctx, req, writer); });
+  return runner_.Run(*ctx, search_, *req, [&] { return RunSearch(ctx, req, writer); });
 }
 
 absl::Status SimulatorService::RunPredict(const grpc::ServerContext* ctx,
