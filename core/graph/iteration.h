@@ -41,6 +41,10 @@ struct StageInfo {
   double parameters_per_gpu = 0;
 };
 
+// The longest iteration vtrain simulates, in task time: 2^61 ns (73 years),
+// far from int64 overflow whatever order tasks are added in.
+inline constexpr double kMaxIterationNs = 2305843009213693952.0;
+
 // What a stored graph costs per task, rounded up (a Task record, its parent
 // indices and the vectors' slack; TaskGraph::MemoryBytes measures it).
 inline constexpr int64_t kGraphBytesPerTask = 64;

@@ -142,6 +142,9 @@ class IterationWalker {
   }
   void MakeTemplates();
   int64_t CountTasks() const;
+  // The sum of every task's duration and gap, in doubles (an upper bound of
+  // the makespan; collectives outside the templates are not included).
+  double TotalTaskNs() const;
   void DescribeStages();
   void MergePasses();
   bool Drain(int64_t stage);
@@ -409,6 +412,28 @@ void IterationWalker<Sink>::EmitTail() {
 }
 
 template <IterationSink Sink>
+double IterationWalker<Sink>::TotalTaskNs() const {
+  auto sum = [](const internal::ActionTemplate& t) {
+    double ns = static_cast<double>(t.tensor_parallel_ns);
+    for (const internal::Segment& segment : t.segments) {
+      for (const internal::Item& item : segment.items) {
+        ns += static_cast<double>(item.duration_ns) + static_cast<double>(item.gap_ns);
+      }
+    }
+    return ns;
+  };
+  double total = 0;
+  for (int64_t s = 0; s < p_; ++s) {
+    const internal::StageTemplates& t = *stage_templates_[s];
+    total += static_cast<double>(m_) * (sum(t.forward) + sum(t.backward)) + sum(t.backward_last) +
+             sum(t.optimizer);
+  }
+  for (const int64_t send : send_ns_)
+    total += 2 * static_cast<double>(m_) * static_cast<double>(send);
+  return total;
+}
+
+template <IterationSink Sink>
 absl::Status IterationWalker<Sink>::Walk() {
   send_label_ = sink_.Label("pipeline_send_recv");
   dp_label_ = sink_.Label("dp_all_reduce");
@@ -434,6 +459,16 @@ absl::Status IterationWalker<Sink>::Walk() {
   sink_.Reserve(tasks,
                 2 * tasks / std::max<int64_t>(1, stage_templates_[0]->forward.NumItems()) + 4 * p_);
   DescribeStages();
+  // Times are int64 nanoseconds: the makespan is at most the sum of every
+  // task's duration and gap (the length of one chain of them), so bound that
+  // sum, in doubles, before simulating (kernels up to the profile limit times
+  // hundreds of thousands of micro-batches would overflow).
+  if (const double total_ns = TotalTaskNs(); total_ns > kMaxIterationNs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the iteration would last up to ", total_ns / 1e9 / 86400 / 365,
+        " years of task time, beyond what vtrain simulates (", kMaxIterationNs / 1e9 / 86400 / 365,
+        " years); check the profile set's kernel durations and the number of micro-batches"));
+  }
 
   forward_sends_.resize(p_);
   backward_sends_.resize(p_);

@@ -288,3 +288,32 @@ TEST(PredictorLimitsTest, KernelGraphsOverTheMemoryLimitAreRefusedBeforeAllocati
 
 }  // namespace
 }  // namespace vtrain
+
+namespace vtrain {
+namespace {
+
+// Regression (issue 12): kernels at the largest duration a set may hold, over
+// 800k micro-batches, overflowed the simulation's int64 clock (the result came
+// out faster than 300k micro-batches, with negative compute time). Such an
+// iteration is now refused before simulating.
+TEST(PredictorLimitsTest, IterationsBeyondTheClockAreRefusedNotWrapped) {
+  Job job = testing::Gpt13bJob();
+  job.plan.global_batch = 800'000 * job.plan.data_parallel;
+  ProfileSet set = DefaultProfileSet(job.cluster.gpu);
+  absl::StatusOr<Prediction> probe = Predict(job, set);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  EXPECT_GT(probe->iteration_time_ns, 0);
+  for (const LookupRecord& r : probe->fidelity.records) {
+    absl::StatusOr<OperatorKey> key = ParseOperatorKey(r.key);
+    if (!key.ok() || key->op != OperatorKind::kAttentionFwd) continue;
+    OperatorProfile slow;
+    slow.kernels = {{"slowest_allowed", int64_t{1} << 40, 0, 0}};
+    set.operators.insert_or_assign(*key, slow);
+  }
+  absl::StatusOr<Prediction> p = Predict(job, set);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << p.status();
+  EXPECT_NE(p.status().message().find("years"), std::string::npos) << p.status();
+}
+
+}  // namespace
+}  // namespace vtrain
