@@ -118,9 +118,8 @@ absl::Status ValidateJob(const Job& job) {
   const bool pp_ok = v.InRange("plan.pipeline_parallel", p.pipeline_parallel, 1, kMaxParallel);
   const bool mb_ok = v.InRange("plan.micro_batch", p.micro_batch, 1, kMaxMicroBatch);
   const bool gb_ok = v.InRange("plan.global_batch", p.global_batch, 1, kMaxGlobalBatch);
-  if (p.gradient_bucketing) {
-    v.InRange("plan.bucket_size_bytes", p.bucket_size_bytes, 1, int64_t{1} << 40);
-  }
+  // Checked whether or not bucketing is on: a bad value is a mistake either way.
+  v.InRange("plan.bucket_size_bytes", p.bucket_size_bytes, 1, int64_t{1} << 40);
 
   const bool gpus_ok = v.InRange("cluster.num_gpus", c.num_gpus, 1, kMaxGpus);
   v.InRange("cluster.gpus_per_node", c.gpus_per_node, 1, kMaxGpusPerNode);

@@ -1,0 +1,463 @@
+// A catalogue of bad inputs through the RPCs and the vtrainctl binary: each
+// gets its specific error (INVALID_ARGUMENT naming the field, NOT_FOUND,
+// RESOURCE_EXHAUSTED; exit 2 on the command line) and nothing is stored.
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "server/server.h"
+#include "tests/server/server_testing.h"
+#include "vtrain/v1/vtrain.grpc.pb.h"
+
+namespace vtrain::server {
+namespace {
+
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+template <typename Request>
+struct Case {
+  const char* name;
+  std::function<void(Request&)> mutate;
+  grpc::StatusCode code;
+  const char* says;  // a substring the message must hold (the field, or the limit)
+};
+
+constexpr auto kBad = grpc::StatusCode::INVALID_ARGUMENT;
+constexpr auto kTooBig = grpc::StatusCode::RESOURCE_EXHAUSTED;
+constexpr auto kAbsent = grpc::StatusCode::NOT_FOUND;
+
+std::vector<Case<v1::PredictRequest>> PredictCases() {
+  using R = v1::PredictRequest;
+  return {
+      {"unknown preset", [](R& r) { r.mutable_model()->set_preset("gpt5"); }, kBad, "model.preset"},
+      {"no model", [](R& r) { r.clear_model(); }, kBad, "model"},
+      {"layers negative", [](R& r) { r.mutable_model()->set_num_layers(-4); }, kBad,
+       "model.num_layers"},
+      {"layers huge", [](R& r) { r.mutable_model()->set_num_layers(int64_t{1} << 40); }, kBad,
+       "model.num_layers"},
+      {"hidden negative", [](R& r) { r.mutable_model()->set_hidden_size(-1); }, kBad,
+       "model.hidden_size"},
+      {"hidden not divisible by heads", [](R& r) { r.mutable_model()->set_hidden_size(2050); },
+       kBad, "model.hidden_size"},
+      {"heads negative", [](R& r) { r.mutable_model()->set_num_heads(-16); }, kBad,
+       "model.num_heads"},
+      {"seq negative", [](R& r) { r.mutable_model()->set_seq_len(-1); }, kBad, "model.seq_len"},
+      {"seq huge", [](R& r) { r.mutable_model()->set_seq_len(int64_t{1} << 40); }, kBad,
+       "model.seq_len"},
+      {"vocab negative", [](R& r) { r.mutable_model()->set_vocab_size(-5); }, kBad,
+       "model.vocab_size"},
+      {"ffn negative", [](R& r) { r.mutable_model()->set_ffn_hidden_size(-5); }, kBad,
+       "model.ffn_hidden_size"},
+      {"unknown gpu", [](R& r) { r.mutable_cluster()->set_gpu("b300"); }, kBad, "cluster.gpu"},
+      {"gpus negative", [](R& r) { r.mutable_cluster()->set_num_gpus(-8); }, kBad,
+       "cluster.num_gpus"},
+      {"gpus not divisible", [](R& r) { r.mutable_cluster()->set_num_gpus(7); }, kBad,
+       "cluster.num_gpus"},
+      {"gpus per node negative", [](R& r) { r.mutable_cluster()->set_gpus_per_node(-1); }, kBad,
+       "cluster.gpus_per_node"},
+      {"intra bandwidth negative",
+       [](R& r) { r.mutable_cluster()->set_intra_node_bandwidth_bytes_per_s(-1); }, kBad,
+       "cluster.intra_node_bandwidth"},
+      {"intra bandwidth NaN",
+       [](R& r) { r.mutable_cluster()->set_intra_node_bandwidth_bytes_per_s(kNan); }, kBad,
+       "cluster.intra_node_bandwidth"},
+      {"inter bandwidth infinite",
+       [](R& r) { r.mutable_cluster()->set_inter_node_bandwidth_bytes_per_s(kInf); }, kBad,
+       "cluster.inter_node_bandwidth"},
+      {"price negative", [](R& r) { r.mutable_cluster()->set_price_usd_per_gpu_hour(-2); }, kBad,
+       "cluster.price_usd_per_gpu_hour"},
+      {"price NaN", [](R& r) { r.mutable_cluster()->set_price_usd_per_gpu_hour(kNan); }, kBad,
+       "cluster.price_usd_per_gpu_hour"},
+      {"tp negative", [](R& r) { r.mutable_plan()->set_tensor_parallel(-2); }, kBad,
+       "plan.tensor_parallel"},
+      {"tp not dividing heads",
+       [](R& r) {
+         r.mutable_plan()->set_tensor_parallel(3);
+         r.mutable_cluster()->set_num_gpus(3);
+       },
+       kBad, "plan.tensor_parallel"},
+      {"dp negative", [](R& r) { r.mutable_plan()->set_data_parallel(-1); }, kBad,
+       "plan.data_parallel"},
+      {"pp not dividing layers",
+       [](R& r) {
+         r.mutable_plan()->set_pipeline_parallel(5);
+         r.mutable_cluster()->set_num_gpus(10);
+       },
+       kBad, "plan.pipeline_parallel"},
+      {"micro batch negative", [](R& r) { r.mutable_plan()->set_micro_batch(-1); }, kBad,
+       "plan.micro_batch"},
+      {"micro batch not dividing", [](R& r) { r.mutable_plan()->set_micro_batch(3); }, kBad,
+       "plan.micro_batch"},
+      {"no global batch", [](R& r) { r.mutable_plan()->set_global_batch(0); }, kBad,
+       "plan.global_batch"},
+      {"global batch negative", [](R& r) { r.mutable_plan()->set_global_batch(-64); }, kBad,
+       "plan.global_batch"},
+      {"global batch not divisible by dp", [](R& r) { r.mutable_plan()->set_global_batch(66); },
+       kBad, "plan.global_batch"},
+      {"schedule unknown",
+       [](R& r) { r.mutable_plan()->set_schedule(static_cast<v1::PipelineSchedule>(9)); }, kBad,
+       "plan.schedule"},
+      {"recompute unknown",
+       [](R& r) { r.mutable_plan()->set_recompute(static_cast<v1::Recompute>(9)); }, kBad,
+       "plan.recompute"},
+      {"dtype unknown", [](R& r) { r.mutable_plan()->set_dtype(static_cast<v1::DType>(9)); }, kBad,
+       "plan.dtype"},
+      {"bucket negative", [](R& r) { r.mutable_plan()->set_bucket_size_bytes(-1); }, kBad,
+       "plan.bucket_size_bytes"},
+      {"granularity unknown", [](R& r) { r.set_granularity(static_cast<v1::Granularity>(7)); },
+       kBad, "granularity"},
+      {"tokens negative", [](R& r) { r.set_train_tokens(-1); }, kBad, "train_tokens"},
+      {"tokens NaN", [](R& r) { r.set_train_tokens(kNan); }, kBad, "train_tokens"},
+      {"tokens infinite", [](R& r) { r.set_train_tokens(kInf); }, kBad, "train_tokens"},
+      {"unknown profile set", [](R& r) { r.set_profile_set_id("sha256:nope"); }, kAbsent,
+       "profile_set_id"},
+      {"kernel graph over the limits",
+       [](R& r) {
+         r.set_granularity(v1::GRANULARITY_KERNEL);
+         r.mutable_plan()->set_global_batch(1 << 22);
+       },
+       kTooBig, "max_tasks"},
+      {"weights far over a GPU",
+       [](R& r) {
+         r.mutable_model()->set_num_layers(100'000);
+         r.mutable_model()->set_hidden_size(65536);
+         r.mutable_model()->set_num_heads(512);
+       },
+       kTooBig, "parameters per GPU"},
+      {"message over the limit", [](R& r) { r.set_profile_set_id(std::string(80'000, 'x')); },
+       kTooBig, "--max-message-bytes"},
+  };
+}
+
+std::vector<Case<v1::SearchRequest>> SearchCases() {
+  using R = v1::SearchRequest;
+  return {
+      {"no model", [](R& r) { r.clear_model(); }, kBad, "model"},
+      {"unknown preset", [](R& r) { r.mutable_model()->set_preset("nope"); }, kBad, "model.preset"},
+      {"unknown gpu", [](R& r) { r.mutable_cluster()->set_gpu("nope"); }, kBad, "cluster.gpu"},
+      {"no global batch", [](R& r) { r.set_global_batch(0); }, kBad, "global_batch"},
+      {"negative global batch", [](R& r) { r.set_global_batch(-5); }, kBad, "global_batch"},
+      {"no gpus", [](R& r) { r.set_max_gpus(0); }, kBad, "max_gpus"},
+      {"negative gpus", [](R& r) { r.set_gpus(-8); }, kBad, "gpus"},
+      {"gpus huge", [](R& r) { r.set_max_gpus(int64_t{1} << 40); }, kBad, "max_gpus"},
+      {"tp zero", [](R& r) { r.add_tensor_parallel(0); }, kBad, "tensor_parallel"},
+      {"tp huge", [](R& r) { r.add_tensor_parallel(5000); }, kBad, "tensor_parallel"},
+      {"too many tp values",
+       [](R& r) {
+         for (int t = 1; t <= 100; ++t) r.add_tensor_parallel(t);
+       },
+       kBad, "distinct values"},
+      {"negative max dp", [](R& r) { r.set_max_data_parallel(-1); }, kBad, "max_data_parallel"},
+      {"negative max micro batch", [](R& r) { r.set_max_micro_batch(-1); }, kBad,
+       "max_micro_batch"},
+      {"schedule unknown", [](R& r) { r.add_schedules(static_cast<v1::PipelineSchedule>(8)); },
+       kBad, "schedules[0]"},
+      {"recompute unknown", [](R& r) { r.add_recomputes(static_cast<v1::Recompute>(8)); }, kBad,
+       "recomputes[0]"},
+      {"dtype unknown", [](R& r) { r.set_dtype(static_cast<v1::DType>(8)); }, kBad, "dtype"},
+      {"tokens negative", [](R& r) { r.set_train_tokens(-3); }, kBad, "train_tokens"},
+      {"tokens NaN", [](R& r) { r.set_train_tokens(kNan); }, kBad, "train_tokens"},
+      {"objective unknown", [](R& r) { r.set_objective(static_cast<v1::Objective>(42)); }, kBad,
+       "objective"},
+      {"deadline negative", [](R& r) { r.set_deadline_days(-1); }, kBad, "deadline_days"},
+      {"deadline infinite", [](R& r) { r.set_deadline_days(kInf); }, kBad, "deadline_days"},
+      {"top negative", [](R& r) { r.set_top(-1); }, kBad, "top"},
+      {"top huge", [](R& r) { r.set_top(5000); }, kBad, "top"},
+      {"price negative", [](R& r) { r.mutable_cluster()->set_price_usd_per_gpu_hour(-1); }, kBad,
+       "price_usd_per_gpu_hour"},
+      {"gpus per node huge", [](R& r) { r.mutable_cluster()->set_gpus_per_node(5000); }, kBad,
+       "gpus_per_node"},
+  };
+}
+
+std::vector<Case<v1::ProfileSet>> PushCases() {
+  using R = v1::ProfileSet;
+  std::vector<Case<R>> cases = {
+      {"no gpu", [](R& r) { r.set_gpu(""); }, kBad, "profile_set.gpu"},
+      {"op unspecified",
+       [](R& r) { r.mutable_operators(0)->mutable_key()->set_op(v1::OPERATOR_KIND_UNSPECIFIED); },
+       kBad, "operators[0].key.op"},
+      {"op unknown",
+       [](R& r) {
+         r.mutable_operators(0)->mutable_key()->set_op(static_cast<v1::OperatorKind>(77));
+       },
+       kBad, "operators[0].key.op"},
+      {"dtype unknown",
+       [](R& r) { r.mutable_operators(0)->mutable_key()->set_dtype(static_cast<v1::DType>(77)); },
+       kBad, "operators[0].key.dtype"},
+      {"no kernels", [](R& r) { r.mutable_operators(0)->clear_kernels(); }, kBad,
+       "operators[0].kernels"},
+      {"negative duration",
+       [](R& r) { r.mutable_operators(0)->mutable_kernels(0)->set_duration_ns(-1); }, kBad,
+       "operators[0].kernels[0]"},
+      {"huge duration",
+       [](R& r) { r.mutable_operators(0)->mutable_kernels(0)->set_duration_ns(int64_t{1} << 50); },
+       kBad, "operators[0].kernels[0]"},
+      {"negative gap", [](R& r) { r.mutable_operators(0)->mutable_kernels(0)->set_gap_ns(-1); },
+       kBad, "operators[0].kernels[0]"},
+      {"duplicate operator", [](R& r) { *r.add_operators() = r.operators(0); }, kBad, "duplicates"},
+      {"scope unspecified",
+       [](R& r) {
+         auto* c = r.add_collectives();
+         c->set_collective(v1::COLLECTIVE_ALL_REDUCE);
+         c->set_ranks(8);
+         c->add_points()->set_bytes(1);
+       },
+       kBad, "collectives[0].scope"},
+      {"collective unknown",
+       [](R& r) {
+         auto* c = r.add_collectives();
+         c->set_collective(static_cast<v1::Collective>(50));
+         c->set_scope(v1::LINK_SCOPE_INTRA_NODE);
+         c->set_ranks(8);
+       },
+       kBad, "collectives[0].collective"},
+      {"one rank",
+       [](R& r) {
+         auto* c = r.add_collectives();
+         c->set_collective(v1::COLLECTIVE_ALL_REDUCE);
+         c->set_scope(v1::LINK_SCOPE_INTRA_NODE);
+         c->set_ranks(1);
+       },
+       kBad, "collectives[0].ranks"},
+      {"negative bytes",
+       [](R& r) {
+         auto* c = r.add_collectives();
+         c->set_collective(v1::COLLECTIVE_ALL_REDUCE);
+         c->set_scope(v1::LINK_SCOPE_INTRA_NODE);
+         c->set_ranks(8);
+         auto* p = c->add_points();
+         p->set_bytes(-1);
+         p->set_latency_ns(5);
+       },
+       kBad, "collectives[0].points"},
+      {"no points",
+       [](R& r) {
+         auto* c = r.add_collectives();
+         c->set_collective(v1::COLLECTIVE_ALL_REDUCE);
+         c->set_scope(v1::LINK_SCOPE_INTRA_NODE);
+         c->set_ranks(8);
+       },
+       kBad, "collectives[0].points"},
+      {"band NaN",
+       [](R& r) {
+         auto* b = r.add_error_bands();
+         b->set_regime("single_node");
+         b->set_error_low(kNan);
+         b->set_error_high(0.1);
+         b->set_coverage(0.9);
+       },
+       kBad, "error_bands[0]"},
+      {"band reversed",
+       [](R& r) {
+         auto* b = r.add_error_bands();
+         b->set_regime("single_node");
+         b->set_error_low(0.3);
+         b->set_error_high(0.1);
+         b->set_coverage(0.9);
+       },
+       kBad, "error_bands[0]"},
+      {"band coverage",
+       [](R& r) {
+         auto* b = r.add_error_bands();
+         b->set_regime("single_node");
+         b->set_error_low(-0.1);
+         b->set_error_high(0.1);
+         b->set_coverage(2);
+       },
+       kBad, "error_bands[0].coverage"},
+      {"band rows",
+       [](R& r) {
+         auto* b = r.add_error_bands();
+         b->set_regime("single_node");
+         b->set_error_low(-0.1);
+         b->set_error_high(0.1);
+         b->set_coverage(0.9);
+         b->set_rows(-1);
+       },
+       kBad, "error_bands[0].rows"},
+      {"band regime",
+       [](R& r) {
+         auto* b = r.add_error_bands();
+         b->set_error_low(-0.1);
+         b->set_error_high(0.1);
+         b->set_coverage(0.9);
+       },
+       kBad, "error_bands[0].regime"},
+      {"forged id", [](R& r) { r.set_id("sha256:forged"); }, kBad, "profile_set.id"},
+  };
+  // Every analytical parameter, zero-or-negative, NaN and absurdly large.
+  const google::protobuf::Descriptor& d = *v1::AnalyticalParams::descriptor();
+  for (int i = 0; i < d.field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = d.field(i);
+    for (double v : {-1.0, kNan, 1e300}) {
+      cases.push_back({f->name().c_str(),
+                       [f, v](R& r) {
+                         r.mutable_params()->GetReflection()->SetDouble(r.mutable_params(), f, v);
+                       },
+                       kBad, "profile_set.params."});
+    }
+  }
+  return cases;
+}
+
+class BadInputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.db_path = dir_.File("bad.db");
+    o.push_token = kToken;
+    o.max_message_bytes = 64 << 10;
+    o.max_tasks = 5'000'000;
+    absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = *std::move(s);
+    sim_ = v1::Simulator::NewStub(ChannelTo(*server_));
+    reg_ = v1::ProfileRegistry::NewStub(ChannelTo(*server_));
+  }
+
+  int StoredSets() {
+    v1::ListProfileSetsResponse list;
+    EXPECT_TRUE(reg_->ListProfileSets(Ctx().get(), {}, &list).ok());
+    return list.profile_sets_size();
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<v1::Simulator::Stub> sim_;
+  std::unique_ptr<v1::ProfileRegistry::Stub> reg_;
+};
+
+TEST_F(BadInputTest, EveryBadRpcGetsItsSpecificErrorAndNothingIsStored) {
+  const int stored = StoredSets();
+  int checked = 0;
+  for (const auto& c : PredictCases()) {
+    v1::PredictRequest r = Gpt13bRequest();
+    c.mutate(r);
+    v1::PredictResponse resp;
+    grpc::Status s = sim_->Predict(Ctx().get(), r, &resp);
+    EXPECT_EQ(s.error_code(), c.code) << "Predict, " << c.name << ": " << s.error_message();
+    EXPECT_NE(s.error_message().find(c.says), std::string::npos)
+        << "Predict, " << c.name << ": " << s.error_message();
+    ++checked;
+  }
+  for (const auto& c : SearchCases()) {
+    v1::SearchRequest r;
+    r.mutable_model()->set_preset("gpt3-1.3b");
+    r.set_global_batch(64);
+    r.set_max_gpus(16);
+    c.mutate(r);
+    auto ctx = Ctx();
+    auto reader = sim_->Search(ctx.get(), r);
+    v1::SearchResponse msg;
+    while (reader->Read(&msg)) {
+    }
+    grpc::Status s = reader->Finish();
+    EXPECT_EQ(s.error_code(), c.code) << "Search, " << c.name << ": " << s.error_message();
+    EXPECT_NE(s.error_message().find(c.says), std::string::npos)
+        << "Search, " << c.name << ": " << s.error_message();
+    ++checked;
+  }
+  for (const auto& c : PushCases()) {
+    v1::PushProfileSetRequest push;
+    *push.mutable_profile_set() = MeasuredSet(90'000);
+    c.mutate(*push.mutable_profile_set());
+    v1::PushProfileSetResponse resp;
+    grpc::Status s = reg_->PushProfileSet(Ctx(kToken).get(), push, &resp);
+    EXPECT_EQ(s.error_code(), c.code) << "Push, " << c.name << ": " << s.error_message();
+    EXPECT_NE(s.error_message().find(c.says), std::string::npos)
+        << "Push, " << c.name << ": " << s.error_message();
+    ++checked;
+  }
+  // The registry's other methods.
+  v1::NextProfilingWorkRequest work;
+  v1::NextProfilingWorkResponse work_resp;
+  for (int items : {-1, 10'001}) {
+    work.set_max_items(items);
+    EXPECT_EQ(reg_->NextProfilingWork(Ctx().get(), work, &work_resp).error_code(), kBad) << items;
+    ++checked;
+  }
+  v1::GetProfileSetRequest get;
+  get.set_id("sha256:absent");
+  v1::ProfileSet set;
+  EXPECT_EQ(reg_->GetProfileSet(Ctx().get(), get, &set).error_code(), kAbsent);
+  v1::DeleteProfileSetRequest del;
+  del.set_id("sha256:absent");
+  v1::DeleteProfileSetResponse del_resp;
+  EXPECT_EQ(reg_->DeleteProfileSet(Ctx(kToken).get(), del, &del_resp).error_code(), kAbsent);
+  checked += 2;
+
+  EXPECT_GE(checked, 100);
+  EXPECT_EQ(StoredSets(), stored) << "a refused push was stored";
+}
+
+// The same kind of mistakes on the command line: exit 2, the flag or field
+// named, nothing on stdout.
+TEST_F(BadInputTest, EveryBadCommandLineExitsTwoNamingTheFlag) {
+  const std::string bad_json = dir_.File("bad.json");
+  std::ofstream(bad_json) << "{\"model\": {\"preset\": 12}";
+  const std::string server = absl::StrCat("127.0.0.1:", server_->port());
+  const std::vector<std::string> job = {"--model", "gpt3-1.3b",      "--gpus",
+                                        "8",       "--global-batch", "64"};
+  struct CliCase {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  const std::vector<CliCase> cases = {
+      {{"predict", "--bogus"}, "unknown flag --bogus"},
+      {Concat({"predict", "--tp", "abc"}, job), "--tp"},
+      {Concat({"predict", "--gpus", "x8"}, {"--model", "gpt3-1.3b", "--global-batch", "64"}),
+       "--gpus"},
+      {Concat({"predict", "--intra-node-bandwidth", "150"}, job), "--intra-node-bandwidth"},
+      {Concat({"predict", "--schedule", "zigzag"}, job), "zigzag"},
+      {Concat({"predict", "--recompute", "half"}, job), "half"},
+      {Concat({"predict", "--dtype", "fp8"}, job), "plan.dtype"},
+      {Concat({"predict", "--gradient-bucketing", "maybe"}, job), "--gradient-bucketing"},
+      {Concat({"predict", "--bucket-size", "lots"}, job), "plan.bucket_size_bytes"},
+      {Concat({"predict", "--tokens", "-5"}, job), "--tokens"},
+      {Concat({"predict", "--tokens", "many"}, job), "--tokens"},
+      {Concat({"predict", "--granularity", "atom"}, job), "atom"},
+      {{"predict", "--model", "gpt3-1.3b", "--gpus", "8"}, "--global-batch"},
+      {{"predict", "--model", "gpt5", "--global-batch", "8"}, "gpt5"},
+      {{"predict", "-f", dir_.File("absent.json")}, "absent.json"},
+      {{"predict", "-f", bad_json}, "bad.json"},
+      {{"predict", "--vtrain-config", bad_json}, "bad.json"},
+      {Concat({"predict", "--tp", "3"}, job), "plan.tensor_parallel"},
+      {Concat({"predict", "--local", "--server", server}, job), "--local or --server"},
+      {Concat({"predict", "--profile-set", "x"}, job), "--server"},
+      {Concat({"predict", "--server", server, "--tp", "3"}, job), "plan.tensor_parallel"},
+      {{"search", "--model", "gpt3-1.3b", "--global-batch", "64", "--max-gpus", "8", "--tp-values",
+        "x"},
+       "--tp-values"},
+      {{"search", "--model", "gpt3-1.3b", "--global-batch", "64", "--max-gpus", "8", "--objective",
+        "speed"},
+       "speed"},
+      {{"search", "--model", "gpt3-1.3b", "--global-batch", "64", "--max-gpus", "8", "--top", "0"},
+       "--top"},
+      {{"search", "--model", "gpt3-1.3b", "--global-batch", "64"}, "--gpus"},
+      {{"search", "--model", "gpt3-1.3b", "--global-batch", "64", "--max-gpus", "8", "--server",
+        server, "--tp-values", "0"},
+       "tensor_parallel"},
+      {{"profiles", "push", dir_.File("absent.json"), "--server", server}, "absent.json"},
+      {{"bench", "--server", "10.0.0.1:1", "--method", "health"}, "loopback"},
+      {{"bench", "--server", server, "--method", "health", "--concurrency", "0"}, "--concurrency"},
+      {{"profiles", "frobnicate", "--server", server}, "frobnicate"},
+  };
+  for (const CliCase& c : cases) {
+    const testing::ProcessResult r = Vtrainctl(c.args);
+    const std::string what = absl::StrCat(c.args[0], " ", c.args.size() > 1 ? c.args[1] : "");
+    EXPECT_EQ(r.exit_code, 2) << what << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << what << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << what << ": " << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace vtrain::server
