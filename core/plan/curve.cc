@@ -1,0 +1,191 @@
+#include "core/plan/curve.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "core/predict/memory.h"
+#include "core/predict/predictor.h"
+#include "core/util/status_macros.h"
+
+namespace vtrain {
+namespace {
+
+// A count at which the policy has no plan that fits.
+CurvePoint NoPlan(int64_t gpus) {
+  CurvePoint point;
+  point.gpus = gpus;
+  return point;
+}
+
+// A plan's point: its prediction (for the interval) and throughput.
+absl::StatusOr<CurvePoint> PointOf(const Job& job, int64_t gpus, const ProfileSet& profiles,
+                                   const CurveOptions& options) {
+  PredictOptions po;
+  po.cancelled = options.cancelled;
+  VTRAIN_ASSIGN_OR_RETURN(Prediction p, Predict(job, profiles, po));
+  CurvePoint point;
+  point.gpus = gpus;
+  point.fits = p.memory.fits;
+  point.job = job;
+  point.iteration_time_ms = p.iteration_time_ms();
+  const double seconds = point.iteration_time_ms / 1e3;
+  point.samples_per_s = static_cast<double>(job.plan.global_batch) / seconds;
+  point.tokens_per_s = point.samples_per_s * static_cast<double>(job.model.seq_len);
+  point.peak_memory_bytes = p.memory.peak_bytes;
+  if (p.interval_coverage > 0) {
+    point.interval_low_ms = p.interval_low_ns * 1e-6;
+    point.interval_high_ms = p.interval_high_ns * 1e-6;
+  }
+  return point;
+}
+
+absl::StatusOr<CurvePoint> BestAt(const CurveSpec& spec, int64_t gpus, const ProfileSet& profiles,
+                                  const CurveOptions& options) {
+  SearchSpace space;
+  space.model = spec.model;
+  space.cluster = spec.cluster;
+  space.global_batch = spec.global_batch;
+  space.gpus = gpus;
+  space.tensor_parallel = spec.tensor_parallel;
+  space.max_micro_batch = spec.max_micro_batch;
+  space.schedules = spec.schedules;
+  space.recomputes = spec.recomputes;
+  space.dtype = spec.dtype;
+  SearchOptions so;
+  so.threads = options.threads;
+  so.cancelled = options.cancelled;
+  absl::StatusOr<SearchResult> r = Search(space, profiles, so);
+  if (!r.ok()) return r.status();
+  if (r->best < 0) return NoPlan(gpus);
+  return PointOf(r->plans[r->best].job, gpus, profiles, options);
+}
+
+// The data-parallel policy's footprint: the first t x p that fits in memory
+// with micro-batch 1 and one replica, t growing inside a node first (1, 2, 4,
+// ... GPUs per node), then p over the divisors of the layers.
+std::optional<std::pair<int64_t, int64_t>> Footprint(const CurveSpec& spec) {
+  std::vector<std::pair<int64_t, int64_t>> order;
+  for (int64_t t = 1; t <= spec.cluster.gpus_per_node; t *= 2) order.emplace_back(t, 1);
+  const int64_t node = order.empty() ? 1 : order.back().first;
+  for (int64_t p = 2; p <= spec.model.num_layers; ++p) {
+    if (spec.model.num_layers % p == 0) order.emplace_back(node, p);
+  }
+  for (const auto& [t, p] : order) {
+    Job job;
+    job.model = spec.model;
+    job.cluster = spec.cluster;
+    job.cluster.num_gpus = t * p;
+    job.plan.tensor_parallel = t;
+    job.plan.pipeline_parallel = p;
+    job.plan.data_parallel = 1;
+    job.plan.micro_batch = 1;
+    job.plan.global_batch = spec.global_batch;
+    job.plan.dtype = spec.dtype;
+    if (!ValidateJob(job).ok()) continue;
+    if (EstimateMemory(job).fits) return std::make_pair(t, p);
+  }
+  return std::nullopt;
+}
+
+// The fastest micro-batch for footprint t x p scaled to `gpus` by d.
+absl::StatusOr<CurvePoint> DataParallelAt(const CurveSpec& spec, int64_t t, int64_t p, int64_t gpus,
+                                          const ProfileSet& profiles, const CurveOptions& options) {
+  const CurvePoint none = NoPlan(gpus);
+  if (gpus % (t * p) != 0) return none;
+  const int64_t d = gpus / (t * p);
+  if (spec.global_batch % d != 0) return none;
+  std::optional<CurvePoint> best;
+  for (int64_t mb = 1; mb <= spec.global_batch / d; ++mb) {
+    if ((spec.global_batch / d) % mb != 0) continue;
+    if (spec.max_micro_batch > 0 && mb > spec.max_micro_batch) break;
+    Job job;
+    job.model = spec.model;
+    job.cluster = spec.cluster;
+    job.cluster.num_gpus = gpus;
+    job.plan.tensor_parallel = t;
+    job.plan.pipeline_parallel = p;
+    job.plan.data_parallel = d;
+    job.plan.micro_batch = mb;
+    job.plan.global_batch = spec.global_batch;
+    job.plan.schedule = spec.schedules.front();
+    job.plan.recompute = spec.recomputes.front();
+    job.plan.dtype = spec.dtype;
+    if (!ValidateJob(job).ok() || !EstimateMemory(job).fits) continue;
+    VTRAIN_ASSIGN_OR_RETURN(CurvePoint point, PointOf(job, gpus, profiles, options));
+    if (!best || point.iteration_time_ms < best->iteration_time_ms) best = point;
+  }
+  return best ? *best : none;
+}
+
+absl::Status CheckSpec(const CurveSpec& spec) {
+  if (spec.gpu_counts.empty()) {
+    return absl::InvalidArgumentError("gpu_counts is empty; give the GPU counts of the curve");
+  }
+  for (size_t i = 0; i < spec.gpu_counts.size(); ++i) {
+    if (spec.gpu_counts[i] < 1 || (i > 0 && spec.gpu_counts[i] <= spec.gpu_counts[i - 1])) {
+      return absl::InvalidArgumentError(absl::StrCat("gpu_counts[", i, "]=", spec.gpu_counts[i],
+                                                     " must be positive and above the one before"));
+    }
+  }
+  if (spec.global_batch <= 0) return absl::InvalidArgumentError("global_batch must be positive");
+  if (spec.schedules.empty() || spec.recomputes.empty()) {
+    return absl::InvalidArgumentError("schedules and recomputes need at least one value each");
+  }
+  // The shape itself (model, cluster, batch) on the smallest plan, so that a
+  // bad model is an error rather than a curve of points that do not fit.
+  Job probe;
+  probe.model = spec.model;
+  probe.cluster = spec.cluster;
+  probe.cluster.num_gpus = 1;
+  probe.plan.global_batch = spec.global_batch;
+  probe.plan.dtype = spec.dtype;
+  return ValidateJob(probe);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<CurvePoint>> ThroughputCurve(const CurveSpec& spec,
+                                                        const ProfileSet& profiles,
+                                                        const CurveOptions& options) {
+  VTRAIN_RETURN_IF_ERROR(CheckSpec(spec));
+  std::optional<std::pair<int64_t, int64_t>> footprint;
+  if (spec.policy == CurvePolicy::kDataParallel) footprint = Footprint(spec);
+  std::vector<CurvePoint> curve;
+  const int64_t n = static_cast<int64_t>(spec.gpu_counts.size());
+  for (int64_t i = 0; i < n; ++i) {
+    if (options.cancelled && options.cancelled()) {
+      return absl::CancelledError("throughput curve cancelled by the caller");
+    }
+    const int64_t gpus = spec.gpu_counts[i];
+    absl::StatusOr<CurvePoint> point =
+        spec.policy == CurvePolicy::kBest
+            ? BestAt(spec, gpus, profiles, options)
+            : (footprint ? DataParallelAt(spec, footprint->first, footprint->second, gpus, profiles,
+                                          options)
+                         : absl::StatusOr<CurvePoint>(NoPlan(gpus)));
+    // A count no plan can use (e.g. more GPUs than the batch has sequences)
+    // is a point that does not fit, not an error for the whole curve.
+    if (!point.ok() && point.status().code() == absl::StatusCode::kInvalidArgument) {
+      point = NoPlan(gpus);
+    }
+    if (!point.ok()) return point.status();
+    curve.push_back(*point);
+    if (options.progress) options.progress(i + 1, n);
+  }
+  if (spec.monotone) {
+    std::optional<CurvePoint> best;
+    for (CurvePoint& point : curve) {
+      if (point.fits && (!best || point.samples_per_s >= best->samples_per_s)) {
+        best = point;
+      } else if (best) {
+        const int64_t gpus = point.gpus;
+        point = *best;
+        point.gpus = gpus;  // the plan keeps its own job.cluster.num_gpus
+      }
+    }
+  }
+  return curve;
+}
+
+}  // namespace vtrain

@@ -1,0 +1,83 @@
+#include "core/plan/curve.h"
+
+#include "core/profile/default_profiles.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace vtrain {
+namespace {
+
+using ::testing::HasSubstr;
+using ::vtrain::testing::StatusIs;
+
+CurveSpec Gpt13bSpec(CurvePolicy policy) {
+  CurveSpec spec;
+  spec.model = *ModelPreset("gpt3-1.3b");
+  spec.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), 0);
+  spec.global_batch = 128;
+  spec.gpu_counts = {8, 16, 24, 32, 64};
+  spec.policy = policy;
+  return spec;
+}
+
+TEST(CurveTest, TheBestPlanIsNeverSlowerThanDataParallelScaling) {
+  const ProfileSet profiles = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::vector<CurvePoint> best,
+                              ThroughputCurve(Gpt13bSpec(CurvePolicy::kBest), profiles));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::vector<CurvePoint> dp,
+                              ThroughputCurve(Gpt13bSpec(CurvePolicy::kDataParallel), profiles));
+  ASSERT_EQ(best.size(), 5u);
+  ASSERT_EQ(dp.size(), 5u);
+  for (size_t i = 0; i < best.size(); ++i) {
+    EXPECT_EQ(best[i].gpus, dp[i].gpus);
+    ASSERT_TRUE(best[i].fits) << best[i].gpus;
+    EXPECT_EQ(best[i].job.cluster.num_gpus, best[i].gpus);
+    EXPECT_NEAR(best[i].tokens_per_s, best[i].samples_per_s * 2048, 1e-6 * best[i].tokens_per_s);
+    EXPECT_GT(best[i].interval_high_ms, best[i].iteration_time_ms);
+    if (dp[i].fits) {
+      EXPECT_GE(best[i].samples_per_s, dp[i].samples_per_s * (1 - 1e-9)) << best[i].gpus;
+      // The data-parallel policy keeps one footprint and scales d only.
+      EXPECT_EQ(dp[i].job.plan.tensor_parallel * dp[i].job.plan.pipeline_parallel,
+                dp[0].job.plan.tensor_parallel * dp[0].job.plan.pipeline_parallel);
+    }
+  }
+  // 24 GPUs: 128 sequences do not split over 24 / (t*p) replicas of a
+  // power-of-two footprint, so scaling by d has no plan there.
+  EXPECT_FALSE(dp[2].fits);
+}
+
+TEST(CurveTest, MonotoneCurvesNeverDip) {
+  const ProfileSet profiles = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
+  CurveSpec spec = Gpt13bSpec(CurvePolicy::kDataParallel);
+  spec.monotone = true;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::vector<CurvePoint> curve, ThroughputCurve(spec, profiles));
+  for (size_t i = 1; i < curve.size(); ++i) {
+    EXPECT_GE(curve[i].samples_per_s, curve[i - 1].samples_per_s) << curve[i].gpus;
+    EXPECT_LE(curve[i].job.cluster.num_gpus, curve[i].gpus);
+  }
+  EXPECT_TRUE(curve[2].fits) << "24 GPUs reuse the 16-GPU plan";
+  EXPECT_EQ(curve[2].job.cluster.num_gpus, 16);
+}
+
+TEST(CurveTest, CountsWithoutAPlanDoNotFitAndBadSpecsAreErrors) {
+  const ProfileSet profiles = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
+  CurveSpec spec;
+  spec.model = *ModelPreset("gpt3-175b");
+  spec.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), 0);
+  spec.global_batch = 64;
+  spec.gpu_counts = {1, 8};
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::vector<CurvePoint> curve, ThroughputCurve(spec, profiles));
+  EXPECT_FALSE(curve[0].fits);
+  EXPECT_FALSE(curve[1].fits);
+  spec.gpu_counts = {16, 8};
+  EXPECT_THAT(ThroughputCurve(spec, profiles),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("gpu_counts[1]")));
+  spec.gpu_counts = {8};
+  spec.model.hidden_size = 12289;
+  EXPECT_THAT(ThroughputCurve(spec, profiles),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("model.hidden_size")));
+}
+
+}  // namespace
+}  // namespace vtrain
