@@ -28,6 +28,7 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
 int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -4,6 +4,7 @@
 #ifndef VTRAIN_PROTO_CONVERT_H_
 #define VTRAIN_PROTO_CONVERT_H_
 
+#include "proto/curve_convert.h"
 #include "proto/enum_convert.h"
 #include "proto/job_convert.h"
 #include "proto/json.h"

@@ -79,6 +79,10 @@ constexpr Row<OperatorKind, v1::OperatorKind> kOperators[] = {
     {OperatorKind::kLossBwd, v1::OPERATOR_KIND_LOSS_BWD},
     {OperatorKind::kOptimizerStep, v1::OPERATOR_KIND_OPTIMIZER_STEP},
 };
+constexpr Row<CurvePolicy, v1::CurvePolicy> kCurvePolicies[] = {
+    {CurvePolicy::kBest, v1::CURVE_POLICY_BEST},
+    {CurvePolicy::kDataParallel, v1::CURVE_POLICY_DATA_PARALLEL},
+};
 static_assert(std::size(kOperators) == kNumOperatorKinds, "every OperatorKind has a row");
 static_assert(std::size(kFidelities) == kNumFidelities, "every Fidelity has a row");
 
@@ -96,6 +100,7 @@ VTRAIN_ENUM_PAIR(Objective, Objective, kObjectives)
 VTRAIN_ENUM_PAIR(LinkScope, LinkScope, kScopes)
 VTRAIN_ENUM_PAIR(Collective, Collective, kCollectives)
 VTRAIN_ENUM_PAIR(OperatorKind, OperatorKind, kOperators)
+VTRAIN_ENUM_PAIR(CurvePolicy, CurvePolicy, kCurvePolicies)
 #undef VTRAIN_ENUM_PAIR
 
 std::string ProtoEnumNames(const google::protobuf::EnumDescriptor& d) {

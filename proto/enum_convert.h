@@ -1,5 +1,5 @@
 // Every closed set the API names (dtype, schedule, recompute, granularity,
-// fidelity, objective, link scope, collective, operator) mapped between its
+// fidelity, objective, link scope, collective, operator, curve policy) mapped between its
 // core enum and its vtrain.v1 enum, each by one table (enum_convert.cc).
 #ifndef VTRAIN_PROTO_ENUM_CONVERT_H_
 #define VTRAIN_PROTO_ENUM_CONVERT_H_
@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/graph/iteration.h"
+#include "core/plan/curve.h"
 #include "core/plan/search.h"
 #include "core/profile/profile.h"
 #include "core/spec/gpu.h"
@@ -31,6 +32,7 @@ v1::Objective ToProto(Objective value);
 v1::LinkScope ToProto(LinkScope value);
 v1::Collective ToProto(Collective value);
 v1::OperatorKind ToProto(OperatorKind value);
+v1::CurvePolicy ToProto(CurvePolicy value);
 
 // Proto to core: nullopt for *_UNSPECIFIED and for numbers the enum does not
 // define (a newer client, or a corrupt message).
@@ -43,6 +45,7 @@ std::optional<Objective> FromProto(v1::Objective value);
 std::optional<LinkScope> FromProto(v1::LinkScope value);
 std::optional<Collective> FromProto(v1::Collective value);
 std::optional<OperatorKind> FromProto(v1::OperatorKind value);
+std::optional<CurvePolicy> FromProto(v1::CurvePolicy value);
 
 // The names a proto enum defines other than *_UNSPECIFIED, comma-separated,
 // for error messages.

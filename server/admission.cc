@@ -45,6 +45,20 @@ std::optional<AdmissionGate::Slot> AdmissionGate::TryEnter() {
   return Slot(this);
 }
 
+absl::StatusOr<std::vector<AdmissionGate::Slot>> AdmissionGate::EnterWide(
+    const std::function<bool()>& cancelled) {
+  std::vector<Slot> slots;
+  absl::StatusOr<Slot> first = Enter(cancelled);
+  if (!first.ok()) return first.status();
+  slots.push_back(*std::move(first));
+  while (static_cast<int>(slots.size()) < capacity_) {
+    std::optional<Slot> more = TryEnter();
+    if (!more) break;
+    slots.push_back(*std::move(more));
+  }
+  return slots;
+}
+
 void AdmissionGate::Leave() {
   absl::MutexLock lock(&mu_);
   --busy_;

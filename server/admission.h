@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -46,6 +47,10 @@ class AdmissionGate {
   // A free slot now, or nullopt without waiting (a search widens itself over
   // the slots nobody else is using). Thread-safe.
   std::optional<Slot> TryEnter();
+  // One slot, waited for as Enter waits, then as many more as are free now
+  // (at most capacity in all): for work that spreads over threads, one per
+  // slot (searches, curves). CANCELLED as Enter.
+  absl::StatusOr<std::vector<Slot>> EnterWide(const std::function<bool()>& cancelled);
 
   int BusyForTest() const;
 

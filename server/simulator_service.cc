@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "core/plan/curve.h"
 #include "core/plan/search.h"
 #include "core/predict/predictor.h"
 #include "core/util/status_macros.h"
@@ -41,10 +42,54 @@ SimulatorService::SimulatorService(const ServerOptions& options, Registry& regis
       max_graph_bytes_(options.max_request_memory_bytes),
       predict_{"Predict", Access::kRead, RefusedByRegistry(options.role, "predict")},
       search_{"Search", Access::kRead, RefusedByRegistry(options.role, "search")},
+      curve_{"ThroughputCurve", Access::kRead, RefusedByRegistry(options.role, "draw curves")},
       registry_(registry),
       admission_(admission),
       runner_(runner),
       metrics_(metrics) {}
+
+grpc::Status SimulatorService::ThroughputCurve(grpc::ServerContext* ctx,
+                                               const v1::ThroughputCurveRequest* req,
+                                               v1::ThroughputCurveResponse* resp) {
+  return runner_.Run(*ctx, curve_, *req, [&] { return RunCurve(ctx, req, resp); });
+}
+
+absl::Status SimulatorService::RunCurve(const grpc::ServerContext* ctx,
+                                        const v1::ThroughputCurveRequest* req,
+                                        v1::ThroughputCurveResponse* resp) {
+  VTRAIN_ASSIGN_OR_RETURN(convert::CurveCall call, convert::CurveCallFromProto(*req));
+  resp->set_policy(req->policy() == v1::CURVE_POLICY_UNSPECIFIED ? v1::CURVE_POLICY_BEST
+                                                                 : req->policy());
+  CurveOptions options;
+  options.cancelled = [ctx] { return ctx->IsCancelled(); };
+  VTRAIN_ASSIGN_OR_RETURN(std::vector<AdmissionGate::Slot> slots,
+                          admission_.EnterWide(options.cancelled));
+  options.threads = static_cast<int>(slots.size());
+  for (size_t i = 0; i < call.specs.size(); ++i) {
+    const CurveSpec& spec = call.specs[i];
+    VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
+                            registry_.TablesFor(/*profile_set_id=*/"", spec.cluster.gpu));
+    // Cached per (job shape, plan space, counts, profile set): schedulers ask
+    // for the same curves again and again.
+    v1::ThroughputCurveRequest key_request = *req;
+    key_request.clear_jobs();
+    *key_request.add_jobs() = req->jobs(static_cast<int>(i));
+    key_request.mutable_jobs(0)->clear_name();
+    const std::string key =
+        absl::StrCat(tables->id, "/", tables->name, "/", key_request.SerializeAsString());
+    v1::Curve* curve = resp->add_curves();
+    if (curve_cache_.Get(key, curve)) {
+      curve->set_name(call.names[i]);
+      continue;
+    }
+    absl::StatusOr<std::vector<CurvePoint>> points =
+        vtrain::ThroughputCurve(spec, *tables, options);
+    if (!points.ok()) return ExplainCancellation(*ctx, points.status(), "curve");
+    convert::CurveToProto(call.names[i], *points, curve);
+    curve_cache_.Put(key, *curve);
+  }
+  return absl::OkStatus();
+}
 
 grpc::Status SimulatorService::Predict(grpc::ServerContext* ctx, const v1::PredictRequest* req,
                                        v1::PredictResponse* resp) {
@@ -102,14 +147,8 @@ absl::Status SimulatorService::RunSearch(const grpc::ServerContext* ctx,
   options.cancelled = [ctx] { return ctx->IsCancelled(); };
   // Admission covers searches too: one slot, waited for like a prediction's,
   // then as many more as are free now; the search runs a thread per slot.
-  std::vector<AdmissionGate::Slot> slots;
-  VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot first, admission_.Enter(options.cancelled));
-  slots.push_back(std::move(first));
-  while (static_cast<int>(slots.size()) < admission_.capacity()) {
-    std::optional<AdmissionGate::Slot> more = admission_.TryEnter();
-    if (!more) break;
-    slots.push_back(*std::move(more));
-  }
+  VTRAIN_ASSIGN_OR_RETURN(std::vector<AdmissionGate::Slot> slots,
+                          admission_.EnterWide(options.cancelled));
   options.threads = static_cast<int>(slots.size());
   // Progress as results finish, at most every 2% (writes are serialised).
   absl::Mutex write_mu;

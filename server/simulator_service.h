@@ -1,4 +1,4 @@
-// The Simulator gRPC service: Predict and Search, translated from their
+// The Simulator gRPC service: Predict, Search and ThroughputCurve, translated from their
 // messages into core calls over the profile sets a Registry holds, behind the
 // admission gate.
 #ifndef VTRAIN_SERVER_SIMULATOR_SERVICE_H_
@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "grpcpp/grpcpp.h"
 #include "server/admission.h"
+#include "server/curve_cache.h"
 #include "server/method_runner.h"
 #include "server/metrics.h"
 #include "server/registry.h"
@@ -27,17 +28,23 @@ class SimulatorService final : public v1::Simulator::Service {
                        v1::PredictResponse* resp) override;
   grpc::Status Search(grpc::ServerContext* ctx, const v1::SearchRequest* req,
                       grpc::ServerWriter<v1::SearchResponse>* writer) override;
+  grpc::Status ThroughputCurve(grpc::ServerContext* ctx, const v1::ThroughputCurveRequest* req,
+                               v1::ThroughputCurveResponse* resp) override;
 
  private:
   absl::Status RunPredict(const grpc::ServerContext* ctx, const v1::PredictRequest* req,
                           v1::PredictResponse* resp);
   absl::Status RunSearch(const grpc::ServerContext* ctx, const v1::SearchRequest* req,
                          grpc::ServerWriter<v1::SearchResponse>* writer);
+  absl::Status RunCurve(const grpc::ServerContext* ctx, const v1::ThroughputCurveRequest* req,
+                        v1::ThroughputCurveResponse* resp);
 
   const int64_t max_tasks_;
   const int64_t max_graph_bytes_;
   const Method predict_;
   const Method search_;
+  const Method curve_;
+  CurveCache curve_cache_;
   Registry& registry_;
   AdmissionGate& admission_;
   const MethodRunner& runner_;

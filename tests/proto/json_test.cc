@@ -101,6 +101,7 @@ TEST(EnumConvertTest, EveryTableIsCompleteBothWays) {
   ExpectTableComplete<v1::LinkScope>();
   ExpectTableComplete<v1::Collective>();
   ExpectTableComplete<v1::OperatorKind>();
+  ExpectTableComplete<v1::CurvePolicy>();
 }
 
 TEST(EnumConvertTest, UnspecifiedTakesTheDefaultAndUnknownNumbersNameTheField) {

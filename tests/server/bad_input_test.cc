@@ -307,6 +307,49 @@ std::vector<Case<v1::ProfileSet>> PushCases() {
   return cases;
 }
 
+std::vector<Case<v1::ThroughputCurveRequest>> CurveCases() {
+  using R = v1::ThroughputCurveRequest;
+  return {
+      {"no jobs", [](R& r) { r.clear_jobs(); }, kBad, "jobs"},
+      {"too many jobs",
+       [](R& r) {
+         for (int i = 0; i < 70; ++i) *r.add_jobs() = r.jobs(0);
+       },
+       kBad, "jobs"},
+      {"no counts", [](R& r) { r.clear_gpu_counts(); }, kBad, "gpu_counts"},
+      {"zero count", [](R& r) { r.add_gpu_counts(0); }, kBad, "gpu_counts"},
+      {"too many points",
+       [](R& r) {
+         r.clear_gpu_counts();
+         r.set_max_gpus(1 << 20);
+         r.set_step(1);
+       },
+       kBad, "at most 1024"},
+      {"negative step",
+       [](R& r) {
+         r.clear_gpu_counts();
+         r.set_max_gpus(64);
+         r.set_step(-8);
+       },
+       kBad, "max_gpus"},
+      {"policy unknown", [](R& r) { r.set_policy(static_cast<v1::CurvePolicy>(9)); }, kBad,
+       "policy"},
+      {"unknown preset", [](R& r) { r.mutable_jobs(0)->mutable_model()->set_preset("nope"); }, kBad,
+       "jobs[0].model.preset"},
+      {"unknown gpu", [](R& r) { r.mutable_jobs(0)->mutable_cluster()->set_gpu("nope"); }, kBad,
+       "jobs[0].cluster.gpu"},
+      {"no global batch", [](R& r) { r.mutable_jobs(0)->set_global_batch(0); }, kBad,
+       "jobs[0].global_batch"},
+      {"dtype unknown", [](R& r) { r.mutable_jobs(0)->set_dtype(static_cast<v1::DType>(9)); }, kBad,
+       "jobs[0].dtype"},
+      {"tp zero", [](R& r) { r.add_tensor_parallel(0); }, kBad, "tensor_parallel"},
+      {"negative max micro batch", [](R& r) { r.set_max_micro_batch(-1); }, kBad,
+       "max_micro_batch"},
+      {"schedule unknown", [](R& r) { r.add_schedules(static_cast<v1::PipelineSchedule>(9)); },
+       kBad, "schedules[0]"},
+  };
+}
+
 class BadInputTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -374,6 +417,20 @@ TEST_F(BadInputTest, EveryBadRpcGetsItsSpecificErrorAndNothingIsStored) {
     EXPECT_EQ(s.error_code(), c.code) << "Push, " << c.name << ": " << s.error_message();
     EXPECT_NE(s.error_message().find(c.says), std::string::npos)
         << "Push, " << c.name << ": " << s.error_message();
+    ++checked;
+  }
+  for (const auto& c : CurveCases()) {
+    v1::ThroughputCurveRequest r;
+    v1::CurveJob* job = r.add_jobs();
+    job->mutable_model()->set_preset("gpt3-1.3b");
+    job->set_global_batch(64);
+    r.add_gpu_counts(8);
+    c.mutate(r);
+    v1::ThroughputCurveResponse resp;
+    grpc::Status s = sim_->ThroughputCurve(Ctx().get(), r, &resp);
+    EXPECT_EQ(s.error_code(), c.code) << "Curve, " << c.name << ": " << s.error_message();
+    EXPECT_NE(s.error_message().find(c.says), std::string::npos)
+        << "Curve, " << c.name << ": " << s.error_message();
     ++checked;
   }
   // The registry's other methods.

@@ -1,0 +1,242 @@
+// vtrainctl curve: throughput against GPU count for a job shape, the curve an
+// elastic cluster scheduler plans with (Simulator.ThroughputCurve).
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "client/commands.h"
+#include "client/job_flags.h"
+#include "common/connection.h"
+#include "core/profile/default_profiles.h"
+#include "core/util/status_macros.h"
+#include "proto/curve_convert.h"
+#include "proto/enum_convert.h"
+#include "proto/json.h"
+#include "vtrain/v1/vtrain.grpc.pb.h"
+
+namespace vtrain::cli {
+namespace {
+
+constexpr char kHelp[] =
+    "usage: vtrainctl curve --model PRESET --global-batch N (--gpu-counts A,B,.. | --max-gpus N "
+    "[--step N]) [flags]\n\n"
+    "For each GPU count, the best plan that fits and its throughput (iterations, samples and\n"
+    "tokens per second), under the `best` policy (the full 3D plan search) or\n"
+    "`data-parallel` (the smallest t x p that fits, t inside a node first, scaled by d only,\n"
+    "as ElasticFlow plans). --compare draws both.\n\n"
+    "examples:\n"
+    "  vtrainctl curve --model gpt3-175b --global-batch 1536 --max-gpus 1024 --step 64 --compare\n"
+    "  vtrainctl curve --model gpt3-13b --global-batch 512 --gpu-counts 8,16,32,64 "
+    "--format elasticflow\n\nflags:\n";
+
+absl::Status AddList(const common::FlagParser& f, const char* flag,
+                     google::protobuf::RepeatedField<int64_t>* out) {
+  if (auto list = f.Get(flag)) {
+    for (absl::string_view v : absl::StrSplit(*list, ',', absl::SkipEmpty())) {
+      int64_t x = 0;
+      if (!absl::SimpleAtoi(v, &x)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", flag, ": '", v, "' is not an integer"));
+      }
+      out->Add(x);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::ThroughputCurveRequest> CurveRequestFromFlags(const common::FlagParser& f) {
+  v1::ThroughputCurveRequest r;
+  v1::CurveJob* job = r.add_jobs();
+  VTRAIN_ASSIGN_OR_RETURN(*job->mutable_model(), ModelSpecFromFlags(f));
+  VTRAIN_ASSIGN_OR_RETURN(*job->mutable_cluster(), ClusterSpecFromFlags(f));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> gb, f.GetInt("global-batch"));
+  if (gb) job->set_global_batch(*gb);
+  if (auto d = f.Get("dtype")) {
+    VTRAIN_ASSIGN_OR_RETURN(DType dtype, ParseDType(*d));
+    job->set_dtype(convert::ToProto(dtype));
+  }
+  VTRAIN_RETURN_IF_ERROR(AddList(f, "gpu-counts", r.mutable_gpu_counts()));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_gpus, f.GetInt("max-gpus"));
+  if (max_gpus) r.set_max_gpus(*max_gpus);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> step, f.GetInt("step"));
+  if (step) r.set_step(*step);
+  if (auto p = f.Get("policy")) {
+    if (*p == "best") {
+      r.set_policy(v1::CURVE_POLICY_BEST);
+    } else if (*p == "data-parallel") {
+      r.set_policy(v1::CURVE_POLICY_DATA_PARALLEL);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--policy='", *p, "' is unknown; use best or data-parallel"));
+    }
+  }
+  r.set_monotone(f.Switch("monotone"));
+  VTRAIN_RETURN_IF_ERROR(AddList(f, "tp-values", r.mutable_tensor_parallel()));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_mb, f.GetInt("max-micro-batch"));
+  if (max_mb) r.set_max_micro_batch(*max_mb);
+  return r;
+}
+
+// The curves in this process on the built-in profiles, as a server draws them.
+absl::StatusOr<v1::ThroughputCurveResponse> CurveLocally(const v1::ThroughputCurveRequest& r,
+                                                         int threads) {
+  VTRAIN_ASSIGN_OR_RETURN(convert::CurveCall call, convert::CurveCallFromProto(r));
+  v1::ThroughputCurveResponse resp;
+  resp.set_policy(r.policy() == v1::CURVE_POLICY_UNSPECIFIED ? v1::CURVE_POLICY_BEST : r.policy());
+  CurveOptions options;
+  options.threads = threads;
+  for (size_t i = 0; i < call.specs.size(); ++i) {
+    VTRAIN_ASSIGN_OR_RETURN(ProfileSet profiles, BuiltinProfileSet(call.specs[i].cluster.gpu));
+    VTRAIN_ASSIGN_OR_RETURN(std::vector<CurvePoint> points,
+                            ThroughputCurve(call.specs[i], profiles, options));
+    convert::CurveToProto(call.names[i], points, resp.add_curves());
+  }
+  return resp;
+}
+
+absl::StatusOr<v1::ThroughputCurveResponse> CurveRemotely(const common::FlagParser& flags,
+                                                          const v1::ThroughputCurveRequest& r) {
+  VTRAIN_ASSIGN_OR_RETURN(common::Connection c, common::Connect(flags));
+  v1::ThroughputCurveResponse resp;
+  grpc::Status s = v1::Simulator::NewStub(c.channel)->ThroughputCurve(c.Context().get(), r, &resp);
+  if (!s.ok()) return common::FromGrpc(s);
+  return resp;
+}
+
+std::string PolicyName(v1::CurvePolicy p) {
+  return p == v1::CURVE_POLICY_DATA_PARALLEL ? "data-parallel" : "best";
+}
+
+std::string Table(const v1::ThroughputCurveResponse& r) {
+  std::string out;
+  for (const v1::Curve& c : r.curves()) {
+    absl::StrAppend(&out, c.name(), " (", PolicyName(r.policy()), ")\n",
+                    absl::StrFormat("%6s  %-22s %12s %9s %11s %13s %8s\n", "gpus", "plan",
+                                    "iteration_ms", "iter/s", "samples/s", "tokens/s", "mem_GiB"));
+    for (const v1::CurvePoint& p : c.points()) {
+      if (!p.fits()) {
+        absl::StrAppend(&out, absl::StrFormat("%6d  does not fit\n", p.gpus()));
+        continue;
+      }
+      const v1::ParallelPlan& q = p.plan();
+      const std::string plan = absl::StrFormat(
+          "t=%d d=%d p=%d mb=%d%s", q.tensor_parallel(), q.data_parallel(), q.pipeline_parallel(),
+          q.micro_batch(), p.plan_gpus() < p.gpus() ? absl::StrCat(" (", p.plan_gpus(), ")") : "");
+      absl::StrAppend(
+          &out, absl::StrFormat("%6d  %-22s %12.1f %9.4f %11.2f %13.0f %8.1f\n", p.gpus(), plan,
+                                p.iteration_time_ms(), p.iterations_per_s(), p.samples_per_s(),
+                                p.tokens_per_s(), p.peak_memory_bytes() / (1 << 30)));
+    }
+  }
+  return out;
+}
+
+std::string Csv(const std::vector<v1::ThroughputCurveResponse>& responses) {
+  std::string out =
+      "name,policy,gpus,fits,tensor_parallel,data_parallel,pipeline_parallel,micro_batch,"
+      "plan_gpus,iteration_time_ms,iterations_per_s,samples_per_s,tokens_per_s,peak_memory_gib\n";
+  for (const v1::ThroughputCurveResponse& r : responses) {
+    for (const v1::Curve& c : r.curves()) {
+      for (const v1::CurvePoint& p : c.points()) {
+        const v1::ParallelPlan& q = p.plan();
+        absl::StrAppend(
+            &out, absl::StrFormat("%s,%s,%d,%d,%d,%d,%d,%d,%d,%.3f,%.6f,%.3f,%.1f,%.2f\n", c.name(),
+                                  PolicyName(r.policy()), p.gpus(), p.fits(), q.tensor_parallel(),
+                                  q.data_parallel(), q.pipeline_parallel(), q.micro_batch(),
+                                  p.plan_gpus(), p.iteration_time_ms(), p.iterations_per_s(),
+                                  p.samples_per_s(), p.tokens_per_s(),
+                                  p.peak_memory_bytes() / (1 << 30)));
+      }
+    }
+  }
+  return out;
+}
+
+// The throughput table ElasticFlow-style schedulers read: for each model,
+// iterations per second by GPU count (0 where no plan fits).
+std::string ElasticFlowTable(const v1::ThroughputCurveResponse& r) {
+  std::string out = "model,num_gpus,iterations_per_s\n";
+  for (const v1::Curve& c : r.curves()) {
+    for (const v1::CurvePoint& p : c.points()) {
+      absl::StrAppend(&out, absl::StrFormat("%s,%d,%.6f\n", c.name(), p.gpus(),
+                                            p.fits() ? p.iterations_per_s() : 0.0));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  common::FlagParser flags("vtrainctl curve");
+  AddModelFlags(flags);
+  AddClusterFlags(flags);
+  flags.AddValue("global-batch", "N", "global batch in sequences");
+  flags.AddValue("dtype", "T", "fp16 or bf16 (default fp16)");
+  flags.AddValue("gpu-counts", "A,B,..", "the GPU counts of the curve");
+  flags.AddValue("max-gpus", "N", "every multiple of --step up to N GPUs");
+  flags.AddValue("step", "N", "with --max-gpus (default: GPUs per node)");
+  flags.AddValue("policy", "P", "best (default) or data-parallel");
+  flags.AddSwitch("compare", "both policies (table, --csv)");
+  flags.AddSwitch("monotone", "the best achievable at or below each count");
+  flags.AddValue("tp-values", "A,B,..", "tensor-parallel degrees (best policy)");
+  flags.AddValue("max-micro-batch", "N", "largest micro-batch");
+  flags.AddValue("threads", "N", "parallel predictions (default: all cores)");
+  flags.AddValue("format", "F", "elasticflow: the model,num_gpus,iterations_per_s table");
+  flags.AddSwitch("csv", "print every point as CSV");
+  flags.AddSwitch("json", "print the vtrain.v1.ThroughputCurveResponse as JSON");
+  common::AddConnectionFlags(flags);
+  flags.AddSwitch("local", "draw in this process (the default without --server)");
+  flags.AddSwitch("help", "show this help");
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "curve", s);
+  if (flags.Switch("help")) {
+    out << kHelp << flags.Usage();
+    return common::kExitOk;
+  }
+  if (flags.Has("server") && flags.Switch("local")) {
+    return Fail(err, "curve",
+                absl::InvalidArgumentError("give either --local or --server, not both"));
+  }
+  if (auto f = flags.Get("format"); f && *f != "elasticflow") {
+    return Fail(err, "curve",
+                absl::InvalidArgumentError(
+                    absl::StrCat("--format='", *f, "' is unknown; use elasticflow")));
+  }
+  if (flags.Switch("compare") && flags.Has("policy")) {
+    return Fail(err, "curve",
+                absl::InvalidArgumentError("--compare draws both policies; drop --policy"));
+  }
+  absl::StatusOr<v1::ThroughputCurveRequest> request = CurveRequestFromFlags(flags);
+  if (!request.ok()) return Fail(err, "curve", request.status());
+  absl::StatusOr<std::optional<int64_t>> threads = flags.GetInt("threads");
+  if (!threads.ok()) return Fail(err, "curve", threads.status());
+  const int n_threads =
+      static_cast<int>(threads->value_or(std::max(1u, std::thread::hardware_concurrency())));
+  std::vector<v1::ThroughputCurveRequest> requests = {*request};
+  if (flags.Switch("compare")) {
+    requests[0].set_policy(v1::CURVE_POLICY_DATA_PARALLEL);
+    requests.push_back(*request);
+    requests[1].set_policy(v1::CURVE_POLICY_BEST);
+  }
+  std::vector<v1::ThroughputCurveResponse> responses;
+  for (const v1::ThroughputCurveRequest& r : requests) {
+    absl::StatusOr<v1::ThroughputCurveResponse> resp =
+        flags.Has("server") ? CurveRemotely(flags, r) : CurveLocally(r, n_threads);
+    if (!resp.ok()) return Fail(err, "curve", resp.status());
+    responses.push_back(*std::move(resp));
+  }
+  if (flags.Switch("json")) {
+    for (const v1::ThroughputCurveResponse& r : responses) out << convert::ToJson(r);
+  } else if (flags.Switch("csv")) {
+    out << Csv(responses);
+  } else if (flags.Has("format")) {
+    for (const v1::ThroughputCurveResponse& r : responses) out << ElasticFlowTable(r);
+  } else {
+    for (const v1::ThroughputCurveResponse& r : responses) out << Table(r);
+  }
+  return common::kExitOk;
+}
+
+}  // namespace vtrain::cli

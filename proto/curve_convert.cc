@@ -1,0 +1,144 @@
+#include "proto/curve_convert.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "proto/enum_convert.h"
+#include "proto/job_convert.h"
+
+namespace vtrain::convert {
+namespace {
+
+// The counts of a request: its list, or every multiple of step up to max.
+std::vector<int64_t> Counts(const v1::ThroughputCurveRequest& r, int64_t gpus_per_node,
+                            std::vector<std::string>& problems) {
+  std::vector<int64_t> counts(r.gpu_counts().begin(), r.gpu_counts().end());
+  if (counts.empty()) {
+    const int64_t step = r.step() > 0 ? r.step() : gpus_per_node;
+    if (r.max_gpus() <= 0 || r.step() < 0) {
+      problems.push_back(
+          "give gpu_counts (--gpu-counts), or max_gpus (--max-gpus) with an "
+          "optional step (--step)");
+      return {};
+    }
+    if (r.max_gpus() / step > kMaxCurvePoints) {
+      problems.push_back(absl::StrCat("max_gpus / step = ", r.max_gpus() / step,
+                                      " points; a curve has at most ", kMaxCurvePoints));
+      return {};
+    }
+    for (int64_t g = step; g <= r.max_gpus(); g += step) counts.push_back(g);
+  }
+  if (counts.size() > static_cast<size_t>(kMaxCurvePoints)) {
+    problems.push_back(
+        absl::StrCat("gpu_counts has ", counts.size(), " values; at most ", kMaxCurvePoints));
+    return {};
+  }
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  if (!counts.empty() && (counts.front() < 1 || counts.back() > (int64_t{1} << 24))) {
+    problems.push_back("gpu_counts values must be in [1, 16777216]");
+  }
+  return counts;
+}
+
+// The plan-space fields shared by every job of the request.
+void PlanSpace(const v1::ThroughputCurveRequest& r, CurveSpec& spec,
+               std::vector<std::string>& problems) {
+  for (int64_t t : r.tensor_parallel()) {
+    if (t < 1 || t > 1024) {
+      problems.push_back(absl::StrCat("tensor_parallel value ", t, " must be in [1, 1024]"));
+    } else if (std::find(spec.tensor_parallel.begin(), spec.tensor_parallel.end(), t) ==
+               spec.tensor_parallel.end()) {
+      spec.tensor_parallel.push_back(t);
+    }
+  }
+  if (r.max_micro_batch() < 0) problems.push_back("max_micro_batch must not be negative");
+  spec.max_micro_batch = r.max_micro_batch();
+  if (r.schedules_size() > 0) spec.schedules.clear();
+  for (int i = 0; i < r.schedules_size(); ++i) {
+    auto v =
+        FromProtoOr(r.schedules(i), PipelineSchedule::k1F1B, absl::StrCat("schedules[", i, "]"));
+    if (v.ok()) {
+      spec.schedules.push_back(*v);
+    } else {
+      problems.emplace_back(v.status().message());
+    }
+  }
+  if (r.recomputes_size() > 0) spec.recomputes.clear();
+  for (int i = 0; i < r.recomputes_size(); ++i) {
+    auto v = FromProtoOr(r.recomputes(i), Recompute::kFull, absl::StrCat("recomputes[", i, "]"));
+    if (v.ok()) {
+      spec.recomputes.push_back(*v);
+    } else {
+      problems.emplace_back(v.status().message());
+    }
+  }
+  auto policy = FromProtoOr(r.policy(), CurvePolicy::kBest, "policy");
+  if (policy.ok()) {
+    spec.policy = *policy;
+  } else {
+    problems.emplace_back(policy.status().message());
+  }
+  spec.monotone = r.monotone();
+}
+
+}  // namespace
+
+absl::StatusOr<CurveCall> CurveCallFromProto(const v1::ThroughputCurveRequest& r) {
+  std::vector<std::string> problems;
+  if (r.jobs_size() == 0 || r.jobs_size() > kMaxCurveJobs) {
+    problems.push_back(
+        absl::StrCat("jobs has ", r.jobs_size(), " entries; give 1 to ", kMaxCurveJobs));
+  }
+  CurveSpec common;
+  PlanSpace(r, common, problems);
+  CurveCall call;
+  for (int i = 0; i < r.jobs_size() && i < kMaxCurveJobs; ++i) {
+    const v1::CurveJob& j = r.jobs(i);
+    const std::string where = absl::StrCat("jobs[", i, "].");
+    CurveSpec spec = common;
+    absl::StatusOr<ModelSpec> model = ModelFromProto(j.model());
+    absl::StatusOr<ClusterSpec> cluster = ClusterFromProto(j.cluster());
+    absl::StatusOr<DType> dtype = FromProtoOr(j.dtype(), DType::kFp16, where + "dtype");
+    for (const absl::Status& s : {model.status(), cluster.status(), dtype.status()}) {
+      if (!s.ok()) problems.push_back(absl::StrCat(where, s.message()));
+    }
+    if (j.global_batch() <= 0) problems.push_back(where + "global_batch must be positive");
+    if (!model.ok() || !cluster.ok() || !dtype.ok()) continue;
+    spec.model = *model;
+    spec.cluster = *cluster;
+    spec.dtype = *dtype;
+    spec.global_batch = j.global_batch();
+    spec.gpu_counts = Counts(r, spec.cluster.gpus_per_node, problems);
+    call.names.push_back(j.name().empty() ? spec.model.name : j.name());
+    call.specs.push_back(std::move(spec));
+  }
+  if (!problems.empty()) {
+    std::sort(problems.begin(), problems.end());
+    problems.erase(std::unique(problems.begin(), problems.end()), problems.end());
+    return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
+  }
+  return call;
+}
+
+void CurveToProto(const std::string& name, const std::vector<CurvePoint>& points, v1::Curve* out) {
+  out->set_name(name);
+  for (const CurvePoint& p : points) {
+    v1::CurvePoint* q = out->add_points();
+    q->set_gpus(p.gpus);
+    q->set_fits(p.fits);
+    if (!p.fits) continue;
+    *q->mutable_plan() = JobToProto(p.job).plan();
+    q->set_plan_gpus(p.job.cluster.num_gpus);
+    q->set_iteration_time_ms(p.iteration_time_ms);
+    q->set_iterations_per_s(1e3 / p.iteration_time_ms);
+    q->set_samples_per_s(p.samples_per_s);
+    q->set_tokens_per_s(p.tokens_per_s);
+    q->set_peak_memory_bytes(p.peak_memory_bytes);
+    q->set_interval_low_ms(p.interval_low_ms);
+    q->set_interval_high_ms(p.interval_high_ms);
+  }
+}
+
+}  // namespace vtrain::convert
