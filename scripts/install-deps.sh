@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages vtrain builds with (and openssl, which the
-# TLS test uses to make its certificates), if any are missing.
+# TLS test uses to make its certificates, and the Python gRPC packages the
+# Python client's test uses), if any are missing.
 # With arguments, installs those packages instead (the deploy checks and the
 # container smoke test use it for their tools).
 set -euo pipefail
 
 packages=(cmake g++ make pkg-config libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libsqlite3-dev
-  prometheus-cpp-dev openssl)
+  prometheus-cpp-dev openssl python3-grpcio python3-protobuf)
 if [ $# -gt 0 ]; then packages=("$@"); fi
 
 missing=()
