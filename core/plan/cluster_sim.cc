@@ -1,0 +1,260 @@
+#include "core/plan/cluster_sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace vtrain {
+
+double ThroughputTable::At(int64_t g) const {
+  double best = 0;
+  for (size_t i = 0; i < gpus.size() && gpus[i] <= g; ++i) {
+    if (iterations_per_s[i] > 0) best = iterations_per_s[i];
+  }
+  return best;
+}
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct Running {
+  const ClusterJob* job;
+  const ThroughputTable* table;
+  double remaining = 0;     // iterations
+  int64_t gpus = 0;         // allocated now
+  double paused_until = 0;  // restarting after a change of GPUs
+  bool arrived = false, admitted = false, done = false;
+  JobOutcome outcome;
+};
+
+class Cluster {
+ public:
+  Cluster(std::vector<Running> jobs, const ClusterSimOptions& options)
+      : jobs_(std::move(jobs)), options_(options) {}
+
+  ClusterOutcome Run() {
+    size_t next_arrival = 0;
+    double now = jobs_.empty() ? 0 : jobs_.front().job->submit_s;
+    const double start = now;
+    while (true) {
+      const double arrival = next_arrival < jobs_.size() ? jobs_[next_arrival].job->submit_s : kInf;
+      const double completion = NextCompletion(now);
+      const double t = std::min(arrival, completion);
+      if (t == kInf) break;
+      Advance(now, t);
+      now = t;
+      while (next_arrival < jobs_.size() && jobs_[next_arrival].job->submit_s <= now) {
+        Arrive(jobs_[next_arrival], now);
+        ++next_arrival;
+      }
+      Replan(now);
+    }
+    return Summarise(start);
+  }
+
+ private:
+  double FinishTime(const Running& r, int64_t gpus, double now) const {
+    const double tput = r.table->At(gpus);
+    if (tput <= 0) return kInf;
+    return std::max(now, r.paused_until) + r.remaining / tput;
+  }
+
+  double NextCompletion(double now) const {
+    double t = kInf;
+    for (const Running& r : jobs_) {
+      if (r.arrived && !r.done && r.gpus > 0) t = std::min(t, FinishTime(r, r.gpus, now));
+    }
+    return t;
+  }
+
+  void Advance(double from, double to) {
+    for (Running& r : jobs_) {
+      if (!r.arrived || r.done || r.gpus == 0) continue;
+      // Finishing is decided on the clock, not on the remaining work reaching
+      // exactly zero in floating point (which would stall the event loop).
+      const double finish = FinishTime(r, r.gpus, from);
+      const double end = std::min(to, finish);
+      const double run = std::max(0.0, end - std::max(from, r.paused_until));
+      r.remaining -= run * r.table->At(r.gpus);
+      gpu_seconds_ += (end - from) * static_cast<double>(r.gpus);
+      useful_gpu_seconds_ += run * static_cast<double>(r.gpus);
+      if (finish <= to) {
+        r.done = true;
+        r.remaining = 0;
+        r.outcome.finished = true;
+        r.outcome.finish_s = finish;
+        r.outcome.jct_s = finish - r.job->submit_s;
+        r.outcome.met_deadline = finish <= r.job->deadline_s + 1e-6;
+        r.gpus = 0;
+      }
+    }
+  }
+
+  // The fewest GPUs with which `r` still meets its deadline from `now`
+  // (counting one restart), or 0 when none does.
+  int64_t MinShare(const Running& r, double now) const {
+    for (int64_t g : r.table->gpus) {
+      if (g > options_.total_gpus) break;
+      const double tput = r.table->At(g);
+      if (tput <= 0) continue;
+      if (now + options_.rescale_overhead_s + r.remaining / tput <= r.job->deadline_s) return g;
+    }
+    return 0;
+  }
+
+  void Arrive(Running& r, double now) {
+    r.arrived = true;
+    const int64_t need = MinShare(r, now);
+    int64_t promised = 0;
+    for (const Running& o : jobs_) {
+      if (&o != &r && o.arrived && !o.done && o.admitted) {
+        promised += std::max(MinShare(o, now), o.gpus);
+      }
+    }
+    // Admission control: only with GPUs not promised to admitted jobs.
+    r.admitted = need > 0 && promised + need <= options_.total_gpus;
+    r.outcome.admitted = r.admitted;
+  }
+
+  // Minimum shares first (admitted jobs), then spare GPUs one step at a time
+  // to the job whose completion they speed up most per GPU (admitted jobs
+  // before best-effort ones).
+  void Replan(double now) {
+    std::vector<int64_t> plan(jobs_.size(), 0);
+    int64_t free = options_.total_gpus;
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      const Running& r = jobs_[i];
+      if (!r.arrived || r.done || !r.admitted) continue;
+      int64_t share = MinShare(r, now);
+      if (share == 0) share = r.table->gpus.empty() ? 0 : SmallestPlan(r);  // past saving
+      if (share > free) share = 0;
+      plan[i] = share;
+      free -= share;
+    }
+    for (int admitted_pass = 1; admitted_pass >= 0; --admitted_pass) {
+      while (true) {
+        double best_gain = 0;
+        size_t best = jobs_.size();
+        int64_t best_next = 0;
+        for (size_t i = 0; i < jobs_.size(); ++i) {
+          const Running& r = jobs_[i];
+          if (!r.arrived || r.done || r.admitted != (admitted_pass == 1)) continue;
+          const int64_t next = NextCount(r, plan[i]);
+          if (next == 0 || next - plan[i] > free) continue;
+          const double gain = (r.table->At(next) - r.table->At(plan[i])) / r.remaining /
+                              static_cast<double>(next - plan[i]);
+          if (gain > best_gain) {
+            best_gain = gain;
+            best = i;
+            best_next = next;
+          }
+        }
+        if (best == jobs_.size()) break;
+        free -= best_next - plan[best];
+        plan[best] = best_next;
+      }
+    }
+    int64_t allocated = 0;
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      Running& r = jobs_[i];
+      if (plan[i] != r.gpus) {
+        if (r.gpus > 0 && plan[i] > 0) ++r.outcome.reallocations;
+        if (plan[i] > 0) r.paused_until = now + options_.rescale_overhead_s;  // (re)start
+        r.gpus = plan[i];
+      }
+      allocated += r.gpus;
+    }
+    allocated_.emplace_back(now, allocated);
+  }
+
+  static int64_t SmallestPlan(const Running& r) {
+    for (size_t i = 0; i < r.table->gpus.size(); ++i) {
+      if (r.table->iterations_per_s[i] > 0) return r.table->gpus[i];
+    }
+    return 0;
+  }
+
+  // The next larger count with more throughput, or 0.
+  int64_t NextCount(const Running& r, int64_t current) const {
+    const double now_tput = r.table->At(current);
+    for (size_t i = 0; i < r.table->gpus.size(); ++i) {
+      const int64_t g = r.table->gpus[i];
+      if (g <= current || g > options_.total_gpus) continue;
+      if (r.table->iterations_per_s[i] > now_tput) return g;
+    }
+    return 0;
+  }
+
+  ClusterOutcome Summarise(double start) {
+    ClusterOutcome out;
+    std::vector<double> jcts;
+    double last = start;
+    int64_t met = 0;
+    for (Running& r : jobs_) {
+      r.outcome.id = r.job->id;
+      out.reallocations += r.outcome.reallocations;
+      if (r.outcome.finished) {
+        jcts.push_back(r.outcome.jct_s);
+        last = std::max(last, r.outcome.finish_s);
+      }
+      met += r.outcome.met_deadline ? 1 : 0;
+      out.jobs.push_back(r.outcome);
+    }
+    out.deadline_satisfaction =
+        jobs_.empty() ? 0 : static_cast<double>(met) / static_cast<double>(jobs_.size());
+    if (!jcts.empty()) {
+      double sum = 0;
+      for (double j : jcts) sum += j;
+      out.avg_jct_s = sum / static_cast<double>(jcts.size());
+      std::sort(jcts.begin(), jcts.end());
+      out.p95_jct_s =
+          jcts[std::min(jcts.size() - 1, static_cast<size_t>(std::ceil(0.95 * jcts.size())) - 1)];
+    }
+    out.makespan_s = last - start;
+    const double capacity = static_cast<double>(options_.total_gpus) * out.makespan_s;
+    out.gpu_utilization = capacity > 0 ? gpu_seconds_ / capacity : 0;
+    out.useful_utilization = capacity > 0 ? useful_gpu_seconds_ / capacity : 0;
+    out.allocated = std::move(allocated_);
+    return out;
+  }
+
+  std::vector<Running> jobs_;
+  const ClusterSimOptions options_;
+  double gpu_seconds_ = 0, useful_gpu_seconds_ = 0;
+  std::vector<std::pair<double, int64_t>> allocated_;
+};
+
+}  // namespace
+
+absl::StatusOr<ClusterOutcome> SimulateCluster(const std::vector<ClusterJob>& jobs,
+                                               const std::vector<ThroughputTable>& tables,
+                                               const ClusterSimOptions& options) {
+  if (options.total_gpus <= 0 || !(options.rescale_overhead_s >= 0)) {
+    return absl::InvalidArgumentError("total_gpus must be positive and rescale_overhead_s >= 0");
+  }
+  std::vector<Running> running;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const ClusterJob& j = jobs[i];
+    if (j.table < 0 || j.table >= static_cast<int>(tables.size()) || !(j.iterations > 0) ||
+        !(j.deadline_s >= j.submit_s)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("jobs[", i, "] (", j.id,
+                       "): needs an existing table, iterations > 0 and a deadline "
+                       "after its submission"));
+    }
+    Running r;
+    r.job = &j;
+    r.table = &tables[j.table];
+    r.remaining = j.iterations;
+    running.push_back(std::move(r));
+  }
+  std::stable_sort(running.begin(), running.end(), [](const Running& a, const Running& b) {
+    return a.job->submit_s < b.job->submit_s;
+  });
+  return Cluster(std::move(running), options).Run();
+}
+
+}  // namespace vtrain

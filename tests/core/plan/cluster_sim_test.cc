@@ -1,0 +1,74 @@
+#include "core/plan/cluster_sim.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace vtrain {
+namespace {
+
+using ::vtrain::testing::StatusIs;
+
+// Linear scaling up to 8 GPUs: 1 iteration/s per GPU.
+ThroughputTable Linear() { return {{1, 2, 4, 8}, {1, 2, 4, 8}}; }
+
+TEST(ClusterSimTest, OneJobRunsOnWhatSpeedsItUpAndPaysOneStart) {
+  // 800 iterations on up to 8 GPUs of a 16-GPU cluster: 100 s plus the 10 s start.
+  const std::vector<ClusterJob> jobs = {{"a", 0, 800, 1000, 0}};
+  VTRAIN_ASSERT_OK_AND_ASSIGN(
+      ClusterOutcome out,
+      SimulateCluster(jobs, {Linear()}, {.total_gpus = 16, .rescale_overhead_s = 10}));
+  ASSERT_EQ(out.jobs.size(), 1u);
+  EXPECT_TRUE(out.jobs[0].admitted);
+  EXPECT_TRUE(out.jobs[0].met_deadline);
+  EXPECT_DOUBLE_EQ(out.jobs[0].finish_s, 110);
+  EXPECT_DOUBLE_EQ(out.makespan_s, 110);
+  EXPECT_EQ(out.reallocations, 0);
+  // 8 GPUs of 16 for 110 s; 100 s of them useful.
+  EXPECT_NEAR(out.gpu_utilization, 8.0 * 110 / (16 * 110), 1e-12);
+  EXPECT_NEAR(out.useful_utilization, 8.0 * 100 / (16 * 110), 1e-12);
+}
+
+TEST(ClusterSimTest, AdmissionKeepsPromisesAndSparesGoToTheBiggestGain) {
+  // Two jobs each needing all 8 GPUs of the cluster to meet their deadline:
+  // the second is not admitted (it runs best-effort after the first).
+  const std::vector<ClusterJob> jobs = {{"first", 0, 800, 120, 0}, {"second", 1, 800, 125, 0}};
+  VTRAIN_ASSERT_OK_AND_ASSIGN(
+      ClusterOutcome out,
+      SimulateCluster(jobs, {Linear()}, {.total_gpus = 8, .rescale_overhead_s = 10}));
+  EXPECT_TRUE(out.jobs[0].admitted);
+  EXPECT_TRUE(out.jobs[0].met_deadline);
+  EXPECT_FALSE(out.jobs[1].admitted);
+  EXPECT_FALSE(out.jobs[1].met_deadline);
+  EXPECT_TRUE(out.jobs[1].finished) << "best-effort jobs still run on leftovers";
+  EXPECT_DOUBLE_EQ(out.deadline_satisfaction, 0.5);
+  EXPECT_GT(out.jobs[1].finish_s, out.jobs[0].finish_s);
+}
+
+TEST(ClusterSimTest, ABetterThroughputTableMeetsMoreDeadlines) {
+  // The same jobs; a table that scales better (a better plan at each count)
+  // can only help an admission-controlled scheduler here.
+  std::vector<ClusterJob> jobs;
+  for (int i = 0; i < 6; ++i) jobs.push_back({std::to_string(i), 10.0 * i, 600, 10.0 * i + 150, 0});
+  const ThroughputTable poor = {{1, 2, 4, 8}, {1, 1.5, 2, 2.5}};
+  const ThroughputTable good = {{1, 2, 4, 8}, {1, 2, 4, 8}};
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome a, SimulateCluster(jobs, {poor}, {.total_gpus = 16}));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome b, SimulateCluster(jobs, {good}, {.total_gpus = 16}));
+  EXPECT_GT(b.deadline_satisfaction, a.deadline_satisfaction);
+  EXPECT_LT(b.avg_jct_s, a.avg_jct_s);
+}
+
+TEST(ClusterSimTest, JobsWithoutAnyPlanNeverFinishAndBadJobsAreErrors) {
+  const ThroughputTable none = {{8, 16}, {0, 0}};
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome out,
+                              SimulateCluster({{"x", 0, 10, 100, 0}}, {none}, {.total_gpus = 16}));
+  EXPECT_FALSE(out.jobs[0].finished);
+  EXPECT_DOUBLE_EQ(out.deadline_satisfaction, 0);
+  EXPECT_THAT(SimulateCluster({{"x", 0, 10, 100, 3}}, {none}, {.total_gpus = 16}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(SimulateCluster({{"x", 5, 10, 1, 0}}, {none}, {.total_gpus = 16}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+}  // namespace
+}  // namespace vtrain
