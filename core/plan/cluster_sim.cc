@@ -111,7 +111,7 @@ class Cluster {
     int64_t promised = 0;
     for (const Running& o : jobs_) {
       if (&o != &r && o.arrived && !o.done && o.admitted) {
-        promised += std::max(MinShare(o, now), o.gpus);
+        promised += Share(o, now);  // spare GPUs handed out are not promised
       }
     }
     // Admission control: only with GPUs not promised to admitted jobs.
@@ -121,18 +121,28 @@ class Cluster {
 
   // Minimum shares first (admitted jobs), then spare GPUs one step at a time
   // to the job whose completion they speed up most per GPU (admitted jobs
-  // before best-effort ones).
+  // before best-effort ones). Running jobs keep what they have when that
+  // still leaves every admitted job its minimum (a change costs a restart),
+  // and grow only when the restart is repaid by finishing earlier.
   void Replan(double now) {
     std::vector<int64_t> plan(jobs_.size(), 0);
     int64_t free = options_.total_gpus;
-    for (size_t i = 0; i < jobs_.size(); ++i) {
-      const Running& r = jobs_[i];
-      if (!r.arrived || r.done || !r.admitted) continue;
-      int64_t share = MinShare(r, now);
-      if (share == 0) share = r.table->gpus.empty() ? 0 : SmallestPlan(r);  // past saving
-      if (share > free) share = 0;
-      plan[i] = share;
-      free -= share;
+    int64_t kept = 0;
+    for (const Running& r : jobs_) {
+      if (!r.arrived || r.done) continue;
+      kept += r.admitted ? std::max(Share(r, now), r.gpus) : r.gpus;
+    }
+    const bool keep = kept <= options_.total_gpus;
+    for (int admitted_pass = 1; admitted_pass >= 0; --admitted_pass) {
+      for (size_t i = 0; i < jobs_.size(); ++i) {
+        const Running& r = jobs_[i];
+        if (!r.arrived || r.done || r.admitted != (admitted_pass == 1)) continue;
+        int64_t share = r.admitted ? Share(r, now) : 0;
+        if (keep) share = std::max(share, r.gpus);
+        if (share > free) share = 0;
+        plan[i] = share;
+        free -= share;
+      }
     }
     for (int admitted_pass = 1; admitted_pass >= 0; --admitted_pass) {
       while (true) {
@@ -144,6 +154,13 @@ class Cluster {
           if (!r.arrived || r.done || r.admitted != (admitted_pass == 1)) continue;
           const int64_t next = NextCount(r, plan[i]);
           if (next == 0 || next - plan[i] > free) continue;
+          // Growing a running job restarts it: only worth it if it then
+          // finishes earlier than it would have.
+          if (r.gpus > 0 && plan[i] == r.gpus &&
+              now + options_.rescale_overhead_s + r.remaining / r.table->At(next) >=
+                  FinishTime(r, r.gpus, now)) {
+            continue;
+          }
           const double gain = (r.table->At(next) - r.table->At(plan[i])) / r.remaining /
                               static_cast<double>(next - plan[i]);
           if (gain > best_gain) {
@@ -168,6 +185,13 @@ class Cluster {
       allocated += r.gpus;
     }
     allocated_.emplace_back(now, allocated);
+  }
+
+  // An admitted job's share: the fewest GPUs that still meet its deadline,
+  // or, past saving, the fewest it can run on.
+  int64_t Share(const Running& r, double now) const {
+    const int64_t share = MinShare(r, now);
+    return share > 0 ? share : SmallestPlan(r);
   }
 
   static int64_t SmallestPlan(const Running& r) {
