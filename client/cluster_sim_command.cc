@@ -293,6 +293,7 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
   flags.AddSwitch("json", "print the outcome as JSON");
   flags.AddSwitch("csv", "print every job's outcome as CSV");
   common::AddConnectionFlags(flags);
+  flags.AddSwitch("local", "draw the curves in this process (the default without --server)");
   flags.AddSwitch("help", "show this help");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "cluster-sim", s);
   if (flags.Switch("help")) {
@@ -301,6 +302,9 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
   }
   auto bad = [&](absl::Status s) { return Fail(err, "cluster-sim", s); };
   if (!flags.Has("trace")) return bad(absl::InvalidArgumentError("--trace FILE.csv is required"));
+  if (flags.Has("server") && flags.Switch("local")) {
+    return bad(absl::InvalidArgumentError("give either --local or --server, not both"));
+  }
   absl::StatusOr<std::string> text = common::ReadFile(*flags.Get("trace"));
   if (!text.ok()) return bad(text.status());
   absl::StatusOr<std::vector<TraceJob>> trace = ParseTrace(*text, *flags.Get("trace"));

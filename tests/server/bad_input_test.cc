@@ -506,6 +506,17 @@ TEST_F(BadInputTest, EveryBadCommandLineExitsTwoNamingTheFlag) {
       {{"bench", "--server", "10.0.0.1:1", "--method", "health"}, "loopback"},
       {{"bench", "--server", server, "--method", "health", "--concurrency", "0"}, "--concurrency"},
       {{"profiles", "frobnicate", "--server", server}, "frobnicate"},
+      {{"curve", "--model", "gpt3-1.3b", "--global-batch", "64"}, "gpu_counts"},
+      {{"curve", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpu-counts", "8", "--policy",
+        "fastest"},
+       "--policy"},
+      {{"curve", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpu-counts", "8", "--format",
+        "xml"},
+       "--format"},
+      {{"cluster-sim", "--gpus", "64"}, "--trace"},
+      {{"cluster-sim", "--trace", bad_json}, "bad.json: no jobs"},
+      {{"cluster-sim", "--trace", bad_json, "--policy", "random"}, "bad.json"},
+      {{"cluster-sim", "--trace", dir_.File("absent.csv")}, "absent.csv"},
   };
   for (const CliCase& c : cases) {
     const testing::ProcessResult r = Vtrainctl(c.args);

@@ -148,6 +148,11 @@ TEST(ServerBinaryTest, VtrainctlPrintsTheSameBytesLocallyAndRemotely) {
        "--policy", "data-parallel", "--monotone", "--format", "elasticflow"},
       {"curve", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpu-counts", "8,16,32",
        "--policy", "data-parallel", "--monotone", "--format", "elasticflow"},  // cached
+      // The scheduling study on a window of a real trace (read from ../shared
+      // at test time): every curve from the server's ThroughputCurve.
+      {"cluster-sim", "--trace",
+       absl::StrCat(VTRAIN_TEST_SOURCE_DIR, "/../shared/data/itp-job-traces/cluster10.csv"),
+       "--gpus", "128", "--jobs", "24", "--seed", "3", "--json"},
   };
   for (const std::vector<std::string>& command : commands) {
     const testing::ProcessResult r = Vtrainctl(Concat(command, remote));
