@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -16,6 +17,7 @@
 #include "absl/strings/strip.h"
 #include "client/commands.h"
 #include "client/job_flags.h"
+#include "client/svg_plot.h"
 #include "common/connection.h"
 #include "common/files.h"
 #include "core/plan/cluster_sim.h"
@@ -266,6 +268,35 @@ std::string Csv(const Study& s) {
   return out;
 }
 
+// FILE.svg: GPUs allocated over time per policy; FILE-jct.svg: the JCT CDFs.
+absl::Status Plot(const std::string& path, const Study& s) {
+  std::vector<Series> allocated, cdfs;
+  for (size_t i = 0; i < s.policies.size(); ++i) {
+    const ClusterOutcome& o = s.outcomes[i];
+    Series a{s.policies[i], {}, true};
+    const double t0 = o.allocated.empty() ? 0 : o.allocated.front().first;
+    for (const auto& [t, g] : o.allocated) a.points.emplace_back((t - t0) / 3600, g);
+    allocated.push_back(std::move(a));
+    std::vector<double> jcts;
+    for (const JobOutcome& j : o.jobs) {
+      if (j.finished) jcts.push_back(j.jct_s / 3600);
+    }
+    std::sort(jcts.begin(), jcts.end());
+    Series c{s.policies[i], {}, true};
+    for (size_t k = 0; k < jcts.size(); ++k) {
+      c.points.emplace_back(jcts[k], static_cast<double>(k + 1) / static_cast<double>(jcts.size()));
+    }
+    cdfs.push_back(std::move(c));
+  }
+  VTRAIN_RETURN_IF_ERROR(
+      common::WriteFile(path, LinesSvg(allocated, "GPUs allocated over time", "hours", "GPUs")));
+  std::string jct_path = path;
+  if (absl::EndsWith(jct_path, ".svg")) jct_path.resize(jct_path.size() - 4);
+  return common::WriteFile(
+      absl::StrCat(jct_path, "-jct.svg"),
+      LinesSvg(cdfs, "Job completion time (CDF)", "hours", "fraction of jobs"));
+}
+
 absl::StatusOr<double> Seconds(absl::string_view text, absl::string_view flag) {
   absl::string_view number = text;
   absl::ConsumeSuffix(&number, "s");
@@ -290,6 +321,7 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
   flags.AddValue("policy", "P,..", "elasticflow,vtrain (default both)");
   flags.AddValue("rescale-overhead", "SECONDS", "checkpoint and restart per change (default 30s)");
   flags.AddValue("threads", "N", "parallel predictions (default: all cores)");
+  flags.AddValue("plot", "FILE.svg", "draw GPUs allocated over time; FILE-jct.svg: the JCT CDFs");
   flags.AddSwitch("json", "print the outcome as JSON");
   flags.AddSwitch("csv", "print every job's outcome as CSV");
   common::AddConnectionFlags(flags);
@@ -358,6 +390,9 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
   const std::vector<TraceJob> window(trace->begin() + first, trace->begin() + first + take);
   absl::StatusOr<Study> study = RunStudy(flags, setup, window, policies);
   if (!study.ok()) return bad(study.status());
+  if (auto plot = flags.Get("plot")) {
+    if (absl::Status s = Plot(*plot, *study); !s.ok()) return bad(s);
+  }
   if (flags.Switch("json")) {
     out << Json(*study);
   } else if (flags.Switch("csv")) {

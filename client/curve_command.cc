@@ -8,7 +8,9 @@
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/job_flags.h"
+#include "client/svg_plot.h"
 #include "common/connection.h"
+#include "common/files.h"
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
 #include "proto/curve_convert.h"
@@ -185,6 +187,7 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
   flags.AddValue("max-micro-batch", "N", "largest micro-batch");
   flags.AddValue("threads", "N", "parallel predictions (default: all cores)");
   flags.AddValue("format", "F", "elasticflow: the model,num_gpus,iterations_per_s table");
+  flags.AddValue("plot", "FILE.svg", "draw tokens/s against GPUs (both policies with --compare)");
   flags.AddSwitch("csv", "print every point as CSV");
   flags.AddSwitch("json", "print the vtrain.v1.ThroughputCurveResponse as JSON");
   common::AddConnectionFlags(flags);
@@ -226,6 +229,23 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
         flags.Has("server") ? CurveRemotely(flags, r) : CurveLocally(r, n_threads);
     if (!resp.ok()) return Fail(err, "curve", resp.status());
     responses.push_back(*std::move(resp));
+  }
+  if (auto plot = flags.Get("plot")) {
+    std::vector<Series> series;
+    for (const v1::ThroughputCurveResponse& r : responses) {
+      for (const v1::Curve& c : r.curves()) {
+        Series line{absl::StrCat(c.name(), " (", PolicyName(r.policy()), ")"), {}, false};
+        for (const v1::CurvePoint& p : c.points()) {
+          if (p.fits()) line.points.emplace_back(p.gpus(), p.tokens_per_s());
+        }
+        series.push_back(std::move(line));
+      }
+    }
+    if (absl::Status s = common::WriteFile(
+            *plot, LinesSvg(series, "Throughput against GPUs", "GPUs", "tokens/s"));
+        !s.ok()) {
+      return Fail(err, "curve", s);
+    }
   }
   if (flags.Switch("json")) {
     for (const v1::ThroughputCurveResponse& r : responses) out << convert::ToJson(r);

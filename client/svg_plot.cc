@@ -173,4 +173,71 @@ std::string TimeVsCostSvg(const std::vector<PlanPoint>& points, const std::strin
   return svg;
 }
 
+std::string LinesSvg(const std::vector<Series>& series, const std::string& title,
+                     const std::string& x_label, const std::string& y_label) {
+  constexpr double kWidth = 720, kHeight = 480, kMargin = 70;
+  static const char* const kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"};
+  double x_max = 0, y_max = 0;
+  for (const Series& s : series) {
+    for (const auto& [x, y] : s.points) {
+      if (std::isfinite(x)) x_max = std::max(x_max, x);
+      if (std::isfinite(y)) y_max = std::max(y_max, y);
+    }
+  }
+  if (x_max <= 0) x_max = 1;
+  if (y_max <= 0) y_max = 1;
+  auto px = [&](double x) { return kMargin + x / x_max * (kWidth - 2 * kMargin); };
+  auto py = [&](double y) { return kHeight - kMargin - y / y_max * (kHeight - 2 * kMargin); };
+  std::string out = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+      "<text x=\"%.0f\" y=\"30\" text-anchor=\"middle\" font-size=\"15\">%s</text>\n",
+      kWidth, kHeight, kWidth / 2, Escape(title));
+  // Axes with five ticks each.
+  absl::StrAppend(&out, absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                                        "stroke=\"black\"/>\n",
+                                        px(0), py(0), px(x_max), py(0)));
+  absl::StrAppend(&out, absl::StrFormat("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                                        "stroke=\"black\"/>\n",
+                                        px(0), py(0), px(0), py(y_max)));
+  for (int i = 0; i <= 5; ++i) {
+    const double x = x_max * i / 5, y = y_max * i / 5;
+    absl::StrAppend(&out, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">"
+                                          "%.3g</text>\n",
+                                          px(x), py(0) + 18, x));
+    absl::StrAppend(&out, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">"
+                                          "%.3g</text>\n",
+                                          px(0) - 6, py(y) + 4, y));
+  }
+  absl::StrAppend(&out, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">"
+                                        "%s</text>\n",
+                                        kWidth / 2, kHeight - 20, Escape(x_label)));
+  absl::StrAppend(&out, absl::StrFormat("<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" "
+                                        "transform=\"rotate(-90 18 %.1f)\">%s</text>\n",
+                                        kHeight / 2, kHeight / 2, Escape(y_label)));
+  for (size_t k = 0; k < series.size(); ++k) {
+    const char* colour = kColours[k % std::size(kColours)];
+    std::string path;
+    double last_y = 0;
+    bool first = true;
+    for (const auto& [x, y] : series[k].points) {
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      if (!first && series[k].steps) {
+        absl::StrAppend(&path, absl::StrFormat(" L%.1f,%.1f", px(x), py(last_y)));
+      }
+      absl::StrAppend(&path, absl::StrFormat("%s%.1f,%.1f", first ? "M" : " L", px(x), py(y)));
+      first = false;
+      last_y = y;
+    }
+    absl::StrAppend(&out, absl::StrFormat("<path d=\"%s\" fill=\"none\" stroke=\"%s\" "
+                                          "stroke-width=\"2\"><title>%s</title></path>\n",
+                                          path, colour, Escape(series[k].name)));
+    absl::StrAppend(&out, absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%s</text>\n",
+                                          kMargin + 10, kMargin + 16.0 * static_cast<double>(k),
+                                          colour, Escape(series[k].name)));
+  }
+  return out + "</svg>\n";
+}
+
 }  // namespace vtrain::cli

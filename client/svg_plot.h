@@ -30,6 +30,16 @@ struct PlanPoint {
 };
 std::string TimeVsCostSvg(const std::vector<PlanPoint>& points, const std::string& title);
 
+// Lines on linear axes (x from 0, y from 0), one colour per series, with a
+// legend: throughput against GPUs, GPUs allocated over time, JCT CDFs.
+struct Series {
+  std::string name;
+  std::vector<std::pair<double, double>> points;  // (x, y), drawn in order
+  bool steps = false;                             // a step function (value holds until the next x)
+};
+std::string LinesSvg(const std::vector<Series>& series, const std::string& title,
+                     const std::string& x_label, const std::string& y_label);
+
 }  // namespace vtrain::cli
 
 #endif  // VTRAIN_CLIENT_SVG_PLOT_H_

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -298,6 +299,38 @@ TEST(VtrainctlSearchTest, SearchFindsPlansAndPrintsCsv) {
   const ProcessResult bad = RunBinary({"search", "--model", "gpt3-1.3b", "--global-batch", "64"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, HasSubstr("--gpus"));
+}
+
+}  // namespace
+}  // namespace vtrain::cli
+
+namespace vtrain::cli {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(VtrainctlCurveTest, PlotsBothPoliciesAndPrintsTheElasticFlowTable) {
+  const std::string svg = TempPath("curve.svg");
+  const ProcessResult r =
+      RunBinary({"curve", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpu-counts", "8,16,32",
+                 "--compare", "--plot", svg, "--format", "elasticflow"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("model,num_gpus,iterations_per_s\ngpt3-1.3b,8,"));
+  const std::string text = Slurp(svg);
+  std::remove(svg.c_str());
+  EXPECT_EQ(text.rfind("<svg", 0), 0u);
+  EXPECT_THAT(text, HasSubstr("gpt3-1.3b (data-parallel)"));
+  EXPECT_THAT(text, HasSubstr("gpt3-1.3b (best)"));
+  size_t paths = 0;
+  for (size_t at = text.find("<path"); at != std::string::npos; at = text.find("<path", at + 1)) {
+    ++paths;
+  }
+  EXPECT_EQ(paths, 2u) << "one line per policy";
 }
 
 }  // namespace
