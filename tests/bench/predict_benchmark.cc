@@ -4,6 +4,7 @@
 
 #include "benchmark/benchmark.h"
 #include "core/engine/timeline.h"
+#include "core/plan/curve.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
@@ -75,6 +76,28 @@ void BM_MtNlg530B_Operator_Baseline(benchmark::State& state) {
   RunPredict(state, MakeJob("mtnlg-530b", 8, 4, 105, 1, 1920), Granularity::kOperator);
 }
 
+// Issue 13's scheduler curve: GPT-3 175B, global batch 1536, every multiple
+// of 8 GPUs up to 1,024, under one policy (Arg 0: best, 1: data-parallel),
+// one thread.
+void BM_Gpt175B_Curve(benchmark::State& state) {
+  CurveSpec spec;
+  spec.model = *ModelPreset("gpt3-175b");
+  spec.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), 0);
+  spec.global_batch = 1536;
+  for (int64_t g = 8; g <= 1024; g += 8) spec.gpu_counts.push_back(g);
+  spec.policy = state.range(0) == 0 ? CurvePolicy::kBest : CurvePolicy::kDataParallel;
+  const ProfileSet profiles = DefaultProfileSet(spec.cluster.gpu);
+  int64_t fits = 0;
+  for (auto _ : state) {
+    absl::StatusOr<std::vector<CurvePoint>> curve = ThroughputCurve(spec, profiles);
+    if (!curve.ok()) state.SkipWithError(std::string(curve.status().message()).c_str());
+    fits = 0;
+    for (const CurvePoint& p : *curve) fits += p.fits ? 1 : 0;
+  }
+  state.counters["counts_with_a_plan"] = static_cast<double>(fits);
+}
+
+BENCHMARK(BM_Gpt175B_Curve)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Gpt13B_Operator)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Gpt175B_Kernel)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Gpt175B_Operator)->Unit(benchmark::kMillisecond);
