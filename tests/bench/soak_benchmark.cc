@@ -8,6 +8,7 @@
 //   build/tests/soak_benchmark --clients 64 --seconds 600 [--json] 2>servers.log
 //
 // Not Google Benchmark: one long run, not repeated short ones.
+#include <malloc.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -31,6 +33,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -167,7 +170,24 @@ class SetBook {
   }
   void Deleted(const std::string& id) {
     absl::MutexLock lock(&mu_);
-    deleted_.push_back(id);
+    recent_deleted_.push_back(id);
+    if (recent_deleted_.size() > 16) recent_deleted_.pop_front();
+    // "sha256:" and 64 hex digits packed into 32 bytes: the record of every
+    // deletion grows by 32 bytes a delete, and is reported as such.
+    const std::string bytes = id.rfind("sha256:", 0) == 0 && id.size() == 71
+                                  ? absl::HexStringToBytes(id.substr(7))
+                                  : std::string();
+    if (!bytes.empty() && absl::StrCat("sha256:", absl::BytesToHexString(bytes)) == id) {
+      deleted_packed_ += bytes;
+    } else {
+      deleted_other_.push_back(id);
+    }
+  }
+  explicit SetBook(size_t expected_deletes) { deleted_packed_.reserve(expected_deletes * 32); }
+  // The bytes the record of deletions takes (it grows with the run).
+  int64_t DeletedRecordBytes() const {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int64_t>(deleted_packed_.size());
   }
   void Unknown() {
     absl::MutexLock lock(&mu_);
@@ -176,11 +196,10 @@ class SetBook {
   // A live or recently deleted set, to name in a prediction.
   std::optional<std::string> AnyRecent(std::mt19937_64& rng) const {
     absl::MutexLock lock(&mu_);
-    const size_t recent_deleted = std::min<size_t>(deleted_.size(), 16);
-    const size_t n = live_.size() + recent_deleted;
+    const size_t n = live_.size() + recent_deleted_.size();
     if (n == 0) return std::nullopt;
     const size_t i = rng() % n;
-    return i < live_.size() ? live_[i] : deleted_[deleted_.size() - 1 - (i - live_.size())];
+    return i < live_.size() ? live_[i] : recent_deleted_[i - live_.size()];
   }
   std::vector<std::string> Live() const {
     absl::MutexLock lock(&mu_);
@@ -188,7 +207,12 @@ class SetBook {
   }
   std::vector<std::string> AllDeleted() const {
     absl::MutexLock lock(&mu_);
-    return deleted_;
+    std::vector<std::string> ids = deleted_other_;
+    for (size_t at = 0; at < deleted_packed_.size(); at += 32) {
+      ids.push_back(
+          absl::StrCat("sha256:", absl::BytesToHexString(deleted_packed_.substr(at, 32))));
+    }
+    return ids;
   }
   int64_t unknown() const {
     absl::MutexLock lock(&mu_);
@@ -198,7 +222,9 @@ class SetBook {
  private:
   mutable absl::Mutex mu_;
   std::vector<std::string> live_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> deleted_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> recent_deleted_ ABSL_GUARDED_BY(mu_);  // the last 16
+  std::string deleted_packed_ ABSL_GUARDED_BY(mu_);              // 32 bytes an id
+  std::vector<std::string> deleted_other_ ABSL_GUARDED_BY(mu_);  // ids of another form
   int64_t unknown_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
@@ -399,6 +425,21 @@ int64_t ResidentKib() {
   return -1;
 }
 
+// What the allocator has handed out and not had back, over all arenas: unlike
+// the resident size, fragmentation and cached free memory do not count.
+int64_t HeapInUseKib() {
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<int64_t>((m.uordblks + m.hblkhd) / 1024);
+}
+
+struct MemorySample {
+  double t_s;  // seconds into the run
+  int64_t rss_kib, heap_kib;
+};
+MemorySample SampleMemory(absl::Time begin) {
+  return {absl::ToDoubleSeconds(absl::Now() - begin), ResidentKib(), HeapInUseKib()};
+}
+
 // The ids a server lists; nullopt when the call fails.
 std::optional<absl::flat_hash_set<std::string>> ListIds(const Server& server) {
   auto stub = v1::ProfileRegistry::NewStub(grpc::CreateChannel(
@@ -497,7 +538,7 @@ int Run(const SoakOptions& o) {
         absl::StrCat("127.0.0.1:", p->port()), grpc::InsecureChannelCredentials())));
   }
 
-  SetBook book;
+  SetBook book(static_cast<size_t>(o.seconds) * 256);
   std::atomic<int64_t> next_duration{50'000};
   std::atomic<bool> stop{false};
   std::vector<std::unique_ptr<Client>> clients;
@@ -506,20 +547,21 @@ int Run(const SoakOptions& o) {
   }
 
   // Resident memory every few seconds (the main thread), while clients run.
-  std::vector<std::pair<double, int64_t>> rss;  // (seconds into the run, KiB)
+  std::vector<MemorySample> mem;
+  mem.reserve(static_cast<size_t>(o.seconds / o.rss_interval_seconds + 4));
   const absl::Time begin = absl::Now();
-  rss.emplace_back(0, ResidentKib());
+  mem.push_back(SampleMemory(begin));
   std::vector<std::thread> threads;
   for (auto& c : clients) threads.emplace_back([&c, &stop] { c->Run(stop); });
   const absl::Time end = begin + absl::Seconds(o.seconds);
   while (absl::Now() < end) {
     absl::SleepFor(std::min(absl::Seconds(o.rss_interval_seconds), end - absl::Now()));
-    rss.emplace_back(absl::ToDoubleSeconds(absl::Now() - begin), ResidentKib());
+    mem.push_back(SampleMemory(begin));
   }
   stop = true;
   for (std::thread& t : threads) t.join();
   const double elapsed_s = absl::ToDoubleSeconds(absl::Now() - begin);
-  rss.emplace_back(elapsed_s, ResidentKib());
+  mem.push_back(SampleMemory(begin));
 
   ClientStats total;
   for (const auto& c : clients) {
@@ -538,13 +580,27 @@ int Run(const SoakOptions& o) {
 
   // Memory: growth after warm-up (the first tenth of the run, at least 5 s).
   const double warm_s = std::max(5.0, static_cast<double>(o.seconds) / 10);
-  int64_t rss_max = 0, rss_warm = rss.front().second;
-  for (const auto& [t, kib] : rss) {
-    rss_max = std::max(rss_max, kib);
-    if (t <= warm_s) rss_warm = kib;
+  MemorySample warm = mem.front(), peak = mem.front();
+  for (const MemorySample& m : mem) {
+    peak.rss_kib = std::max(peak.rss_kib, m.rss_kib);
+    peak.heap_kib = std::max(peak.heap_kib, m.heap_kib);
+    if (m.t_s <= warm_s) warm = m;
   }
-  const int64_t growth_kib = rss.back().second - rss_warm;
+  const MemorySample& first = mem.front();
+  const MemorySample& last = mem.back();
+  const int64_t growth_kib = last.rss_kib - warm.rss_kib;
   const bool memory_ok = growth_kib <= o.max_rss_growth_mib * 1024;
+  // The series, at most ~20 points for the text.
+  const size_t stride = std::max<size_t>(1, mem.size() / 20);
+  std::vector<std::string> rss_series, heap_series, rss_text, heap_text;
+  for (size_t i = 0; i < mem.size(); ++i) {
+    rss_series.push_back(absl::StrCat(mem[i].rss_kib));
+    heap_series.push_back(absl::StrCat(mem[i].heap_kib));
+    if (i % stride == 0 || i + 1 == mem.size()) {
+      rss_text.push_back(absl::StrFormat("%.0fs:%.1f", mem[i].t_s, mem[i].rss_kib / 1024.0));
+      heap_text.push_back(absl::StrFormat("%.0fs:%.1f", mem[i].t_s, mem[i].heap_kib / 1024.0));
+    }
+  }
 
   int64_t unexpected = 0;
   for (const KindStats& k : total) unexpected += k.Unexpected();
@@ -569,13 +625,18 @@ int Run(const SoakOptions& o) {
                 s.latency.QuantileMs(0.5), s.latency.QuantileMs(0.99),
                 absl::StrJoin(codes, ", ").c_str());
   }
-  std::printf(
-      "rss_kib: first %lld, after warm-up (%.0f s) %lld, max %lld, last %lld; growth "
-      "%lld KiB (limit %lld MiB) %s\n",
-      static_cast<long long>(rss.front().second), warm_s, static_cast<long long>(rss_warm),
-      static_cast<long long>(rss_max), static_cast<long long>(rss.back().second),
-      static_cast<long long>(growth_kib), static_cast<long long>(o.max_rss_growth_mib),
-      memory_ok ? "ok" : "GROWING");
+  absl::PrintF(
+      "rss_kib: first %d, after warm-up (%.0f s) %d, max %d, last %d; growth %d KiB "
+      "(limit %d MiB) %s\n",
+      first.rss_kib, warm_s, warm.rss_kib, peak.rss_kib, last.rss_kib, growth_kib,
+      o.max_rss_growth_mib, memory_ok ? "ok" : "GROWING");
+  absl::PrintF(
+      "heap_in_use_kib: first %d, after warm-up %d, max %d, last %d (of which the "
+      "soak's record of deleted ids %d)\n",
+      first.heap_kib, warm.heap_kib, peak.heap_kib, last.heap_kib,
+      book.DeletedRecordBytes() / 1024);
+  absl::PrintF("rss_mib:  %s\nheap_mib: %s\n", absl::StrJoin(rss_text, " "),
+               absl::StrJoin(heap_text, " "));
   std::printf(
       "sets: %lld acknowledged and live, %lld deleted, %lld unknown (a failed push or "
       "delete)\n",
@@ -615,11 +676,16 @@ int Run(const SoakOptions& o) {
     absl::PrintF(
         "{\"clients\":%d,\"seconds\":%.1f,\"kinds\":{%s},"
         "\"rss_kib\":{\"first\":%d,\"after_warmup\":%d,\"max\":%d,\"last\":%d,\"ok\":%s},"
+        "\"heap_in_use_kib\":{\"first\":%d,\"after_warmup\":%d,\"max\":%d,\"last\":%d,"
+        "\"deleted_record\":%d},\"memory_series\":{\"interval_s\":%d,\"rss_kib\":[%s],"
+        "\"heap_in_use_kib\":[%s]},"
         "\"sets\":{\"live\":%d,\"deleted\":%d,\"unknown\":%d},"
         "\"convergence\":{\"ok\":%s,\"waited_s\":%.2f,\"live_missing\":[%s],"
         "\"deleted_present\":[%s],\"differs_from_registry\":[%s]},\"pass\":%s}\n",
-        o.clients, elapsed_s, kinds, rss.front().second, rss_warm, rss_max, rss.back().second,
-        memory_ok ? "true" : "false", conv.live, conv.deleted, conv.unknown,
+        o.clients, elapsed_s, kinds, first.rss_kib, warm.rss_kib, peak.rss_kib, last.rss_kib,
+        memory_ok ? "true" : "false", first.heap_kib, warm.heap_kib, peak.heap_kib, last.heap_kib,
+        book.DeletedRecordBytes() / 1024, o.rss_interval_seconds, absl::StrJoin(rss_series, ","),
+        absl::StrJoin(heap_series, ","), conv.live, conv.deleted, conv.unknown,
         conv.converged ? "true" : "false", conv.waited_s, absl::StrJoin(conv.live_missing, ","),
         absl::StrJoin(conv.deleted_present, ","), absl::StrJoin(conv.differs_from_registry, ","),
         pass ? "true" : "false");
