@@ -258,10 +258,9 @@ v1::PredictRequest SmallJob(std::mt19937_64& rng) {
   r.mutable_model()->set_preset(kModels[rng() % 4]);
   const int64_t gpus = rng() % 2 == 0 ? 8 : 16;
   r.mutable_cluster()->set_num_gpus(gpus);
-  r.mutable_plan()->set_tensor_parallel(int64_t{1}
-                                        << (rng() % 3));  // 1, 2, 4: divides every head count
-  r.mutable_plan()->set_pipeline_parallel(int64_t{1}
-                                          << (rng() % 2));  // 1, 2: divides every layer count
+  // t in {1, 2, 4} divides every head count, p in {1, 2} every layer count.
+  r.mutable_plan()->set_tensor_parallel(int64_t{1} << (rng() % 3));
+  r.mutable_plan()->set_pipeline_parallel(int64_t{1} << (rng() % 2));
   r.mutable_plan()->set_micro_batch(1 + static_cast<int64_t>(rng() % 2));
   r.mutable_plan()->set_global_batch(128);
   r.set_granularity(v1::GRANULARITY_OPERATOR);
