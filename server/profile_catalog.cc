@@ -16,7 +16,10 @@ bool ProfileCatalog::Remove(const std::string& id) {
   absl::MutexLock lock(&mu_);
   if (entries_.erase(id) == 0) return false;
   removals_.emplace_back(++sequence_, id);
-  if (removals_.size() > kRemembered) removals_.pop_front();
+  if (removals_.size() > kRemembered) {
+    forgotten_through_ = removals_.front().first;
+    removals_.pop_front();
+  }
   return true;
 }
 
@@ -76,6 +79,7 @@ ProfileCatalog::Changes ProfileCatalog::WaitForNewer(int64_t after, absl::Durati
   mu_.AwaitWithTimeout(absl::Condition(&newer), timeout);
   Changes out;
   out.sequence = sequence_;
+  out.gap = after < forgotten_through_;
   for (const auto& [id, e] : entries_) {
     if (e.sequence > after) out.added.push_back(e);
   }

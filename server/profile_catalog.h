@@ -50,6 +50,10 @@ class ProfileCatalog {
     std::vector<CatalogEntry> added;
     std::vector<std::string> removed;
     int64_t sequence = 0;
+    // Removals after `after` were forgotten (the watcher fell more than
+    // kRemembered removals behind): `removed` is incomplete and the caller
+    // must resynchronise by listing.
+    bool gap = false;
   };
   Changes WaitForNewer(int64_t after, absl::Duration timeout) const;
 
@@ -64,6 +68,7 @@ class ProfileCatalog {
   std::map<std::string, CatalogEntry> entries_ ABSL_GUARDED_BY(mu_);
   int64_t sequence_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<std::pair<int64_t, std::string>> removals_ ABSL_GUARDED_BY(mu_);  // (sequence, id)
+  int64_t forgotten_through_ ABSL_GUARDED_BY(mu_) = 0;  // sequence of the last dropped removal
 };
 
 }  // namespace vtrain::server

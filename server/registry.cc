@@ -78,6 +78,10 @@ absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(v1::ProfileSet set,
   }
   set.set_id(id);
   convert::Canonicalize(&set);
+  // From the creation stamp to the catalog, one set at a time: creation order
+  // is then arrival order, so a follower that lists a set has also listed
+  // every set stamped before it (and watches from there without a gap).
+  absl::MutexLock arrival(&arrival_mu_);
   if (options.created_at == CreatedAt::kStampNow || !set.has_created_at()) {
     *set.mutable_created_at() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now()));
   }
@@ -168,9 +172,14 @@ absl::StatusOr<std::shared_ptr<const ProfileSet>> Registry::TablesFor(
   return std::make_shared<const ProfileSet>(DefaultProfileSet(gpu));
 }
 
-std::vector<v1::ProfileSetEvent> Registry::WaitForChanges(WatchCursor& cursor,
-                                                          absl::Duration timeout) const {
+absl::StatusOr<std::vector<v1::ProfileSetEvent>> Registry::WaitForChanges(
+    WatchCursor& cursor, absl::Duration timeout) const {
   ProfileCatalog::Changes changes = catalog_.WaitForNewer(cursor.seen_sequence, timeout);
+  if (changes.gap) {
+    return absl::AbortedError(
+        "this watch fell behind by more deletions than the registry remembers; list the sets "
+        "again and watch anew");
+  }
   cursor.seen_sequence = changes.sequence;
   std::vector<v1::ProfileSetEvent> events;
   for (CatalogEntry& e : changes.added) {

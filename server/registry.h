@@ -84,8 +84,10 @@ class Registry {
   // What changed after the cursor: sets that arrived (and were created after
   // its time) and deletions, in order, waiting up to `timeout` for a change;
   // advances the cursor.
-  std::vector<v1::ProfileSetEvent> WaitForChanges(WatchCursor& cursor,
-                                                  absl::Duration timeout) const;
+  // ABORTED when the cursor fell so far behind that deletions were forgotten:
+  // the watcher must resynchronise by listing.
+  absl::StatusOr<std::vector<v1::ProfileSetEvent>> WaitForChanges(WatchCursor& cursor,
+                                                                  absl::Duration timeout) const;
 
   // The profiling-work queue. RecordMissing counts keys a prediction on `gpu`
   // found no measurement for (in memory, bounded by the number of distinct
@@ -120,6 +122,7 @@ class Registry {
   std::unique_ptr<ProfileStore> store_;  // internally synchronised
   ProfileCatalog catalog_;               // internally synchronised
 
+  absl::Mutex arrival_mu_;  // serialises Accept from the creation stamp to the catalog
   absl::Mutex work_mu_;
   // Missing keys not yet written to the store, counted: bounded by the number
   // of distinct keys, however many predictions arrive.

@@ -100,8 +100,9 @@ absl::Status RegistryService::RunWatch(const grpc::ServerContext* ctx,
   WatchCursor cursor;
   if (req->has_since()) cursor.created_after_ns = TimeUtil::TimestampToNanoseconds(req->since());
   while (!ctx->IsCancelled() && !stopping_) {
-    for (const v1::ProfileSetEvent& event :
-         registry_.WaitForChanges(cursor, absl::Milliseconds(200))) {
+    VTRAIN_ASSIGN_OR_RETURN(std::vector<v1::ProfileSetEvent> events,
+                            registry_.WaitForChanges(cursor, absl::Milliseconds(200)));
+    for (const v1::ProfileSetEvent& event : events) {
       // The client went away.
       if (!writer->Write(event)) return absl::CancelledError();
     }

@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"
+#include "server/profile_catalog.h"
 #include "tests/server/server_testing.h"
 #include "tests/testing/status_matchers.h"
 
@@ -171,26 +172,48 @@ TEST_F(RegistryTest, BuiltinIsStoredNotDerivedFromTheName) {
 TEST_F(RegistryTest, WatchCursorSeesEachArrivalAndDeletionOnceAfterItsTime) {
   VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
   WatchCursor cursor;
-  EXPECT_TRUE(r->WaitForChanges(cursor, absl::Milliseconds(1)).empty());
+  EXPECT_TRUE(r->WaitForChanges(cursor, absl::Milliseconds(1))->empty());
   VTRAIN_ASSERT_OK_AND_ASSIGN(const v1::PushProfileSetResponse pushed,
                               r->Accept(MeasuredSet(1000), kPushed));
-  std::vector<v1::ProfileSetEvent> seen = r->WaitForChanges(cursor, absl::Seconds(5));
+  std::vector<v1::ProfileSetEvent> seen = *r->WaitForChanges(cursor, absl::Seconds(5));
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].added().id(), pushed.id());
-  EXPECT_TRUE(r->WaitForChanges(cursor, absl::Milliseconds(1)).empty());
+  EXPECT_TRUE(r->WaitForChanges(cursor, absl::Milliseconds(1))->empty());
 
   // A deletion is an event too (predictors delete their copy).
   VTRAIN_ASSERT_OK(r->Delete(pushed.id()));
-  seen = r->WaitForChanges(cursor, absl::Seconds(5));
+  seen = *r->WaitForChanges(cursor, absl::Seconds(5));
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].deleted_id(), pushed.id());
-  EXPECT_TRUE(r->WaitForChanges(cursor, absl::Milliseconds(1)).empty());
+  EXPECT_TRUE(r->WaitForChanges(cursor, absl::Milliseconds(1))->empty());
 
   WatchCursor later{.seen_sequence = 0, .created_after_ns = INT64_MAX};
-  const std::vector<v1::ProfileSetEvent> after = r->WaitForChanges(later, absl::Milliseconds(1));
+  const std::vector<v1::ProfileSetEvent> after = *r->WaitForChanges(later, absl::Milliseconds(1));
   ASSERT_EQ(after.size(), 1u) << "deletions are not filtered by creation time";
   EXPECT_EQ(after[0].deleted_id(), pushed.id());
   EXPECT_GT(later.seen_sequence, 0);
+}
+
+// Found by the soak benchmark's reading: a watcher more than the remembered
+// number of deletions behind silently lost the oldest ones. It is now told to
+// resynchronise.
+TEST(ProfileCatalogTest, AWatcherBeyondTheRememberedDeletionsIsToldToResync) {
+  ProfileCatalog catalog;
+  const int n = static_cast<int>(ProfileCatalog::kRemembered) + 10;
+  for (int i = 0; i < n; ++i) {
+    CatalogEntry e;
+    e.proto.set_id(absl::StrCat("id", i));
+    catalog.Add(std::move(e));
+  }
+  const int64_t before = catalog.WaitForNewer(0, absl::ZeroDuration()).sequence;
+  ProfileCatalog::Changes recent = catalog.WaitForNewer(before, absl::ZeroDuration());
+  EXPECT_FALSE(recent.gap);
+  for (int i = 0; i < n; ++i) catalog.Remove(absl::StrCat("id", i));
+  ProfileCatalog::Changes behind = catalog.WaitForNewer(before, absl::ZeroDuration());
+  EXPECT_TRUE(behind.gap) << "removals were forgotten without a word";
+  ProfileCatalog::Changes close = catalog.WaitForNewer(behind.sequence - 5, absl::ZeroDuration());
+  EXPECT_FALSE(close.gap);
+  EXPECT_EQ(close.removed.size(), 5u);
 }
 
 TEST_F(RegistryTest, MissingKeysQueueAsWorkUntilASetAnswersThem) {
