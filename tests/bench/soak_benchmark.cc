@@ -45,6 +45,7 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/profile_set_convert.h"
 #include "server/server.h"
+#include "tests/testing/profile_sets.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
 namespace vtrain::server {
@@ -228,29 +229,6 @@ class SetBook {
   int64_t unknown_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// A measured-looking a100 set whose one kernel lasts `duration_ns`: distinct
-// durations give distinct content, hence distinct ids.
-v1::ProfileSet MeasuredSet(int64_t duration_ns) {
-  v1::ProfileSet set;
-  set.set_name("soak-set");
-  set.set_gpu("a100-sxm4-80gb");
-  *set.mutable_params() =
-      convert::ProfileSetToProto(DefaultProfileSet(*GpuByName("a100-sxm4-80gb"))).params();
-  v1::OperatorProfile* op = set.add_operators();
-  op->mutable_key()->set_op(v1::OPERATOR_KIND_ATTENTION_FWD);
-  op->mutable_key()->set_dtype(v1::DTYPE_FP16);
-  op->mutable_key()->set_hidden(2048);
-  op->mutable_key()->set_heads(16);
-  op->mutable_key()->set_seq(2048);
-  op->mutable_key()->set_micro_batch(1);
-  op->mutable_key()->set_tensor_parallel(2);
-  v1::Kernel* k = op->add_kernels();
-  k->set_name("gemm");
-  k->set_duration_ns(duration_ns);
-  k->set_gap_ns(1000);
-  return set;
-}
-
 // A small job at operator granularity: a GPT-3 up to 2.7B on 8 or 16 GPUs.
 v1::PredictRequest SmallJob(std::mt19937_64& rng) {
   static constexpr const char* kModels[] = {"gpt3-125m", "gpt3-350m", "gpt3-1.3b", "gpt3-2.7b"};
@@ -374,7 +352,7 @@ class Client {
 
   void Push() {
     v1::PushProfileSetRequest req;
-    *req.mutable_profile_set() = MeasuredSet(next_duration_.fetch_add(1));
+    *req.mutable_profile_set() = testing::MeasuredSet(next_duration_.fetch_add(1));
     v1::PushProfileSetResponse resp;
     const absl::Time start = absl::Now();
     grpc::Status s =

@@ -11,6 +11,7 @@
 #include "core/profile/default_profiles.h"
 #include "gtest/gtest.h"
 #include "proto/profile_set_convert.h"
+#include "tests/testing/profile_sets.h"
 
 namespace vtrain::server {
 
@@ -59,26 +60,7 @@ v1::PredictRequest Gpt13bRequest() {
   return r;
 }
 
-v1::ProfileSet MeasuredSet(int64_t duration_ns) {
-  v1::ProfileSet set;
-  set.set_name("test-set");
-  set.set_gpu("a100-sxm4-80gb");
-  *set.mutable_params() =
-      convert::ProfileSetToProto(DefaultProfileSet(*GpuByName("a100-sxm4-80gb"))).params();
-  v1::OperatorProfile* op = set.add_operators();
-  op->mutable_key()->set_op(v1::OPERATOR_KIND_ATTENTION_FWD);
-  op->mutable_key()->set_dtype(v1::DTYPE_FP16);
-  op->mutable_key()->set_hidden(2048);
-  op->mutable_key()->set_heads(16);
-  op->mutable_key()->set_seq(2048);
-  op->mutable_key()->set_micro_batch(1);
-  op->mutable_key()->set_tensor_parallel(2);
-  v1::Kernel* k = op->add_kernels();
-  k->set_name("gemm");
-  k->set_duration_ns(duration_ns);
-  k->set_gap_ns(1000);
-  return set;
-}
+v1::ProfileSet MeasuredSet(int64_t duration_ns) { return testing::MeasuredSet(duration_ns); }
 
 bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout) {
   const absl::Time end = absl::Now() + timeout;

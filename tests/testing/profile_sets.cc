@@ -1,0 +1,29 @@
+#include "tests/testing/profile_sets.h"
+
+#include "core/profile/default_profiles.h"
+#include "proto/profile_set_convert.h"
+
+namespace vtrain::testing {
+
+v1::ProfileSet MeasuredSet(int64_t duration_ns) {
+  constexpr char kGpu[] = "a100-sxm4-80gb";
+  v1::ProfileSet set;
+  set.set_name("test-set");
+  set.set_gpu(kGpu);
+  *set.mutable_params() = convert::ProfileSetToProto(DefaultProfileSet(*GpuByName(kGpu))).params();
+  v1::OperatorProfile* op = set.add_operators();
+  op->mutable_key()->set_op(v1::OPERATOR_KIND_ATTENTION_FWD);
+  op->mutable_key()->set_dtype(v1::DTYPE_FP16);
+  op->mutable_key()->set_hidden(2048);
+  op->mutable_key()->set_heads(16);
+  op->mutable_key()->set_seq(2048);
+  op->mutable_key()->set_micro_batch(1);
+  op->mutable_key()->set_tensor_parallel(2);
+  v1::Kernel* k = op->add_kernels();
+  k->set_name("gemm");
+  k->set_duration_ns(duration_ns);
+  k->set_gap_ns(1000);
+  return set;
+}
+
+}  // namespace vtrain::testing
