@@ -77,16 +77,22 @@ struct Prediction {
   double iteration_time_ms() const { return static_cast<double>(iteration_time_ns) * 1e-6; }
 };
 
+// The largest training-token count a prediction takes: beyond it the
+// iteration count would not fit an int64 (about 1000x any corpus so far).
+inline constexpr double kMaxTrainTokens = 1e18;
+
 struct PredictOptions {
   Granularity granularity = Granularity::kOperator;
   int64_t max_tasks = 100'000'000;
-  double train_tokens = 0;
+  double train_tokens = 0;  // 0 or in (0, kMaxTrainTokens]
   std::function<bool()> cancelled;
 };
 
 // Predicts `job` with `profiles` (whose GPU should be the cluster's; lookups
 // for another GPU fall back to ANALYTICAL). INVALID_ARGUMENT for a bad job,
 // RESOURCE_EXHAUSTED for a graph over options.max_tasks, CANCELLED.
+// INVALID_ARGUMENT too for options.train_tokens negative, non-finite or above
+// kMaxTrainTokens.
 absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
                                    const PredictOptions& options = {});
 
