@@ -91,6 +91,9 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
   if (words.empty()) return bad("it is empty");
   const std::vector<absl::string_view> path = absl::StrSplit(words[0], '/');
   if (path.size() != 3 || path[0].empty()) return bad("it does not start with GPU/DTYPE/OP");
+  if (path[0].size() > kMaxOperatorKeyGpuLength) {
+    return bad(absl::StrCat("the GPU name has more than ", kMaxOperatorKeyGpuLength, " characters"));
+  }
   absl::StatusOr<DType> dtype = ParseDType(path[1]);
   if (!dtype.ok()) return bad(absl::StrCat("dtype '", path[1], "' is unknown"));
   absl::StatusOr<OperatorKind> op = ParseOperatorKind(path[2]);

@@ -65,13 +65,16 @@ struct OperatorKey {
   std::string ToString() const;
 };
 
-// The longest operator-key text ParseOperatorKey accepts (a real key is under
-// 100 characters; the bound keeps outside text from growing keys and errors).
-inline constexpr size_t kMaxOperatorKeyLength = 256;
+// The longest operator-key text ParseOperatorKey accepts and the longest GPU
+// name in it (a real key is under 100 characters; the bounds keep outside text
+// from growing keys and errors, and any key ToString prints from a parsed one,
+// at most 128 + 20 + 7 * 23 characters, parses again).
+inline constexpr size_t kMaxOperatorKeyLength = 512;
+inline constexpr size_t kMaxOperatorKeyGpuLength = 128;
 
 // The reverse of OperatorKey::ToString (the text work items carry):
 // INVALID_ARGUMENT naming the part that does not parse, or a text longer than
-// kMaxOperatorKeyLength.
+// kMaxOperatorKeyLength or a GPU name longer than kMaxOperatorKeyGpuLength.
 absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text);
 
 // Builds a key with only the fields `op` depends on set.
