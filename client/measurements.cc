@@ -1,5 +1,6 @@
 #include "client/measurements.h"
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -57,18 +58,19 @@ absl::StatusOr<std::vector<Measurement>> ParseMeasurementCsv(absl::string_view t
     auto cell = [&](const char* col) -> absl::StatusOr<double> {
       const size_t i = column[col];
       double v = 0;
-      if (i >= cells.size() || !absl::SimpleAtod(cells[i], &v)) {
+      if (i >= cells.size() || !absl::SimpleAtod(cells[i], &v) || !std::isfinite(v)) {
         return absl::InvalidArgumentError(absl::StrCat(name, ":", n + 1, ": column '", col,
-                                                       "' is not a number ('",
+                                                       "' is not a finite number ('",
                                                        i < cells.size() ? cells[i] : "", "')"));
       }
       return v;
     };
     auto integer = [&](const char* col) -> absl::StatusOr<int64_t> {
       VTRAIN_ASSIGN_OR_RETURN(double v, cell(col));
-      if (v != static_cast<double>(static_cast<int64_t>(v))) {
+      // Range first: casting a double outside int64 is undefined behaviour.
+      if (!(std::abs(v) <= 0x1p53) || v != std::trunc(v)) {
         return absl::InvalidArgumentError(
-            absl::StrCat(name, ":", n + 1, ": column '", col, "' must be an integer"));
+            absl::StrCat(name, ":", n + 1, ": column '", col, "' must be an integer of magnitude at most 2^53"));
       }
       return static_cast<int64_t>(v);
     };

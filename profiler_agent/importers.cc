@@ -35,6 +35,11 @@ std::vector<std::string> SplitCsv(absl::string_view line) {
   return out;
 }
 
+// CUPTI timestamps count ns from an epoch (about 2^61 now); a kernel's
+// duration and the gap after it are bounded as in a pushed profile set.
+constexpr int64_t kMaxTimestampNs = int64_t{1} << 62;
+constexpr int64_t kMaxDurationNs = int64_t{1} << 40;
+
 struct Kernel {
   int64_t start_ns = 0;
   int64_t duration_ns = 0;
@@ -56,7 +61,8 @@ std::optional<int64_t> InferNcclRanks(absl::string_view text, absl::string_view 
     }
     // "# nThread 1 nGpus 8 minBytes 8 maxBytes ..."
     for (size_t i = 0; i + 1 < words.size(); ++i) {
-      if (words[i] == "nGpus") absl::SimpleAtoi(words[i + 1], &n_gpus);
+      int64_t n = 0;
+      if (words[i] == "nGpus" && absl::SimpleAtoi(words[i + 1], &n)) n_gpus = n;
     }
   }
   if (rank_lines >= 2) return rank_lines;
@@ -123,6 +129,11 @@ absl::StatusOr<ProfileSet> ImportVtrainTrace(absl::string_view text, absl::strin
       return absl::InvalidArgumentError(
           absl::StrCat(source, ":", n + 1, ": expected start_ns,duration_ns,TYPE,..."));
     }
+    if (start < 0 || start > kMaxTimestampNs || duration < 0 || duration > kMaxDurationNs) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ":", n + 1, ": start_ns=", start, " must be in [0, 2^62] and duration_ns=",
+          duration, " in [0, 2^40]"));
+    }
     const std::string& type = f[2];
     if (type == "TIMESTAMP") {
       const std::vector<std::string> words = absl::StrSplit(f.back(), ' ');
@@ -160,7 +171,10 @@ absl::StatusOr<ProfileSet> ImportVtrainTrace(absl::string_view text, absl::strin
     const std::string s = section_of(it->second);
     if (!s.empty()) sections[s].push_back(k);
   }
-  auto records = [](std::vector<Kernel> ks) {
+  // The first gap too long for a profile set, if any (the bounds above keep
+  // the arithmetic in range).
+  absl::Status gap_error;
+  auto records = [&](std::vector<Kernel> ks) {
     std::sort(ks.begin(), ks.end(),
               [](const Kernel& a, const Kernel& b) { return a.start_ns < b.start_ns; });
     std::vector<KernelRecord> out;
@@ -169,6 +183,11 @@ absl::StatusOr<ProfileSet> ImportVtrainTrace(absl::string_view text, absl::strin
           i + 1 < ks.size()
               ? std::max<int64_t>(0, ks[i + 1].start_ns - ks[i].start_ns - ks[i].duration_ns)
               : 0;
+      if (gap > kMaxDurationNs && gap_error.ok()) {
+        gap_error = absl::InvalidArgumentError(absl::StrCat(
+            source, ": kernel '", ks[i + 1].name, "' starts ", gap, " ns after kernel '",
+            ks[i].name, "' of its section ends, more than 2^40 ns; is the trace one iteration?"));
+      }
       out.push_back({ks[i].name, ks[i].duration_ns, gap, 0});
     }
     return out;
@@ -209,6 +228,7 @@ absl::StatusOr<ProfileSet> ImportVtrainTrace(absl::string_view text, absl::strin
   add(OperatorKind::kLogitFwd, records(concat("forward layernorm", "forward logit")));
   add(OperatorKind::kLogitBwd, records(concat("backward logit", "backward layernorm")));
   add(OperatorKind::kLossFwd, records(sections["forward loss"]));
+  if (!gap_error.ok()) return gap_error;
   if (set.operators.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         source, ": no kernel could be attributed to a marker section; is it a vTrain trace?"));

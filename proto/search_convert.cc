@@ -111,8 +111,9 @@ absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& r) {
   } else {
     problems.emplace_back(dtype.status().message());
   }
-  if (!std::isfinite(r.train_tokens()) || r.train_tokens() < 0) {
-    problems.push_back("train_tokens (--tokens) must be a finite number >= 0");
+  if (!(r.train_tokens() >= 0 && r.train_tokens() <= kMaxTrainTokens)) {
+    problems.push_back(absl::StrCat("train_tokens=", r.train_tokens(),
+                                    " (--tokens) must be a number in [0, ", kMaxTrainTokens, "]"));
   }
   s.train_tokens = r.train_tokens();
   absl::StatusOr<Objective> objective = FromProtoOr(r.objective(), Objective::kTime, "objective");

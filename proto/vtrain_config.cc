@@ -44,12 +44,13 @@ class ConfigReader {
     return static_cast<int64_t>(v);
   }
 
-  // A non-negative number (sizes and bandwidths).
-  absl::StatusOr<double> Amount(const char* key) const {
+  // A number in [0, max] (sizes and bandwidths; the bound keeps the unit
+  // conversions finite and in range of int64).
+  absl::StatusOr<double> Amount(const char* key, double max) const {
     VTRAIN_ASSIGN_OR_RETURN(double v, Number(key, Presence::kOptional));
-    if (v < 0) {
+    if (!(v >= 0 && v <= max)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("vTrain config: '", key, "' must not be negative"));
+          absl::StrCat("vTrain config: '", key, "' must be in [0, ", max, "]"));
     }
     return v;
   }
@@ -134,9 +135,10 @@ absl::StatusOr<v1::PredictRequest> RequestFromVtrainConfig(const std::string& js
     VTRAIN_ASSIGN_OR_RETURN(int64_t v, c.Integer(field.key, field.presence));
     field.set(r, v);
   }
-  VTRAIN_ASSIGN_OR_RETURN(double bucket_mb, c.Amount("ddp_bucket_size"));
-  VTRAIN_ASSIGN_OR_RETURN(double inter_gbit, c.Amount("inter_node_bandwidth"));
-  VTRAIN_ASSIGN_OR_RETURN(double intra_gbyte, c.Amount("intra_node_bandwidth"));
+  // At most 1e9 MB (a petabyte) and 1e9 Gb/s or GB/s: far above any machine.
+  VTRAIN_ASSIGN_OR_RETURN(double bucket_mb, c.Amount("ddp_bucket_size", 1e9));
+  VTRAIN_ASSIGN_OR_RETURN(double inter_gbit, c.Amount("inter_node_bandwidth", 1e9));
+  VTRAIN_ASSIGN_OR_RETURN(double intra_gbyte, c.Amount("intra_node_bandwidth", 1e9));
   r.mutable_plan()->set_bucket_size_bytes(static_cast<int64_t>(bucket_mb * 1e6));
   r.mutable_cluster()->set_inter_node_bandwidth_bytes_per_s(inter_gbit * 1e9 / 8);
   r.mutable_cluster()->set_intra_node_bandwidth_bytes_per_s(intra_gbyte * 1e9);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "core/engine/engine.h"
 #include "core/engine/streaming.h"
 #include "core/graph/builder.h"
@@ -39,6 +40,10 @@ double ModelFlopsPerIteration(const Job& job) {
 absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
                                    const PredictOptions& options) {
   VTRAIN_RETURN_IF_ERROR(ValidateJob(job));
+  if (!(options.train_tokens >= 0 && options.train_tokens <= kMaxTrainTokens)) {
+    return absl::InvalidArgumentError(absl::StrCat("train_tokens=", options.train_tokens,
+                                                   " must be in [0, ", kMaxTrainTokens, "]"));
+  }
   // Cheap checks before expensive work: a plan whose weights alone are many
   // times a GPU's memory is not a plan (its optimizer step alone would be
   // millions of kernel launches to generate).

@@ -77,18 +77,23 @@ struct Prediction {
   double iteration_time_ms() const { return static_cast<double>(iteration_time_ns) * 1e-6; }
 };
 
+// The largest training-token count a prediction takes: beyond it the
+// iteration count would not fit an int64 (about 1000x any corpus so far).
+inline constexpr double kMaxTrainTokens = 1e18;
+
 struct PredictOptions {
   Granularity granularity = Granularity::kOperator;
   int64_t max_tasks = 100'000'000;
   // The most memory a kernel-granularity graph may take (estimated before
   // anything is allocated).
   int64_t max_graph_bytes = int64_t{16} << 30;
-  double train_tokens = 0;
+  double train_tokens = 0;  // 0 or in (0, kMaxTrainTokens]
   std::function<bool()> cancelled;
 };
 
 // Predicts `job` with `profiles` (whose GPU should be the cluster's; lookups
-// for another GPU fall back to ANALYTICAL). INVALID_ARGUMENT for a bad job;
+// for another GPU fall back to ANALYTICAL). INVALID_ARGUMENT for a bad job, or
+// for options.train_tokens negative, non-finite or above kMaxTrainTokens;
 // RESOURCE_EXHAUSTED, before any expensive work, for a plan whose weights
 // alone exceed kMaxWeightsOverMemory times a GPU's memory, a graph over
 // options.max_tasks or options.max_graph_bytes; CANCELLED.

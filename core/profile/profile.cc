@@ -76,6 +76,11 @@ std::string OperatorKey::ToString() const {
 }
 
 absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
+  if (text.size() > kMaxOperatorKeyLength) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "operator key '", text.substr(0, 64), "...' has ", text.size(),
+        " characters, more than the ", kMaxOperatorKeyLength, " a key can have"));
+  }
   auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(
         absl::StrCat("operator key '", text, "': ", why,
@@ -86,6 +91,9 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
   if (words.empty()) return bad("it is empty");
   const std::vector<absl::string_view> path = absl::StrSplit(words[0], '/');
   if (path.size() != 3 || path[0].empty()) return bad("it does not start with GPU/DTYPE/OP");
+  if (path[0].size() > kMaxOperatorKeyGpuLength) {
+    return bad(absl::StrCat("the GPU name has more than ", kMaxOperatorKeyGpuLength, " characters"));
+  }
   absl::StatusOr<DType> dtype = ParseDType(path[1]);
   if (!dtype.ok()) return bad(absl::StrCat("dtype '", path[1], "' is unknown"));
   absl::StatusOr<OperatorKind> op = ParseOperatorKind(path[2]);
@@ -167,10 +175,10 @@ absl::StatusOr<CollectiveCurve> CollectiveCurve::Create(std::vector<CollectivePo
   }
   for (const CollectivePoint& p : points) {
     if (!(p.bytes > 0) || !std::isfinite(p.bytes) || !(p.latency_ns > 0) ||
-        !std::isfinite(p.latency_ns)) {
+        !(p.latency_ns <= kMaxLatencyNs)) {
       return absl::InvalidArgumentError(
           absl::StrCat("collective point (bytes=", p.bytes, ", latency_ns=", p.latency_ns,
-                       ") must have a positive, finite size and latency"));
+                       ") must have a positive, finite size and a latency in (0, 2^40] ns"));
     }
   }
   std::sort(points.begin(), points.end(),

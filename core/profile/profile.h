@@ -3,6 +3,7 @@
 #ifndef VTRAIN_CORE_PROFILE_PROFILE_H_
 #define VTRAIN_CORE_PROFILE_PROFILE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -64,8 +65,16 @@ struct OperatorKey {
   std::string ToString() const;
 };
 
+// The longest operator-key text ParseOperatorKey accepts and the longest GPU
+// name in it (a real key is under 100 characters; the bounds keep outside text
+// from growing keys and errors, and any key ToString prints from a parsed one,
+// at most 128 + 20 + 7 * 23 characters, parses again).
+inline constexpr size_t kMaxOperatorKeyLength = 512;
+inline constexpr size_t kMaxOperatorKeyGpuLength = 128;
+
 // The reverse of OperatorKey::ToString (the text work items carry):
-// INVALID_ARGUMENT naming the part that does not parse.
+// INVALID_ARGUMENT naming the part that does not parse, or a text longer than
+// kMaxOperatorKeyLength or a GPU name longer than kMaxOperatorKeyGpuLength.
 absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text);
 
 // Builds a key with only the fields `op` depends on set.
@@ -123,8 +132,12 @@ struct CollectivePoint {
 // Latency against message size, sorted by size; at least one point.
 class CollectiveCurve {
  public:
-  // Sorts the points; INVALID_ARGUMENT unless every size and latency is
-  // positive and finite and the sizes are distinct.
+  // The longest latency a point may have: 2^40 ns (18 minutes), the bound on
+  // a kernel's duration too, so that times summed over an iteration fit int64.
+  static constexpr double kMaxLatencyNs = 1099511627776.0;
+
+  // Sorts the points; INVALID_ARGUMENT unless every size is positive and
+  // finite, every latency in (0, kMaxLatencyNs] and the sizes are distinct.
   static absl::StatusOr<CollectiveCurve> Create(std::vector<CollectivePoint> points);
 
   const std::vector<CollectivePoint>& points() const { return points_; }

@@ -202,7 +202,13 @@ absl::StatusOr<double> ParseBandwidth(absl::string_view text, absl::string_view 
       return absl::InvalidArgumentError(absl::StrCat(
           field, "='", text, "' is not a positive number with a unit; write e.g. 150GB/s"));
     }
-    return value * u.bytes_per_s;
+    // A huge number overflows to infinity in bytes, a tiny one to zero.
+    const double bytes_per_s = value * u.bytes_per_s;
+    if (!(bytes_per_s > 0) || !std::isfinite(bytes_per_s)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, "='", text, "' is out of range in bytes/s; write e.g. 150GB/s"));
+    }
+    return bytes_per_s;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       field, "='", text, "' has no bandwidth unit; write e.g. 150GB/s (bytes) or 800Gb/s (bits)"));

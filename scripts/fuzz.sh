@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz/) with clang into build-fuzz/ and
+# runs each for a fixed number of executions on a copy of its seed corpus.
+# Exits non-zero when a target crashes or finds undefined behaviour; the
+# crashing input is left in build-fuzz/fuzz-out/<target>/.
+#   FUZZ_RUNS=20000 (executions per target), FUZZ_TIME=0 (seconds per target
+#   instead, when > 0), FUZZ_TARGETS="bandwidth operator_key" (a subset).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+scripts/install-deps.sh clang libclang-rt-14-dev
+
+runs=${FUZZ_RUNS:-20000}
+time_s=${FUZZ_TIME:-0}
+all_targets=(profile_set_json job_json vtrain_config nccl_tests vtrain_trace measurement_csv
+  operator_key bandwidth)
+read -r -a targets <<<"${FUZZ_TARGETS:-${all_targets[*]}}"
+
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DVTRAIN_BUILD_FUZZERS=ON -DVTRAIN_BUILD_TESTS=OFF -DVTRAIN_BUILD_BENCHMARKS=OFF \
+  -DVTRAIN_BUILD_AGENT_GPU=OFF "${launcher[@]}" >/dev/null
+cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]/%/_fuzzer}"
+
+limit=(-runs="$runs")
+if [ "$time_s" -gt 0 ]; then limit=(-max_total_time="$time_s"); fi
+failed=()
+for t in "${targets[@]}"; do
+  out=build-fuzz/fuzz-out/$t
+  rm -rf "$out"
+  mkdir -p "$out/corpus"
+  cp tests/fuzz/corpus/"$t"/* "$out/corpus/"
+  start=$(date +%s)
+  if (cd "$out" && "../../tests/fuzz/${t}_fuzzer" "${limit[@]}" -max_len=4096 -timeout=10 \
+        -rss_limit_mb=4096 -print_final_stats=1 corpus >log.txt 2>&1); then
+    echo "fuzz.sh: $t: ok ($(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$out/log.txt" |
+      grep -o '[0-9]*$') runs, $(($(date +%s) - start)) s)"
+  else
+    echo "fuzz.sh: $t: FAILED; see $out/log.txt and the crash-* input in $out/"
+    tail -n 40 "$out/log.txt"
+    failed+=("$t")
+  fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz.sh: failed: ${failed[*]}"
+  exit 1
+fi

@@ -1,0 +1,42 @@
+// Shared by the job fuzz targets: a request converted as the server does and
+// predicted when small.
+#ifndef VTRAIN_TESTS_FUZZ_FUZZ_PREDICT_H_
+#define VTRAIN_TESTS_FUZZ_FUZZ_PREDICT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "core/predict/predictor.h"
+#include "core/profile/default_profiles.h"
+#include "proto/job_convert.h"
+#include "tests/fuzz/fuzz_check.h"
+
+namespace vtrain::fuzz {
+
+// Converts and validates `request` as the server does, and predicts it on the
+// built-in profile set when it is small enough to take milliseconds (the
+// fuzzer looks for crashes and undefined behaviour, not for slow jobs).
+inline void ConvertAndPredict(const v1::PredictRequest& request) {
+  absl::StatusOr<Job> job = convert::JobFromProto(request);
+  absl::StatusOr<PredictOptions> options = convert::OptionsFromProto(request);
+  if (!job.ok() || !options.ok()) return;
+  // What the job converts back to must be accepted again.
+  absl::StatusOr<Job> again = convert::JobFromProto(convert::JobToProto(*job));
+  VTRAIN_FUZZ_CHECK(again.ok(), again.status().ToString());
+
+  const ParallelPlan& plan = job->plan;
+  const int64_t micro_batches = plan.global_batch / (plan.data_parallel * plan.micro_batch);
+  if (job->model.num_layers > 256 || micro_batches > 256 || plan.pipeline_parallel > 64 ||
+      job->model.num_layers * micro_batches > 4096) {
+    return;
+  }
+  options->max_tasks = 200'000;
+  absl::StatusOr<Prediction> p = Predict(*job, DefaultProfileSet(job->cluster.gpu), *options);
+  if (!p.ok()) return;
+  VTRAIN_FUZZ_CHECK(p->iteration_time_ns >= 0, std::to_string(p->iteration_time_ns));
+  VTRAIN_FUZZ_CHECK(p->iterations >= 0, std::to_string(p->iterations));
+}
+
+}  // namespace vtrain::fuzz
+
+#endif  // VTRAIN_TESTS_FUZZ_FUZZ_PREDICT_H_
