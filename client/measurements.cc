@@ -69,8 +69,8 @@ absl::StatusOr<std::vector<Measurement>> ParseMeasurementCsv(absl::string_view t
       VTRAIN_ASSIGN_OR_RETURN(double v, cell(col));
       // Range first: casting a double outside int64 is undefined behaviour.
       if (!(std::abs(v) <= 0x1p53) || v != std::trunc(v)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(name, ":", n + 1, ": column '", col, "' must be an integer of magnitude at most 2^53"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            name, ":", n + 1, ": column '", col, "' must be an integer of magnitude at most 2^53"));
       }
       return static_cast<int64_t>(v);
     };

@@ -130,9 +130,9 @@ absl::StatusOr<ProfileSet> ImportVtrainTrace(absl::string_view text, absl::strin
           absl::StrCat(source, ":", n + 1, ": expected start_ns,duration_ns,TYPE,..."));
     }
     if (start < 0 || start > kMaxTimestampNs || duration < 0 || duration > kMaxDurationNs) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          source, ":", n + 1, ": start_ns=", start, " must be in [0, 2^62] and duration_ns=",
-          duration, " in [0, 2^40]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ":", n + 1, ": start_ns=", start,
+                       " must be in [0, 2^62] and duration_ns=", duration, " in [0, 2^40]"));
     }
     const std::string& type = f[2];
     if (type == "TIMESTAMP") {

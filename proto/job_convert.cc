@@ -123,9 +123,9 @@ absl::StatusOr<PredictOptions> OptionsFromProto(const v1::PredictRequest& r) {
   VTRAIN_ASSIGN_OR_RETURN(o.granularity,
                           FromProtoOr(r.granularity(), Granularity::kOperator, "granularity"));
   if (!(r.train_tokens() >= 0 && r.train_tokens() <= kMaxTrainTokens)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "train_tokens=", r.train_tokens(), " (--tokens) must be a number in [0, ", kMaxTrainTokens,
-        "], e.g. 270e9 (0: per iteration only)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("train_tokens=", r.train_tokens(), " (--tokens) must be a number in [0, ",
+                     kMaxTrainTokens, "], e.g. 270e9 (0: per iteration only)"));
   }
   o.train_tokens = r.train_tokens();
   return o;

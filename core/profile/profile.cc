@@ -77,9 +77,9 @@ std::string OperatorKey::ToString() const {
 
 absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
   if (text.size() > kMaxOperatorKeyLength) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "operator key '", text.substr(0, 64), "...' has ", text.size(),
-        " characters, more than the ", kMaxOperatorKeyLength, " a key can have"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("operator key '", text.substr(0, 64), "...' has ", text.size(),
+                     " characters, more than the ", kMaxOperatorKeyLength, " a key can have"));
   }
   auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(
@@ -92,7 +92,8 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
   const std::vector<absl::string_view> path = absl::StrSplit(words[0], '/');
   if (path.size() != 3 || path[0].empty()) return bad("it does not start with GPU/DTYPE/OP");
   if (path[0].size() > kMaxOperatorKeyGpuLength) {
-    return bad(absl::StrCat("the GPU name has more than ", kMaxOperatorKeyGpuLength, " characters"));
+    return bad(
+        absl::StrCat("the GPU name has more than ", kMaxOperatorKeyGpuLength, " characters"));
   }
   absl::StatusOr<DType> dtype = ParseDType(path[1]);
   if (!dtype.ok()) return bad(absl::StrCat("dtype '", path[1], "' is unknown"));

@@ -205,8 +205,8 @@ absl::StatusOr<double> ParseBandwidth(absl::string_view text, absl::string_view 
     // A huge number overflows to infinity in bytes, a tiny one to zero.
     const double bytes_per_s = value * u.bytes_per_s;
     if (!(bytes_per_s > 0) || !std::isfinite(bytes_per_s)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, "='", text, "' is out of range in bytes/s; write e.g. 150GB/s"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "='", text, "' is out of range in bytes/s; write e.g. 150GB/s"));
     }
     return bytes_per_s;
   }
