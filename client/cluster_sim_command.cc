@@ -185,8 +185,10 @@ absl::StatusOr<Study> RunStudy(const common::FlagParser& flags, const Setup& set
     jobs.push_back(
         {t.id, t.submit_s, std::max(1.0, std::round(t.duration_s * rate)), t.deadline_s, s});
   }
-  const ClusterSimOptions options{.total_gpus = setup.gpus,
-                                  .rescale_overhead_s = setup.rescale_overhead_s};
+  const ClusterSimOptions options{
+      .total_gpus = setup.gpus,
+      .rescale_overhead_s = setup.rescale_overhead_s,
+      .gpus_per_node = setup.cluster.gpus_per_node() > 0 ? setup.cluster.gpus_per_node() : 8};
   for (const std::string& policy : policies) {
     VTRAIN_ASSIGN_OR_RETURN(
         ClusterOutcome out,

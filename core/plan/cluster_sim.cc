@@ -30,6 +30,33 @@ struct Running {
   JobOutcome outcome;
 };
 
+// Node-aligned placement: a job on a node's worth of GPUs or more takes whole
+// nodes; smaller ones (1, 2, 4 GPUs: powers of two pack a node exactly) share
+// nodes. The GPUs a set of allocations needs, and whether it fits.
+class Placement {
+ public:
+  Placement(int64_t total, int64_t node) : total_(total), node_(node) {}
+  void Add(int64_t g) { Count(g) += Size(g); }
+  void Remove(int64_t g) { Count(g) -= Size(g); }
+  bool FitsWith(int64_t from, int64_t to) const {
+    Placement p = *this;
+    p.Remove(from);
+    p.Add(to);
+    return p.Used() <= total_;
+  }
+
+ private:
+  int64_t Used() const {
+    return node_ > 0 ? whole_ + node_ * ((shared_ + node_ - 1) / node_) : whole_ + shared_;
+  }
+  bool Whole(int64_t g) const { return node_ > 0 && g >= node_; }
+  int64_t Size(int64_t g) const { return Whole(g) ? (g + node_ - 1) / node_ * node_ : g; }
+  int64_t& Count(int64_t g) { return Whole(g) ? whole_ : shared_; }
+
+  int64_t total_, node_;
+  int64_t whole_ = 0, shared_ = 0;
+};
+
 class Cluster {
  public:
   Cluster(std::vector<Running> jobs, const ClusterSimOptions& options)
@@ -126,7 +153,7 @@ class Cluster {
   // and grow only when the restart is repaid by finishing earlier.
   void Replan(double now) {
     std::vector<int64_t> plan(jobs_.size(), 0);
-    int64_t free = options_.total_gpus;
+    Placement placed(options_.total_gpus, options_.gpus_per_node);
     int64_t kept = 0;
     for (const Running& r : jobs_) {
       if (!r.arrived || r.done) continue;
@@ -139,9 +166,9 @@ class Cluster {
         if (!r.arrived || r.done || r.admitted != (admitted_pass == 1)) continue;
         int64_t share = r.admitted ? Share(r, now) : 0;
         if (keep) share = std::max(share, r.gpus);
-        if (share > free) share = 0;
+        if (!placed.FitsWith(0, share)) share = 0;
         plan[i] = share;
-        free -= share;
+        placed.Add(share);
       }
     }
     for (int admitted_pass = 1; admitted_pass >= 0; --admitted_pass) {
@@ -153,7 +180,7 @@ class Cluster {
           const Running& r = jobs_[i];
           if (!r.arrived || r.done || r.admitted != (admitted_pass == 1)) continue;
           const int64_t next = NextCount(r, plan[i]);
-          if (next == 0 || next - plan[i] > free) continue;
+          if (next == 0 || !placed.FitsWith(plan[i], next)) continue;
           // Growing a running job restarts it: only worth it if it then
           // finishes earlier than it would have.
           if (r.gpus > 0 && plan[i] == r.gpus &&
@@ -170,7 +197,8 @@ class Cluster {
           }
         }
         if (best == jobs_.size()) break;
-        free -= best_next - plan[best];
+        placed.Remove(plan[best]);
+        placed.Add(best_next);
         plan[best] = best_next;
       }
     }

@@ -36,6 +36,9 @@ struct ClusterJob {
 struct ClusterSimOptions {
   int64_t total_gpus = 1024;
   double rescale_overhead_s = 30;  // a checkpoint and restart per change of a running job's GPUs
+  // Node-aligned placement: an allocation of a node or more takes whole
+  // nodes, smaller ones share nodes (0: GPUs are interchangeable).
+  int64_t gpus_per_node = 8;
 };
 
 struct JobOutcome {

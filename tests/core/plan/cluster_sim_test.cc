@@ -72,3 +72,30 @@ TEST(ClusterSimTest, JobsWithoutAnyPlanNeverFinishAndBadJobsAreErrors) {
 
 }  // namespace
 }  // namespace vtrain
+
+namespace vtrain {
+namespace {
+
+// Node-aligned placement: with 12 GPUs in nodes of 8, a job on 1 GPU and one
+// that wants 8 cannot both run (8 takes a whole node, the 1-GPU job the
+// other); interchangeable GPUs would fit 1 + 8.
+TEST(ClusterSimTest, PlacementIsNodeAligned) {
+  const ThroughputTable big = {{8}, {8}};
+  const ThroughputTable small = {{1}, {1}};
+  const std::vector<ClusterJob> jobs = {{"small", 0, 100, 1e6, 1}, {"big", 1, 800, 1e6, 0}};
+  VTRAIN_ASSERT_OK_AND_ASSIGN(
+      ClusterOutcome aligned,
+      SimulateCluster(jobs, {big, small},
+                      {.total_gpus = 12, .rescale_overhead_s = 0, .gpus_per_node = 8}));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(
+      ClusterOutcome loose,
+      SimulateCluster(jobs, {big, small},
+                      {.total_gpus = 12, .rescale_overhead_s = 0, .gpus_per_node = 0}));
+  // Loose: both run at once, the big job ends at 1 + 100 s. Aligned: the big
+  // one waits for the small one (100 s) and ends at 200 s.
+  EXPECT_DOUBLE_EQ(loose.jobs[1].finish_s, 101);
+  EXPECT_DOUBLE_EQ(aligned.jobs[1].finish_s, 200);
+}
+
+}  // namespace
+}  // namespace vtrain
