@@ -1,9 +1,13 @@
 #include "core/plan/curve.h"
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "core/graph/pass_templates.h"
 #include "core/predict/memory.h"
 #include "core/predict/predictor.h"
 #include "core/util/status_macros.h"
@@ -18,12 +22,8 @@ CurvePoint NoPlan(int64_t gpus) {
   return point;
 }
 
-// A plan's point: its prediction (for the interval) and throughput.
-absl::StatusOr<CurvePoint> PointOf(const Job& job, int64_t gpus, const ProfileSet& profiles,
-                                   const CurveOptions& options) {
-  PredictOptions po;
-  po.cancelled = options.cancelled;
-  VTRAIN_ASSIGN_OR_RETURN(Prediction p, Predict(job, profiles, po));
+// A plan's point from its prediction: throughput, memory and interval.
+CurvePoint PointFromPrediction(const Job& job, int64_t gpus, const Prediction& p) {
   CurvePoint point;
   point.gpus = gpus;
   point.fits = p.memory.fits;
@@ -40,6 +40,52 @@ absl::StatusOr<CurvePoint> PointOf(const Job& job, int64_t gpus, const ProfileSe
   return point;
 }
 
+absl::StatusOr<CurvePoint> PointOf(const Job& job, int64_t gpus, const ProfileSet& profiles,
+                                   const CurveOptions& options) {
+  PredictOptions po;
+  po.cancelled = options.cancelled;
+  VTRAIN_ASSIGN_OR_RETURN(Prediction p, Predict(job, profiles, po));
+  return PointFromPrediction(job, gpus, p);
+}
+
+// A lower bound of `job`'s iteration time, cheap next to simulating it: each
+// stage's compute stream runs every micro-batch's forward and backward pass
+// (each task holds the stream for its duration and gap), so the busiest
+// stage's sum bounds the makespan from below.
+// `lookup` (of the job's cluster) is shared by the candidates of one count:
+// their operators repeat, and it memoises them.
+double LowerBoundMs(const Job& job, ProfileLookup& lookup) {
+  auto label = [](const std::string&) { return 0; };
+  auto pass_ns = [](const internal::ActionTemplate& t) {
+    double ns = 0;
+    for (const internal::Segment& segment : t.segments) {
+      for (const internal::Item& item : segment.items) {
+        ns += static_cast<double>(item.duration_ns) + static_cast<double>(item.gap_ns);
+      }
+    }
+    return ns;
+  };
+  const int64_t p = job.plan.pipeline_parallel;
+  std::vector<internal::StageEnds> ends;
+  if (p == 1) {
+    ends.push_back({.has_embedding = true, .has_logit = true});
+  } else {
+    ends.push_back({.has_embedding = true, .has_logit = false});
+    if (p > 2) ends.push_back({.has_embedding = false, .has_logit = false});
+    ends.push_back({.has_embedding = false, .has_logit = true});
+  }
+  double busiest = 0;
+  for (const internal::StageEnds& e : ends) {
+    const internal::StageTemplates t =
+        internal::MakeStageTemplates(job, lookup, Granularity::kOperator, e, label);
+    busiest = std::max(busiest, pass_ns(t.forward) + pass_ns(t.backward));
+  }
+  return busiest * static_cast<double>(job.plan.num_micro_batches()) * 1e-6;
+}
+
+// The fastest plan on exactly `gpus`: the candidates Search would predict, in
+// order of a lower bound of their time, simulated until the next bound cannot
+// beat the fastest so far (exact: a skipped plan cannot be faster).
 absl::StatusOr<CurvePoint> BestAt(const CurveSpec& spec, int64_t gpus, const ProfileSet& profiles,
                                   const CurveOptions& options) {
   SearchSpace space;
@@ -53,12 +99,32 @@ absl::StatusOr<CurvePoint> BestAt(const CurveSpec& spec, int64_t gpus, const Pro
   space.recomputes = spec.recomputes;
   space.dtype = spec.dtype;
   SearchOptions so;
-  so.threads = options.threads;
   so.cancelled = options.cancelled;
-  absl::StatusOr<SearchResult> r = Search(space, profiles, so);
-  if (!r.ok()) return r.status();
-  if (r->best < 0) return NoPlan(gpus);
-  return PointOf(r->plans[r->best].job, gpus, profiles, options);
+  SearchResult counted;
+  VTRAIN_ASSIGN_OR_RETURN(std::vector<Job> candidates, EnumeratePlans(space, so, &counted));
+  std::vector<std::pair<double, size_t>> order;
+  ProfileLookup lookup(profiles, spec.cluster.gpu,
+                       LinkBandwidths{spec.cluster.intra_node_bandwidth_bytes_per_s,
+                                      spec.cluster.inter_node_bandwidth_bytes_per_s});
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    order.emplace_back(LowerBoundMs(candidates[i], lookup), i);
+  }
+  std::stable_sort(order.begin(), order.end());
+  std::optional<CurvePoint> best;
+  PredictOptions po;
+  po.cancelled = options.cancelled;
+  for (const auto& [bound_ms, i] : order) {
+    if (best && bound_ms >= best->iteration_time_ms) break;
+    absl::StatusOr<Prediction> p = Predict(candidates[i], profiles, po);
+    if (!p.ok()) {
+      if (p.status().code() == absl::StatusCode::kCancelled) return p.status();
+      continue;  // as Search: a plan that does not predict is not a candidate
+    }
+    if (!best || p->iteration_time_ms() < best->iteration_time_ms) {
+      best = PointFromPrediction(candidates[i], gpus, *p);
+    }
+  }
+  return best ? *best : NoPlan(gpus);
 }
 
 // The data-parallel policy's footprint: the first t x p that fits in memory
@@ -151,27 +217,51 @@ absl::StatusOr<std::vector<CurvePoint>> ThroughputCurve(const CurveSpec& spec,
   VTRAIN_RETURN_IF_ERROR(CheckSpec(spec));
   std::optional<std::pair<int64_t, int64_t>> footprint;
   if (spec.policy == CurvePolicy::kDataParallel) footprint = Footprint(spec);
-  std::vector<CurvePoint> curve;
+  // The counts are independent: options.threads workers take the next one.
   const int64_t n = static_cast<int64_t>(spec.gpu_counts.size());
-  for (int64_t i = 0; i < n; ++i) {
-    if (options.cancelled && options.cancelled()) {
-      return absl::CancelledError("throughput curve cancelled by the caller");
+  std::vector<std::optional<absl::StatusOr<CurvePoint>>> points(static_cast<size_t>(n));
+  std::atomic<int64_t> next{0}, done{0};
+  std::atomic<bool> stop{false};
+  std::mutex progress_mu;
+  auto work = [&] {
+    for (int64_t i; !stop && (i = next.fetch_add(1)) < n;) {
+      if (options.cancelled && options.cancelled()) {
+        points[static_cast<size_t>(i)] =
+            absl::CancelledError("throughput curve cancelled by the caller");
+        stop = true;
+        return;
+      }
+      const int64_t gpus = spec.gpu_counts[static_cast<size_t>(i)];
+      absl::StatusOr<CurvePoint> point =
+          spec.policy == CurvePolicy::kBest
+              ? BestAt(spec, gpus, profiles, options)
+              : (footprint ? DataParallelAt(spec, footprint->first, footprint->second, gpus,
+                                            profiles, options)
+                           : absl::StatusOr<CurvePoint>(NoPlan(gpus)));
+      // A count no plan can use (e.g. more GPUs than the batch has sequences)
+      // is a point that does not fit, not an error for the whole curve.
+      if (!point.ok() && point.status().code() == absl::StatusCode::kInvalidArgument) {
+        point = NoPlan(gpus);
+      }
+      if (!point.ok()) stop = true;
+      points[static_cast<size_t>(i)] = std::move(point);
+      const int64_t finished = ++done;
+      if (options.progress) {
+        std::lock_guard<std::mutex> lock(progress_mu);
+        options.progress(finished, n);
+      }
     }
-    const int64_t gpus = spec.gpu_counts[i];
-    absl::StatusOr<CurvePoint> point =
-        spec.policy == CurvePolicy::kBest
-            ? BestAt(spec, gpus, profiles, options)
-            : (footprint ? DataParallelAt(spec, footprint->first, footprint->second, gpus, profiles,
-                                          options)
-                         : absl::StatusOr<CurvePoint>(NoPlan(gpus)));
-    // A count no plan can use (e.g. more GPUs than the batch has sequences)
-    // is a point that does not fit, not an error for the whole curve.
-    if (!point.ok() && point.status().code() == absl::StatusCode::kInvalidArgument) {
-      point = NoPlan(gpus);
-    }
-    if (!point.ok()) return point.status();
-    curve.push_back(*point);
-    if (options.progress) options.progress(i + 1, n);
+  };
+  const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(n)));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  std::vector<CurvePoint> curve;
+  for (std::optional<absl::StatusOr<CurvePoint>>& point : points) {
+    if (!point) return absl::CancelledError("throughput curve cancelled by the caller");
+    if (!point->ok()) return point->status();
+    curve.push_back(**point);
   }
   if (spec.monotone) {
     std::optional<CurvePoint> best;

@@ -199,6 +199,14 @@ absl::StatusOr<Objective> ParseObjective(const std::string& name) {
       "objective '", name, "' is unknown; use time, cost, deadline-cost or deadline-gpus"));
 }
 
+absl::StatusOr<std::vector<Job>> EnumeratePlans(const SearchSpace& space,
+                                                const SearchOptions& options,
+                                                SearchResult* result) {
+  std::vector<Job> candidates;
+  VTRAIN_RETURN_IF_ERROR(Enumerate(space, options, result, &candidates));
+  return candidates;
+}
+
 absl::StatusOr<SearchResult> Search(const SearchSpace& space, const ProfileSet& profiles,
                                     const SearchOptions& options) {
   if (space.gpus <= 0 && space.max_gpus <= 0) {

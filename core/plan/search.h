@@ -67,6 +67,12 @@ struct SearchResult {
   std::vector<int> pareto;        // indices: no other plan is both faster and cheaper
 };
 
+// The valid plans of `space` that fit in memory (the candidates Search
+// predicts), counting them in result->considered and result->out_of_memory.
+// RESOURCE_EXHAUSTED above options.max_candidates; CANCELLED.
+absl::StatusOr<std::vector<Job>> EnumeratePlans(const SearchSpace& space,
+                                                const SearchOptions& options, SearchResult* result);
+
 // INVALID_ARGUMENT for a space no plan can satisfy the constraints of (the
 // message says which), RESOURCE_EXHAUSTED above options.max_candidates,
 // CANCELLED.

@@ -81,3 +81,40 @@ TEST(CurveTest, CountsWithoutAPlanDoNotFitAndBadSpecsAreErrors) {
 
 }  // namespace
 }  // namespace vtrain
+
+namespace vtrain {
+namespace {
+
+// The curve's pruned search (candidates by a lower bound of their time) finds
+// exactly the plan time the full plan search finds, at every count, on any
+// number of threads.
+TEST(CurveTest, TheBestPointIsTheFullSearchsFastestPlan) {
+  const ProfileSet profiles = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
+  CurveSpec spec;
+  spec.model = *ModelPreset("gpt3-13b");
+  spec.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), 0);
+  spec.global_batch = 256;
+  spec.gpu_counts = {8, 16, 32, 64, 128};
+  for (int threads : {1, 3}) {
+    CurveOptions options;
+    options.threads = threads;
+    VTRAIN_ASSERT_OK_AND_ASSIGN(std::vector<CurvePoint> curve,
+                                ThroughputCurve(spec, profiles, options));
+    for (const CurvePoint& point : curve) {
+      SearchSpace space;
+      space.model = spec.model;
+      space.cluster = spec.cluster;
+      space.global_batch = spec.global_batch;
+      space.gpus = point.gpus;
+      VTRAIN_ASSERT_OK_AND_ASSIGN(SearchResult full, Search(space, profiles, SearchOptions{}));
+      ASSERT_EQ(point.fits, full.best >= 0) << point.gpus;
+      if (point.fits) {
+        EXPECT_DOUBLE_EQ(point.iteration_time_ms, full.plans[full.best].iteration_time_ms)
+            << point.gpus << " GPUs, " << threads << " threads";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vtrain
