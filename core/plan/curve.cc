@@ -7,7 +7,6 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "core/graph/pass_templates.h"
 #include "core/predict/memory.h"
 #include "core/predict/predictor.h"
 #include "core/util/status_macros.h"
@@ -48,44 +47,7 @@ absl::StatusOr<CurvePoint> PointOf(const Job& job, int64_t gpus, const ProfileSe
   return PointFromPrediction(job, gpus, p);
 }
 
-// A lower bound of `job`'s iteration time, cheap next to simulating it: each
-// stage's compute stream runs every micro-batch's forward and backward pass
-// (each task holds the stream for its duration and gap), so the busiest
-// stage's sum bounds the makespan from below.
-// `lookup` (of the job's cluster) is shared by the candidates of one count:
-// their operators repeat, and it memoises them.
-double LowerBoundMs(const Job& job, ProfileLookup& lookup) {
-  auto label = [](const std::string&) { return 0; };
-  auto pass_ns = [](const internal::ActionTemplate& t) {
-    double ns = 0;
-    for (const internal::Segment& segment : t.segments) {
-      for (const internal::Item& item : segment.items) {
-        ns += static_cast<double>(item.duration_ns) + static_cast<double>(item.gap_ns);
-      }
-    }
-    return ns;
-  };
-  const int64_t p = job.plan.pipeline_parallel;
-  std::vector<internal::StageEnds> ends;
-  if (p == 1) {
-    ends.push_back({.has_embedding = true, .has_logit = true});
-  } else {
-    ends.push_back({.has_embedding = true, .has_logit = false});
-    if (p > 2) ends.push_back({.has_embedding = false, .has_logit = false});
-    ends.push_back({.has_embedding = false, .has_logit = true});
-  }
-  double busiest = 0;
-  for (const internal::StageEnds& e : ends) {
-    const internal::StageTemplates t =
-        internal::MakeStageTemplates(job, lookup, Granularity::kOperator, e, label);
-    busiest = std::max(busiest, pass_ns(t.forward) + pass_ns(t.backward));
-  }
-  return busiest * static_cast<double>(job.plan.num_micro_batches()) * 1e-6;
-}
-
-// The fastest plan on exactly `gpus`: the candidates Search would predict, in
-// order of a lower bound of their time, simulated until the next bound cannot
-// beat the fastest so far (exact: a skipped plan cannot be faster).
+// The fastest plan on exactly `gpus` (FastestPlan: exact, pruned).
 absl::StatusOr<CurvePoint> BestAt(const CurveSpec& spec, int64_t gpus, const ProfileSet& profiles,
                                   const CurveOptions& options) {
   SearchSpace space;
@@ -100,31 +62,9 @@ absl::StatusOr<CurvePoint> BestAt(const CurveSpec& spec, int64_t gpus, const Pro
   space.dtype = spec.dtype;
   SearchOptions so;
   so.cancelled = options.cancelled;
-  SearchResult counted;
-  VTRAIN_ASSIGN_OR_RETURN(std::vector<Job> candidates, EnumeratePlans(space, so, &counted));
-  std::vector<std::pair<double, size_t>> order;
-  ProfileLookup lookup(profiles, spec.cluster.gpu,
-                       LinkBandwidths{spec.cluster.intra_node_bandwidth_bytes_per_s,
-                                      spec.cluster.inter_node_bandwidth_bytes_per_s});
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    order.emplace_back(LowerBoundMs(candidates[i], lookup), i);
-  }
-  std::stable_sort(order.begin(), order.end());
-  std::optional<CurvePoint> best;
-  PredictOptions po;
-  po.cancelled = options.cancelled;
-  for (const auto& [bound_ms, i] : order) {
-    if (best && bound_ms >= best->iteration_time_ms) break;
-    absl::StatusOr<Prediction> p = Predict(candidates[i], profiles, po);
-    if (!p.ok()) {
-      if (p.status().code() == absl::StatusCode::kCancelled) return p.status();
-      continue;  // as Search: a plan that does not predict is not a candidate
-    }
-    if (!best || p->iteration_time_ms() < best->iteration_time_ms) {
-      best = PointFromPrediction(candidates[i], gpus, *p);
-    }
-  }
-  return best ? *best : NoPlan(gpus);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<FastestPlanResult> best, FastestPlan(space, profiles, so));
+  if (!best) return NoPlan(gpus);
+  return PointFromPrediction(best->job, gpus, best->prediction);
 }
 
 // The data-parallel policy's footprint: the first t x p that fits in memory

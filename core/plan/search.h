@@ -7,10 +7,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/predict/predictor.h"
 #include "core/profile/profile.h"
 #include "core/spec/job.h"
 
@@ -72,6 +74,19 @@ struct SearchResult {
 // RESOURCE_EXHAUSTED above options.max_candidates; CANCELLED.
 absl::StatusOr<std::vector<Job>> EnumeratePlans(const SearchSpace& space,
                                                 const SearchOptions& options, SearchResult* result);
+
+// The fastest plan of `space` (objective time), found exactly but cheaply:
+// the candidates are simulated in order of a lower bound of their iteration
+// time (the busiest stage's forward and backward passes over every
+// micro-batch) until the next bound cannot beat the fastest so far. nullopt
+// when no plan fits. CANCELLED; RESOURCE_EXHAUSTED as Search.
+struct FastestPlanResult {
+  Job job;
+  Prediction prediction;
+};
+absl::StatusOr<std::optional<FastestPlanResult>> FastestPlan(const SearchSpace& space,
+                                                             const ProfileSet& profiles,
+                                                             const SearchOptions& options);
 
 // INVALID_ARGUMENT for a space no plan can satisfy the constraints of (the
 // message says which), RESOURCE_EXHAUSTED above options.max_candidates,
