@@ -33,6 +33,7 @@ constexpr char kUsage[] =
     "  curve     throughput against GPU count (best or data-parallel plans), for schedulers\n"
     "  cluster-sim  replay a job trace on a shared cluster: elastic scheduling with and\n"
     "            without vtrain's plans (the paper's scheduling case study)\n"
+    "  plan-model the compute-optimal model for a budget of GPUs and days\n"
     "  trace     write the simulated iteration as a Chrome trace / Perfetto JSON file\n"
     "  profiles  list, show, push, pull and delete a server's profile sets\n"
     "  bench     load-test a vtrain-server on loopback (throughput, p50/p99)\n"
@@ -193,6 +194,7 @@ int RunVtrainctl(const std::vector<std::string>& args, std::ostream& out, std::o
   if (command == "search") return RunSearch(rest, out, err);
   if (command == "curve") return RunCurve(rest, out, err);
   if (command == "cluster-sim") return RunClusterSim(rest, out, err);
+  if (command == "plan-model") return RunPlanModel(rest, out, err);
   if (command == "trace") return RunTrace(rest, out, err);
   if (command == "bench") return RunBench(rest, out, err);
   if (command == "calibrate") return RunCalibrate(rest, out, err);

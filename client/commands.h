@@ -29,6 +29,7 @@ int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ost
 int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

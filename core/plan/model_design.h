@@ -1,0 +1,89 @@
+// Compute-optimal model design under a real budget (the vTrain paper's third
+// case study): over a family of realistic model shapes, the largest model
+// whose compute-optimal token count (k tokens per parameter, Hoffmann et al.
+// 2022) trains within the budget on its best plan, next to the naive answer
+// that assumes the GPUs run at their peak.
+#ifndef VTRAIN_CORE_PLAN_MODEL_DESIGN_H_
+#define VTRAIN_CORE_PLAN_MODEL_DESIGN_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/plan/search.h"
+#include "core/profile/profile.h"
+#include "core/spec/job.h"
+
+namespace vtrain {
+
+// GPT shapes with the GPT-3 / Megatron aspect ratios (Narayanan et al. 2021,
+// Table 1: hidden 2304..25600 against 24..128 layers; interpolated between
+// its rows): hidden a multiple of 128, head size 128, layers from the hidden
+// size; ascending parameter count, within [min_parameters, max_parameters].
+// Includes Megatron's 76.1B shape (60 layers x hidden 10,240).
+std::vector<ModelSpec> GptFamily(double min_parameters, double max_parameters, int64_t seq_len,
+                                 int64_t vocab_size);
+
+// Chinchilla's parametric loss L(N, D) = E + A / N^alpha + B / D^beta with
+// the fitted coefficients of Hoffmann et al. 2022 (Approach 3): E = 1.69,
+// A = 406.4, B = 410.7, alpha = 0.34, beta = 0.28.
+double HoffmannLoss(double parameters, double tokens);
+
+enum class DesignRule {
+  kTokensPerParameter,  // the largest model whose k x N tokens fit the budget
+  kHoffmann,            // the candidate minimising L(N, tokens trainable in the budget)
+};
+
+struct DesignSpec {
+  std::vector<ModelSpec> candidates;  // ascending size
+  ClusterSpec cluster;                // GPU, GPUs per node, bandwidths, price
+  int64_t max_gpus = 0;               // plans use at most this many
+  int64_t global_batch = 0;
+  double days = 0;        // the time budget, and/or
+  double budget_usd = 0;  // a money budget (needs the cluster's price)
+  double tokens_per_parameter = 20;
+  DesignRule rule = DesignRule::kTokensPerParameter;
+  SearchSpace plan_space;  // tensor-parallel values, micro-batch bound...; model,
+                           // cluster, batch and GPUs are filled in per candidate
+};
+
+struct DesignedModel {
+  ModelSpec model;
+  double parameters = 0;
+  bool fits = false;  // some plan on <= max_gpus fits in memory
+  Job job;            // its fastest plan
+  double iteration_time_ms = 0;
+  double mfu = 0;
+  double budget_tokens = 0;            // tokens that plan trains within the budget
+  double optimal_tokens = 0;           // tokens_per_parameter x parameters
+  double days_for_optimal = 0;         // wall days the plan needs for optimal_tokens
+  double days_low = 0, days_high = 0;  // the same through the prediction interval
+  double cost_usd = 0;                 // of days_for_optimal at the cluster's price
+  double loss = 0;                     // HoffmannLoss(parameters, min(budget, optimal) tokens)
+};
+
+struct DesignResult {
+  std::vector<DesignedModel> candidates;
+  // The naive estimate: 6 N D = GPUs x peak FLOP/s x seconds with D = k N,
+  // its N and D, and the largest candidate not above that N, planned for real.
+  double naive_parameters = 0;
+  double naive_tokens = 0;
+  std::optional<DesignedModel> naive;
+  std::optional<DesignedModel> optimal;  // nullopt: no candidate fits the budget
+};
+
+struct DesignOptions {
+  std::function<bool()> cancelled;
+  std::function<void(int64_t, int64_t)> progress;  // (candidates done, candidates)
+};
+
+// INVALID_ARGUMENT naming the field for an empty family, no budget, a
+// non-positive GPU count or batch; CANCELLED.
+absl::StatusOr<DesignResult> DesignModel(const DesignSpec& spec, const ProfileSet& profiles,
+                                         const DesignOptions& options = {});
+
+}  // namespace vtrain
+
+#endif  // VTRAIN_CORE_PLAN_MODEL_DESIGN_H_
