@@ -8,6 +8,7 @@
 #include "proto/enum_convert.h"
 #include "proto/job_convert.h"
 #include "proto/json.h"
+#include "proto/model_design_convert.h"
 #include "proto/prediction_convert.h"
 #include "proto/profile_set_convert.h"
 #include "proto/search_convert.h"

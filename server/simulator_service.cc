@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/plan/curve.h"
+#include "core/plan/model_design.h"
 #include "core/plan/search.h"
 #include "core/predict/predictor.h"
 #include "core/util/status_macros.h"
@@ -43,10 +44,39 @@ SimulatorService::SimulatorService(const ServerOptions& options, Registry& regis
       predict_{"Predict", Access::kRead, RefusedByRegistry(options.role, "predict")},
       search_{"Search", Access::kRead, RefusedByRegistry(options.role, "search")},
       curve_{"ThroughputCurve", Access::kRead, RefusedByRegistry(options.role, "draw curves")},
+      plan_model_{"PlanModel", Access::kRead, RefusedByRegistry(options.role, "plan models")},
       registry_(registry),
       admission_(admission),
       runner_(runner),
       metrics_(metrics) {}
+
+grpc::Status SimulatorService::PlanModel(grpc::ServerContext* ctx, const v1::PlanModelRequest* req,
+                                         grpc::ServerWriter<v1::PlanModelResponse>* writer) {
+  return runner_.Run(*ctx, plan_model_, *req, [&] { return RunPlanModel(ctx, req, writer); });
+}
+
+absl::Status SimulatorService::RunPlanModel(const grpc::ServerContext* ctx,
+                                            const v1::PlanModelRequest* req,
+                                            grpc::ServerWriter<v1::PlanModelResponse>* writer) {
+  VTRAIN_ASSIGN_OR_RETURN(DesignSpec spec, convert::DesignSpecFromProto(*req));
+  VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
+                          registry_.TablesFor(/*profile_set_id=*/"", spec.cluster.gpu));
+  DesignOptions options;
+  options.cancelled = [ctx] { return ctx->IsCancelled(); };
+  options.progress = [writer](int64_t done, int64_t total) {
+    v1::PlanModelResponse msg;
+    msg.mutable_progress()->set_evaluated(done);
+    msg.mutable_progress()->set_total(total);
+    writer->Write(msg);
+  };
+  VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot slot, admission_.Enter(options.cancelled));
+  absl::StatusOr<DesignResult> result = DesignModel(spec, *tables, options);
+  if (!result.ok()) return ExplainCancellation(*ctx, result.status(), "model planning");
+  v1::PlanModelResponse msg;
+  convert::DesignResultToProto(*result, msg.mutable_result());
+  writer->Write(msg);
+  return absl::OkStatus();
+}
 
 grpc::Status SimulatorService::ThroughputCurve(grpc::ServerContext* ctx,
                                                const v1::ThroughputCurveRequest* req,

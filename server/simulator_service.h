@@ -30,12 +30,16 @@ class SimulatorService final : public v1::Simulator::Service {
                       grpc::ServerWriter<v1::SearchResponse>* writer) override;
   grpc::Status ThroughputCurve(grpc::ServerContext* ctx, const v1::ThroughputCurveRequest* req,
                                v1::ThroughputCurveResponse* resp) override;
+  grpc::Status PlanModel(grpc::ServerContext* ctx, const v1::PlanModelRequest* req,
+                         grpc::ServerWriter<v1::PlanModelResponse>* writer) override;
 
  private:
   absl::Status RunPredict(const grpc::ServerContext* ctx, const v1::PredictRequest* req,
                           v1::PredictResponse* resp);
   absl::Status RunSearch(const grpc::ServerContext* ctx, const v1::SearchRequest* req,
                          grpc::ServerWriter<v1::SearchResponse>* writer);
+  absl::Status RunPlanModel(const grpc::ServerContext* ctx, const v1::PlanModelRequest* req,
+                            grpc::ServerWriter<v1::PlanModelResponse>* writer);
   absl::Status RunCurve(const grpc::ServerContext* ctx, const v1::ThroughputCurveRequest* req,
                         v1::ThroughputCurveResponse* resp);
 
@@ -44,6 +48,7 @@ class SimulatorService final : public v1::Simulator::Service {
   const Method predict_;
   const Method search_;
   const Method curve_;
+  const Method plan_model_;
   CurveCache curve_cache_;
   Registry& registry_;
   AdmissionGate& admission_;

@@ -1,0 +1,106 @@
+#include "proto/model_design_convert.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "proto/job_convert.h"
+
+namespace vtrain::convert {
+namespace {
+
+void ModelToProto(const DesignedModel& d, v1::DesignedModel* out) {
+  *out->mutable_model() = JobToProto(Job{d.model, ParallelPlan{}, ClusterSpec{}}).model();
+  out->set_parameters(d.parameters);
+  out->set_fits(d.fits);
+  out->set_tokens(d.optimal_tokens);
+  out->set_loss(d.loss);
+  if (!d.fits) return;
+  *out->mutable_plan() = JobToProto(d.job).plan();
+  out->set_plan_gpus(d.job.cluster.num_gpus);
+  out->set_iteration_time_ms(d.iteration_time_ms);
+  out->set_mfu(d.mfu);
+  out->set_budget_tokens(d.budget_tokens);
+  out->set_days(d.days_for_optimal);
+  out->set_days_low(d.days_low);
+  out->set_days_high(d.days_high);
+  out->set_cost_usd(d.cost_usd);
+}
+
+bool Finite(double v) { return std::isfinite(v); }
+
+}  // namespace
+
+absl::StatusOr<DesignSpec> DesignSpecFromProto(const v1::PlanModelRequest& r) {
+  std::vector<std::string> problems;
+  DesignSpec spec;
+  absl::StatusOr<ClusterSpec> cluster = ClusterFromProto(r.cluster());
+  if (cluster.ok()) {
+    spec.cluster = *cluster;
+  } else {
+    problems.emplace_back(cluster.status().message());
+  }
+  if (r.gpus() < 1 || r.gpus() > (int64_t{1} << 24)) {
+    problems.push_back("gpus (--gpus) must be in [1, 16777216]");
+  }
+  spec.max_gpus = r.gpus();
+  if (!Finite(r.days()) || r.days() < 0 || r.days() > 36500) {
+    problems.push_back("days (--days) must be in [0, 36500]");
+  }
+  if (!Finite(r.budget_usd()) || r.budget_usd() < 0) {
+    problems.push_back("budget_usd (--budget-usd) must be a finite number >= 0");
+  }
+  spec.days = r.days();
+  spec.budget_usd = r.budget_usd();
+  spec.tokens_per_parameter = r.tokens_per_parameter() == 0 ? 20 : r.tokens_per_parameter();
+  if (!Finite(spec.tokens_per_parameter) || spec.tokens_per_parameter <= 0 ||
+      spec.tokens_per_parameter > 1e6) {
+    problems.push_back("tokens_per_parameter (--tokens-per-parameter) must be in (0, 1e6]");
+  }
+  if (r.scaling_law() == v1::SCALING_LAW_HOFFMANN) {
+    spec.rule = DesignRule::kHoffmann;
+  } else if (r.scaling_law() != v1::SCALING_LAW_UNSPECIFIED &&
+             r.scaling_law() != v1::SCALING_LAW_TOKENS_PER_PARAMETER) {
+    problems.push_back(absl::StrCat("scaling_law=", r.scaling_law(), " is not a ScalingLaw"));
+  }
+  const int64_t seq = r.seq_len() == 0 ? 2048 : r.seq_len();
+  const int64_t vocab = r.vocab_size() == 0 ? 50257 : r.vocab_size();
+  spec.global_batch = r.global_batch() == 0 ? 1680 : r.global_batch();
+  if (seq < 1 || seq > (1 << 20) || vocab < 1 || vocab > (1 << 24)) {
+    problems.push_back("seq_len (--seq-len) and vocab_size (--vocab) must be positive and sane");
+  }
+  if (spec.global_batch < 1 || spec.global_batch > (int64_t{1} << 24)) {
+    problems.push_back("global_batch (--global-batch) must be in [1, 16777216]");
+  }
+  const double lo = r.min_parameters() == 0 ? 1e9 : r.min_parameters();
+  const double hi = r.max_parameters() == 0 ? 1e12 : r.max_parameters();
+  if (!Finite(lo) || !Finite(hi) || lo <= 0 || hi < lo) {
+    problems.push_back(
+        "min_parameters and max_parameters (--min-params, --max-params) must be "
+        "positive with min <= max");
+  }
+  spec.plan_space.tensor_parallel = {1, 2, 4, 8};
+  if (r.tensor_parallel_size() > 0) spec.plan_space.tensor_parallel.clear();
+  for (int64_t t : r.tensor_parallel()) {
+    if (t < 1 || t > 1024) {
+      problems.push_back(absl::StrCat("tensor_parallel value ", t, " must be in [1, 1024]"));
+    } else {
+      spec.plan_space.tensor_parallel.push_back(t);
+    }
+  }
+  if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
+  spec.candidates = GptFamily(lo, hi, seq, vocab);
+  return spec;
+}
+
+void DesignResultToProto(const DesignResult& r, v1::PlanModelResult* out) {
+  out->set_naive_estimate_parameters(r.naive_parameters);
+  out->set_naive_estimate_tokens(r.naive_tokens);
+  if (r.naive) ModelToProto(*r.naive, out->mutable_naive());
+  if (r.optimal) ModelToProto(*r.optimal, out->mutable_optimal());
+  for (const DesignedModel& d : r.candidates) ModelToProto(d, out->add_candidates());
+}
+
+}  // namespace vtrain::convert

@@ -1,0 +1,18 @@
+// The compute-optimal model planner as vtrain.v1 messages: a PlanModelRequest
+// as a core DesignSpec (defaults filled in, every violation named) and the
+// result as a PlanModelResult.
+#ifndef VTRAIN_PROTO_MODEL_DESIGN_CONVERT_H_
+#define VTRAIN_PROTO_MODEL_DESIGN_CONVERT_H_
+
+#include "absl/status/statusor.h"
+#include "core/plan/model_design.h"
+#include "vtrain/v1/vtrain.pb.h"
+
+namespace vtrain::convert {
+
+absl::StatusOr<DesignSpec> DesignSpecFromProto(const v1::PlanModelRequest& request);
+void DesignResultToProto(const DesignResult& result, v1::PlanModelResult* out);
+
+}  // namespace vtrain::convert
+
+#endif  // VTRAIN_PROTO_MODEL_DESIGN_CONVERT_H_
