@@ -47,6 +47,13 @@ absl::StatusOr<v1::PredictResponse> PredictLocally(const v1::PredictRequest& req
 absl::StatusOr<v1::PredictResponse> PredictRemotely(const common::FlagParser& flags,
                                                     const v1::PredictRequest& request);
 
+// Throughput curves in this process (built-in profiles, `threads` at once)
+// or from the server of --server: the same response either way.
+absl::StatusOr<v1::ThroughputCurveResponse> CurveLocally(const v1::ThroughputCurveRequest& request,
+                                                         int threads);
+absl::StatusOr<v1::ThroughputCurveResponse> CurveRemotely(
+    const common::FlagParser& flags, const v1::ThroughputCurveRequest& request);
+
 // The built-in profile set of `gpu`, its id set to its content hash.
 absl::StatusOr<ProfileSet> BuiltinProfileSet(const GpuSpec& gpu);
 

@@ -81,6 +81,8 @@ absl::StatusOr<v1::ThroughputCurveRequest> CurveRequestFromFlags(const common::F
   return r;
 }
 
+}  // namespace
+
 // The curves in this process on the built-in profiles, as a server draws them.
 absl::StatusOr<v1::ThroughputCurveResponse> CurveLocally(const v1::ThroughputCurveRequest& r,
                                                          int threads) {
@@ -106,6 +108,8 @@ absl::StatusOr<v1::ThroughputCurveResponse> CurveRemotely(const common::FlagPars
   if (!s.ok()) return common::FromGrpc(s);
   return resp;
 }
+
+namespace {
 
 std::string PolicyName(v1::CurvePolicy p) {
   return p == v1::CURVE_POLICY_DATA_PARALLEL ? "data-parallel" : "best";

@@ -1,6 +1,7 @@
 // vtrainctl plan-model: the compute-optimal model for a budget of GPUs and
 // days (or dollars), corrected by vtrain's predictions, next to the naive
 // peak-FLOP/s estimate (core/plan/model_design.h, Simulator.PlanModel).
+#include <cmath>
 #include <optional>
 
 #include "absl/strings/numbers.h"
@@ -119,6 +120,67 @@ std::string Describe(const v1::DesignedModel& d) {
       d.cost_usd() > 0 ? absl::StrFormat(", $%.2fM", d.cost_usd() / 1e6) : "");
 }
 
+// The inverse question: the fewest GPUs (multiples of a node, up to --gpus)
+// on which a model of about --params parameters trains --tokens within
+// --days, from the best-plan throughput curve of the family's nearest shape.
+int RunInverse(const common::FlagParser& flags, std::ostream& out, std::ostream& err) {
+  auto bad = [&](const absl::Status& s) { return Fail(err, "plan-model", s); };
+  absl::StatusOr<std::optional<double>> params = flags.GetDouble("params");
+  absl::StatusOr<std::optional<double>> tokens = flags.GetDouble("tokens");
+  absl::StatusOr<std::optional<double>> days = flags.GetDouble("days");
+  absl::StatusOr<std::optional<int64_t>> gpus = flags.GetInt("gpus");
+  absl::StatusOr<std::optional<int64_t>> batch = flags.GetInt("global-batch");
+  for (const absl::Status& s :
+       {params.status(), tokens.status(), days.status(), gpus.status(), batch.status()}) {
+    if (!s.ok()) return bad(s);
+  }
+  if (!*tokens || !(**tokens > 0) || !*days || !(**days > 0) || !(**params > 0)) {
+    return bad(absl::InvalidArgumentError(
+        "the inverse question needs --params N, --tokens T and --days D, all positive"));
+  }
+  absl::StatusOr<v1::ClusterSpec> cluster = ClusterSpecFromFlags(flags);
+  if (!cluster.ok()) return bad(cluster.status());
+  // The family's shape nearest to the parameter count.
+  const std::vector<ModelSpec> family = GptFamily(1e8, 1e13, 2048, 50257);
+  const ModelSpec* nearest = nullptr;
+  for (const ModelSpec& m : family) {
+    if (!nearest || std::abs(std::log(ModelParameterCount(m) / **params)) <
+                        std::abs(std::log(ModelParameterCount(*nearest) / **params))) {
+      nearest = &m;
+    }
+  }
+  v1::ThroughputCurveRequest r;
+  v1::CurveJob* job = r.add_jobs();
+  job->mutable_model()->set_num_layers(nearest->num_layers);
+  job->mutable_model()->set_hidden_size(nearest->hidden_size);
+  job->mutable_model()->set_num_heads(nearest->num_heads);
+  job->mutable_model()->set_seq_len(nearest->seq_len);
+  *job->mutable_cluster() = *cluster;
+  job->set_global_batch(batch->value_or(1680));
+  r.set_max_gpus(gpus->value_or(4096));
+  absl::StatusOr<v1::ThroughputCurveResponse> curve =
+      flags.Has("server") ? CurveRemotely(flags, r) : CurveLocally(r, /*threads=*/2);
+  if (!curve.ok()) return bad(curve.status());
+  for (const v1::CurvePoint& p : curve->curves(0).points()) {
+    if (!p.fits()) continue;
+    const double needed_days = **tokens / p.tokens_per_s() / 86400;
+    if (needed_days > **days) continue;
+    const v1::ParallelPlan& q = p.plan();
+    const double price = cluster->price_usd_per_gpu_hour();
+    out << absl::StrFormat(
+        "%d layers x hidden %d (%.2fB parameters) trains %.0fB tokens in %.1f days on %d GPUs "
+        "(t=%d d=%d p=%d mb=%d, iteration %.0f ms)%s\n",
+        nearest->num_layers, nearest->hidden_size, ModelParameterCount(*nearest) / 1e9,
+        **tokens / 1e9, needed_days, p.gpus(), q.tensor_parallel(), q.data_parallel(),
+        q.pipeline_parallel(), q.micro_batch(), p.iteration_time_ms(),
+        price > 0 ? absl::StrFormat(", $%.2fM", needed_days * 24 * p.gpus() * price / 1e6) : "");
+    return common::kExitOk;
+  }
+  out << absl::StrFormat("no count up to %d GPUs trains %.0fB tokens within %.1f days\n",
+                         r.max_gpus(), **tokens / 1e9, **days);
+  return common::kExitFailure;
+}
+
 }  // namespace
 
 int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -136,6 +198,8 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
   flags.AddValue("min-params", "N", "smallest candidate (default 1e9)");
   flags.AddValue("max-params", "N", "largest candidate (default 1e12)");
   flags.AddValue("tp-values", "A,B,..", "tensor-parallel degrees to search (default 1,2,4,8)");
+  flags.AddValue("params", "N", "the inverse question: a model of about N parameters ...");
+  flags.AddValue("tokens", "T", "... training T tokens within --days: the fewest GPUs");
   flags.AddSwitch("json", "print the vtrain.v1.PlanModelResult as JSON");
   flags.AddSwitch("csv", "print every candidate as CSV");
   common::AddConnectionFlags(flags);
@@ -150,6 +214,7 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
     return Fail(err, "plan-model",
                 absl::InvalidArgumentError("give either --local or --server, not both"));
   }
+  if (flags.Has("params")) return RunInverse(flags, out, err);
   absl::StatusOr<v1::PlanModelRequest> request = PlanRequestFromFlags(flags);
   if (!request.ok()) return Fail(err, "plan-model", request.status());
   absl::StatusOr<v1::PlanModelResult> r =

@@ -335,3 +335,36 @@ TEST(VtrainctlCurveTest, PlotsBothPoliciesAndPrintsTheElasticFlowTable) {
 
 }  // namespace
 }  // namespace vtrain::cli
+
+namespace vtrain::cli {
+namespace {
+
+// plan-model's inverse question: the fewest GPUs that train a model of about
+// N parameters on T tokens in D days; more days never need more GPUs.
+TEST(VtrainctlPlanModelTest, TheInverseQuestionFindsTheFewestGpus) {
+  auto gpus_for = [](const char* days) -> int64_t {
+    const ProcessResult r = RunBinary({"plan-model", "--params", "6.7e9", "--tokens", "1e11",
+                                       "--days", days, "--gpus", "512", "--global-batch", "512"});
+    if (r.exit_code != 0) return -1;
+    const size_t at = r.out.find(" GPUs ");
+    const size_t on = r.out.rfind(" on ", at);
+    int64_t n = -1;
+    if (at == std::string::npos || on == std::string::npos ||
+        !absl::SimpleAtoi(r.out.substr(on + 4, at - on - 4), &n)) {
+      return -1;
+    }
+    return n;
+  };
+  const int64_t ten = gpus_for("10");
+  const int64_t forty = gpus_for("40");
+  ASSERT_GT(ten, 0);
+  ASSERT_GT(forty, 0);
+  EXPECT_LE(forty, ten);
+  const ProcessResult impossible = RunBinary(
+      {"plan-model", "--params", "6.7e9", "--tokens", "1e11", "--days", "0.0001", "--gpus", "64"});
+  EXPECT_EQ(impossible.exit_code, 1);
+  EXPECT_THAT(impossible.out, HasSubstr("no count up to 64 GPUs"));
+}
+
+}  // namespace
+}  // namespace vtrain::cli
