@@ -10,7 +10,9 @@
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/job_flags.h"
+#include "client/svg_plot.h"
 #include "common/connection.h"
+#include "common/files.h"
 #include "core/plan/model_design.h"
 #include "core/util/status_macros.h"
 #include "proto/json.h"
@@ -200,6 +202,7 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
   flags.AddValue("tp-values", "A,B,..", "tensor-parallel degrees to search (default 1,2,4,8)");
   flags.AddValue("params", "N", "the inverse question: a model of about N parameters ...");
   flags.AddValue("tokens", "T", "... training T tokens within --days: the fewest GPUs");
+  flags.AddValue("plot", "FILE.svg", "draw tokens trainable in the budget against model size");
   flags.AddSwitch("json", "print the vtrain.v1.PlanModelResult as JSON");
   flags.AddSwitch("csv", "print every candidate as CSV");
   common::AddConnectionFlags(flags);
@@ -220,6 +223,31 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
   absl::StatusOr<v1::PlanModelResult> r =
       flags.Has("server") ? PlanRemotely(flags, *request) : PlanLocally(*request);
   if (!r.ok()) return Fail(err, "plan-model", r.status());
+  if (auto plot = flags.Get("plot")) {
+    // Tokens trainable in the budget (billions) against parameters (billions),
+    // the compute-optimal line D = k N, and both answers as vertical marks.
+    const double k = request->tokens_per_parameter() > 0 ? request->tokens_per_parameter() : 20;
+    Series trainable{"tokens trainable in the budget", {}, false};
+    Series optimal_line{absl::StrCat("D = ", k, " N"), {}, false};
+    for (const v1::DesignedModel& d : r->candidates()) {
+      if (d.fits()) trainable.points.emplace_back(d.parameters() / 1e9, d.budget_tokens() / 1e9);
+      optimal_line.points.emplace_back(d.parameters() / 1e9, d.tokens() / 1e9);
+    }
+    std::vector<Series> series = {trainable, optimal_line};
+    auto mark = [&](const char* name, const v1::DesignedModel& d) {
+      series.push_back({absl::StrFormat("%s: %.2fB", name, d.parameters() / 1e9),
+                        {{d.parameters() / 1e9, 0}, {d.parameters() / 1e9, d.tokens() / 1e9}},
+                        false});
+    };
+    if (r->has_naive()) mark("naive", r->naive());
+    if (r->has_optimal()) mark("compute-optimal", r->optimal());
+    if (absl::Status s =
+            common::WriteFile(*plot, LinesSvg(series, "Compute-optimal model within the budget",
+                                              "parameters (billions)", "tokens (billions)"));
+        !s.ok()) {
+      return Fail(err, "plan-model", s);
+    }
+  }
   if (flags.Switch("json")) {
     out << convert::ToJson(*r);
   } else if (flags.Switch("csv")) {

@@ -366,5 +366,19 @@ TEST(VtrainctlPlanModelTest, TheInverseQuestionFindsTheFewestGpus) {
   EXPECT_THAT(impossible.out, HasSubstr("no count up to 64 GPUs"));
 }
 
+TEST(VtrainctlPlanModelTest, PlotsTheBudgetTheLineAndBothAnswers) {
+  const std::string svg = TempPath("plan.svg");
+  const ProcessResult r = RunBinary({"plan-model", "--gpus", "64", "--days", "1", "--min-params",
+                                     "3e8", "--max-params", "8e9", "--global-batch", "256",
+                                     "--plot", svg});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = Slurp(svg);
+  std::remove(svg.c_str());
+  EXPECT_THAT(text, HasSubstr("tokens trainable in the budget"));
+  EXPECT_THAT(text, HasSubstr("D = 20 N"));
+  EXPECT_THAT(text, HasSubstr("naive: "));
+  EXPECT_THAT(text, HasSubstr("compute-optimal: "));
+}
+
 }  // namespace
 }  // namespace vtrain::cli
