@@ -70,6 +70,13 @@ absl::StatusOr<v1::PlanModelRequest> PlanRequestFromFlags(const common::FlagPars
   if (auto family = f.Get("family"); family && *family != "gpt") {
     return absl::InvalidArgumentError(absl::StrCat("--family='", *family, "' is unknown; use gpt"));
   }
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_tp, f.GetInt("max-tp"));
+  if (max_tp) {
+    if (*max_tp < 1 || *max_tp > 1024) {
+      return absl::InvalidArgumentError("--max-tp must be in [1, 1024]");
+    }
+    for (int64_t t = 1; t <= *max_tp; t *= 2) r.add_tensor_parallel(t);
+  }
   if (auto tps = f.Get("tp-values")) {
     for (absl::string_view v : absl::StrSplit(*tps, ',', absl::SkipEmpty())) {
       int64_t t = 0;
@@ -199,6 +206,7 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
   flags.AddValue("global-batch", "N", "global batch in sequences (default 1680)");
   flags.AddValue("min-params", "N", "smallest candidate (default 1e9)");
   flags.AddValue("max-params", "N", "largest candidate (default 1e12)");
+  flags.AddValue("max-tp", "N", "tensor-parallel degrees 1, 2, 4, ... up to N (default 8)");
   flags.AddValue("tp-values", "A,B,..", "tensor-parallel degrees to search (default 1,2,4,8)");
   flags.AddValue("params", "N", "the inverse question: a model of about N parameters ...");
   flags.AddValue("tokens", "T", "... training T tokens within --days: the fewest GPUs");
