@@ -100,18 +100,13 @@ absl::StatusOr<ProfileSet> ImportNcclTests(absl::string_view text, absl::string_
   return set;
 }
 
-absl::StatusOr<ProfileSet> ImportVtrainTrace(absl::string_view text, absl::string_view source,
-                                             const std::string& gpu, const TraceShape& shape) {
-  if (!GpuByName(gpu).ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--gpu '", gpu, "' is unknown"));
-  }
-  if (shape.hidden <= 0 || shape.heads <= 0 || shape.seq <= 0 || shape.micro_batch <= 0 ||
-      shape.tensor_parallel <= 0) {
-    return absl::InvalidArgumentError(
-        "the trace's shape is needed: --hidden, --heads, --seq-len, --micro-batch, --tp");
-  }
-  // Pass 1: marker sections on the host timeline, and the time each
-  // correlation id was issued.
+namespace {
+
+// Pass 1 of a vTrain trace: marker sections on the host timeline, the time
+// each correlation id was issued, and the kernels; then each kernel goes to
+// the section its launch was issued in. Errors name the line.
+absl::StatusOr<std::map<std::string, std::vector<Kernel>>> KernelsBySection(
+    absl::string_view text, absl::string_view source) {
   struct Marker {
     int64_t time_ns;
     std::string section;  // "forward transformer"; empty for an end
@@ -171,6 +166,25 @@ absl::StatusOr<ProfileSet> ImportVtrainTrace(absl::string_view text, absl::strin
     const std::string s = section_of(it->second);
     if (!s.empty()) sections[s].push_back(k);
   }
+  return sections;
+}
+
+}  // namespace
+
+absl::StatusOr<ProfileSet> ImportVtrainTrace(absl::string_view text, absl::string_view source,
+                                             const std::string& gpu, const TraceShape& shape) {
+  if (!GpuByName(gpu).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--gpu '", gpu, "' is unknown"));
+  }
+  if (shape.hidden <= 0 || shape.heads <= 0 || shape.seq <= 0 || shape.micro_batch <= 0 ||
+      shape.tensor_parallel <= 0) {
+    return absl::InvalidArgumentError(
+        "the trace's shape is needed: --hidden, --heads, --seq-len, --micro-batch, --tp");
+  }
+  absl::StatusOr<std::map<std::string, std::vector<Kernel>>> parsed =
+      KernelsBySection(text, source);
+  if (!parsed.ok()) return parsed.status();
+  std::map<std::string, std::vector<Kernel>>& sections = *parsed;
   // The first gap too long for a profile set, if any (the bounds above keep
   // the arithmetic in range).
   absl::Status gap_error;

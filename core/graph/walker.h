@@ -142,8 +142,7 @@ class IterationWalker {
   }
   void MakeTemplates();
   int64_t CountTasks() const;
-  // The sum of every task's duration and gap, in doubles (an upper bound of
-  // the makespan; collectives outside the templates are not included).
+  // The summed duration and gap of the templates' tasks and sends (doubles).
   double TotalTaskNs() const;
   void DescribeStages();
   void MergePasses();
