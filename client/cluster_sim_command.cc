@@ -105,13 +105,13 @@ struct Setup {
   v1::ClusterSpec cluster;
   double rescale_overhead_s = 30;
   int threads = 1;
+  std::optional<common::Connection> server;  // --server: every table from its ThroughputCurve
 };
 
 // One throughput table per shape and policy: from this process, or from the
 // server's ThroughputCurve with --server.
-absl::StatusOr<ThroughputTable> Table(const common::FlagParser& flags, const Setup& setup,
-                                      const std::string& preset, int64_t batch, int64_t max_gpus,
-                                      v1::CurvePolicy policy) {
+absl::StatusOr<ThroughputTable> Table(const Setup& setup, const std::string& preset, int64_t batch,
+                                      int64_t max_gpus, v1::CurvePolicy policy) {
   v1::ThroughputCurveRequest r;
   v1::CurveJob* job = r.add_jobs();
   job->mutable_model()->set_preset(preset);
@@ -123,14 +123,13 @@ absl::StatusOr<ThroughputTable> Table(const common::FlagParser& flags, const Set
   }
   r.set_policy(policy);
   v1::ThroughputCurveResponse resp;
-  if (flags.Has("server")) {
-    VTRAIN_ASSIGN_OR_RETURN(common::Connection c, common::Connect(flags));
-    grpc::Status s =
-        v1::Simulator::NewStub(c.channel)->ThroughputCurve(c.Context().get(), r, &resp);
+  if (setup.server) {
+    grpc::Status s = v1::Simulator::NewStub(setup.server->channel)
+                         ->ThroughputCurve(setup.server->Context().get(), r, &resp);
     if (!s.ok()) return common::FromGrpc(s);
   } else {
     VTRAIN_ASSIGN_OR_RETURN(convert::CurveCall call, convert::CurveCallFromProto(r));
-    VTRAIN_ASSIGN_OR_RETURN(ProfileSet profiles, BuiltinProfileSet(call.specs[0].cluster.gpu));
+    const ProfileSet profiles = BuiltinProfileSet(call.specs[0].cluster.gpu);
     CurveOptions options;
     options.threads = setup.threads;
     VTRAIN_ASSIGN_OR_RETURN(std::vector<CurvePoint> points,
@@ -151,8 +150,7 @@ struct Study {
   std::vector<std::string> shapes;  // per job, "preset/batch"
 };
 
-absl::StatusOr<Study> RunStudy(const common::FlagParser& flags, const Setup& setup,
-                               const std::vector<TraceJob>& window,
+absl::StatusOr<Study> RunStudy(const Setup& setup, const std::vector<TraceJob>& window,
                                const std::vector<std::string>& policies) {
   // Tables per (shape, policy), computed once.
   std::map<std::pair<std::string, int64_t>, int> shape_index;
@@ -166,10 +164,10 @@ absl::StatusOr<Study> RunStudy(const common::FlagParser& flags, const Setup& set
   const int64_t max_gpus = setup.gpus;
   std::vector<ThroughputTable> dp_tables, best_tables;
   for (const auto& [preset, batch] : shapes) {
-    VTRAIN_ASSIGN_OR_RETURN(ThroughputTable dp, Table(flags, setup, preset, batch, max_gpus,
-                                                      v1::CURVE_POLICY_DATA_PARALLEL));
+    VTRAIN_ASSIGN_OR_RETURN(ThroughputTable dp,
+                            Table(setup, preset, batch, max_gpus, v1::CURVE_POLICY_DATA_PARALLEL));
     VTRAIN_ASSIGN_OR_RETURN(ThroughputTable best,
-                            Table(flags, setup, preset, batch, max_gpus, v1::CURVE_POLICY_BEST));
+                            Table(setup, preset, batch, max_gpus, v1::CURVE_POLICY_BEST));
     dp_tables.push_back(std::move(dp));
     best_tables.push_back(std::move(best));
   }
@@ -362,6 +360,11 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
     return bad(
         absl::InvalidArgumentError("--gpus must be in [1, 65536] and --jobs in [1, 100000]"));
   }
+  if (flags.Has("server")) {
+    absl::StatusOr<common::Connection> c = common::Connect(flags);
+    if (!c.ok()) return bad(c.status());
+    setup.server = *std::move(c);
+  }
   setup.threads =
       static_cast<int>(threads->value_or(std::max(1u, std::thread::hardware_concurrency())));
   if (auto o = flags.Get("rescale-overhead")) {
@@ -390,7 +393,7 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
     first = static_cast<int64_t>(engine() % static_cast<uint64_t>(rows - take + 1));
   }
   const std::vector<TraceJob> window(trace->begin() + first, trace->begin() + first + take);
-  absl::StatusOr<Study> study = RunStudy(flags, setup, window, policies);
+  absl::StatusOr<Study> study = RunStudy(setup, window, policies);
   if (!study.ok()) return bad(study.status());
   if (auto plot = flags.Get("plot")) {
     if (absl::Status s = Plot(*plot, *study); !s.ok()) return bad(s);

@@ -138,14 +138,14 @@ absl::StatusOr<v1::PredictResponse> PredictLocally(const v1::PredictRequest& req
   VTRAIN_ASSIGN_OR_RETURN(Job job, convert::JobFromProto(request));
   VTRAIN_ASSIGN_OR_RETURN(PredictOptions options, convert::OptionsFromProto(request));
   options.max_tasks = max_tasks;
-  VTRAIN_ASSIGN_OR_RETURN(ProfileSet profiles, BuiltinProfileSet(job.cluster.gpu));
+  const ProfileSet profiles = BuiltinProfileSet(job.cluster.gpu);
   VTRAIN_ASSIGN_OR_RETURN(Prediction prediction, Predict(job, profiles, options));
   v1::PredictResponse response;
   convert::PredictionToProto(job, prediction, &response);
   return response;
 }
 
-absl::StatusOr<ProfileSet> BuiltinProfileSet(const GpuSpec& gpu) {
+ProfileSet BuiltinProfileSet(const GpuSpec& gpu) {
   ProfileSet set = DefaultProfileSet(gpu);
   // Named by content, as a server names the same set when it seeds it.
   set.id = convert::ContentId(convert::ProfileSetToProto(set));

@@ -55,7 +55,7 @@ absl::StatusOr<v1::ThroughputCurveResponse> CurveRemotely(
     const common::FlagParser& flags, const v1::ThroughputCurveRequest& request);
 
 // The built-in profile set of `gpu`, its id set to its content hash.
-absl::StatusOr<ProfileSet> BuiltinProfileSet(const GpuSpec& gpu);
+ProfileSet BuiltinProfileSet(const GpuSpec& gpu);
 
 }  // namespace vtrain::cli
 

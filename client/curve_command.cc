@@ -92,7 +92,7 @@ absl::StatusOr<v1::ThroughputCurveResponse> CurveLocally(const v1::ThroughputCur
   CurveOptions options;
   options.threads = threads;
   for (size_t i = 0; i < call.specs.size(); ++i) {
-    VTRAIN_ASSIGN_OR_RETURN(ProfileSet profiles, BuiltinProfileSet(call.specs[i].cluster.gpu));
+    const ProfileSet profiles = BuiltinProfileSet(call.specs[i].cluster.gpu);
     VTRAIN_ASSIGN_OR_RETURN(std::vector<CurvePoint> points,
                             ThroughputCurve(call.specs[i], profiles, options));
     convert::CurveToProto(call.names[i], points, resp.add_curves());

@@ -91,7 +91,7 @@ absl::StatusOr<v1::PlanModelRequest> PlanRequestFromFlags(const common::FlagPars
 
 absl::StatusOr<v1::PlanModelResult> PlanLocally(const v1::PlanModelRequest& r) {
   VTRAIN_ASSIGN_OR_RETURN(DesignSpec spec, convert::DesignSpecFromProto(r));
-  VTRAIN_ASSIGN_OR_RETURN(ProfileSet profiles, BuiltinProfileSet(spec.cluster.gpu));
+  const ProfileSet profiles = BuiltinProfileSet(spec.cluster.gpu);
   VTRAIN_ASSIGN_OR_RETURN(DesignResult result, DesignModel(spec, profiles));
   v1::PlanModelResult out;
   convert::DesignResultToProto(result, &out);

@@ -32,12 +32,16 @@ AnalyticalParams ParamsFromProto(const v1::AnalyticalParams& in) {
   return params;
 }
 
+}  // namespace
+
 void ParamsToProto(const AnalyticalParams& params, v1::AnalyticalParams* out) {
   const google::protobuf::Reflection& r = *out->GetReflection();
   for (const ParamInfo& info : AnalyticalParamInfos()) {
     r.SetDouble(out, &ParamField(info), params.*(info.member));
   }
 }
+
+namespace {
 
 // Operators sort by their key's deterministic serialization.
 std::string KeyText(const v1::OperatorKey& k) {

@@ -18,6 +18,9 @@ absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& set);
 // The message of a set, canonically ordered (id copied, created_at unset).
 v1::ProfileSet ProfileSetToProto(const ProfileSet& set);
 
+// The parameters as a message, every field written out.
+void ParamsToProto(const AnalyticalParams& params, v1::AnalyticalParams* out);
+
 // The content hash of a set ("sha256:<hex>"): SHA-256 of its deterministic
 // serialization without id and created_at, operators and curves sorted.
 std::string ContentId(const v1::ProfileSet& set);

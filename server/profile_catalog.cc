@@ -68,6 +68,14 @@ std::vector<CatalogEntry> ProfileCatalog::List() const {
   return out;
 }
 
+std::vector<std::string> ProfileCatalog::Ids() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> ids;
+  ids.reserve(entries_.size());
+  for (const auto& [id, e] : entries_) ids.push_back(id);
+  return ids;
+}
+
 int64_t ProfileCatalog::size() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int64_t>(entries_.size());

@@ -41,6 +41,8 @@ class ProfileCatalog {
   std::shared_ptr<const ProfileSet> Tables(const std::string& id) const;
   std::shared_ptr<const ProfileSet> NewestTables(const std::string& gpu) const;
   std::vector<CatalogEntry> List() const;
+  // The ids alone (no copy of the entries).
+  std::vector<std::string> Ids() const;
   int64_t size() const;
 
   // What changed after sequence `after`: entries that arrived and ids that

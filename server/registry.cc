@@ -68,8 +68,11 @@ absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(v1::ProfileSet set,
   }
   // Parameters left out took their defaults: store them written out, so the
   // stored set says what every prediction with it uses.
-  *set.mutable_params() = convert::ProfileSetToProto(*tables).params();
-  if (absl::Status sane = CheckPredictionsArePhysical(*tables); !sane.ok()) return sane;
+  convert::ParamsToProto(tables->params, set.mutable_params());
+  // Built-in sets are this build's own; every other set must predict sanely.
+  if (!builtin) {
+    if (absl::Status sane = CheckPredictionsArePhysical(*tables); !sane.ok()) return sane;
+  }
   const std::string id = convert::ContentId(set);
   if (!set.id().empty() && set.id() != id) {
     return absl::InvalidArgumentError(
@@ -143,11 +146,7 @@ absl::StatusOr<v1::ProfileSet> Registry::Get(const std::string& id) const {
   return std::move(e->proto);
 }
 
-std::vector<std::string> Registry::Ids() const {
-  std::vector<std::string> ids;
-  for (const CatalogEntry& e : catalog_.List()) ids.push_back(e.proto.id());
-  return ids;
-}
+std::vector<std::string> Registry::Ids() const { return catalog_.Ids(); }
 
 absl::Status Registry::Delete(const std::string& id) {
   absl::StatusOr<bool> deleted = store_->Delete(id);

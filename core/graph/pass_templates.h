@@ -45,6 +45,17 @@ struct ActionTemplate {
     for (const Segment& s : segments) n += static_cast<int64_t>(s.items.size());
     return n;
   }
+  // The time its tasks hold the compute stream: durations and gaps, summed in
+  // doubles (bounds of the makespan use it before anything is simulated).
+  double TaskNs() const {
+    double ns = 0;
+    for (const Segment& s : segments) {
+      for (const Item& item : s.items) {
+        ns += static_cast<double>(item.duration_ns) + static_cast<double>(item.gap_ns);
+      }
+    }
+    return ns;
+  }
 };
 
 struct StageTemplates {

@@ -413,13 +413,7 @@ void IterationWalker<Sink>::EmitTail() {
 template <IterationSink Sink>
 double IterationWalker<Sink>::TotalTaskNs() const {
   auto sum = [](const internal::ActionTemplate& t) {
-    double ns = static_cast<double>(t.tensor_parallel_ns);
-    for (const internal::Segment& segment : t.segments) {
-      for (const internal::Item& item : segment.items) {
-        ns += static_cast<double>(item.duration_ns) + static_cast<double>(item.gap_ns);
-      }
-    }
-    return ns;
+    return t.TaskNs() + static_cast<double>(t.tensor_parallel_ns);
   };
   double total = 0;
   for (int64_t s = 0; s < p_; ++s) {

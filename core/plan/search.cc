@@ -218,15 +218,6 @@ namespace {
 // their operators repeat, and it memoises them.
 double LowerBoundMs(const Job& job, ProfileLookup& lookup) {
   auto label = [](const std::string&) { return 0; };
-  auto pass_ns = [](const internal::ActionTemplate& t) {
-    double ns = 0;
-    for (const internal::Segment& segment : t.segments) {
-      for (const internal::Item& item : segment.items) {
-        ns += static_cast<double>(item.duration_ns) + static_cast<double>(item.gap_ns);
-      }
-    }
-    return ns;
-  };
   const int64_t p = job.plan.pipeline_parallel;
   std::vector<internal::StageEnds> ends;
   if (p == 1) {
@@ -240,7 +231,7 @@ double LowerBoundMs(const Job& job, ProfileLookup& lookup) {
   for (const internal::StageEnds& e : ends) {
     const internal::StageTemplates t =
         internal::MakeStageTemplates(job, lookup, Granularity::kOperator, e, label);
-    busiest = std::max(busiest, pass_ns(t.forward) + pass_ns(t.backward));
+    busiest = std::max(busiest, t.forward.TaskNs() + t.backward.TaskNs());
   }
   return busiest * static_cast<double>(job.plan.num_micro_batches()) * 1e-6;
 }

@@ -60,8 +60,6 @@ v1::PredictRequest Gpt13bRequest() {
   return r;
 }
 
-v1::ProfileSet MeasuredSet(int64_t duration_ns) { return testing::MeasuredSet(duration_ns); }
-
 bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout) {
   const absl::Time end = absl::Now() + timeout;
   while (absl::Now() < end) {

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "server/server.h"
+#include "tests/testing/profile_sets.h"
 #include "tests/testing/subprocess.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
@@ -41,7 +42,7 @@ std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token = "");
 // gpt3-1.3b on 8 GPUs, t=2, global batch 64.
 v1::PredictRequest Gpt13bRequest();
 // A measured-looking set: one attention_fwd kernel table for the A100.
-v1::ProfileSet MeasuredSet(int64_t duration_ns);
+using ::vtrain::testing::MeasuredSet;
 
 // Polls `condition` every 50 ms until it holds (true) or `timeout` passes.
 bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout);
