@@ -35,16 +35,8 @@ constexpr char kHelp[] =
 
 absl::Status AddList(const common::FlagParser& f, const char* flag,
                      google::protobuf::RepeatedField<int64_t>* out) {
-  if (auto list = f.Get(flag)) {
-    for (absl::string_view v : absl::StrSplit(*list, ',', absl::SkipEmpty())) {
-      int64_t x = 0;
-      if (!absl::SimpleAtoi(v, &x)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", flag, ": '", v, "' is not an integer"));
-      }
-      out->Add(x);
-    }
-  }
+  VTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> values, f.GetIntList(flag));
+  out->Add(values.begin(), values.end());
   return absl::OkStatus();
 }
 

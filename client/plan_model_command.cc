@@ -77,15 +77,8 @@ absl::StatusOr<v1::PlanModelRequest> PlanRequestFromFlags(const common::FlagPars
     }
     for (int64_t t = 1; t <= *max_tp; t *= 2) r.add_tensor_parallel(t);
   }
-  if (auto tps = f.Get("tp-values")) {
-    for (absl::string_view v : absl::StrSplit(*tps, ',', absl::SkipEmpty())) {
-      int64_t t = 0;
-      if (!absl::SimpleAtoi(v, &t)) {
-        return absl::InvalidArgumentError(absl::StrCat("--tp-values: '", v, "' is not a degree"));
-      }
-      r.add_tensor_parallel(t);
-    }
-  }
+  VTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> tps, f.GetIntList("tp-values"));
+  r.mutable_tensor_parallel()->Add(tps.begin(), tps.end());
   return r;
 }
 

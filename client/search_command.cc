@@ -64,14 +64,8 @@ absl::StatusOr<v1::SearchRequest> SearchRequestFromFlags(const common::FlagParse
   if (gpus) r.set_gpus(*gpus);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_gpus, f.GetInt("max-gpus"));
   if (max_gpus) r.set_max_gpus(*max_gpus);
-  VTRAIN_RETURN_IF_ERROR(ForEachItem(f, "tp-values", [&](absl::string_view v) {
-    int64_t t = 0;
-    if (!absl::SimpleAtoi(v, &t)) {
-      return absl::InvalidArgumentError(absl::StrCat("--tp-values: '", v, "' is not a degree"));
-    }
-    r.add_tensor_parallel(t);
-    return absl::OkStatus();
-  }));
+  VTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> tps, f.GetIntList("tp-values"));
+  r.mutable_tensor_parallel()->Add(tps.begin(), tps.end());
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_dp, f.GetInt("max-dp"));
   if (max_dp) r.set_max_data_parallel(*max_dp);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_mb, f.GetInt("max-micro-batch"));

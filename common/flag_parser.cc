@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 
 namespace vtrain::common {
 
@@ -96,6 +97,21 @@ absl::StatusOr<std::optional<double>> FlagParser::GetDouble(absl::string_view na
     return absl::InvalidArgumentError(absl::StrCat("--", name, "='", *text, "' is not a number"));
   }
   return std::optional<double>(value);
+}
+
+absl::StatusOr<std::vector<int64_t>> FlagParser::GetIntList(absl::string_view name) const {
+  std::vector<int64_t> values;
+  std::optional<std::string> text = Get(name);
+  if (!text) return values;
+  for (absl::string_view item : absl::StrSplit(*text, ',', absl::SkipEmpty())) {
+    int64_t value = 0;
+    if (!absl::SimpleAtoi(item, &value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, ": '", item, "' is not an integer"));
+    }
+    values.push_back(value);
+  }
+  return values;
 }
 
 std::string FlagParser::Usage() const {

@@ -36,6 +36,9 @@ class FlagParser {
   // the value does not parse.
   absl::StatusOr<std::optional<int64_t>> GetInt(absl::string_view name) const;
   absl::StatusOr<std::optional<double>> GetDouble(absl::string_view name) const;
+  // "8,16,32": the integers of a comma-separated flag (empty when absent);
+  // INVALID_ARGUMENT naming the flag and the item that does not parse.
+  absl::StatusOr<std::vector<int64_t>> GetIntList(absl::string_view name) const;
 
   // "  --name VALUE   help" lines for --help.
   std::string Usage() const;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "proto/enum_convert.h"
 #include "proto/job_convert.h"
+#include "proto/search_convert.h"
 
 namespace vtrain::convert {
 namespace {
@@ -45,35 +46,13 @@ std::vector<int64_t> Counts(const v1::ThroughputCurveRequest& r, int64_t gpus_pe
 // The plan-space fields shared by every job of the request.
 void PlanSpace(const v1::ThroughputCurveRequest& r, CurveSpec& spec,
                std::vector<std::string>& problems) {
-  for (int64_t t : r.tensor_parallel()) {
-    if (t < 1 || t > 1024) {
-      problems.push_back(absl::StrCat("tensor_parallel value ", t, " must be in [1, 1024]"));
-    } else if (std::find(spec.tensor_parallel.begin(), spec.tensor_parallel.end(), t) ==
-               spec.tensor_parallel.end()) {
-      spec.tensor_parallel.push_back(t);
-    }
-  }
+  PlanLists lists;
+  PlanListsFromProto(r.tensor_parallel(), r.schedules(), r.recomputes(), lists, problems);
+  spec.tensor_parallel = std::move(lists.tensor_parallel);
+  spec.schedules = std::move(lists.schedules);
+  spec.recomputes = std::move(lists.recomputes);
   if (r.max_micro_batch() < 0) problems.push_back("max_micro_batch must not be negative");
   spec.max_micro_batch = r.max_micro_batch();
-  if (r.schedules_size() > 0) spec.schedules.clear();
-  for (int i = 0; i < r.schedules_size(); ++i) {
-    auto v =
-        FromProtoOr(r.schedules(i), PipelineSchedule::k1F1B, absl::StrCat("schedules[", i, "]"));
-    if (v.ok()) {
-      spec.schedules.push_back(*v);
-    } else {
-      problems.emplace_back(v.status().message());
-    }
-  }
-  if (r.recomputes_size() > 0) spec.recomputes.clear();
-  for (int i = 0; i < r.recomputes_size(); ++i) {
-    auto v = FromProtoOr(r.recomputes(i), Recompute::kFull, absl::StrCat("recomputes[", i, "]"));
-    if (v.ok()) {
-      spec.recomputes.push_back(*v);
-    } else {
-      problems.emplace_back(v.status().message());
-    }
-  }
   auto policy = FromProtoOr(r.policy(), CurvePolicy::kBest, "policy");
   if (policy.ok()) {
     spec.policy = *policy;

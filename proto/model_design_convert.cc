@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "proto/job_convert.h"
+#include "proto/search_convert.h"
 
 namespace vtrain::convert {
 namespace {
@@ -81,15 +82,10 @@ absl::StatusOr<DesignSpec> DesignSpecFromProto(const v1::PlanModelRequest& r) {
         "min_parameters and max_parameters (--min-params, --max-params) must be "
         "positive with min <= max");
   }
-  spec.plan_space.tensor_parallel = {1, 2, 4, 8};
-  if (r.tensor_parallel_size() > 0) spec.plan_space.tensor_parallel.clear();
-  for (int64_t t : r.tensor_parallel()) {
-    if (t < 1 || t > 1024) {
-      problems.push_back(absl::StrCat("tensor_parallel value ", t, " must be in [1, 1024]"));
-    } else {
-      spec.plan_space.tensor_parallel.push_back(t);
-    }
-  }
+  PlanLists lists;
+  lists.tensor_parallel = {1, 2, 4, 8};
+  PlanListsFromProto(r.tensor_parallel(), {}, {}, lists, problems);
+  spec.plan_space.tensor_parallel = std::move(lists.tensor_parallel);
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
   spec.candidates = GptFamily(lo, hi, seq, vocab);
   return spec;

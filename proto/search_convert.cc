@@ -18,36 +18,19 @@ constexpr int64_t kMaxGpus = int64_t{1} << 24;
 constexpr int kDefaultTop = 10;
 constexpr int kMaxTop = 1000;
 
-void SpaceLists(const v1::SearchRequest& r, SearchSpace& s, std::vector<std::string>& problems) {
-  absl::flat_hash_set<int64_t> seen;
-  for (int64_t t : r.tensor_parallel()) {
-    if (t < 1 || t > 1024) {
-      problems.push_back(
-          absl::StrCat("tensor_parallel value ", t, " (--tp-values) must be in [1, 1024]"));
-    } else if (seen.insert(t).second) {
-      s.tensor_parallel.push_back(t);
-    }
-  }
-  if (s.tensor_parallel.size() > static_cast<size_t>(kMaxSearchListSize)) {
-    problems.push_back(absl::StrCat("tensor_parallel has ", s.tensor_parallel.size(),
-                                    " distinct values; give at most ", kMaxSearchListSize));
-  }
-  for (int i = 0; i < r.schedules_size(); ++i) {
-    absl::StatusOr<PipelineSchedule> v =
-        FromProtoOr(r.schedules(i), PipelineSchedule::k1F1B, absl::StrCat("schedules[", i, "]"));
-    if (!v.ok()) problems.emplace_back(v.status().message());
-    if (i == 0) s.schedules.clear();
-    if (v.ok() && std::find(s.schedules.begin(), s.schedules.end(), *v) == s.schedules.end()) {
-      s.schedules.push_back(*v);
-    }
-  }
-  for (int i = 0; i < r.recomputes_size(); ++i) {
-    absl::StatusOr<Recompute> v =
-        FromProtoOr(r.recomputes(i), Recompute::kFull, absl::StrCat("recomputes[", i, "]"));
-    if (!v.ok()) problems.emplace_back(v.status().message());
-    if (i == 0) s.recomputes.clear();
-    if (v.ok() && std::find(s.recomputes.begin(), s.recomputes.end(), *v) == s.recomputes.end()) {
-      s.recomputes.push_back(*v);
+// Appends the distinct values of a repeated enum, mapped to core, to `into`
+// (cleared first when the list is not empty).
+template <typename ProtoEnum, typename Core>
+void EnumList(const google::protobuf::RepeatedField<int>& list, const char* field, Core fallback,
+              std::vector<Core>& into, std::vector<std::string>& problems) {
+  if (!list.empty()) into.clear();
+  for (int i = 0; i < list.size(); ++i) {
+    absl::StatusOr<Core> v = FromProtoOr(static_cast<ProtoEnum>(list.Get(i)), fallback,
+                                         absl::StrCat(field, "[", i, "]"));
+    if (!v.ok()) {
+      problems.emplace_back(v.status().message());
+    } else if (std::find(into.begin(), into.end(), *v) == into.end()) {
+      into.push_back(*v);
     }
   }
 }
@@ -62,6 +45,29 @@ void PlanToProto(const PlanResult& p, v1::PlanSummary* out) {
 }
 
 }  // namespace
+
+void PlanListsFromProto(const google::protobuf::RepeatedField<int64_t>& tensor_parallel,
+                        const google::protobuf::RepeatedField<int>& schedules,
+                        const google::protobuf::RepeatedField<int>& recomputes, PlanLists& lists,
+                        std::vector<std::string>& problems) {
+  if (!tensor_parallel.empty()) lists.tensor_parallel.clear();
+  absl::flat_hash_set<int64_t> seen;
+  for (int64_t t : tensor_parallel) {
+    if (t < 1 || t > 1024) {
+      problems.push_back(
+          absl::StrCat("tensor_parallel value ", t, " (--tp-values) must be in [1, 1024]"));
+    } else if (seen.insert(t).second) {
+      lists.tensor_parallel.push_back(t);
+    }
+  }
+  if (lists.tensor_parallel.size() > static_cast<size_t>(kMaxSearchListSize)) {
+    problems.push_back(absl::StrCat("tensor_parallel has ", lists.tensor_parallel.size(),
+                                    " distinct values; give at most ", kMaxSearchListSize));
+  }
+  EnumList<v1::PipelineSchedule>(schedules, "schedules", PipelineSchedule::k1F1B, lists.schedules,
+                                 problems);
+  EnumList<v1::Recompute>(recomputes, "recomputes", Recompute::kFull, lists.recomputes, problems);
+}
 
 absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& r) {
   SearchCall call;
@@ -97,7 +103,11 @@ absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& r) {
   s.global_batch = r.global_batch();
   s.gpus = r.gpus();
   s.max_gpus = r.max_gpus();
-  SpaceLists(r, s, problems);
+  PlanLists lists;
+  PlanListsFromProto(r.tensor_parallel(), r.schedules(), r.recomputes(), lists, problems);
+  s.tensor_parallel = std::move(lists.tensor_parallel);
+  s.schedules = std::move(lists.schedules);
+  s.recomputes = std::move(lists.recomputes);
   if (r.max_data_parallel() < 0 || r.max_micro_batch() < 0) {
     problems.push_back(
         "max_data_parallel (--max-dp) and max_micro_batch (--max-micro-batch) "

@@ -5,6 +5,9 @@
 #ifndef VTRAIN_PROTO_SEARCH_CONVERT_H_
 #define VTRAIN_PROTO_SEARCH_CONVERT_H_
 
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "core/plan/search.h"
 #include "vtrain/v1/vtrain.pb.h"
@@ -14,6 +17,21 @@ namespace vtrain::convert {
 // Longest list a request may give for tensor_parallel, schedules or
 // recomputes (after removing repeats).
 inline constexpr int kMaxSearchListSize = 64;
+
+// The plan-space lists of a request (tensor-parallel degrees, schedules,
+// recomputation), shared by searches, curves and model planning: repeats
+// removed, at most kMaxSearchListSize tensor-parallel degrees, every bad value
+// reported in `problems` naming the field. An empty list keeps `lists`' value
+// (the caller's default).
+struct PlanLists {
+  std::vector<int64_t> tensor_parallel;
+  std::vector<PipelineSchedule> schedules = {PipelineSchedule::k1F1B};
+  std::vector<Recompute> recomputes = {Recompute::kFull};
+};
+void PlanListsFromProto(const google::protobuf::RepeatedField<int64_t>& tensor_parallel,
+                        const google::protobuf::RepeatedField<int>& schedules,
+                        const google::protobuf::RepeatedField<int>& recomputes, PlanLists& lists,
+                        std::vector<std::string>& problems);
 
 struct SearchCall {
   SearchSpace space;

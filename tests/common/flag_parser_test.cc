@@ -124,3 +124,27 @@ TEST(FlagParserTest, UsageListsEveryFlag) {
 
 }  // namespace
 }  // namespace vtrain::common
+
+namespace vtrain::common {
+namespace {
+
+TEST(FlagParserTest, IntListsNameTheBadItem) {
+  FlagParser f("tool");
+  f.AddValue("counts", "A,B", "counts");
+  VTRAIN_ASSERT_OK(f.Parse({"--counts=8,16,,32"}));
+  absl::StatusOr<std::vector<int64_t>> counts = f.GetIntList("counts");
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(*counts, (std::vector<int64_t>{8, 16, 32}));
+  FlagParser bad("tool");
+  bad.AddValue("counts", "A,B", "counts");
+  VTRAIN_ASSERT_OK(bad.Parse({"--counts=8,x"}));
+  EXPECT_THAT(bad.GetIntList("counts"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--counts: 'x'")));
+  FlagParser absent("tool");
+  absent.AddValue("counts", "A,B", "counts");
+  VTRAIN_ASSERT_OK(absent.Parse({}));
+  EXPECT_TRUE(absent.GetIntList("counts")->empty());
+}
+
+}  // namespace
+}  // namespace vtrain::common
