@@ -1,0 +1,47 @@
+// The kernel-time model of the analytical profile generator: how long one
+// GEMM or memory-bound kernel takes on a GPU, and the gaps the host's kernel
+// dispatch leaves between them. The kernel lists (analytical.cc) use it.
+#ifndef VTRAIN_CORE_PROFILE_KERNEL_MODEL_H_
+#define VTRAIN_CORE_PROFILE_KERNEL_MODEL_H_
+
+#include <vector>
+
+#include "core/profile/analytical_params.h"
+#include "core/profile/profile.h"
+#include "core/spec/gpu.h"
+
+namespace vtrain {
+
+// Accumulates kernels with their GPU time, then derives the gaps from the
+// host-dispatch model.
+class KernelSequence {
+ public:
+  KernelSequence(const GpuSpec& gpu, DType dtype, const AnalyticalParams& params)
+      : gpu_(gpu), params_(params), peak_flops_(gpu.PeakFlops(dtype)) {}
+
+  // C[m,n] = A[m,k] * B[k,n], `batch` times; 2-byte elements.
+  void Gemm(const char* name, double m, double n, double k, double batch = 1);
+
+  // A memory-bound kernel moving `bytes` through HBM.
+  void Memory(const char* name, double bytes);
+
+  // Applies the host-dispatch recurrence: kernel i is enqueued i * dispatch
+  // after the first, and starts when both enqueued and its predecessor is
+  // done; the next operator's first kernel is enqueued n * dispatch +
+  // operator overhead after this one's first.
+  std::vector<KernelRecord> Finish() &&;
+
+ private:
+  static bool Aligned(double dim);
+  double MemoryNs(double bytes) const;
+  void Add(const char* name, double gpu_ns);
+
+  const GpuSpec& gpu_;
+  const AnalyticalParams& params_;
+  double peak_flops_;
+  std::vector<KernelRecord> kernels_;
+};
+
+}  // namespace vtrain
+
+#endif  // VTRAIN_CORE_PROFILE_KERNEL_MODEL_H_
