@@ -12,6 +12,19 @@ namespace {
 
 constexpr double kElem = 2;  // fp16 / bf16 bytes per element
 
+// Mixed-precision Adam over fp32 main grads and master weights for `p`
+// parameters, as multi-tensor launches of ~65536 x 320 elements each
+// (apex/Megatron).
+void OptimizerStep(KernelSequence& seq, double p) {
+  const int launches = static_cast<int>(std::max(1.0, std::ceil(p / (65536.0 * 320))));
+  const double chunk = p / launches;
+  for (int i = 0; i < launches; ++i) seq.Memory("grad_unscale_inf_check", chunk * 8);
+  for (int i = 0; i < launches; ++i) seq.Memory("grad_norm", chunk * 4);
+  for (int i = 0; i < launches; ++i) seq.Memory("adam_step", chunk * 28);
+  for (int i = 0; i < launches; ++i) seq.Memory("master_to_half_copy", chunk * 6);
+  seq.Memory("zero_main_grad", p * 4);
+}
+
 }  // namespace
 
 // Kernel lists follow Megatron-LM's GPT layer (Shoeybi et al. 2019, Fig. 3;
@@ -125,19 +138,9 @@ std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const Oper
       seq.Memory("cross_entropy_target_sub", tokens * 8 * 2);
       seq.Memory("logit_grad_to_half", tokens * vocab_local * (4 + e));
       break;
-    case OperatorKind::kOptimizerStep: {
-      // Mixed-precision Adam over fp32 main grads and master weights, as
-      // multi-tensor launches of ~65536 x 320 elements each (apex/Megatron).
-      const double p = static_cast<double>(key.num_parameters);
-      const int launches = static_cast<int>(std::max(1.0, std::ceil(p / (65536.0 * 320))));
-      const double chunk = p / launches;
-      for (int i = 0; i < launches; ++i) seq.Memory("grad_unscale_inf_check", chunk * 8);
-      for (int i = 0; i < launches; ++i) seq.Memory("grad_norm", chunk * 4);
-      for (int i = 0; i < launches; ++i) seq.Memory("adam_step", chunk * 28);
-      for (int i = 0; i < launches; ++i) seq.Memory("master_to_half_copy", chunk * 6);
-      seq.Memory("zero_main_grad", p * 4);
+    case OperatorKind::kOptimizerStep:
+      OptimizerStep(seq, static_cast<double>(key.num_parameters));
       break;
-    }
   }
   return std::move(seq).Finish();
 }
