@@ -112,7 +112,8 @@ class Timeline {
   // The makespan and the per-stream accounting so far.
   SimulationResult Finish() const;
 
- private:
+  // A stream's clock and accounting: the periodic fast path (periodic.h)
+  // compares them and advances them by whole periods.
   struct StreamState {
     int64_t free_ns = 0;
     int64_t last_gap_ns = 0;
@@ -120,6 +121,9 @@ class Timeline {
     TaskKind last_kind = TaskKind::kCompute;
     StreamStats stats;
   };
+  StreamState& stream_state(StreamId stream) { return streams_[stream]; }
+
+ private:
   std::vector<StreamState> streams_;
 };
 

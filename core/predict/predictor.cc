@@ -1,6 +1,7 @@
 #include "core/predict/predictor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -39,6 +40,7 @@ double ModelFlopsPerIteration(const Job& job) {
 
 absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
                                    const PredictOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
   VTRAIN_RETURN_IF_ERROR(ValidateJob(job));
   if (!(options.train_tokens >= 0 && options.train_tokens <= kMaxTrainTokens)) {
     return absl::InvalidArgumentError(absl::StrCat("train_tokens=", options.train_tokens,
@@ -67,6 +69,7 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
   build.max_tasks = options.max_tasks;
   build.max_graph_bytes = options.max_graph_bytes;
   build.cancelled = options.cancelled;
+  build.periodic = options.periodic;
   Prediction p;
   IterationSimulation sim;
   if (options.granularity == Granularity::kKernel) {
@@ -79,10 +82,15 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
     sim.num_micro_batches = graph.num_micro_batches;
     sim.num_tasks = graph.graph.num_tasks();
     p.graph_bytes = graph.graph.MemoryBytes();
+    sim.actions_stepped = 2 * job.plan.pipeline_parallel * graph.num_micro_batches;
   } else {
     // The fast path merges operators and runs tasks as they are generated.
     VTRAIN_ASSIGN_OR_RETURN(sim, SimulateIteration(job, lookup, build));
   }
+  p.simulation.tasks = sim.num_tasks - sim.tasks_skipped;
+  p.simulation.actions = sim.actions_stepped;
+  p.simulation.actions_skipped = sim.actions_skipped;
+  p.simulation.periods_skipped = sim.periods_skipped;
   const SimulationResult& result = sim.result;
   p.iteration_time_ns = result.makespan_ns;
   p.num_micro_batches = sim.num_micro_batches;
@@ -150,6 +158,9 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
     p.interval_coverage = band.coverage;
   }
   p.fidelity.missing_keys = lookup.MissingKeys();
+  p.simulation.wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - started)
+                             .count();
   return p;
 }
 

@@ -24,20 +24,28 @@ Job MakeJob(const char* preset, int64_t t, int64_t d, int64_t p, int64_t mb, int
   return job;
 }
 
-void RunPredict(benchmark::State& state, const Job& job, Granularity granularity) {
+// `periodic`: jump over repeating periods (engine/periodic.h), or step every
+// pipeline action (the same result; run side by side for the ratio).
+void RunPredict(benchmark::State& state, const Job& job, Granularity granularity,
+                bool periodic = true) {
   const ProfileSet profiles = DefaultProfileSet(job.cluster.gpu);
   PredictOptions options;
   options.granularity = granularity;
+  options.periodic = periodic;
   int64_t tasks = 0, bytes = 0;
+  SimulationCost cost;
   for (auto _ : state) {
     absl::StatusOr<Prediction> p = Predict(job, profiles, options);
     VTRAIN_CHECK(p.ok());
     tasks = p->num_tasks;
+    cost = p->simulation;
     // The engine adds one Completion per task to the graph.
     bytes = p->graph_bytes + static_cast<int64_t>(sizeof(Completion)) * p->num_tasks;
     benchmark::DoNotOptimize(p->iteration_time_ns);
   }
   state.counters["tasks"] = static_cast<double>(tasks);
+  state.counters["actions"] = static_cast<double>(cost.actions);
+  state.counters["skipped"] = static_cast<double>(cost.actions_skipped);
   state.counters["bytes_per_task"] = static_cast<double>(bytes) / static_cast<double>(tasks);
   state.counters["ns_per_task"] =
       benchmark::Counter(static_cast<double>(tasks) * static_cast<double>(state.iterations()),
@@ -74,6 +82,16 @@ void BM_MtNlg530B_Operator_D1(benchmark::State& state) {
 // Baseline plan of the paper's case study (t=8, d=4, p=105).
 void BM_MtNlg530B_Operator_Baseline(benchmark::State& state) {
   RunPredict(state, MakeJob("mtnlg-530b", 8, 4, 105, 1, 1920), Granularity::kOperator);
+}
+// The three 530B plans again, stepping every action (no periodic jumps).
+void BM_MtNlg530B_Operator_Stepped(benchmark::State& state) {
+  RunPredict(state, MakeJob("mtnlg-530b", 16, 2, 105, 1, 1920), Granularity::kOperator, false);
+}
+void BM_MtNlg530B_Operator_D1_Stepped(benchmark::State& state) {
+  RunPredict(state, MakeJob("mtnlg-530b", 8, 1, 105, 1, 1920), Granularity::kOperator, false);
+}
+void BM_MtNlg530B_Operator_Baseline_Stepped(benchmark::State& state) {
+  RunPredict(state, MakeJob("mtnlg-530b", 8, 4, 105, 1, 1920), Granularity::kOperator, false);
 }
 
 // Issue 13's scheduler curve: GPT-3 175B, global batch 1536, every multiple
@@ -114,6 +132,9 @@ BENCHMARK(BM_MtNlg530B_Kernel)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_MtNlg530B_Operator)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_D1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_Baseline)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MtNlg530B_Operator_Stepped)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MtNlg530B_Operator_D1_Stepped)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MtNlg530B_Operator_Baseline_Stepped)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace vtrain
