@@ -15,10 +15,13 @@ struct Step {
   bool forward = true;
 };
 
-// One steady phase: `steps` repeated `periods` times.
+// One steady phase: `steps` repeated `periods` times. `ramp`: the 1F1B
+// steady state, after which stage s keeps its steady pattern for s more
+// periods (see RampJump).
 struct Phase {
   std::vector<Step> steps;
   int64_t periods = 0;
+  bool ramp = false;
 };
 
 // A period's state relative to its first touched stream's clock (see
@@ -52,9 +55,15 @@ class PeriodicRunner {
   PeriodicStats& stats() { return stats_; }
 
  private:
-  bool StepPeriod(const Phase& phase) {
+  // Steps one period; with `record`, keeps each stage's backward transfer
+  // (RampJump needs them).
+  bool StepPeriod(const Phase& phase, bool record = false) {
     for (const Step& st : phase.steps) {
       if (!walker_.Step(st.stage, st.forward)) return false;
+      if (record && !st.forward && st.stage > 0) {
+        internal::SendQueue<Completion>& q = ps_.backward_sends[st.stage];
+        backward_sent_[st.stage] = q.at(q.size() - 1);
+      }
     }
     stats_.actions_stepped += static_cast<int64_t>(phase.steps.size());
     return true;
@@ -62,6 +71,9 @@ class PeriodicRunner {
   void MakeKey(Key& key) const;
   Totals Capture() const;
   void Jump(int64_t n, int64_t shift, const Totals& a, const Totals& b);
+  bool RampJump(int64_t period, int64_t periods, int64_t shift, const Totals& a, const Totals& b);
+  void ShiftStream(StreamId id, int64_t n, int64_t shift, const StreamStats& a,
+                   const StreamStats& b);
 
   Walker& walker_;
   TimelineSink& sink_;
@@ -69,6 +81,7 @@ class PeriodicRunner {
   Timeline& timeline_;
   const int64_t p_;
   std::vector<StreamId> touched_;
+  std::vector<Completion> backward_sent_ = std::vector<Completion>(p_);
   PeriodicStats stats_;
 };
 
@@ -116,25 +129,30 @@ Totals PeriodicRunner::Capture() const {
   return t;
 }
 
+// Moves stream `id` n periods on: its times by n * shift, its accumulators
+// by n times their growth from `a` to `b`.
+void PeriodicRunner::ShiftStream(StreamId id, int64_t n, int64_t shift, const StreamStats& a,
+                                 const StreamStats& b) {
+  const int64_t dt = n * shift;
+  Timeline::StreamState& s = timeline_.stream_state(id);
+  s.free_ns += dt;
+  if (Timeline::IsCommunication(s.last_kind)) s.comm_run_start_ns += dt;
+  StreamStats& st = s.stats;
+  for (int k = 0; k < kNumTaskKinds; ++k) {
+    st.busy_ns[k] += n * (b.busy_ns[k] - a.busy_ns[k]);
+    st.exposed_wait_ns[k] += n * (b.exposed_wait_ns[k] - a.exposed_wait_ns[k]);
+  }
+  st.gap_ns += n * (b.gap_ns - a.gap_ns);
+  st.idle_ns += n * (b.idle_ns - a.idle_ns);
+  st.num_tasks += n * (b.num_tasks - a.num_tasks);
+  st.last_finish_ns += dt;
+}
+
 // Advances the state by n repeats of the C periods between `a` and `b`,
 // which moved every touched time by `shift` (see periodic.h).
 void PeriodicRunner::Jump(int64_t n, int64_t shift, const Totals& a, const Totals& b) {
   const int64_t dt = n * shift;
-  for (const StreamId id : touched_) {
-    Timeline::StreamState& s = timeline_.stream_state(id);
-    s.free_ns += dt;
-    if (Timeline::IsCommunication(s.last_kind)) s.comm_run_start_ns += dt;
-    StreamStats& st = s.stats;
-    const StreamStats &sa = a.stats[id], &sb = b.stats[id];
-    for (int k = 0; k < kNumTaskKinds; ++k) {
-      st.busy_ns[k] += n * (sb.busy_ns[k] - sa.busy_ns[k]);
-      st.exposed_wait_ns[k] += n * (sb.exposed_wait_ns[k] - sa.exposed_wait_ns[k]);
-    }
-    st.gap_ns += n * (sb.gap_ns - sa.gap_ns);
-    st.idle_ns += n * (sb.idle_ns - sa.idle_ns);
-    st.num_tasks += n * (sb.num_tasks - sa.num_tasks);
-    st.last_finish_ns += dt;
-  }
+  for (const StreamId id : touched_) ShiftStream(id, n, shift, a.stats[id], b.stats[id]);
   size_t i = 0;
   int64_t actions = 0;
   for (std::vector<int64_t>* counts : {&ps_.forwards, &ps_.backwards}) {
@@ -160,6 +178,81 @@ void PeriodicRunner::Jump(int64_t n, int64_t shift, const Totals& a, const Total
   sink_.SkipTasks(tasks);
   stats_.tasks_skipped += tasks;
   stats_.actions_skipped += actions;
+}
+
+// The 1F1B ramp. Period k of stage s (its (k + p - s - 1)-th forward and
+// k-th backward) exists for k < m - p + 1 + s, so after the last period
+// common to all stages (K - 1, K = m - p + 1) stage s keeps the steady
+// pattern for s more periods (stage p - 1 one fewer: its last backward is
+// special). These cells (s, k) depend only on cells of the same region:
+// the forward of (s - 1, k - 1) and the backward of (s + 1, k), and stage
+// s's own stream. So they take exactly the values the steady state would
+// take if it went on for ever, which after a repeat with cycle 1 and shift D
+// at period i are those of period i plus (k - i) * D (periodic.h). Each
+// stage s therefore jumps n_s = e_s - i periods to its own last steady
+// period e_s; the transfers then in flight are stage s's backward of
+// period e_s (for stage s - 1's first cool-down backward), recorded at
+// period i and shifted, and stage p - 2's forward of period m - 2 (for
+// stage p - 1's last forward). The cool-down is stepped by the walker.
+bool PeriodicRunner::RampJump(int64_t i, int64_t periods, int64_t shift, const Totals& a,
+                              const Totals& b) {
+  const int64_t m = walker_.num_micro_batches();
+  const std::vector<StageInfo>& stages = walker_.stages();
+  if (static_cast<int64_t>(touched_.size()) != p_) return false;
+  std::vector<int64_t> n(p_);
+  int64_t tasks_per_period = 0;
+  for (int64_t s = 0; s < p_; ++s) {
+    const StreamId cs = stages[s].compute_stream;
+    if (touched_[s] != cs) return false;
+    // One forward and one backward a period; the transfers between periods
+    // are the forwards in flight down the pipeline.
+    if (b.counters[s] - a.counters[s] != 1 || b.counters[p_ + s] - a.counters[p_ + s] != 1 ||
+        ps_.forward_sends[s].size() != (s + 1 < p_ ? 1u : 0u) || !ps_.backward_sends[s].empty()) {
+      return false;
+    }
+    tasks_per_period += b.stats[cs].num_tasks - a.stats[cs].num_tasks;
+    n[s] = (s + 1 < p_ ? periods + s - 1 : m - 2) - i;
+    if (n[s] < (s > 0 ? 1 : 0)) return false;
+  }
+  if (b.counters.back() - a.counters.back() != tasks_per_period) return false;
+  int64_t actions = 0, tasks = 0;
+  for (int64_t s = 0; s < p_; ++s) {
+    const StreamId cs = stages[s].compute_stream;
+    ShiftStream(cs, n[s], shift, a.stats[cs], b.stats[cs]);
+    ps_.forwards[s] += n[s];
+    ps_.backwards[s] += n[s];
+    actions += 2 * n[s];
+    tasks += n[s] * (b.stats[cs].num_tasks - a.stats[cs].num_tasks);
+    if (s + 1 < p_) {
+      internal::SendQueue<Completion>& q = ps_.forward_sends[s];
+      q.Skip(n[s]);
+      if (n[s + 1] == n[s] + 1) {
+        q.Pop(q.popped());
+      } else {
+        q.at(0).finish_ns += n[s] * shift;
+        q.at(0).run_start_ns += n[s] * shift;
+      }
+    }
+    if (s > 0) {
+      internal::SendQueue<Completion>& q = ps_.backward_sends[s];
+      if (n[s - 1] == n[s] - 1) {
+        q.Skip(n[s] - 1);
+        Completion c = backward_sent_[s];
+        c.finish_ns += n[s] * shift;
+        c.run_start_ns += n[s] * shift;
+        q.Push(q.pushed(), c);
+      } else {
+        q.Skip(n[s]);
+      }
+    }
+  }
+  ps_.remaining -= actions;
+  sink_.SkipTasks(tasks);
+  stats_.actions_skipped += actions;
+  stats_.tasks_skipped += tasks;
+  stats_.periods_skipped += n[0];
+  stats_.cycle = 1;
+  return true;
 }
 
 bool PeriodicRunner::Run(const Phase& phase) {
@@ -196,8 +289,9 @@ bool PeriodicRunner::Run(const Phase& phase) {
       const Totals a = Capture();
       const int64_t shift = key.ref - ring[(done - cycle) % kMaxCycle].ref;
       const Key at_a = key;
+      const bool ramp = phase.ramp && cycle == 1;
       for (int c = 0; c < cycle; ++c) {
-        if (!StepPeriod(phase)) return false;
+        if (!StepPeriod(phase, ramp)) return false;
       }
       done += cycle;
       MakeKey(key);
@@ -211,6 +305,8 @@ bool PeriodicRunner::Run(const Phase& phase) {
             untouched_same &= a.stats[id].num_tasks == b.stats[id].num_tasks;
           }
         }
+        // The ramp jump covers the rest of the phase and more.
+        if (untouched_same && ramp && RampJump(done, phase.periods, shift, a, b)) return true;
         const int64_t n = (phase.periods - (done + 1)) / cycle;
         if (untouched_same && n > 0) {
           Jump(n, shift, a, b);
@@ -257,6 +353,7 @@ PeriodicStats AdvancePeriodically(Walker& walker, TimelineSink& sink) {
     steady.steps = forwards.steps;
     steady.steps.insert(steady.steps.end(), backwards.steps.begin(), backwards.steps.end());
     steady.periods = p == 1 ? m - 1 : m - p + 1;
+    steady.ramp = true;
     runner.Run(steady);
   }
   return runner.stats();

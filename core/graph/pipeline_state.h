@@ -46,6 +46,7 @@ class SendQueue {
     return ring_[k];
   }
   int64_t pushed() const { return pushed_; }
+  int64_t popped() const { return popped_; }
   // Counts `n` more transfers as pushed and popped (the periodic fast path's
   // jump over whole periods, which leave as many in flight as before).
   void Skip(int64_t n) {
