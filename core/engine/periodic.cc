@@ -52,6 +52,10 @@ class PeriodicRunner {
   // Runs `phase` (after its prefix), jumping once over repeats; false when a
   // step did not fit the schedule (the walker then finishes by itself).
   bool Run(const Phase& phase);
+  // Runs `count` actions of stage `s`, all forwards or all backwards,
+  // jumping once its state repeats; false as Run.
+  bool Chain(int64_t s, bool forward, int64_t count);
+  bool ramp_jumped() const { return ramp_jumped_; }
   PeriodicStats& stats() { return stats_; }
 
  private:
@@ -82,6 +86,7 @@ class PeriodicRunner {
   const int64_t p_;
   std::vector<StreamId> touched_;
   std::vector<Completion> backward_sent_ = std::vector<Completion>(p_);
+  bool ramp_jumped_ = false;
   PeriodicStats stats_;
 };
 
@@ -252,6 +257,83 @@ bool PeriodicRunner::RampJump(int64_t i, int64_t periods, int64_t shift, const T
   stats_.tasks_skipped += tasks;
   stats_.periods_skipped += n[0];
   stats_.cycle = 1;
+  ramp_jumped_ = true;
+  return true;
+}
+
+// Whether `now` is `before` shifted by `d` in every time the rest of a
+// simulation reads (periodic.h).
+bool ShiftedBy(const Timeline::StreamState& now, const Timeline::StreamState& before, int64_t d) {
+  return now.free_ns == before.free_ns + d && now.last_gap_ns == before.last_gap_ns &&
+         now.last_kind == before.last_kind &&
+         (!Timeline::IsCommunication(now.last_kind) ||
+          now.comm_run_start_ns == before.comm_run_start_ns + d) &&
+         now.stats.last_finish_ns == before.stats.last_finish_ns + d;
+}
+bool ShiftedBy(const Completion& now, const Completion& before, int64_t d) {
+  return now.finish_ns == before.finish_ns + d && now.run_start_ns == before.run_start_ns + d &&
+         now.kind == before.kind;
+}
+
+// A chain: one stage's run of identical actions, each taking the next
+// transfer from one neighbour (none for stage 0's forwards and the last
+// stage's backwards) and sending one to the other. With S_j the stage's
+// stream after action j and in_j the transfer it took, action j + 1 is a
+// fixed map (S_j, in_{j+1}) -> (S_{j+1}, out_{j+1}) that commutes with
+// shifts (periodic.h). So if S_j = S_{j-1} + D (D > 0, times positive) and
+// the transfers still to come keep arriving D apart, every later action
+// repeats the last one D later: the stage jumps to the end of the chain,
+// taking the transfers and sending out_j + k * D. The 1F1B warm-up (stage s
+// runs p - s - 1 forwards) and cool-down are such chains.
+bool PeriodicRunner::Chain(int64_t s, bool forward, int64_t count) {
+  const StreamId cs = walker_.stages()[s].compute_stream;
+  internal::SendQueue<Completion>* in = forward
+                                            ? (s > 0 ? &ps_.forward_sends[s - 1] : nullptr)
+                                            : (s + 1 < p_ ? &ps_.backward_sends[s + 1] : nullptr);
+  internal::SendQueue<Completion>* out = forward ? (s + 1 < p_ ? &ps_.forward_sends[s] : nullptr)
+                                                 : (s > 0 ? &ps_.backward_sends[s] : nullptr);
+  Timeline::StreamState& stream = timeline_.stream_state(cs);
+  Completion last_in, last_out;
+  for (int64_t j = 0; j < count; ++j) {
+    const Timeline::StreamState before = stream;
+    const Completion in_j = in != nullptr && in->size() > 0 ? in->at(0) : Completion{};
+    const int64_t tasks_before = sink_.num_tasks();
+    if (!walker_.Step(s, forward)) return false;
+    ++stats_.actions_stepped;
+    const Completion out_j = out != nullptr ? out->at(out->size() - 1) : Completion{};
+    const int64_t d = stream.free_ns - before.free_ns;
+    const int64_t n = count - 1 - j;
+    bool repeats =
+        j > 0 && n > 0 && d > 0 && before.free_ns > 0 && ShiftedBy(stream, before, d) &&
+        sink_.num_tasks() - tasks_before == stream.stats.num_tasks - before.stats.num_tasks;
+    if (repeats && in != nullptr) {
+      repeats = last_in.finish_ns > 0 && ShiftedBy(in_j, last_in, d) &&
+                in->size() >= static_cast<size_t>(n);
+      for (int64_t k = 0; repeats && k < n; ++k) repeats = ShiftedBy(in->at(k), in_j, (k + 1) * d);
+    }
+    if (repeats && out != nullptr) repeats = ShiftedBy(out_j, last_out, d);
+    last_in = in_j;
+    last_out = out_j;
+    if (!repeats) continue;
+    const StreamStats after = stream.stats;
+    const int64_t tasks = n * (after.num_tasks - before.stats.num_tasks);
+    ShiftStream(cs, n, d, before.stats, after);
+    for (int64_t k = 1; k <= n; ++k) {
+      if (in != nullptr) in->Pop(in->popped());
+      if (out != nullptr) {
+        Completion c = out_j;
+        c.finish_ns += k * d;
+        c.run_start_ns += k * d;
+        out->Push(out->pushed(), c);
+      }
+    }
+    (forward ? ps_.forwards[s] : ps_.backwards[s]) += n;
+    ps_.remaining -= n;
+    sink_.SkipTasks(tasks);
+    stats_.actions_skipped += n;
+    stats_.tasks_skipped += tasks;
+    return true;
+  }
   return true;
 }
 
@@ -343,18 +425,23 @@ PeriodicStats AdvancePeriodically(Walker& walker, TimelineSink& sink) {
     // (k + p - s - 1)-th forward, down the stages, and the k-th backward of
     // each, up the stages (m - p + 1 periods; with one stage the last is
     // the last backward, left to the walker).
-    for (int64_t s = 0; s < p; ++s) {
-      for (int64_t i = 0; i < p - s - 1; ++i) {
-        if (!walker.Step(s, true)) return runner.stats();
-        ++runner.stats().actions_stepped;
-      }
+    for (int64_t s = 0; s + 1 < p; ++s) {
+      if (!runner.Chain(s, true, p - s - 1)) return runner.stats();
     }
     Phase steady;
     steady.steps = forwards.steps;
     steady.steps.insert(steady.steps.end(), backwards.steps.begin(), backwards.steps.end());
     steady.periods = p == 1 ? m - 1 : m - p + 1;
     steady.ramp = true;
-    runner.Run(steady);
+    if (!runner.Run(steady) || !runner.ramp_jumped()) return runner.stats();
+    // Cool-down: the last stage's last forward and backward, then stage s's
+    // p - s - 1 backwards, the last of them apart (it may differ).
+    if (!walker.Step(p - 1, true) || !walker.Step(p - 1, false)) return runner.stats();
+    runner.stats().actions_stepped += 2;
+    for (int64_t s = p - 2; s >= 0; --s) {
+      if (!runner.Chain(s, false, p - s - 2) || !walker.Step(s, false)) return runner.stats();
+      ++runner.stats().actions_stepped;
+    }
   }
   return runner.stats();
 }
