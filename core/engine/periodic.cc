@@ -107,7 +107,7 @@ void PeriodicRunner::MakeKey(Key& key) const {
     for (internal::SendQueue<Completion>& q : *queues) {
       v.push_back(static_cast<int64_t>(q.size()));
       for (size_t i = 0; i < q.size(); ++i) {
-        const Completion& c = q.at(i);
+        const Completion c = q.at(i);
         positive &= c.finish_ns > 0;
         v.insert(v.end(), {c.finish_ns - ref, c.run_start_ns - ref, static_cast<int64_t>(c.kind)});
       }
@@ -173,10 +173,7 @@ void PeriodicRunner::Jump(int64_t n, int64_t shift, const Totals& a, const Total
     for (internal::SendQueue<Completion>& q : *queues) {
       q.Skip(n * (b.counters[i] - a.counters[i]));
       ++i;
-      for (size_t e = 0; e < q.size(); ++e) {
-        q.at(e).finish_ns += dt;
-        q.at(e).run_start_ns += dt;
-      }
+      q.ShiftAll(dt);
     }
   }
   const int64_t tasks = n * (b.counters[i] - a.counters[i]);
@@ -234,18 +231,14 @@ bool PeriodicRunner::RampJump(int64_t i, int64_t periods, int64_t shift, const T
       if (n[s + 1] == n[s] + 1) {
         q.Pop(q.popped());
       } else {
-        q.at(0).finish_ns += n[s] * shift;
-        q.at(0).run_start_ns += n[s] * shift;
+        q.ShiftAll(n[s] * shift);
       }
     }
     if (s > 0) {
       internal::SendQueue<Completion>& q = ps_.backward_sends[s];
       if (n[s - 1] == n[s] - 1) {
         q.Skip(n[s] - 1);
-        Completion c = backward_sent_[s];
-        c.finish_ns += n[s] * shift;
-        c.run_start_ns += n[s] * shift;
-        q.Push(q.pushed(), c);
+        q.Push(q.pushed(), backward_sent_[s].Shifted(n[s] * shift));
       } else {
         q.Skip(n[s]);
       }
@@ -308,8 +301,7 @@ bool PeriodicRunner::Chain(int64_t s, bool forward, int64_t count) {
         sink_.num_tasks() - tasks_before == stream.stats.num_tasks - before.stats.num_tasks;
     if (repeats && in != nullptr) {
       repeats = last_in.finish_ns > 0 && ShiftedBy(in_j, last_in, d) &&
-                in->size() >= static_cast<size_t>(n);
-      for (int64_t k = 0; repeats && k < n; ++k) repeats = ShiftedBy(in->at(k), in_j, (k + 1) * d);
+                in->IsRun(0, n, in_j.Shifted(d), d);
     }
     if (repeats && out != nullptr) repeats = ShiftedBy(out_j, last_out, d);
     last_in = in_j;
@@ -318,15 +310,8 @@ bool PeriodicRunner::Chain(int64_t s, bool forward, int64_t count) {
     const StreamStats after = stream.stats;
     const int64_t tasks = n * (after.num_tasks - before.stats.num_tasks);
     ShiftStream(cs, n, d, before.stats, after);
-    for (int64_t k = 1; k <= n; ++k) {
-      if (in != nullptr) in->Pop(in->popped());
-      if (out != nullptr) {
-        Completion c = out_j;
-        c.finish_ns += k * d;
-        c.run_start_ns += k * d;
-        out->Push(out->pushed(), c);
-      }
-    }
+    if (in != nullptr) in->PopN(n);
+    if (out != nullptr) out->PushRun(out_j.Shifted(d), d, n);
     (forward ? ps_.forwards[s] : ps_.backwards[s]) += n;
     ps_.remaining -= n;
     sink_.SkipTasks(tasks);

@@ -34,6 +34,10 @@ struct Completion {
   // stream that it ends began; for others, its own start.
   int64_t run_start_ns = 0;
   TaskKind kind = TaskKind::kCompute;
+
+  // The same completion `d` later (the periodic fast path's jumps).
+  Completion Shifted(int64_t d) const { return {finish_ns + d, run_start_ns + d, kind}; }
+  bool operator==(const Completion&) const = default;
 };
 
 struct SimulationResult {
