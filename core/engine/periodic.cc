@@ -420,11 +420,15 @@ PeriodicStats AdvancePeriodically(Walker& walker, TimelineSink& sink) {
     steady.ramp = true;
     if (!runner.Run(steady) || !runner.ramp_jumped()) return runner.stats();
     // Cool-down: the last stage's last forward and backward, then stage s's
-    // p - s - 1 backwards, the last of them apart (it may differ).
+    // p - s - 1 backwards, the last of them apart (it may differ) and after
+    // stage s - 1 has taken the others (so a run is never copied out).
     if (!walker.Step(p - 1, true) || !walker.Step(p - 1, false)) return runner.stats();
     runner.stats().actions_stepped += 2;
     for (int64_t s = p - 2; s >= 0; --s) {
-      if (!runner.Chain(s, false, p - s - 2) || !walker.Step(s, false)) return runner.stats();
+      if (!runner.Chain(s, false, p - s - 2)) return runner.stats();
+    }
+    for (int64_t s = p - 2; s >= 0; --s) {
+      if (!walker.Step(s, false)) return runner.stats();
       ++runner.stats().actions_stepped;
     }
   }

@@ -5,7 +5,6 @@
 #define VTRAIN_CORE_GRAPH_WALKER_H_
 
 #include <algorithm>
-#include <concepts>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -15,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "core/graph/iteration.h"
+#include "core/graph/iteration_sink.h"
 #include "core/graph/pass_templates.h"
 #include "core/graph/pipeline_state.h"
 #include "core/graph/schedule.h"
@@ -24,35 +24,6 @@
 #include "core/util/status_macros.h"
 
 namespace vtrain {
-
-// Where the walker puts tasks. Add returns a Handle that the task's children
-// receive as parents; None() is the handle of no task (IsSet is false). The
-// sink decides what Stopped() means (the caller's cancellation).
-// A sink with kMergesSends also takes, through AddOne, a pass that was
-// merged into one task together with the pipeline send after it (no gap, at
-// most one parent; `tail_ns`: the send's part of the duration).
-// (clang-format 14 mangles requires-expressions.)
-// clang-format off
-template <typename S>
-concept IterationSink =
-    requires(S& sink, const S& const_sink, const std::string& name, StreamId stream, int64_t ns,
-             TaskKind kind, int32_t label, absl::Span<const typename S::Handle> parents) {
-      { S::None() } -> std::same_as<typename S::Handle>;
-      { S::IsSet(S::None()) } -> std::same_as<bool>;
-      { S::kMergesSends } -> std::convertible_to<bool>;
-      { sink.AddStream(name) } -> std::same_as<StreamId>;
-      { sink.Label(name) } -> std::same_as<int32_t>;
-      sink.Reserve(ns, ns);
-      { sink.Add(stream, ns, ns, kind, label, parents) } -> std::same_as<typename S::Handle>;
-      { const_sink.Stopped() } -> std::same_as<bool>;
-      { const_sink.num_tasks() } -> std::same_as<int64_t>;
-    } &&
-    (!S::kMergesSends ||
-     requires(S& sink, StreamId stream, int64_t ns, TaskKind kind,
-              const typename S::Handle* parent) {
-       { sink.AddOne(stream, ns, kind, parent, ns) } -> std::same_as<typename S::Handle>;
-     });
-// clang-format on
 
 // Generates the tasks of one iteration of `job` into a sink, in an order in
 // which every task's parents come first: pipeline stages, micro-batches
@@ -197,9 +168,13 @@ void IterationWalker<Sink>::DescribeStages() {
   send_ns_.resize(std::max<int64_t>(0, p_ - 1));
   const double send_bytes = internal::ActivationBytes(job_) /
                             static_cast<double>(plan_.tensor_parallel);  // scatter-gather
+  CommGroup last;  // neighbouring stage pairs mostly share a group: one lookup
   for (int64_t s = 0; s + 1 < p_; ++s) {
-    send_ns_[s] =
-        CollectiveNs(Collective::kSendRecv, send_bytes, internal::StagePairGroup(job_, s, 1));
+    const CommGroup g = internal::StagePairGroup(job_, s, 1);
+    const bool same = s > 0 && g.ranks == last.ranks && g.ranks_per_node == last.ranks_per_node &&
+                      g.nic_fraction == last.nic_fraction;
+    send_ns_[s] = same ? send_ns_[s - 1] : CollectiveNs(Collective::kSendRecv, send_bytes, g);
+    last = g;
   }
   const int64_t layers_per_stage = internal::LayersPerStage(job_);
   stages_.resize(p_);
@@ -358,10 +333,13 @@ template <IterationSink Sink>
 void IterationWalker<Sink>::EmitTail() {
   // Without bucketing, each stage all-reduces all its gradients at once.
   if (d_ > 1 && !bucketing_) {
+    int64_t ns = 0;
     for (int64_t s = 0; s < p_; ++s) {
       const double bytes = stage_templates_[s]->parameters_per_gpu * internal::kElemBytes;
-      const int64_t ns =
-          CollectiveNs(Collective::kAllReduce, bytes, internal::DataParallelGroup(job_));
+      // The middle stages share their templates: one lookup for them.
+      if (s == 0 || stage_templates_[s] != stage_templates_[s - 1]) {
+        ns = CollectiveNs(Collective::kAllReduce, bytes, internal::DataParallelGroup(job_));
+      }
       last_dp_[s] = sink_.Add(stages_[s].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
                               dp_label_, absl::MakeConstSpan(&last_backward_[s], 1));
     }
