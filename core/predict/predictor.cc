@@ -26,6 +26,12 @@ double LogitForwardFlopsPerToken(const ModelSpec& m) {
 
 }  // namespace
 
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 std::string RegimeOf(const Job& job) {
   return job.cluster.num_gpus <= job.cluster.gpus_per_node ? "single_node" : "multi_node";
 }
@@ -40,7 +46,7 @@ double ModelFlopsPerIteration(const Job& job) {
 
 absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
                                    const PredictOptions& options) {
-  const auto started = std::chrono::steady_clock::now();
+  const int64_t started_ns = SteadyNowNs();
   VTRAIN_RETURN_IF_ERROR(ValidateJob(job));
   if (!(options.train_tokens >= 0 && options.train_tokens <= kMaxTrainTokens)) {
     return absl::InvalidArgumentError(absl::StrCat("train_tokens=", options.train_tokens,
@@ -87,6 +93,7 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
     // The fast path merges operators and runs tasks as they are generated.
     VTRAIN_ASSIGN_OR_RETURN(sim, SimulateIteration(job, lookup, build));
   }
+  p.simulation.predictions = 1;
   p.simulation.tasks = sim.num_tasks - sim.tasks_skipped;
   p.simulation.actions = sim.actions_stepped;
   p.simulation.actions_skipped = sim.actions_skipped;
@@ -158,9 +165,7 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
     p.interval_coverage = band.coverage;
   }
   p.fidelity.missing_keys = lookup.MissingKeys();
-  p.simulation.wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::steady_clock::now() - started)
-                             .count();
+  p.simulation.wall_ns = SteadyNowNs() - started_ns;
   return p;
 }
 

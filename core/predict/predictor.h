@@ -51,7 +51,20 @@ struct SimulationCost {
   int64_t actions = 0;
   int64_t actions_skipped = 0;
   int64_t periods_skipped = 0;
+  int64_t predictions = 0;  // 1 for a prediction; summed by searches and curves
+
+  // Adds `other`'s counts (not its wall time: callers time the whole).
+  void Add(const SimulationCost& other) {
+    tasks += other.tasks;
+    actions += other.actions;
+    actions_skipped += other.actions_skipped;
+    periods_skipped += other.periods_skipped;
+    predictions += other.predictions;
+  }
 };
+
+// Nanoseconds on the steady clock since an arbitrary epoch, for wall times.
+int64_t SteadyNowNs();
 
 struct Prediction {
   int64_t iteration_time_ns = 0;

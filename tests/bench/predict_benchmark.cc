@@ -83,6 +83,12 @@ void BM_MtNlg530B_Operator_D1(benchmark::State& state) {
 void BM_MtNlg530B_Operator_Baseline(benchmark::State& state) {
   RunPredict(state, MakeJob("mtnlg-530b", 8, 4, 105, 1, 1920), Granularity::kOperator);
 }
+// t=16 d=2 p=105 under GPipe: forwards, then backwards, each periodic.
+void BM_MtNlg530B_Operator_Gpipe(benchmark::State& state) {
+  Job job = MakeJob("mtnlg-530b", 16, 2, 105, 1, 1920);
+  job.plan.schedule = PipelineSchedule::kGpipe;
+  RunPredict(state, job, Granularity::kOperator);
+}
 // The three 530B plans again, stepping every action (no periodic jumps).
 void BM_MtNlg530B_Operator_Stepped(benchmark::State& state) {
   RunPredict(state, MakeJob("mtnlg-530b", 16, 2, 105, 1, 1920), Granularity::kOperator, false);
@@ -132,6 +138,7 @@ BENCHMARK(BM_MtNlg530B_Kernel)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_MtNlg530B_Operator)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_D1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_Baseline)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MtNlg530B_Operator_Gpipe)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_Stepped)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_D1_Stepped)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_Baseline_Stepped)->Unit(benchmark::kMillisecond);
