@@ -100,6 +100,7 @@ absl::StatusOr<std::vector<PlanResult>> PredictAll(const std::vector<Job>& candi
   auto work = [&] {
     PredictOptions po;
     po.train_tokens = space.train_tokens;
+    po.periodic = options.periodic;
     po.cancelled = [&] { return stop.load() || (options.cancelled && options.cancelled()); };
     for (int64_t i; (i = next.fetch_add(1)) < static_cast<int64_t>(candidates.size());) {
       if (po.cancelled()) {

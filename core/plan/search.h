@@ -51,6 +51,7 @@ struct SearchOptions {
   // Called from worker threads with (evaluated, to evaluate); may be empty.
   std::function<void(int64_t, int64_t)> progress;
   std::function<bool()> cancelled;
+  bool periodic = true;  // PredictOptions::periodic (false only to compare)
 };
 
 struct PlanResult {

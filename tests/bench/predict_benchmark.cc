@@ -5,6 +5,7 @@
 #include "benchmark/benchmark.h"
 #include "core/engine/timeline.h"
 #include "core/plan/curve.h"
+#include "core/plan/search.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
@@ -100,6 +101,33 @@ void BM_MtNlg530B_Operator_Baseline_Stepped(benchmark::State& state) {
   RunPredict(state, MakeJob("mtnlg-530b", 8, 4, 105, 1, 1920), Granularity::kOperator, false);
 }
 
+// The README's MT-NLG 530B search (8,789 plans, 343 that fit) on one thread
+// (arg 0: stepping every action, 1: periodic jumps).
+void BM_MtNlg530B_Search(benchmark::State& state) {
+  SearchSpace space;
+  space.model = *ModelPreset("mtnlg-530b");
+  space.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), 0);
+  space.cluster.price_usd_per_gpu_hour = 4.09625;
+  space.global_batch = 1920;
+  space.max_gpus = 3360;
+  space.tensor_parallel = {1, 2, 4, 8, 16};
+  space.max_data_parallel = 32;
+  space.train_tokens = 270e9;
+  const ProfileSet profiles = DefaultProfileSet(space.cluster.gpu);
+  SearchOptions options;
+  options.objective = Objective::kCost;
+  options.periodic = state.range(0) == 1;
+  int64_t plans = 0, actions = 0;
+  for (auto _ : state) {
+    absl::StatusOr<SearchResult> r = Search(space, profiles, options);
+    VTRAIN_CHECK(r.ok());
+    plans = r->considered;
+    actions = r->simulation.actions;
+  }
+  state.counters["plans"] = static_cast<double>(plans);
+  state.counters["actions"] = static_cast<double>(actions);
+}
+
 // Issue 13's scheduler curve: GPT-3 175B, global batch 1536, every multiple
 // of 8 GPUs up to 1,024, under one policy (first arg 0: best, 1:
 // data-parallel), on the second arg's threads (the target: both policies in
@@ -131,6 +159,7 @@ BENCHMARK(BM_Gpt175B_Curve)
     ->Args({1, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK(BM_MtNlg530B_Search)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Gpt13B_Operator)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Gpt175B_Kernel)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Gpt175B_Operator)->Unit(benchmark::kMillisecond);
