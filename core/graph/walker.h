@@ -5,7 +5,6 @@
 #define VTRAIN_CORE_GRAPH_WALKER_H_
 
 #include <algorithm>
-#include <concepts>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -15,7 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "core/graph/iteration.h"
+#include "core/graph/iteration_sink.h"
 #include "core/graph/pass_templates.h"
+#include "core/graph/pipeline_state.h"
 #include "core/graph/schedule.h"
 #include "core/graph/task_graph.h"
 #include "core/profile/lookup.h"
@@ -23,76 +24,6 @@
 #include "core/util/status_macros.h"
 
 namespace vtrain {
-
-// Where the walker puts tasks. Add returns a Handle that the task's children
-// receive as parents; None() is the handle of no task (IsSet is false). The
-// sink decides what Stopped() means (the caller's cancellation).
-// A sink with kMergesSends also takes, through AddOne, a pass that was
-// merged into one task together with the pipeline send after it (no gap, at
-// most one parent; `tail_ns`: the send's part of the duration).
-// (clang-format 14 mangles requires-expressions.)
-// clang-format off
-template <typename S>
-concept IterationSink =
-    requires(S& sink, const S& const_sink, const std::string& name, StreamId stream, int64_t ns,
-             TaskKind kind, int32_t label, absl::Span<const typename S::Handle> parents) {
-      { S::None() } -> std::same_as<typename S::Handle>;
-      { S::IsSet(S::None()) } -> std::same_as<bool>;
-      { S::kMergesSends } -> std::convertible_to<bool>;
-      { sink.AddStream(name) } -> std::same_as<StreamId>;
-      { sink.Label(name) } -> std::same_as<int32_t>;
-      sink.Reserve(ns, ns);
-      { sink.Add(stream, ns, ns, kind, label, parents) } -> std::same_as<typename S::Handle>;
-      { const_sink.Stopped() } -> std::same_as<bool>;
-      { const_sink.num_tasks() } -> std::same_as<int64_t>;
-    } &&
-    (!S::kMergesSends ||
-     requires(S& sink, StreamId stream, int64_t ns, TaskKind kind,
-              const typename S::Handle* parent) {
-       { sink.AddOne(stream, ns, kind, parent, ns) } -> std::same_as<typename S::Handle>;
-     });
-// clang-format on
-
-namespace internal {
-
-// Point-to-point transfers from one stage to its neighbour, in micro-batch
-// order. Both schedules produce and consume them in that order, so a FIFO
-// whose storage is reused once drained holds only those in flight.
-template <typename Handle>
-class SendQueue {
- public:
-  bool empty() const { return size_ == 0; }
-  void Push(int64_t micro_batch, const Handle& h) {
-    VTRAIN_CHECK(micro_batch == pushed_++);
-    if (size_ == ring_.size()) Grow();
-    size_t tail = head_ + size_;
-    if (tail >= ring_.size()) tail -= ring_.size();
-    ring_[tail] = h;
-    ++size_;
-  }
-  Handle Pop(int64_t micro_batch) {
-    VTRAIN_CHECK(size_ > 0 && micro_batch == popped_++);
-    const Handle h = ring_[head_];
-    if (++head_ == ring_.size()) head_ = 0;
-    --size_;
-    return h;
-  }
-
- private:
-  // A ring buffer that doubles when full; 1F1B keeps at most p in flight.
-  void Grow() {
-    std::vector<Handle> bigger(std::max<size_t>(8, 2 * ring_.size()));
-    for (size_t i = 0; i < size_; ++i) bigger[i] = ring_[(head_ + i) % ring_.size()];
-    ring_ = std::move(bigger);
-    head_ = 0;
-  }
-
-  std::vector<Handle> ring_;
-  size_t head_ = 0, size_ = 0;
-  int64_t pushed_ = 0, popped_ = 0;
-};
-
-}  // namespace internal
 
 // Generates the tasks of one iteration of `job` into a sink, in an order in
 // which every task's parents come first: pipeline stages, micro-batches
@@ -124,6 +55,22 @@ class IterationWalker {
   std::vector<StageInfo>& stages() { return stages_; }
   int64_t num_micro_batches() const { return m_; }
 
+  // Walk in steps, for the periodic fast path (engine/periodic.h): Begin
+  // (checks, templates, streams), any Step calls, then Finish (the actions
+  // left, in a wavefront, and the tail); Walk() is Begin then Finish.
+  absl::Status Begin();
+  // Emits stage `s`'s next action if it is a forward exactly when `forward`
+  // says and its transfer has arrived; whether it did.
+  bool Step(int64_t s, bool forward) {
+    const internal::PipelineState<Handle>& ps = ps_;
+    return ps.backwards[s] < m_ &&
+           NextIsForward(plan_.schedule, s, p_, m_, ps.forwards[s], ps.backwards[s]) == forward &&
+           EmitNext(s);
+  }
+  absl::Status Finish();
+  internal::PipelineState<Handle>& pipeline_state() { return ps_; }
+  const ParallelPlan& plan() const { return plan_; }
+
  private:
   // A pass merged into one task together with its send (kMergesSends).
   struct MergedPass {
@@ -147,6 +94,7 @@ class IterationWalker {
   void DescribeStages();
   void MergePasses();
   bool Drain(int64_t stage);
+  bool EmitNext(int64_t stage);
   void EmitAction(int64_t stage, PipelineAction action);
   Handle EmitTemplate(const internal::ActionTemplate& t, StreamId stream,
                       absl::Span<const Handle> parents, StreamId bucket_stream,
@@ -166,13 +114,10 @@ class IterationWalker {
   std::vector<internal::StageTemplates> distinct_templates_;  // first, middle, last, or single
   std::vector<int64_t> send_ns_;                              // per stage boundary s -> s+1
   int32_t send_label_ = 0, dp_label_ = 0, emb_label_ = 0;
-  // forward_sends_[s]: stage s to s+1; backward_sends_[s]: stage s to s-1.
-  std::vector<internal::SendQueue<Handle>> forward_sends_, backward_sends_;
+  int64_t tasks_ = 0;  // CountTasks()
+  internal::PipelineState<Handle> ps_;
   std::vector<Handle> last_backward_, last_dp_;  // per stage
-  // Actions each stage has emitted, and those left over all stages.
-  std::vector<int64_t> forwards_, backwards_;
-  int64_t remaining_ = 0;
-  std::vector<MergedPass> merged_;  // per stage; unused unless kMergesSends
+  std::vector<MergedPass> merged_;               // per stage; unused unless kMergesSends
 };
 
 template <IterationSink Sink>
@@ -223,9 +168,13 @@ void IterationWalker<Sink>::DescribeStages() {
   send_ns_.resize(std::max<int64_t>(0, p_ - 1));
   const double send_bytes = internal::ActivationBytes(job_) /
                             static_cast<double>(plan_.tensor_parallel);  // scatter-gather
+  CommGroup last;  // neighbouring stage pairs mostly share a group: one lookup
   for (int64_t s = 0; s + 1 < p_; ++s) {
-    send_ns_[s] =
-        CollectiveNs(Collective::kSendRecv, send_bytes, internal::StagePairGroup(job_, s, 1));
+    const CommGroup g = internal::StagePairGroup(job_, s, 1);
+    const bool same = s > 0 && g.ranks == last.ranks && g.ranks_per_node == last.ranks_per_node &&
+                      g.nic_fraction == last.nic_fraction;
+    send_ns_[s] = same ? send_ns_[s - 1] : CollectiveNs(Collective::kSendRecv, send_bytes, g);
+    last = g;
   }
   const int64_t layers_per_stage = internal::LayersPerStage(job_);
   stages_.resize(p_);
@@ -270,45 +219,50 @@ void IterationWalker<Sink>::MergePasses() {
   }
 }
 
-// Emits the actions of stage `s` that can run now (their transfers have
-// arrived), in schedule order; whether it emitted any.
+// Emits the next action of stage `s` (which has one left) if it can run now
+// (its transfer has arrived), in schedule order; whether it did.
+template <IterationSink Sink>
+bool IterationWalker<Sink>::EmitNext(int64_t s) {
+  internal::PipelineState<Handle>& ps = ps_;
+  const int64_t f = ps.forwards[s], b = ps.backwards[s];
+  const bool forward = NextIsForward(plan_.schedule, s, p_, m_, f, b);
+  // Sends arrive in micro-batch order, so a waiting one is this action's.
+  if (forward ? (s > 0 && ps.forward_sends[s - 1].empty())
+              : (s + 1 < p_ && ps.backward_sends[s + 1].empty())) {
+    return false;
+  }
+  --ps.remaining;
+  if constexpr (Sink::kMergesSends) {
+    const MergedPass& mp = merged_[s];
+    const StreamId stream = stages_[s].compute_stream;
+    if (forward && mp.forward_ok) {
+      Handle recv = Sink::None();
+      if (s > 0) recv = ps.forward_sends[s - 1].Pop(f);
+      ps.forward_sends[s].Push(f, sink_.AddOne(stream, mp.forward_ns, TaskKind::kPipeline,
+                                               s > 0 ? &recv : nullptr, mp.forward_send_ns));
+      ps.forwards[s] = f + 1;
+      return true;
+    }
+    if (!forward && mp.backward_ok && b != m_ - 1) {
+      Handle recv = Sink::None();
+      if (s + 1 < p_) recv = ps.backward_sends[s + 1].Pop(b);
+      ps.backward_sends[s].Push(b, sink_.AddOne(stream, mp.backward_ns, TaskKind::kPipeline,
+                                                s + 1 < p_ ? &recv : nullptr, mp.backward_send_ns));
+      ps.backwards[s] = b + 1;
+      return true;
+    }
+  }
+  (forward ? ps.forwards[s] : ps.backwards[s]) += 1;
+  EmitAction(s, PipelineAction{.forward = forward, .micro_batch = forward ? f : b});
+  return true;
+}
+
+// Emits the actions of stage `s` that can run now; whether it emitted any.
 template <IterationSink Sink>
 bool IterationWalker<Sink>::Drain(int64_t s) {
-  int64_t f = forwards_[s], b = backwards_[s];
-  const int64_t begin = f + b;
-  const MergedPass& mp = merged_[s];
-  const StreamId stream = stages_[s].compute_stream;
-  while (b < m_ && !sink_.Stopped()) {
-    const bool forward = NextIsForward(plan_.schedule, s, p_, m_, f, b);
-    // Sends arrive in micro-batch order, so a waiting one is this action's.
-    if (forward ? (s > 0 && forward_sends_[s - 1].empty())
-                : (s + 1 < p_ && backward_sends_[s + 1].empty())) {
-      break;
-    }
-    if constexpr (Sink::kMergesSends) {
-      if (forward && mp.forward_ok) {
-        Handle recv = Sink::None();
-        if (s > 0) recv = forward_sends_[s - 1].Pop(f);
-        forward_sends_[s].Push(f, sink_.AddOne(stream, mp.forward_ns, TaskKind::kPipeline,
-                                               s > 0 ? &recv : nullptr, mp.forward_send_ns));
-        ++f;
-        continue;
-      }
-      if (!forward && mp.backward_ok && b != m_ - 1) {
-        Handle recv = Sink::None();
-        if (s + 1 < p_) recv = backward_sends_[s + 1].Pop(b);
-        backward_sends_[s].Push(b, sink_.AddOne(stream, mp.backward_ns, TaskKind::kPipeline,
-                                                s + 1 < p_ ? &recv : nullptr, mp.backward_send_ns));
-        ++b;
-        continue;
-      }
-    }
-    EmitAction(s, PipelineAction{.forward = forward, .micro_batch = forward ? f++ : b++});
-  }
-  forwards_[s] = f;
-  backwards_[s] = b;
-  remaining_ -= f + b - begin;
-  return f + b > begin;
+  bool any = false;
+  while (ps_.backwards[s] < m_ && !sink_.Stopped() && EmitNext(s)) any = true;
+  return any;
 }
 
 template <IterationSink Sink>
@@ -348,26 +302,27 @@ void IterationWalker<Sink>::EmitAction(int64_t s, PipelineAction a) {
   const int64_t j = a.micro_batch;
   if (a.forward) {
     Handle recv = Sink::None();
-    if (s > 0) recv = forward_sends_[s - 1].Pop(j);
+    if (s > 0) recv = ps_.forward_sends[s - 1].Pop(j);
     const auto parents = s > 0 ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>();
     const Handle last =
         EmitTemplate(st.forward, info.compute_stream, parents, info.data_parallel_stream, nullptr);
     if (s + 1 < p_) {
-      forward_sends_[s].Push(j, sink_.Add(info.compute_stream, send_ns_[s], 0, TaskKind::kPipeline,
-                                          send_label_, absl::MakeConstSpan(&last, 1)));
+      ps_.forward_sends[s].Push(
+          j, sink_.Add(info.compute_stream, send_ns_[s], 0, TaskKind::kPipeline, send_label_,
+                       absl::MakeConstSpan(&last, 1)));
     }
     return;
   }
   const bool is_last = j == m_ - 1;
   Handle recv = Sink::None();
-  if (s + 1 < p_) recv = backward_sends_[s + 1].Pop(j);
+  if (s + 1 < p_) recv = ps_.backward_sends[s + 1].Pop(j);
   const auto parents = s + 1 < p_ ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>();
   const bool bucketed = is_last && bucketing_ && d_ > 1;
   const Handle last =
       EmitTemplate(is_last ? st.backward_last : st.backward, info.compute_stream, parents,
                    info.data_parallel_stream, bucketed ? &last_dp_[s] : nullptr);
   if (s > 0) {
-    backward_sends_[s].Push(
+    ps_.backward_sends[s].Push(
         j, sink_.Add(info.compute_stream, send_ns_[s - 1], 0, TaskKind::kPipeline, send_label_,
                      absl::MakeConstSpan(&last, 1)));
   }
@@ -378,10 +333,13 @@ template <IterationSink Sink>
 void IterationWalker<Sink>::EmitTail() {
   // Without bucketing, each stage all-reduces all its gradients at once.
   if (d_ > 1 && !bucketing_) {
+    int64_t ns = 0;
     for (int64_t s = 0; s < p_; ++s) {
       const double bytes = stage_templates_[s]->parameters_per_gpu * internal::kElemBytes;
-      const int64_t ns =
-          CollectiveNs(Collective::kAllReduce, bytes, internal::DataParallelGroup(job_));
+      // The middle stages share their templates: one lookup for them.
+      if (s == 0 || stage_templates_[s] != stage_templates_[s - 1]) {
+        ns = CollectiveNs(Collective::kAllReduce, bytes, internal::DataParallelGroup(job_));
+      }
       last_dp_[s] = sink_.Add(stages_[s].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
                               dp_label_, absl::MakeConstSpan(&last_backward_[s], 1));
     }
@@ -428,12 +386,18 @@ double IterationWalker<Sink>::TotalTaskNs() const {
 
 template <IterationSink Sink>
 absl::Status IterationWalker<Sink>::Walk() {
+  VTRAIN_RETURN_IF_ERROR(Begin());
+  return Finish();
+}
+
+template <IterationSink Sink>
+absl::Status IterationWalker<Sink>::Begin() {
   send_label_ = sink_.Label("pipeline_send_recv");
   dp_label_ = sink_.Label("dp_all_reduce");
   emb_label_ = sink_.Label("embedding_all_reduce");
   MakeTemplates();
 
-  const int64_t tasks = CountTasks();
+  const int64_t tasks = tasks_ = CountTasks();
   if (tasks > options_.max_tasks) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the iteration graph would have ", tasks, " tasks at ",
@@ -463,29 +427,34 @@ absl::Status IterationWalker<Sink>::Walk() {
         " years); check the profile set's kernel durations and the number of micro-batches"));
   }
 
-  forward_sends_.resize(p_);
-  backward_sends_.resize(p_);
+  ps_.forward_sends.resize(p_);
+  ps_.backward_sends.resize(p_);
   last_backward_.assign(p_, Sink::None());
   last_dp_.assign(p_, Sink::None());
   MergePasses();
 
+  ps_.forwards.assign(p_, 0);
+  ps_.backwards.assign(p_, 0);
+  ps_.remaining = p_ * 2 * m_;
+  return absl::OkStatus();
+}
+
+template <IterationSink Sink>
+absl::Status IterationWalker<Sink>::Finish() {
   // Emit actions in a wavefront so that every task's parents exist when it is
   // added: forwards flow down the pipeline, backwards up.
-  forwards_.assign(p_, 0);
-  backwards_.assign(p_, 0);
-  remaining_ = p_ * 2 * m_;
-  while (remaining_ > 0) {
+  while (ps_.remaining > 0) {
     bool progressed = false;
     for (int64_t s = 0; s < p_; ++s) progressed |= Drain(s);
     for (int64_t s = p_ - 1; s >= 0; --s) progressed |= Drain(s);
     if (sink_.Stopped()) return absl::CancelledError("simulation cancelled by the caller");
     if (!progressed) {
       return absl::InternalError(absl::StrCat("pipeline schedule ", ScheduleName(plan_.schedule),
-                                              " deadlocked with ", remaining_, " actions left"));
+                                              " deadlocked with ", ps_.remaining, " actions left"));
     }
   }
   EmitTail();
-  VTRAIN_CHECK(sink_.num_tasks() == tasks);
+  VTRAIN_CHECK(sink_.num_tasks() == tasks_);
   return absl::OkStatus();
 }
 
