@@ -26,6 +26,7 @@ namespace vtrain::convert {
 v1::DType ToProto(DType value);
 v1::PipelineSchedule ToProto(PipelineSchedule value);
 v1::Recompute ToProto(Recompute value);
+v1::DataParallelSharding ToProto(DataParallelSharding value);
 v1::Granularity ToProto(Granularity value);
 v1::Fidelity ToProto(Fidelity value);
 v1::Objective ToProto(Objective value);
@@ -39,6 +40,7 @@ v1::CurvePolicy ToProto(CurvePolicy value);
 std::optional<DType> FromProto(v1::DType value);
 std::optional<PipelineSchedule> FromProto(v1::PipelineSchedule value);
 std::optional<Recompute> FromProto(v1::Recompute value);
+std::optional<DataParallelSharding> FromProto(v1::DataParallelSharding value);
 std::optional<Granularity> FromProto(v1::Granularity value);
 std::optional<Fidelity> FromProto(v1::Fidelity value);
 std::optional<Objective> FromProto(v1::Objective value);
