@@ -112,7 +112,7 @@ class IterationWalker {
         plan_(job.plan),
         lookup_(lookup),
         options_(options),
-        d_(plan_.data_parallel),
+        d_(internal::GradientRanks(job)),
         p_(plan_.pipeline_parallel),
         m_(plan_.num_micro_batches()),
         bucketing_(internal::BucketsGradients(job)) {}
@@ -332,8 +332,8 @@ typename Sink::Handle IterationWalker<Sink>::EmitTemplate(const internal::Action
       first = false;
     }
     if (seg.bucket_bytes > 0 && last_bucket != nullptr) {
-      const int64_t ns =
-          CollectiveNs(Collective::kAllReduce, seg.bucket_bytes, internal::DataParallelGroup(job_));
+      const int64_t ns = CollectiveNs(internal::GradientCollective(job_), seg.bucket_bytes,
+                                      internal::DataParallelGroup(job_));
       *last_bucket = sink_.Add(bucket_stream, ns, 0, TaskKind::kDataParallel, dp_label_,
                                absl::MakeConstSpan(&last, 1));
     }
@@ -379,9 +379,9 @@ void IterationWalker<Sink>::EmitTail() {
   // Without bucketing, each stage all-reduces all its gradients at once.
   if (d_ > 1 && !bucketing_) {
     for (int64_t s = 0; s < p_; ++s) {
-      const double bytes = stage_templates_[s]->parameters_per_gpu * internal::kElemBytes;
       const int64_t ns =
-          CollectiveNs(Collective::kAllReduce, bytes, internal::DataParallelGroup(job_));
+          CollectiveNs(internal::GradientCollective(job_), stage_templates_[s]->gradient_bytes,
+                       internal::DataParallelGroup(job_));
       last_dp_[s] = sink_.Add(stages_[s].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
                               dp_label_, absl::MakeConstSpan(&last_backward_[s], 1));
     }

@@ -22,11 +22,8 @@ OperatorProfile Measured(std::vector<KernelRecord> kernels) {
 
 }  // namespace
 
-int64_t UnitTimes::LayerForwardNs() const { return Span(attention_fwd) + Span(mlp_fwd); }
-int64_t UnitTimes::LayerBackwardNs() const { return Span(attention_bwd) + Span(mlp_bwd); }
-
-int64_t StageOptimizerParameters(const Job& job, int64_t stage) {
-  // Mirrors Builder::MakeTemplates, operation for operation, so that the
+double StageParameters(const Job& job, int64_t stage) {
+  // Mirrors TemplateMaker::Make, operation for operation, so that the
   // double rounds identically before the cast to int64.
   const int64_t p = job.plan.pipeline_parallel;
   const double h = static_cast<double>(job.model.hidden_size);
@@ -40,7 +37,17 @@ int64_t StageOptimizerParameters(const Job& job, int64_t stage) {
   if (stage == p - 1) {
     params += 2 * h + (p > 1 ? static_cast<double>(job.model.vocab_size) * h / t : 0);
   }
-  return static_cast<int64_t>(params);
+  return params;
+}
+
+int64_t UnitTimes::LayerForwardNs() const { return Span(attention_fwd) + Span(mlp_fwd); }
+int64_t UnitTimes::LayerBackwardNs() const { return Span(attention_bwd) + Span(mlp_bwd); }
+
+int64_t StageOptimizerParameters(const Job& job, int64_t stage) {
+  const double ranks =
+      static_cast<double>(job.plan.data_parallel) * static_cast<double>(job.plan.context_parallel);
+  const bool sharded = job.plan.data_parallel_sharding != DataParallelSharding::kNone && ranks > 1;
+  return static_cast<int64_t>(StageParameters(job, stage) / (sharded ? ranks : 1));
 }
 
 ProfileSet UnitProfileSet(const Job& job, const UnitTimes& times) {
@@ -61,16 +68,19 @@ ProfileSet UnitProfileSet(const Job& job, const UnitTimes& times) {
 
   const ModelSpec& m = job.model;
   const ParallelPlan& plan = job.plan;
-  auto key = [&](OperatorKind op, int64_t num_parameters) {
-    return MakeOperatorKey(job.cluster.gpu.name, plan.dtype, op, m.hidden_size, m.num_heads,
-                           m.ffn(), m.seq_len, plan.micro_batch, plan.tensor_parallel, m.vocab_size,
-                           num_parameters);
+  auto key = [&](OperatorKind op, int64_t num_parameters, bool core_only = false) {
+    return WithParallelSplits(MakeOperatorKey(job.cluster.gpu.name, plan.dtype, op, m.hidden_size,
+                                              m.num_heads, m.ffn(), m.seq_len, plan.micro_batch,
+                                              plan.tensor_parallel, m.vocab_size, num_parameters),
+                              plan.sequence_parallel, plan.context_parallel, core_only);
   };
   const std::vector<KernelRecord> zero = {{"zero", 0, 0}};
   set.operators[key(OperatorKind::kAttentionFwd, 0)] = Measured(times.attention_fwd);
   set.operators[key(OperatorKind::kMlpFwd, 0)] = Measured(times.mlp_fwd);
   set.operators[key(OperatorKind::kAttentionBwd, 0)] = Measured(times.attention_bwd);
   set.operators[key(OperatorKind::kMlpBwd, 0)] = Measured(times.mlp_bwd);
+  set.operators[key(OperatorKind::kAttentionFwd, 0, /*core_only=*/true)] =
+      Measured(times.attention_core_fwd);
   for (OperatorKind op :
        {OperatorKind::kEmbeddingFwd, OperatorKind::kEmbeddingBwd, OperatorKind::kLogitFwd,
         OperatorKind::kLogitBwd, OperatorKind::kLossFwd, OperatorKind::kLossBwd}) {

@@ -120,6 +120,31 @@ TEST(BuildIterationGraphTest, PipelineMakespanHasTheClosedForm) {
   }
 }
 
+TEST(BuildIterationGraphTest, SelectiveRecomputationAddsTheAttentionCoreToEachBackward) {
+  // p = 4, m = 8, 2 layers a stage: b = 2 * (2,000,000 + 150,000) with the
+  // unit core of 150,000 ns; (8 + 3) * (2,000,000 + 4,300,000) = 69,300,000.
+  for (bool sp : {false, true}) {
+    Job job = PipelineJob(sp ? 2 : 1, 1, 4, 8, PipelineSchedule::k1F1B, Recompute::kSelective);
+    job.plan.sequence_parallel = sp;
+    Built built;
+    ASSERT_NO_FATAL_FAILURE(BuildAndSimulate(job, Granularity::kOperator, &built));
+    EXPECT_EQ(built.makespan_ns, 69'300'000);
+  }
+}
+
+TEST(BuildIterationGraphTest, ShardedDataParallelismKeepsTheClosedFormWithFreeLinks) {
+  // One stage, m = 3, d = 2: 72,000,000 ns as with plain data parallelism.
+  for (DataParallelSharding sharding :
+       {DataParallelSharding::kOptimizer, DataParallelSharding::kFull}) {
+    Job job = PipelineJob(1, 2, 1, 3, PipelineSchedule::k1F1B, Recompute::kNone);
+    job.plan.data_parallel_sharding = sharding;
+    Built built;
+    ASSERT_NO_FATAL_FAILURE(BuildAndSimulate(job, Granularity::kKernel, &built));
+    EXPECT_EQ(built.makespan_ns, 72'000'000);
+    EXPECT_GT(CountKind(built.graph.graph, TaskKind::kDataParallel), 0);
+  }
+}
+
 TEST(BuildIterationGraphTest, PipelineGoldenValues) {
   Built built;
   // p = 4, m = 8, GPipe, no recompute: (8 + 3) * (2,000,000 + 4,000,000).

@@ -69,7 +69,7 @@ const Violation kViolations[] = {
        j = WithPlan(j, 2, 1, 1, 1, 4);
        j.cluster.num_gpus = 4;
      },
-     "plan.tensor_parallel * plan.data_parallel * plan.pipeline_parallel"},
+     "plan.tensor_parallel * plan.context_parallel * plan.pipeline_parallel * plan.data_parallel"},
     {"TensorParallelDoesNotDivideHeads", [](Job& j) { j = WithPlan(j, 3, 1, 1, 1, 4); },
      "plan.tensor_parallel=3 does not divide model.num_heads=4"},
     {"TensorParallelDoesNotDivideFfn",
