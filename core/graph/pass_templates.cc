@@ -411,12 +411,16 @@ Collective GradientCollective(const Job& job) {
              : Collective::kReduceScatter;
 }
 
-int64_t LayersPerStage(const Job& job) { return job.model.num_layers / job.plan.pipeline_parallel; }
+int64_t LayersPerStage(const Job& job) {
+  return job.model.num_layers / (job.plan.pipeline_parallel * job.plan.virtual_stages);
+}
 
 bool BucketsGradients(const Job& job) {
-  // FSDP reduces layer by layer already.
+  // FSDP reduces layer by layer already; with interleaving each stage
+  // reduces once after its last chunk backward.
   return job.plan.gradient_bucketing && GradientRanks(job) > 1 &&
-         job.plan.data_parallel_sharding != DataParallelSharding::kFull;
+         job.plan.data_parallel_sharding != DataParallelSharding::kFull &&
+         job.plan.virtual_stages == 1;
 }
 
 }  // namespace vtrain::internal

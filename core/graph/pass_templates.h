@@ -81,9 +81,9 @@ struct StageEnds {
 using LabelFn = absl::FunctionRef<int32_t(const std::string&)>;
 
 // The templates of one stage of `job` (which must be valid) that holds
-// `ends`. Resolves every operator and TP collective through `lookup` (which
-// records them) and interns every task label through `label`, both in a
-// fixed order, so equal calls give equal lookups and label indices.
+// `ends`; with interleaving, of one model chunk of a stage. Resolves every operator and TP
+// collective through `lookup` (which records them) and interns every task label through `label`,
+// both in a fixed order, so equal calls give equal lookups and label indices.
 StageTemplates MakeStageTemplates(const Job& job, ProfileLookup& lookup, Granularity granularity,
                                   StageEnds ends, LabelFn label);
 
@@ -106,6 +106,7 @@ double ActivationBytes(const Job& job);
 // reduces their gradients: an all-reduce, or a reduce-scatter when sharded.
 int64_t GradientRanks(const Job& job);
 Collective GradientCollective(const Job& job);
+// Layers of one model chunk: layers / (p * V) (a stage's, without interleaving).
 int64_t LayersPerStage(const Job& job);
 // Whether the last backward pass all-reduces its gradients in buckets.
 bool BucketsGradients(const Job& job);

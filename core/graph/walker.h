@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "core/graph/iteration.h"
+#include "core/graph/iteration_sink.h"
 #include "core/graph/pass_templates.h"
 #include "core/graph/schedule.h"
 #include "core/graph/task_graph.h"
@@ -23,76 +24,6 @@
 #include "core/util/status_macros.h"
 
 namespace vtrain {
-
-// Where the walker puts tasks. Add returns a Handle that the task's children
-// receive as parents; None() is the handle of no task (IsSet is false). The
-// sink decides what Stopped() means (the caller's cancellation).
-// A sink with kMergesSends also takes, through AddOne, a pass that was
-// merged into one task together with the pipeline send after it (no gap, at
-// most one parent; `tail_ns`: the send's part of the duration).
-// (clang-format 14 mangles requires-expressions.)
-// clang-format off
-template <typename S>
-concept IterationSink =
-    requires(S& sink, const S& const_sink, const std::string& name, StreamId stream, int64_t ns,
-             TaskKind kind, int32_t label, absl::Span<const typename S::Handle> parents) {
-      { S::None() } -> std::same_as<typename S::Handle>;
-      { S::IsSet(S::None()) } -> std::same_as<bool>;
-      { S::kMergesSends } -> std::convertible_to<bool>;
-      { sink.AddStream(name) } -> std::same_as<StreamId>;
-      { sink.Label(name) } -> std::same_as<int32_t>;
-      sink.Reserve(ns, ns);
-      { sink.Add(stream, ns, ns, kind, label, parents) } -> std::same_as<typename S::Handle>;
-      { const_sink.Stopped() } -> std::same_as<bool>;
-      { const_sink.num_tasks() } -> std::same_as<int64_t>;
-    } &&
-    (!S::kMergesSends ||
-     requires(S& sink, StreamId stream, int64_t ns, TaskKind kind,
-              const typename S::Handle* parent) {
-       { sink.AddOne(stream, ns, kind, parent, ns) } -> std::same_as<typename S::Handle>;
-     });
-// clang-format on
-
-namespace internal {
-
-// Point-to-point transfers from one stage to its neighbour, in micro-batch
-// order. Both schedules produce and consume them in that order, so a FIFO
-// whose storage is reused once drained holds only those in flight.
-template <typename Handle>
-class SendQueue {
- public:
-  bool empty() const { return size_ == 0; }
-  void Push(int64_t micro_batch, const Handle& h) {
-    VTRAIN_CHECK(micro_batch == pushed_++);
-    if (size_ == ring_.size()) Grow();
-    size_t tail = head_ + size_;
-    if (tail >= ring_.size()) tail -= ring_.size();
-    ring_[tail] = h;
-    ++size_;
-  }
-  Handle Pop(int64_t micro_batch) {
-    VTRAIN_CHECK(size_ > 0 && micro_batch == popped_++);
-    const Handle h = ring_[head_];
-    if (++head_ == ring_.size()) head_ = 0;
-    --size_;
-    return h;
-  }
-
- private:
-  // A ring buffer that doubles when full; 1F1B keeps at most p in flight.
-  void Grow() {
-    std::vector<Handle> bigger(std::max<size_t>(8, 2 * ring_.size()));
-    for (size_t i = 0; i < size_; ++i) bigger[i] = ring_[(head_ + i) % ring_.size()];
-    ring_ = std::move(bigger);
-    head_ = 0;
-  }
-
-  std::vector<Handle> ring_;
-  size_t head_ = 0, size_ = 0;
-  int64_t pushed_ = 0, popped_ = 0;
-};
-
-}  // namespace internal
 
 // Generates the tasks of one iteration of `job` into a sink, in an order in
 // which every task's parents come first: pipeline stages, micro-batches
@@ -115,6 +46,8 @@ class IterationWalker {
         d_(internal::GradientRanks(job)),
         p_(plan_.pipeline_parallel),
         m_(plan_.num_micro_batches()),
+        v_(plan_.virtual_stages),
+        n_(m_ * v_),
         bucketing_(internal::BucketsGradients(job)) {}
 
   // Puts every task into the sink and fills stages(). RESOURCE_EXHAUSTED,
@@ -147,7 +80,15 @@ class IterationWalker {
   void DescribeStages();
   void MergePasses();
   bool Drain(int64_t stage);
-  void EmitAction(int64_t stage, PipelineAction action);
+  // The chunk of `stage`'s `k`-th forward or backward (0 without interleaving).
+  int64_t ChunkOf(bool forward, int64_t k) const {
+    return v_ == 1 ? 0 : InterleavedPass(forward, p_, v_, k).chunk;
+  }
+  // The queue `stage`'s `k`-th forward or backward receives from, if any.
+  internal::SendQueue<Handle>* Source(int64_t stage, bool forward, int64_t k);
+  // `k`: the action's index among the stage's forwards or backwards (the
+  // micro-batch without interleaving).
+  void EmitAction(int64_t stage, PipelineAction action, int64_t k);
   Handle EmitTemplate(const internal::ActionTemplate& t, StreamId stream,
                       absl::Span<const Handle> parents, StreamId bucket_stream,
                       Handle* last_bucket);
@@ -158,15 +99,21 @@ class IterationWalker {
   const ParallelPlan& plan_;
   ProfileLookup& lookup_;
   const BuildOptions& options_;
-  const int64_t d_, p_, m_;
+  // d_: the ranks that reduce gradients (d * c); v_: model chunks per stage
+  // (interleaving); n_ = m_ * v_: forwards (and backwards) per stage.
+  const int64_t d_, p_, m_, v_, n_;
   const bool bucketing_;
 
   std::vector<StageInfo> stages_;
+  // Per virtual stage chunk * p + stage (the stage itself without interleaving).
   std::vector<const internal::StageTemplates*> stage_templates_;
   std::vector<internal::StageTemplates> distinct_templates_;  // first, middle, last, or single
-  std::vector<int64_t> send_ns_;                              // per stage boundary s -> s+1
+  // Per stage boundary s -> s+1; with interleaving [p - 1] is the wrap from
+  // the last stage to the first.
+  std::vector<int64_t> send_ns_;
   int32_t send_label_ = 0, dp_label_ = 0, emb_label_ = 0;
-  // forward_sends_[s]: stage s to s+1; backward_sends_[s]: stage s to s-1.
+  // forward_sends_[s]: stage s to s+1; backward_sends_[s]: stage s to s-1;
+  // with interleaving forward_sends_[p-1] and backward_sends_[0] wrap around.
   std::vector<internal::SendQueue<Handle>> forward_sends_, backward_sends_;
   std::vector<Handle> last_backward_, last_dp_;  // per stage
   // Actions each stage has emitted, and those left over all stages.
@@ -179,30 +126,32 @@ template <IterationSink Sink>
 void IterationWalker<Sink>::MakeTemplates() {
   // Stages differ only in holding the embedding (first) or the logit (last).
   distinct_templates_.reserve(4);
-  stage_templates_.resize(p_);
+  const int64_t virtual_stages = p_ * v_;
+  stage_templates_.resize(virtual_stages);
   auto templates_for = [&](internal::StageEnds ends) -> const internal::StageTemplates* {
     distinct_templates_.push_back(internal::MakeStageTemplates(
         job_, lookup_, options_.granularity, ends,
         [this](const std::string& name) { return sink_.Label(name); }));
     return &distinct_templates_.back();
   };
-  if (p_ == 1) {
+  if (virtual_stages == 1) {
     stage_templates_[0] = templates_for({.has_embedding = true, .has_logit = true});
   } else {
     stage_templates_[0] = templates_for({.has_embedding = true, .has_logit = false});
     const internal::StageTemplates* middle =
-        p_ > 2 ? templates_for({.has_embedding = false, .has_logit = false}) : nullptr;
-    for (int64_t s = 1; s + 1 < p_; ++s) stage_templates_[s] = middle;
-    stage_templates_[p_ - 1] = templates_for({.has_embedding = false, .has_logit = true});
+        virtual_stages > 2 ? templates_for({.has_embedding = false, .has_logit = false}) : nullptr;
+    for (int64_t s = 1; s + 1 < virtual_stages; ++s) stage_templates_[s] = middle;
+    stage_templates_[virtual_stages - 1] =
+        templates_for({.has_embedding = false, .has_logit = true});
   }
 }
 
 template <IterationSink Sink>
 int64_t IterationWalker<Sink>::CountTasks() const {
   double count = 0;
-  for (int64_t s = 0; s < p_; ++s) {
+  const double m = static_cast<double>(m_);
+  for (int64_t s = 0; s < p_ && v_ == 1; ++s) {
     const internal::StageTemplates& st = *stage_templates_[s];
-    const double m = static_cast<double>(m_);
     count += m * static_cast<double>(st.forward.NumItems()) +
              (m - 1) * static_cast<double>(st.backward.NumItems()) +
              static_cast<double>(st.backward_last.NumItems() + st.optimizer.NumItems());
@@ -213,6 +162,17 @@ int64_t IterationWalker<Sink>::CountTasks() const {
       count += bucketing_ ? static_cast<double>(st.backward_last.segments.size()) : 1;
     }
   }
+  // Interleaved: no merged sends, no buckets; every chunk but the last of
+  // the last stage sends forward, every one but the first of the first
+  // backward; an optimizer step per chunk, a gradient collective per stage.
+  for (int64_t vs = 0; vs < p_ * v_ && v_ > 1; ++vs) {
+    const internal::StageTemplates& st = *stage_templates_[vs];
+    count += m * static_cast<double>(st.forward.NumItems() + st.backward.NumItems()) +
+             static_cast<double>(st.optimizer.NumItems());
+    if (vs + 1 < p_ * v_) count += m;
+    if (vs > 0) count += m;
+    if (d_ > 1 && vs < p_) count += 1;
+  }
   if (p_ > 1) count += 1;  // embedding gradient all-reduce
   return count > 9e18 ? INT64_MAX : static_cast<int64_t>(count);
 }
@@ -220,27 +180,37 @@ int64_t IterationWalker<Sink>::CountTasks() const {
 // The pipeline send times, the streams and what each stage holds.
 template <IterationSink Sink>
 void IterationWalker<Sink>::DescribeStages() {
-  send_ns_.resize(std::max<int64_t>(0, p_ - 1));
+  send_ns_.resize(std::max<int64_t>(0, v_ > 1 ? p_ : p_ - 1));
   const double send_bytes = internal::ActivationBytes(job_) /
                             static_cast<double>(plan_.tensor_parallel);  // scatter-gather
   for (int64_t s = 0; s + 1 < p_; ++s) {
     send_ns_[s] =
         CollectiveNs(Collective::kSendRecv, send_bytes, internal::StagePairGroup(job_, s, 1));
   }
-  const int64_t layers_per_stage = internal::LayersPerStage(job_);
+  if (v_ > 1) {
+    send_ns_[p_ - 1] =
+        CollectiveNs(Collective::kSendRecv, send_bytes, internal::StagePairGroup(job_, 0, p_ - 1));
+  }
+  const int64_t layers_per_chunk = internal::LayersPerStage(job_);
   stages_.resize(p_);
   for (int64_t s = 0; s < p_; ++s) {
     StageInfo& info = stages_[s];
-    const internal::StageTemplates& st = *stage_templates_[s];
-    info.first_layer = s * layers_per_stage;
-    info.num_layers = layers_per_stage;
+    info.first_layer = s * layers_per_chunk;  // of its first chunk
+    info.num_layers = layers_per_chunk * v_;
     info.has_embedding = s == 0;
     info.has_logit = s == p_ - 1;
     info.compute_stream = sink_.AddStream(absl::StrCat("stage", s, "/compute"));
     info.data_parallel_stream = sink_.AddStream(absl::StrCat("stage", s, "/data_parallel"));
-    info.tensor_parallel_ns = m_ * (st.forward.tensor_parallel_ns + st.backward.tensor_parallel_ns);
-    info.pipeline_send_ns = m_ * ((s + 1 < p_ ? send_ns_[s] : 0) + (s > 0 ? send_ns_[s - 1] : 0));
-    info.parameters_per_gpu = st.parameters_per_gpu;
+    for (int64_t c = 0; c < v_; ++c) {
+      const int64_t vs = c * p_ + s;
+      const internal::StageTemplates& st = *stage_templates_[vs];
+      info.tensor_parallel_ns +=
+          m_ * (st.forward.tensor_parallel_ns + st.backward.tensor_parallel_ns);
+      // Sends out of this chunk, forward and backward.
+      info.pipeline_send_ns += m_ * ((vs + 1 < p_ * v_ ? send_ns_[s + 1 < p_ ? s : p_ - 1] : 0) +
+                                     (vs > 0 ? send_ns_[s > 0 ? s - 1 : p_ - 1] : 0));
+      info.parameters_per_gpu += st.parameters_per_gpu;
+    }
   }
 }
 
@@ -252,7 +222,7 @@ void IterationWalker<Sink>::DescribeStages() {
 template <IterationSink Sink>
 void IterationWalker<Sink>::MergePasses() {
   merged_.assign(p_, MergedPass{});
-  for (int64_t s = 0; s < p_ && Sink::kMergesSends; ++s) {
+  for (int64_t s = 0; s < p_ && Sink::kMergesSends && v_ == 1; ++s) {
     const internal::StageTemplates& st = *stage_templates_[s];
     MergedPass& mp = merged_[s];
     if (s + 1 < p_ && MergesSend(st.forward)) {
@@ -278,11 +248,13 @@ bool IterationWalker<Sink>::Drain(int64_t s) {
   const int64_t begin = f + b;
   const MergedPass& mp = merged_[s];
   const StreamId stream = stages_[s].compute_stream;
-  while (b < m_ && !sink_.Stopped()) {
-    const bool forward = NextIsForward(plan_.schedule, s, p_, m_, f, b);
-    // Sends arrive in micro-batch order, so a waiting one is this action's.
-    if (forward ? (s > 0 && forward_sends_[s - 1].empty())
-                : (s + 1 < p_ && backward_sends_[s + 1].empty())) {
+  while (b < n_ && !sink_.Stopped()) {
+    const bool forward = v_ == 1 ? NextIsForward(plan_.schedule, s, p_, m_, f, b)
+                                 : InterleavedNextIsForward(s, p_, v_, m_, f, b);
+    // Sends arrive in the order they are consumed, so a waiting one is this
+    // action's.
+    if (const internal::SendQueue<Handle>* q = Source(s, forward, forward ? f : b);
+        q != nullptr && q->empty()) {
       break;
     }
     if constexpr (Sink::kMergesSends) {
@@ -303,7 +275,12 @@ bool IterationWalker<Sink>::Drain(int64_t s) {
         continue;
       }
     }
-    EmitAction(s, PipelineAction{.forward = forward, .micro_batch = forward ? f++ : b++});
+    const int64_t k = forward ? f++ : b++;
+    EmitAction(s,
+               PipelineAction{
+                   .forward = forward,
+                   .micro_batch = v_ == 1 ? k : InterleavedPass(forward, p_, v_, k).micro_batch},
+               k);
   }
   forwards_[s] = f;
   backwards_[s] = b;
@@ -342,34 +319,62 @@ typename Sink::Handle IterationWalker<Sink>::EmitTemplate(const internal::Action
 }
 
 template <IterationSink Sink>
-void IterationWalker<Sink>::EmitAction(int64_t s, PipelineAction a) {
-  const internal::StageTemplates& st = *stage_templates_[s];
+internal::SendQueue<typename Sink::Handle>* IterationWalker<Sink>::Source(int64_t s, bool forward,
+                                                                          int64_t k) {
+  // Without interleaving (chunk 0 of 1) only the first stage's forwards and
+  // the last stage's backwards receive nothing; with it, only the model's
+  // first chunk forward and its last chunk backward.
+  const int64_t chunk = ChunkOf(forward, k);
+  if (forward) {
+    if (s == 0 && chunk == 0) return nullptr;
+    return &forward_sends_[s > 0 ? s - 1 : p_ - 1];
+  }
+  if (s == p_ - 1 && chunk == v_ - 1) return nullptr;
+  return &backward_sends_[s + 1 < p_ ? s + 1 : 0];
+}
+
+template <IterationSink Sink>
+void IterationWalker<Sink>::EmitAction(int64_t s, PipelineAction a, int64_t k) {
+  const int64_t chunk = ChunkOf(a.forward, k);
+  const int64_t vs = chunk * p_ + s;  // virtual stage
+  const internal::StageTemplates& st = *stage_templates_[vs];
   const StageInfo& info = stages_[s];
-  const int64_t j = a.micro_batch;
+  // Indices in the queues: the pass index, or its place in the wrap's FIFO.
+  auto pop = [&](internal::SendQueue<Handle>* q, bool wraps) {
+    return q->Pop(wraps ? InterleavedWrapIndex(false, p_, v_, k) : k);
+  };
   if (a.forward) {
     Handle recv = Sink::None();
-    if (s > 0) recv = forward_sends_[s - 1].Pop(j);
-    const auto parents = s > 0 ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>();
+    internal::SendQueue<Handle>* source = Source(s, true, k);
+    if (source != nullptr) recv = pop(source, s == 0);
+    const auto parents =
+        source != nullptr ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>();
     const Handle last =
         EmitTemplate(st.forward, info.compute_stream, parents, info.data_parallel_stream, nullptr);
-    if (s + 1 < p_) {
-      forward_sends_[s].Push(j, sink_.Add(info.compute_stream, send_ns_[s], 0, TaskKind::kPipeline,
-                                          send_label_, absl::MakeConstSpan(&last, 1)));
+    if (vs + 1 < p_ * v_) {
+      const bool wraps = s == p_ - 1;
+      forward_sends_[s].Push(wraps ? InterleavedWrapIndex(true, p_, v_, k) : k,
+                             sink_.Add(info.compute_stream, send_ns_[s], 0, TaskKind::kPipeline,
+                                       send_label_, absl::MakeConstSpan(&last, 1)));
     }
     return;
   }
-  const bool is_last = j == m_ - 1;
+  const bool is_last = k == n_ - 1;
   Handle recv = Sink::None();
-  if (s + 1 < p_) recv = backward_sends_[s + 1].Pop(j);
-  const auto parents = s + 1 < p_ ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>();
+  internal::SendQueue<Handle>* source = Source(s, false, k);
+  if (source != nullptr) recv = pop(source, s == p_ - 1);
+  const auto parents =
+      source != nullptr ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>();
   const bool bucketed = is_last && bucketing_ && d_ > 1;
   const Handle last =
       EmitTemplate(is_last ? st.backward_last : st.backward, info.compute_stream, parents,
                    info.data_parallel_stream, bucketed ? &last_dp_[s] : nullptr);
-  if (s > 0) {
+  if (vs > 0) {
+    const bool wraps = s == 0;
     backward_sends_[s].Push(
-        j, sink_.Add(info.compute_stream, send_ns_[s - 1], 0, TaskKind::kPipeline, send_label_,
-                     absl::MakeConstSpan(&last, 1)));
+        wraps ? InterleavedWrapIndex(true, p_, v_, k) : k,
+        sink_.Add(info.compute_stream, send_ns_[wraps ? p_ - 1 : s - 1], 0, TaskKind::kPipeline,
+                  send_label_, absl::MakeConstSpan(&last, 1)));
   }
   if (is_last) last_backward_[s] = last;
 }
@@ -379,9 +384,10 @@ void IterationWalker<Sink>::EmitTail() {
   // Without bucketing, each stage all-reduces all its gradients at once.
   if (d_ > 1 && !bucketing_) {
     for (int64_t s = 0; s < p_; ++s) {
-      const int64_t ns =
-          CollectiveNs(internal::GradientCollective(job_), stage_templates_[s]->gradient_bytes,
-                       internal::DataParallelGroup(job_));
+      double bytes = 0;
+      for (int64_t c = 0; c < v_; ++c) bytes += stage_templates_[c * p_ + s]->gradient_bytes;
+      const int64_t ns = CollectiveNs(internal::GradientCollective(job_), bytes,
+                                      internal::DataParallelGroup(job_));
       last_dp_[s] = sink_.Add(stages_[s].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
                               dp_label_, absl::MakeConstSpan(&last_backward_[s], 1));
     }
@@ -404,9 +410,12 @@ void IterationWalker<Sink>::EmitTail() {
   for (int64_t s = 0; s < p_; ++s) {
     Handle parents[2] = {done(s), embedding_sync};
     const bool synced = Sink::IsSet(embedding_sync) && (s == 0 || s == p_ - 1);
-    EmitTemplate(stage_templates_[s]->optimizer, stages_[s].compute_stream,
-                 absl::MakeConstSpan(parents, synced ? 2 : 1), stages_[s].data_parallel_stream,
-                 nullptr);
+    // One step per model chunk, one after another on the stream.
+    for (int64_t c = 0; c < v_; ++c) {
+      EmitTemplate(stage_templates_[c * p_ + s]->optimizer, stages_[s].compute_stream,
+                   absl::MakeConstSpan(parents, synced ? 2 : 1), stages_[s].data_parallel_stream,
+                   nullptr);
+    }
   }
 }
 
@@ -416,13 +425,15 @@ double IterationWalker<Sink>::TotalTaskNs() const {
     return t.TaskNs() + static_cast<double>(t.tensor_parallel_ns);
   };
   double total = 0;
-  for (int64_t s = 0; s < p_; ++s) {
-    const internal::StageTemplates& t = *stage_templates_[s];
+  for (int64_t vs = 0; vs < p_ * v_; ++vs) {
+    const internal::StageTemplates& t = *stage_templates_[vs];
     total += static_cast<double>(m_) * (sum(t.forward) + sum(t.backward)) + sum(t.backward_last) +
              sum(t.optimizer);
   }
+  // Every boundary carries each micro-batch's V chunks both ways (bounded
+  // above for the wrap, which carries V - 1).
   for (const int64_t send : send_ns_)
-    total += 2 * static_cast<double>(m_) * static_cast<double>(send);
+    total += 2 * static_cast<double>(n_) * static_cast<double>(send);
   return total;
 }
 
@@ -473,7 +484,7 @@ absl::Status IterationWalker<Sink>::Walk() {
   // added: forwards flow down the pipeline, backwards up.
   forwards_.assign(p_, 0);
   backwards_.assign(p_, 0);
-  remaining_ = p_ * 2 * m_;
+  remaining_ = p_ * 2 * n_;
   while (remaining_ > 0) {
     bool progressed = false;
     for (int64_t s = 0; s < p_; ++s) progressed |= Drain(s);

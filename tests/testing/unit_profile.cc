@@ -20,25 +20,26 @@ OperatorProfile Measured(std::vector<KernelRecord> kernels) {
   return p;
 }
 
-}  // namespace
-
-double StageParameters(const Job& job, int64_t stage) {
+double StageParameters(const Job& job, int64_t virtual_stage) {
   // Mirrors TemplateMaker::Make, operation for operation, so that the
   // double rounds identically before the cast to int64.
   const int64_t p = job.plan.pipeline_parallel;
+  const int64_t last = p * job.plan.virtual_stages - 1;
   const double h = static_cast<double>(job.model.hidden_size);
   const double t = static_cast<double>(job.plan.tensor_parallel);
-  const int64_t layers_per_stage = job.model.num_layers / p;
+  const int64_t layers_per_stage = job.model.num_layers / (last + 1);
   double params = static_cast<double>(layers_per_stage) * LayerParameterCount(job.model) / t;
-  if (stage == 0) {
+  if (virtual_stage == 0) {
     params += static_cast<double>(job.model.vocab_size) * h / t +
               static_cast<double>(job.model.seq_len) * h;
   }
-  if (stage == p - 1) {
+  if (virtual_stage == last) {
     params += 2 * h + (p > 1 ? static_cast<double>(job.model.vocab_size) * h / t : 0);
   }
   return params;
 }
+
+}  // namespace
 
 int64_t UnitTimes::LayerForwardNs() const { return Span(attention_fwd) + Span(mlp_fwd); }
 int64_t UnitTimes::LayerBackwardNs() const { return Span(attention_bwd) + Span(mlp_bwd); }
@@ -86,7 +87,7 @@ ProfileSet UnitProfileSet(const Job& job, const UnitTimes& times) {
         OperatorKind::kLogitBwd, OperatorKind::kLossFwd, OperatorKind::kLossBwd}) {
     set.operators[key(op, 0)] = Measured(zero);
   }
-  for (int64_t s = 0; s < plan.pipeline_parallel; ++s) {
+  for (int64_t s = 0; s < plan.pipeline_parallel * plan.virtual_stages; ++s) {
     set.operators[key(OperatorKind::kOptimizerStep, StageOptimizerParameters(job, s))] =
         Measured(zero);
   }

@@ -28,7 +28,8 @@ struct UnitTimes {
   int64_t LayerBackwardNs() const;  // attention_bwd span + mlp_bwd span
 };
 
-// Parameters the optimizer step of one GPU of pipeline stage `stage` updates
+// Parameters the optimizer step of one GPU of virtual pipeline stage `stage`
+// (chunk * p + stage with interleaving; the stage without) updates
 // (its share when sharded), computed exactly as core/graph/pass_templates.cc
 // does: the builder keys the optimizer step by it.
 int64_t StageOptimizerParameters(const Job& job, int64_t stage);
