@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "client/measurements.h"
 #include "core/util/status_macros.h"
 #include "proto/enum_convert.h"
@@ -155,6 +156,40 @@ void AddJobFlags(common::FlagParser& p) {
   p.AddValue("gradient-bucketing", "on|off", "overlap DP all-reduce with backward (default off)");
   p.AddValue("bucket-size", "SIZE", "gradient bucket size, e.g. 25MiB (default 25MiB)");
   p.AddValue("dtype", "T", "fp16 or bf16 (default fp16)");
+}
+
+void AddTrainingSpaceFlags(common::FlagParser& p) {
+  p.AddValue("cp-values", "A,B,..", "context-parallel degrees to try (default 1)");
+  p.AddValue("virtual-stages-values", "A,B,..", "interleaving chunks per stage to try (default 1)");
+  p.AddValue("sequence-parallel-values", "on,off", "sequence parallelism to try (default off)");
+  p.AddValue("sharding-values", "S,..",
+             "none,optimizer,full data-parallel sharding (default none)");
+}
+
+absl::StatusOr<TrainingSpaceLists> TrainingSpaceFromFlags(const common::FlagParser& flags) {
+  TrainingSpaceLists lists;
+  VTRAIN_ASSIGN_OR_RETURN(lists.context_parallel, flags.GetIntList("cp-values"));
+  VTRAIN_ASSIGN_OR_RETURN(lists.virtual_stages, flags.GetIntList("virtual-stages-values"));
+  if (auto sp = flags.Get("sequence-parallel-values")) {
+    for (absl::string_view v : absl::StrSplit(*sp, ',', absl::SkipEmpty())) {
+      if (v != "on" && v != "off") {
+        return absl::InvalidArgumentError(absl::StrCat("--sequence-parallel-values item '", v,
+                                                       "' must be on or off, e.g. on,off"));
+      }
+      lists.sequence_parallel.push_back(v == "on");
+    }
+  }
+  if (auto sh = flags.Get("sharding-values")) {
+    for (absl::string_view v : absl::StrSplit(*sh, ',', absl::SkipEmpty())) {
+      absl::StatusOr<DataParallelSharding> s = ParseSharding(v);
+      if (!s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--sharding-values: ", s.status().message()));
+      }
+      lists.shardings.push_back(convert::ToProto(*s));
+    }
+  }
+  return lists;
 }
 
 absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const common::FlagParser& flags) {
