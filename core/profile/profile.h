@@ -75,7 +75,7 @@ struct OperatorKey {
 // The longest operator-key text ParseOperatorKey accepts and the longest GPU
 // name in it (a real key is under 100 characters; the bounds keep outside text
 // from growing keys and errors, and any key ToString prints from a parsed one,
-// at most 128 + 20 + 7 * 23 characters, parses again).
+// at most 128 + 20 + 10 * 23 characters, parses again).
 inline constexpr size_t kMaxOperatorKeyLength = 512;
 inline constexpr size_t kMaxOperatorKeyGpuLength = 128;
 
