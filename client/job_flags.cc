@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "client/measurements.h"
 #include "core/util/status_macros.h"
 #include "proto/enum_convert.h"
@@ -42,6 +43,20 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "pp", [&](int64_t v) { plan.set_pipeline_parallel(v); }));
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "dp", [&](int64_t v) { plan.set_data_parallel(v); }));
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "micro-batch", [&](int64_t v) { plan.set_micro_batch(v); }));
+  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "cp", [&](int64_t v) { plan.set_context_parallel(v); }));
+  VTRAIN_RETURN_IF_ERROR(
+      SetInt(flags, "virtual-stages", [&](int64_t v) { plan.set_virtual_stages(v); }));
+  if (auto sp = flags.Get("sequence-parallel")) {
+    if (*sp != "on" && *sp != "off") {
+      return absl::InvalidArgumentError(absl::StrCat("plan.sequence_parallel='", *sp,
+                                                     "' (--sequence-parallel) must be on or off"));
+    }
+    plan.set_sequence_parallel(*sp == "on");
+  }
+  if (auto sh = flags.Get("data-parallel-sharding")) {
+    VTRAIN_ASSIGN_OR_RETURN(DataParallelSharding sharding, ParseSharding(*sh));
+    plan.set_data_parallel_sharding(convert::ToProto(sharding));
+  }
   VTRAIN_RETURN_IF_ERROR(
       SetInt(flags, "global-batch", [&](int64_t v) { plan.set_global_batch(v); }));
   if (auto s = flags.Get("schedule")) {
@@ -73,7 +88,8 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
 // The request in -f FILE or --vtrain-config FILE.
 absl::StatusOr<v1::PredictRequest> RequestFromFile(const common::FlagParser& flags) {
   for (const char* other : {"model", "layers", "hidden", "heads", "seq-len", "arch", "kv-heads",
-                            "gpus", "tp", "pp", "dp", "micro-batch", "global-batch"}) {
+                            "gpus", "tp", "pp", "dp", "micro-batch", "global-batch", "cp",
+                            "virtual-stages", "sequence-parallel", "data-parallel-sharding"}) {
     if (flags.Has(other)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", other, " cannot be combined with a job file; put it in the file"));
@@ -134,10 +150,51 @@ void AddJobFlags(common::FlagParser& p) {
   p.AddValue("micro-batch", "N", "micro-batch size (plan.micro_batch, default 1)");
   p.AddValue("global-batch", "N", "global batch in sequences (plan.global_batch)");
   p.AddValue("schedule", "S", "pipeline schedule: gpipe or 1f1b (default 1f1b)");
-  p.AddValue("recompute", "R", "activation recomputation: none or full (default full)");
+  p.AddValue("recompute", "R",
+             "activation recomputation: none, selective (attention core) or full (default full)");
+  p.AddValue("sequence-parallel", "on|off",
+             "sequence parallelism with tensor parallelism (default off; no-op at tp 1)");
+  p.AddValue("cp", "N", "context-parallel degree (plan.context_parallel, default 1)");
+  p.AddValue("data-parallel-sharding", "S",
+             "none, optimizer (distributed optimizer / ZeRO-1) or full (FSDP), default none");
+  p.AddValue("virtual-stages", "V", "model chunks per GPU for interleaved 1F1B (default 1)");
   p.AddValue("gradient-bucketing", "on|off", "overlap DP all-reduce with backward (default off)");
   p.AddValue("bucket-size", "SIZE", "gradient bucket size, e.g. 25MiB (default 25MiB)");
   p.AddValue("dtype", "T", "fp16, bf16 or fp8 (fp8: H100/H200/B200; default fp16)");
+}
+
+void AddTrainingSpaceFlags(common::FlagParser& p) {
+  p.AddValue("cp-values", "A,B,..", "context-parallel degrees to try (default 1)");
+  p.AddValue("virtual-stages-values", "A,B,..", "interleaving chunks per stage to try (default 1)");
+  p.AddValue("sequence-parallel-values", "on,off", "sequence parallelism to try (default off)");
+  p.AddValue("sharding-values", "S,..",
+             "none,optimizer,full data-parallel sharding (default none)");
+}
+
+absl::StatusOr<TrainingSpaceLists> TrainingSpaceFromFlags(const common::FlagParser& flags) {
+  TrainingSpaceLists lists;
+  VTRAIN_ASSIGN_OR_RETURN(lists.context_parallel, flags.GetIntList("cp-values"));
+  VTRAIN_ASSIGN_OR_RETURN(lists.virtual_stages, flags.GetIntList("virtual-stages-values"));
+  if (auto sp = flags.Get("sequence-parallel-values")) {
+    for (absl::string_view v : absl::StrSplit(*sp, ',', absl::SkipEmpty())) {
+      if (v != "on" && v != "off") {
+        return absl::InvalidArgumentError(absl::StrCat("--sequence-parallel-values item '", v,
+                                                       "' must be on or off, e.g. on,off"));
+      }
+      lists.sequence_parallel.push_back(v == "on");
+    }
+  }
+  if (auto sh = flags.Get("sharding-values")) {
+    for (absl::string_view v : absl::StrSplit(*sh, ',', absl::SkipEmpty())) {
+      absl::StatusOr<DataParallelSharding> s = ParseSharding(v);
+      if (!s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--sharding-values: ", s.status().message()));
+      }
+      lists.shardings.push_back(convert::ToProto(*s));
+    }
+  }
+  return lists;
 }
 
 absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const common::FlagParser& flags) {

@@ -5,6 +5,9 @@
 #ifndef VTRAIN_CLIENT_JOB_FLAGS_H_
 #define VTRAIN_CLIENT_JOB_FLAGS_H_
 
+#include <cstdint>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "common/flag_parser.h"
 #include "core/spec/job.h"
@@ -19,6 +22,28 @@ void AddClusterFlags(common::FlagParser& parser);
 // -f/--job-file, --vtrain-config, the model and cluster flags, --gpus and the
 // plan flags (--tp, --pp, --dp, --micro-batch, --global-batch, --schedule...).
 void AddJobFlags(common::FlagParser& parser);
+
+// The training-option lists of search, curve and plan-model: --cp-values,
+// --virtual-stages-values, --sequence-parallel-values on,off and
+// --sharding-values none,optimizer,full.
+void AddTrainingSpaceFlags(common::FlagParser& parser);
+struct TrainingSpaceLists {
+  std::vector<int64_t> context_parallel, virtual_stages;
+  std::vector<bool> sequence_parallel;
+  std::vector<v1::DataParallelSharding> shardings;
+};
+// INVALID_ARGUMENT naming the flag for a value that does not parse.
+absl::StatusOr<TrainingSpaceLists> TrainingSpaceFromFlags(const common::FlagParser& flags);
+// Copies the lists into a SearchRequest, ThroughputCurveRequest or
+// PlanModelRequest (the fields have the same names in each).
+template <typename Request>
+void SetTrainingSpace(const TrainingSpaceLists& lists, Request& r) {
+  r.mutable_context_parallel_values()->Add(lists.context_parallel.begin(),
+                                           lists.context_parallel.end());
+  r.mutable_virtual_stages_values()->Add(lists.virtual_stages.begin(), lists.virtual_stages.end());
+  for (bool sp : lists.sequence_parallel) r.add_sequence_parallel_values(sp);
+  for (v1::DataParallelSharding s : lists.shardings) r.add_shardings(s);
+}
 
 // The model and cluster messages of their flags (absent flags stay unset).
 absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const common::FlagParser& flags);

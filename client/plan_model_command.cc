@@ -16,6 +16,7 @@
 #include "common/files.h"
 #include "core/plan/model_design.h"
 #include "core/util/status_macros.h"
+#include "proto/enum_convert.h"
 #include "proto/json.h"
 #include "proto/model_design_convert.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
@@ -80,6 +81,14 @@ absl::StatusOr<v1::PlanModelRequest> PlanRequestFromFlags(const common::FlagPars
   }
   VTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> tps, f.GetIntList("tp-values"));
   r.mutable_tensor_parallel()->Add(tps.begin(), tps.end());
+  if (auto list = f.Get("recompute-values")) {
+    for (absl::string_view v : absl::StrSplit(*list, ',', absl::SkipEmpty())) {
+      VTRAIN_ASSIGN_OR_RETURN(Recompute x, ParseRecompute(v));
+      r.add_recomputes(convert::ToProto(x));
+    }
+  }
+  VTRAIN_ASSIGN_OR_RETURN(TrainingSpaceLists training, TrainingSpaceFromFlags(f));
+  SetTrainingSpace(training, r);
   return r;
 }
 
@@ -202,6 +211,8 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
   flags.AddValue("max-params", "N", "largest candidate (default 1e12)");
   flags.AddValue("max-tp", "N", "tensor-parallel degrees 1, 2, 4, ... up to N (default 8)");
   flags.AddValue("tp-values", "A,B,..", "tensor-parallel degrees to search (default 1,2,4,8)");
+  flags.AddValue("recompute-values", "R,..", "none,selective,full (default full)");
+  AddTrainingSpaceFlags(flags);
   flags.AddValue("params", "N", "the inverse question: a model of about N parameters ...");
   flags.AddValue("tokens", "T", "... training T tokens within --days: the fewest GPUs");
   flags.AddValue("plot", "FILE.svg", "draw tokens trainable in the budget against model size");

@@ -86,6 +86,8 @@ absl::StatusOr<v1::SearchRequest> SearchRequestFromFlags(const common::FlagParse
     VTRAIN_ASSIGN_OR_RETURN(DType dtype, ParseDType(*d));
     r.set_dtype(convert::ToProto(dtype));
   }
+  VTRAIN_ASSIGN_OR_RETURN(TrainingSpaceLists training, TrainingSpaceFromFlags(f));
+  SetTrainingSpace(training, r);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> tokens, f.GetDouble("tokens"));
   if (tokens) {
     if (!(*tokens > 0)) return absl::InvalidArgumentError("--tokens must be positive");
@@ -140,31 +142,51 @@ absl::StatusOr<v1::SearchResult> SearchRemotely(
   return *result;
 }
 
+// " c=2 V=2 sp shard=optimizer": the training options that are not plain.
+std::string OptionsTag(const v1::ParallelPlan& q) {
+  std::string out;
+  if (q.context_parallel() > 1) absl::StrAppend(&out, " c=", q.context_parallel());
+  if (q.virtual_stages() > 1) absl::StrAppend(&out, " V=", q.virtual_stages());
+  if (q.sequence_parallel()) absl::StrAppend(&out, " sp");
+  const DataParallelSharding sharding =
+      convert::FromProto(q.data_parallel_sharding()).value_or(DataParallelSharding::kNone);
+  if (sharding != DataParallelSharding::kNone) {
+    absl::StrAppend(&out, " shard=", ShardingName(sharding));
+  }
+  return out;
+}
+
 std::string PlanLine(const char* tag, const v1::PlanSummary& p) {
   const v1::ParallelPlan& q = p.plan();
   return absl::StrFormat(
       "%-7s t=%-3d d=%-4d p=%-4d mb=%-4d gpus=%-6d %-5s %-4s %12.1f ms %9.2f days $%-12.0f "
-      "%6.1f GiB\n",
+      "%6.1f GiB%s\n",
       tag, q.tensor_parallel(), q.data_parallel(), q.pipeline_parallel(), q.micro_batch(), p.gpus(),
       ScheduleName(convert::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
       RecomputeName(convert::FromProto(q.recompute()).value_or(Recompute::kFull)),
-      p.iteration_time_ms(), p.training_days(), p.cost_usd(), p.peak_memory_bytes() / (1 << 30));
+      p.iteration_time_ms(), p.training_days(), p.cost_usd(), p.peak_memory_bytes() / (1 << 30),
+      OptionsTag(q));
 }
 
 std::string Csv(const v1::SearchResult& r) {
   std::string out =
       "tensor_parallel,data_parallel,pipeline_parallel,micro_batch,gpus,schedule,recompute,"
-      "iteration_time_ms,training_days,cost_usd,peak_memory_gib,pareto\n";
+      "iteration_time_ms,training_days,cost_usd,peak_memory_gib,pareto,context_parallel,"
+      "virtual_stages,sequence_parallel,data_parallel_sharding\n";
   for (const v1::PlanSummary& p : r.plans()) {
     const v1::ParallelPlan& q = p.plan();
     absl::StrAppend(
         &out, absl::StrFormat(
-                  "%d,%d,%d,%d,%d,%s,%s,%.3f,%.4f,%.2f,%.2f,%d\n", q.tensor_parallel(),
+                  "%d,%d,%d,%d,%d,%s,%s,%.3f,%.4f,%.2f,%.2f,%d,%d,%d,%d,%s\n", q.tensor_parallel(),
                   q.data_parallel(), q.pipeline_parallel(), q.micro_batch(), p.gpus(),
                   ScheduleName(convert::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
                   RecomputeName(convert::FromProto(q.recompute()).value_or(Recompute::kFull)),
                   p.iteration_time_ms(), p.training_days(), p.cost_usd(),
-                  p.peak_memory_bytes() / (1 << 30), p.pareto()));
+                  p.peak_memory_bytes() / (1 << 30), p.pareto(),
+                  std::max<int64_t>(1, q.context_parallel()),
+                  std::max<int64_t>(1, q.virtual_stages()), q.sequence_parallel() ? 1 : 0,
+                  ShardingName(convert::FromProto(q.data_parallel_sharding())
+                                   .value_or(DataParallelSharding::kNone))));
   }
   return out;
 }
@@ -208,7 +230,8 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   flags.AddValue("max-dp", "N", "largest data-parallel degree");
   flags.AddValue("max-micro-batch", "N", "largest micro-batch");
   flags.AddValue("schedules", "S,..", "gpipe,1f1b (default 1f1b)");
-  flags.AddValue("recompute-values", "R,..", "none,full (default full)");
+  flags.AddValue("recompute-values", "R,..", "none,selective,full (default full)");
+  AddTrainingSpaceFlags(flags);
   flags.AddValue("objective", "O", "time (default), cost, deadline-cost, deadline-gpus");
   flags.AddValue("deadline-days", "D", "for the deadline objectives");
   flags.AddValue("top", "N", "plans to list (default 10)");

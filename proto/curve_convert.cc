@@ -52,6 +52,8 @@ void PlanSpace(const v1::ThroughputCurveRequest& r, CurveSpec& spec,
   spec.tensor_parallel = std::move(lists.tensor_parallel);
   spec.schedules = std::move(lists.schedules);
   spec.recomputes = std::move(lists.recomputes);
+  TrainingSpaceFromProto(r.context_parallel_values(), r.virtual_stages_values(),
+                         r.sequence_parallel_values(), r.shardings(), spec.training, problems);
   if (r.max_micro_batch() < 0) problems.push_back("max_micro_batch must not be negative");
   spec.max_micro_batch = r.max_micro_batch();
   auto policy = FromProtoOr(r.policy(), CurvePolicy::kBest, "policy");

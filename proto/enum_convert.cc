@@ -45,6 +45,12 @@ constexpr Row<PipelineSchedule, v1::PipelineSchedule> kSchedules[] = {
 constexpr Row<Recompute, v1::Recompute> kRecomputes[] = {
     {Recompute::kNone, v1::RECOMPUTE_NONE},
     {Recompute::kFull, v1::RECOMPUTE_FULL},
+    {Recompute::kSelective, v1::RECOMPUTE_SELECTIVE},
+};
+constexpr Row<DataParallelSharding, v1::DataParallelSharding> kShardings[] = {
+    {DataParallelSharding::kNone, v1::DATA_PARALLEL_SHARDING_NONE},
+    {DataParallelSharding::kOptimizer, v1::DATA_PARALLEL_SHARDING_OPTIMIZER},
+    {DataParallelSharding::kFull, v1::DATA_PARALLEL_SHARDING_FULL},
 };
 constexpr Row<Granularity, v1::Granularity> kGranularities[] = {
     {Granularity::kOperator, v1::GRANULARITY_OPERATOR},
@@ -100,6 +106,7 @@ VTRAIN_ENUM_PAIR(DType, DType, kDTypes)
 VTRAIN_ENUM_PAIR(Architecture, Architecture, kArchitectures)
 VTRAIN_ENUM_PAIR(PipelineSchedule, PipelineSchedule, kSchedules)
 VTRAIN_ENUM_PAIR(Recompute, Recompute, kRecomputes)
+VTRAIN_ENUM_PAIR(DataParallelSharding, DataParallelSharding, kShardings)
 VTRAIN_ENUM_PAIR(Granularity, Granularity, kGranularities)
 VTRAIN_ENUM_PAIR(Fidelity, Fidelity, kFidelities)
 VTRAIN_ENUM_PAIR(Objective, Objective, kObjectives)

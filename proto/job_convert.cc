@@ -68,6 +68,9 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
   if (p.tensor_parallel() != 0) plan.tensor_parallel = p.tensor_parallel();
   if (p.pipeline_parallel() != 0) plan.pipeline_parallel = p.pipeline_parallel();
   if (p.micro_batch() != 0) plan.micro_batch = p.micro_batch();
+  if (p.context_parallel() != 0) plan.context_parallel = p.context_parallel();
+  if (p.virtual_stages() != 0) plan.virtual_stages = p.virtual_stages();
+  plan.sequence_parallel = p.sequence_parallel();
   if (p.global_batch() == 0) {
     return absl::InvalidArgumentError(
         "plan.global_batch (--global-batch) is required; give the batch in sequences");
@@ -77,21 +80,28 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
   if (p.data_parallel() != 0) {
     plan.data_parallel = p.data_parallel();
   } else if (gpus > 0 && plan.tensor_parallel > 0 && plan.pipeline_parallel > 0 &&
-             plan.tensor_parallel <= (int64_t{1} << 20) &&
-             plan.pipeline_parallel <= (int64_t{1} << 20)) {
+             plan.context_parallel > 0 && plan.tensor_parallel <= (int64_t{1} << 20) &&
+             plan.pipeline_parallel <= (int64_t{1} << 20) &&
+             plan.context_parallel <= (int64_t{1} << 20)) {
     const int64_t tp_pp = plan.tensor_parallel * plan.pipeline_parallel;
-    if (gpus % tp_pp != 0) {
+    // Checked in two steps so that t * p * c cannot overflow.
+    if (gpus % tp_pp != 0 || (gpus / tp_pp) % plan.context_parallel != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "cluster.num_gpus=", gpus, " (--gpus) is not divisible by plan.tensor_parallel * ",
-          "plan.pipeline_parallel (--tp * --pp) = ", tp_pp,
+          "plan.context_parallel * plan.pipeline_parallel (--tp * --cp * --pp) = ", tp_pp, " * ",
+          plan.context_parallel,
           "; choose a GPU count that is a multiple of it, or set plan.data_parallel (--dp)"));
     }
-    plan.data_parallel = gpus / tp_pp;
+    plan.data_parallel = gpus / tp_pp / plan.context_parallel;
   }
+  constexpr int64_t kBound = int64_t{1} << 20;
   if (gpus == 0 && plan.tensor_parallel > 0 && plan.data_parallel > 0 &&
-      plan.pipeline_parallel > 0 && plan.tensor_parallel <= (int64_t{1} << 20) &&
-      plan.data_parallel <= (int64_t{1} << 20) && plan.pipeline_parallel <= (int64_t{1} << 20)) {
-    job.cluster.num_gpus = plan.tensor_parallel * plan.data_parallel * plan.pipeline_parallel;
+      plan.pipeline_parallel > 0 && plan.context_parallel > 0 && plan.tensor_parallel <= kBound &&
+      plan.data_parallel <= kBound && plan.pipeline_parallel <= kBound &&
+      plan.context_parallel <= kBound) {
+    const int64_t tdp = plan.tensor_parallel * plan.data_parallel * plan.pipeline_parallel;
+    // Beyond 2^24 GPUs ValidateJob refuses the count; keep it from overflowing.
+    job.cluster.num_gpus = tdp > (int64_t{1} << 40) ? tdp : tdp * plan.context_parallel;
   }
   plan.gradient_bucketing = p.gradient_bucketing();
   if (p.bucket_size_bytes() != 0) plan.bucket_size_bytes = p.bucket_size_bytes();
@@ -107,6 +117,9 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
   take(FromProtoOr(p.schedule(), PipelineSchedule::k1F1B, "plan.schedule"), plan.schedule);
   take(FromProtoOr(p.recompute(), Recompute::kFull, "plan.recompute"), plan.recompute);
   take(FromProtoOr(p.dtype(), DType::kFp16, "plan.dtype"), plan.dtype);
+  take(FromProtoOr(p.data_parallel_sharding(), DataParallelSharding::kNone,
+                   "plan.data_parallel_sharding"),
+       plan.data_parallel_sharding);
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
   return absl::OkStatus();
 }
@@ -166,6 +179,10 @@ v1::PredictRequest JobToProto(const Job& job) {
   p->set_gradient_bucketing(job.plan.gradient_bucketing);
   p->set_bucket_size_bytes(job.plan.bucket_size_bytes);
   p->set_dtype(ToProto(job.plan.dtype));
+  p->set_sequence_parallel(job.plan.sequence_parallel);
+  p->set_context_parallel(job.plan.context_parallel);
+  p->set_data_parallel_sharding(ToProto(job.plan.data_parallel_sharding));
+  p->set_virtual_stages(job.plan.virtual_stages);
   return r;
 }
 

@@ -86,8 +86,12 @@ absl::StatusOr<DesignSpec> DesignSpecFromProto(const v1::PlanModelRequest& r) {
   }
   PlanLists lists;
   lists.tensor_parallel = {1, 2, 4, 8};
-  PlanListsFromProto(r.tensor_parallel(), {}, {}, lists, problems);
+  PlanListsFromProto(r.tensor_parallel(), {}, r.recomputes(), lists, problems);
   spec.plan_space.tensor_parallel = std::move(lists.tensor_parallel);
+  spec.plan_space.recomputes = std::move(lists.recomputes);
+  TrainingSpaceFromProto(r.context_parallel_values(), r.virtual_stages_values(),
+                         r.sequence_parallel_values(), r.shardings(), spec.plan_space.training,
+                         problems);
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
   spec.candidates = GptFamily(lo, hi, seq, vocab);
   return spec;

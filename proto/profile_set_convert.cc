@@ -82,6 +82,13 @@ absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
                                       k.heads(), k.ffn(), k.seq(), k.micro_batch(),
                                       std::max<int64_t>(1, k.tensor_parallel()), k.vocab(),
                                       k.num_parameters(), arch, k.kv_heads());
+    if (k.context_parallel() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(where,
+                                                     ".key.context_parallel=", k.context_parallel(),
+                                                     " must be 0 (meaning 1) or positive"));
+    }
+    key = WithParallelSplits(std::move(key), k.sequence_parallel(),
+                             std::max<int64_t>(1, k.context_parallel()), k.attention_core_only());
     OperatorProfile profile;
     profile.fidelity = Fidelity::kMeasured;
     if (op.kernels_size() == 0) {
@@ -151,6 +158,9 @@ v1::ProfileSet ProfileSetToProto(const ProfileSet& set) {
     k->set_num_parameters(key.num_parameters);
     if (key.arch != Architecture::kGpt) k->set_arch(ToProto(key.arch));
     k->set_kv_heads(key.kv_heads);
+    k->set_sequence_parallel(key.sequence_parallel);
+    if (key.context_parallel != 1) k->set_context_parallel(key.context_parallel);
+    k->set_attention_core_only(key.attention_core_only);
     for (const KernelRecord& kr : profile.kernels) {
       v1::Kernel* kernel = op->add_kernels();
       kernel->set_name(kr.name);

@@ -71,6 +71,42 @@ void PlanListsFromProto(const google::protobuf::RepeatedField<int64_t>& tensor_p
   EnumList<v1::Recompute>(recomputes, "recomputes", Recompute::kFull, lists.recomputes, problems);
 }
 
+void TrainingSpaceFromProto(const google::protobuf::RepeatedField<int64_t>& context_parallel,
+                            const google::protobuf::RepeatedField<int64_t>& virtual_stages,
+                            const google::protobuf::RepeatedField<bool>& sequence_parallel,
+                            const google::protobuf::RepeatedField<int>& shardings,
+                            TrainingOptionSpace& space, std::vector<std::string>& problems) {
+  auto ints = [&](const google::protobuf::RepeatedField<int64_t>& in, const char* field,
+                  const char* flag, std::vector<int64_t>& out) {
+    if (in.empty()) return;
+    out.clear();
+    for (int64_t v : in) {
+      if (v < 1 || v > 1024) {
+        problems.push_back(absl::StrCat(field, " value ", v, " (", flag, ") must be in [1, 1024]"));
+      } else if (std::find(out.begin(), out.end(), v) == out.end()) {
+        out.push_back(v);
+      }
+    }
+    if (out.size() > static_cast<size_t>(kMaxSearchListSize)) {
+      problems.push_back(absl::StrCat(field, " has ", out.size(), " distinct values; give at most ",
+                                      kMaxSearchListSize));
+    }
+  };
+  ints(context_parallel, "context_parallel_values", "--cp-values", space.context_parallel);
+  ints(virtual_stages, "virtual_stages_values", "--virtual-stages-values", space.virtual_stages);
+  if (!sequence_parallel.empty()) {
+    space.sequence_parallel.clear();
+    for (bool v : sequence_parallel) {
+      if (std::find(space.sequence_parallel.begin(), space.sequence_parallel.end(), v) ==
+          space.sequence_parallel.end()) {
+        space.sequence_parallel.push_back(v);
+      }
+    }
+  }
+  EnumList<v1::DataParallelSharding>(shardings, "shardings", DataParallelSharding::kNone,
+                                     space.shardings, problems);
+}
+
 absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& r) {
   SearchCall call;
   SearchSpace& s = call.space;
@@ -110,6 +146,8 @@ absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& r) {
   s.tensor_parallel = std::move(lists.tensor_parallel);
   s.schedules = std::move(lists.schedules);
   s.recomputes = std::move(lists.recomputes);
+  TrainingSpaceFromProto(r.context_parallel_values(), r.virtual_stages_values(),
+                         r.sequence_parallel_values(), r.shardings(), s.training, problems);
   if (r.max_data_parallel() < 0 || r.max_micro_batch() < 0) {
     problems.push_back(
         "max_data_parallel (--max-dp) and max_micro_batch (--max-micro-batch) "

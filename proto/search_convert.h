@@ -33,6 +33,16 @@ void PlanListsFromProto(const google::protobuf::RepeatedField<int64_t>& tensor_p
                         const google::protobuf::RepeatedField<int>& recomputes, PlanLists& lists,
                         std::vector<std::string>& problems);
 
+// The training-option lists of a request (context_parallel_values,
+// virtual_stages_values, sequence_parallel_values, shardings): repeats
+// removed, an empty list keeps the default; each bad value is a problem
+// naming the field.
+void TrainingSpaceFromProto(const google::protobuf::RepeatedField<int64_t>& context_parallel,
+                            const google::protobuf::RepeatedField<int64_t>& virtual_stages,
+                            const google::protobuf::RepeatedField<bool>& sequence_parallel,
+                            const google::protobuf::RepeatedField<int>& shardings,
+                            TrainingOptionSpace& space, std::vector<std::string>& problems);
+
 struct SearchCall {
   SearchSpace space;
   SearchOptions

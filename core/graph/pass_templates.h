@@ -62,8 +62,12 @@ struct StageTemplates {
   ActionTemplate forward;
   ActionTemplate backward;       // every micro-batch but the last
   ActionTemplate backward_last;  // the last, split at gradient buckets
-  ActionTemplate optimizer;
+  ActionTemplate optimizer;      // with the distributed optimizer's parameter all-gather
   double parameters_per_gpu = 0;
+  // Gradient bytes the data-parallel collective (GradientCollective) reduces
+  // after the last backward: every gradient, or under FSDP those not
+  // reduce-scattered layer by layer.
+  double gradient_bytes = 0;
 };
 
 // Which ends of the model a pipeline stage holds.
@@ -77,22 +81,32 @@ struct StageEnds {
 using LabelFn = absl::FunctionRef<int32_t(const std::string&)>;
 
 // The templates of one stage of `job` (which must be valid) that holds
-// `ends`. Resolves every operator and TP collective through `lookup` (which
-// records them) and interns every task label through `label`, both in a
-// fixed order, so equal calls give equal lookups and label indices.
+// `ends`; with interleaving, of one model chunk of a stage. Resolves every operator and TP
+// collective through `lookup` (which records them) and interns every task label through `label`,
+// both in a fixed order, so equal calls give equal lookups and label indices.
 StageTemplates MakeStageTemplates(const Job& job, ProfileLookup& lookup, Granularity granularity,
                                   StageEnds ends, LabelFn label);
 
-// Megatron rank order: tensor-parallel ranks innermost, then data-parallel,
-// then pipeline (rank = stage * t * d + replica * t + tp_rank).
+// Megatron rank order: tensor-parallel ranks innermost, then context-,
+// then data-parallel, then pipeline (rank = stage * t*c*d + replica * t*c +
+// cp_rank * t + tp_rank).
 CommGroup TensorParallelGroup(const Job& job);
+// The d * c ranks that reduce gradients (GradientRanks).
 CommGroup DataParallelGroup(const Job& job);
+// Two neighbours of the context-parallel K/V ring.
+CommGroup ContextRingGroup(const Job& job);
 // Two ranks `stages_apart` stages apart: on one node or not, with the NIC
 // shared by the t*d GPUs of a stage on a node that send at once.
 CommGroup StagePairGroup(const Job& job, int64_t stage, int64_t stages_apart);
 
-// Bytes of one micro-batch's activations at a layer boundary (b * s * h).
+// Bytes of one micro-batch's activations at a layer boundary on one rank
+// (b * s/c * h * 2).
 double ActivationBytes(const Job& job);
+// The ranks holding the same parameters, d * c, and the collective that
+// reduces their gradients: an all-reduce, or a reduce-scatter when sharded.
+int64_t GradientRanks(const Job& job);
+Collective GradientCollective(const Job& job);
+// Layers of one model chunk: layers / (p * V) (a stage's, without interleaving).
 int64_t LayersPerStage(const Job& job);
 // Whether the last backward pass all-reduces its gradients in buckets.
 bool BucketsGradients(const Job& job);

@@ -50,6 +50,52 @@ inline bool NextIsForward(PipelineSchedule schedule, int64_t stage, int64_t stag
   return forwards < warmup || forwards - warmup == backwards;
 }
 
+// Interleaved 1F1B (Narayanan et al. 2021, §2.2), in the order Megatron-LM
+// runs it (megatron/core/pipeline_parallel/schedules.py,
+// forward_backward_pipelining_with_interleaving, with its default group of
+// p micro-batches per model chunk): each stage holds `chunks` model chunks
+// and runs m * chunks chunk forwards and as many chunk backwards.
+struct ChunkPass {
+  int64_t micro_batch = 0;
+  int64_t chunk = 0;
+};
+
+// The k-th chunk forward (or backward) of any stage: micro-batches go in
+// groups of `stages`, each group through chunk 0, 1, ... (backwards through
+// the last chunk first). m must be a multiple of `stages`.
+inline ChunkPass InterleavedPass(bool forward, int64_t stages, int64_t chunks, int64_t k) {
+  const int64_t group = k / (stages * chunks), r = k % (stages * chunks);
+  const int64_t position = r / stages;
+  return {.micro_batch = group * stages + r % stages,
+          .chunk = forward ? position : chunks - 1 - position};
+}
+
+// Megatron's warm-up: 2 * (stages - stage - 1) + (chunks - 1) * stages chunk
+// forwards, at most all of them; then one forward and one backward in turn.
+inline int64_t InterleavedWarmup(int64_t stage, int64_t stages, int64_t chunks, int64_t m) {
+  return std::min(2 * (stages - stage - 1) + (chunks - 1) * stages, m * chunks);
+}
+
+// Whether `stage`'s next action is a chunk forward, after `forwards` chunk
+// forwards and `backwards` chunk backwards (< 2 * m * chunks in all).
+inline bool InterleavedNextIsForward(int64_t stage, int64_t stages, int64_t chunks, int64_t m,
+                                     int64_t forwards, int64_t backwards) {
+  if (forwards == m * chunks) return false;
+  const int64_t warmup = InterleavedWarmup(stage, stages, chunks, m);
+  return forwards < warmup || forwards - warmup == backwards;
+}
+
+// With interleaving the last stage's chunk v feeds the first stage's chunk
+// v + 1 (and backwards the first stage's chunk v + 1 feeds the last stage's
+// chunk v). Both ends run those passes in the same order, so one FIFO carries
+// them: the index in it of the `k`-th chunk pass of the sender (`sending`)
+// or of the receiver. Only passes that cross the wrap have one.
+inline int64_t InterleavedWrapIndex(bool sending, int64_t stages, int64_t chunks, int64_t k) {
+  const int64_t group = k / (stages * chunks), r = k % (stages * chunks);
+  const int64_t position = r / stages - (sending ? 0 : 1);
+  return group * stages * (chunks - 1) + position * stages + r % stages;
+}
+
 }  // namespace vtrain
 
 #endif  // VTRAIN_CORE_GRAPH_SCHEDULE_H_

@@ -43,9 +43,11 @@ class IterationWalker {
         plan_(job.plan),
         lookup_(lookup),
         options_(options),
-        d_(plan_.data_parallel),
+        d_(internal::GradientRanks(job)),
         p_(plan_.pipeline_parallel),
         m_(plan_.num_micro_batches()),
+        v_(plan_.virtual_stages),
+        n_(m_ * v_),
         bucketing_(internal::BucketsGradients(job)) {}
 
   // Puts every task into the sink and fills stages(). RESOURCE_EXHAUSTED,
@@ -63,8 +65,7 @@ class IterationWalker {
   // says and its transfer has arrived; whether it did.
   bool Step(int64_t s, bool forward) {
     const internal::PipelineState<Handle>& ps = ps_;
-    return ps.backwards[s] < m_ &&
-           NextIsForward(plan_.schedule, s, p_, m_, ps.forwards[s], ps.backwards[s]) == forward &&
+    return ps.backwards[s] < n_ && NextForward(s, ps.forwards[s], ps.backwards[s]) == forward &&
            EmitNext(s);
   }
   absl::Status Finish();
@@ -95,7 +96,21 @@ class IterationWalker {
   void MergePasses();
   bool Drain(int64_t stage);
   bool EmitNext(int64_t stage);
-  void EmitAction(int64_t stage, PipelineAction action);
+  // Whether `stage`'s next action, after `f` forwards and `b` backwards, is
+  // a forward.
+  bool NextForward(int64_t stage, int64_t f, int64_t b) const {
+    return v_ == 1 ? NextIsForward(plan_.schedule, stage, p_, m_, f, b)
+                   : InterleavedNextIsForward(stage, p_, v_, m_, f, b);
+  }
+  // The chunk of `stage`'s `k`-th forward or backward (0 without interleaving).
+  int64_t ChunkOf(bool forward, int64_t k) const {
+    return v_ == 1 ? 0 : InterleavedPass(forward, p_, v_, k).chunk;
+  }
+  // The queue `stage`'s `k`-th forward or backward receives from, if any.
+  internal::SendQueue<Handle>* Source(int64_t stage, bool forward, int64_t k);
+  // `k`: the action's index among the stage's forwards or backwards (the
+  // micro-batch without interleaving).
+  void EmitAction(int64_t stage, PipelineAction action, int64_t k);
   Handle EmitTemplate(const internal::ActionTemplate& t, StreamId stream,
                       absl::Span<const Handle> parents, StreamId bucket_stream,
                       Handle* last_bucket);
@@ -106,13 +121,18 @@ class IterationWalker {
   const ParallelPlan& plan_;
   ProfileLookup& lookup_;
   const BuildOptions& options_;
-  const int64_t d_, p_, m_;
+  // d_: the ranks that reduce gradients (d * c); v_: model chunks per stage
+  // (interleaving); n_ = m_ * v_: forwards (and backwards) per stage.
+  const int64_t d_, p_, m_, v_, n_;
   const bool bucketing_;
 
   std::vector<StageInfo> stages_;
+  // Per virtual stage chunk * p + stage (the stage itself without interleaving).
   std::vector<const internal::StageTemplates*> stage_templates_;
   std::vector<internal::StageTemplates> distinct_templates_;  // first, middle, last, or single
-  std::vector<int64_t> send_ns_;                              // per stage boundary s -> s+1
+  // Per stage boundary s -> s+1; with interleaving [p - 1] is the wrap from
+  // the last stage to the first.
+  std::vector<int64_t> send_ns_;
   int32_t send_label_ = 0, dp_label_ = 0, emb_label_ = 0;
   int64_t tasks_ = 0;  // CountTasks()
   internal::PipelineState<Handle> ps_;
@@ -120,52 +140,10 @@ class IterationWalker {
   std::vector<MergedPass> merged_;               // per stage; unused unless kMergesSends
 };
 
-template <IterationSink Sink>
-void IterationWalker<Sink>::MakeTemplates() {
-  // Stages differ only in holding the embedding (first) or the logit (last).
-  distinct_templates_.reserve(4);
-  stage_templates_.resize(p_);
-  auto templates_for = [&](internal::StageEnds ends) -> const internal::StageTemplates* {
-    distinct_templates_.push_back(internal::MakeStageTemplates(
-        job_, lookup_, options_.granularity, ends,
-        [this](const std::string& name) { return sink_.Label(name); }));
-    return &distinct_templates_.back();
-  };
-  if (p_ == 1) {
-    stage_templates_[0] = templates_for({.has_embedding = true, .has_logit = true});
-  } else {
-    stage_templates_[0] = templates_for({.has_embedding = true, .has_logit = false});
-    const internal::StageTemplates* middle =
-        p_ > 2 ? templates_for({.has_embedding = false, .has_logit = false}) : nullptr;
-    for (int64_t s = 1; s + 1 < p_; ++s) stage_templates_[s] = middle;
-    stage_templates_[p_ - 1] = templates_for({.has_embedding = false, .has_logit = true});
-  }
-}
-
-template <IterationSink Sink>
-int64_t IterationWalker<Sink>::CountTasks() const {
-  double count = 0;
-  for (int64_t s = 0; s < p_; ++s) {
-    const internal::StageTemplates& st = *stage_templates_[s];
-    const double m = static_cast<double>(m_);
-    count += m * static_cast<double>(st.forward.NumItems()) +
-             (m - 1) * static_cast<double>(st.backward.NumItems()) +
-             static_cast<double>(st.backward_last.NumItems() + st.optimizer.NumItems());
-    // Pipeline sends, unless folded into the pass before them.
-    if (s + 1 < p_ && !MergesSend(st.forward)) count += m;
-    if (s > 0) count += MergesSend(st.backward) ? 1 : m;
-    if (d_ > 1) {
-      count += bucketing_ ? static_cast<double>(st.backward_last.segments.size()) : 1;
-    }
-  }
-  if (p_ > 1 && TiedEmbeddings(job_.model)) count += 1;  // embedding gradient all-reduce
-  return count > 9e18 ? INT64_MAX : static_cast<int64_t>(count);
-}
-
 // The pipeline send times, the streams and what each stage holds.
 template <IterationSink Sink>
 void IterationWalker<Sink>::DescribeStages() {
-  send_ns_.resize(std::max<int64_t>(0, p_ - 1));
+  send_ns_.resize(std::max<int64_t>(0, v_ > 1 ? p_ : p_ - 1));
   const double send_bytes = internal::ActivationBytes(job_) /
                             static_cast<double>(plan_.tensor_parallel);  // scatter-gather
   CommGroup last;  // neighbouring stage pairs mostly share a group: one lookup
@@ -176,20 +154,30 @@ void IterationWalker<Sink>::DescribeStages() {
     send_ns_[s] = same ? send_ns_[s - 1] : CollectiveNs(Collective::kSendRecv, send_bytes, g);
     last = g;
   }
-  const int64_t layers_per_stage = internal::LayersPerStage(job_);
+  if (v_ > 1) {
+    send_ns_[p_ - 1] =
+        CollectiveNs(Collective::kSendRecv, send_bytes, internal::StagePairGroup(job_, 0, p_ - 1));
+  }
+  const int64_t layers_per_chunk = internal::LayersPerStage(job_);
   stages_.resize(p_);
   for (int64_t s = 0; s < p_; ++s) {
     StageInfo& info = stages_[s];
-    const internal::StageTemplates& st = *stage_templates_[s];
-    info.first_layer = s * layers_per_stage;
-    info.num_layers = layers_per_stage;
+    info.first_layer = s * layers_per_chunk;  // of its first chunk
+    info.num_layers = layers_per_chunk * v_;
     info.has_embedding = s == 0;
     info.has_logit = s == p_ - 1;
     info.compute_stream = sink_.AddStream(absl::StrCat("stage", s, "/compute"));
     info.data_parallel_stream = sink_.AddStream(absl::StrCat("stage", s, "/data_parallel"));
-    info.tensor_parallel_ns = m_ * (st.forward.tensor_parallel_ns + st.backward.tensor_parallel_ns);
-    info.pipeline_send_ns = m_ * ((s + 1 < p_ ? send_ns_[s] : 0) + (s > 0 ? send_ns_[s - 1] : 0));
-    info.parameters_per_gpu = st.parameters_per_gpu;
+    for (int64_t c = 0; c < v_; ++c) {
+      const int64_t vs = c * p_ + s;
+      const internal::StageTemplates& st = *stage_templates_[vs];
+      info.tensor_parallel_ns +=
+          m_ * (st.forward.tensor_parallel_ns + st.backward.tensor_parallel_ns);
+      // Sends out of this chunk, forward and backward.
+      info.pipeline_send_ns += m_ * ((vs + 1 < p_ * v_ ? send_ns_[s + 1 < p_ ? s : p_ - 1] : 0) +
+                                     (vs > 0 ? send_ns_[s > 0 ? s - 1 : p_ - 1] : 0));
+      info.parameters_per_gpu += st.parameters_per_gpu;
+    }
   }
 }
 
@@ -201,7 +189,7 @@ void IterationWalker<Sink>::DescribeStages() {
 template <IterationSink Sink>
 void IterationWalker<Sink>::MergePasses() {
   merged_.assign(p_, MergedPass{});
-  for (int64_t s = 0; s < p_ && Sink::kMergesSends; ++s) {
+  for (int64_t s = 0; s < p_ && Sink::kMergesSends && v_ == 1; ++s) {
     const internal::StageTemplates& st = *stage_templates_[s];
     MergedPass& mp = merged_[s];
     if (s + 1 < p_ && MergesSend(st.forward)) {
@@ -225,10 +213,11 @@ template <IterationSink Sink>
 bool IterationWalker<Sink>::EmitNext(int64_t s) {
   internal::PipelineState<Handle>& ps = ps_;
   const int64_t f = ps.forwards[s], b = ps.backwards[s];
-  const bool forward = NextIsForward(plan_.schedule, s, p_, m_, f, b);
-  // Sends arrive in micro-batch order, so a waiting one is this action's.
-  if (forward ? (s > 0 && ps.forward_sends[s - 1].empty())
-              : (s + 1 < p_ && ps.backward_sends[s + 1].empty())) {
+  const bool forward = NextForward(s, f, b);
+  // Sends arrive in the order they are consumed, so a waiting one is this
+  // action's.
+  if (const internal::SendQueue<Handle>* q = Source(s, forward, forward ? f : b);
+      q != nullptr && q->empty()) {
     return false;
   }
   --ps.remaining;
@@ -252,8 +241,13 @@ bool IterationWalker<Sink>::EmitNext(int64_t s) {
       return true;
     }
   }
+  const int64_t k = forward ? f : b;
   (forward ? ps.forwards[s] : ps.backwards[s]) += 1;
-  EmitAction(s, PipelineAction{.forward = forward, .micro_batch = forward ? f : b});
+  EmitAction(
+      s,
+      PipelineAction{.forward = forward,
+                     .micro_batch = v_ == 1 ? k : InterleavedPass(forward, p_, v_, k).micro_batch},
+      k);
   return true;
 }
 
@@ -261,7 +255,7 @@ bool IterationWalker<Sink>::EmitNext(int64_t s) {
 template <IterationSink Sink>
 bool IterationWalker<Sink>::Drain(int64_t s) {
   bool any = false;
-  while (ps_.backwards[s] < m_ && !sink_.Stopped() && EmitNext(s)) any = true;
+  while (ps_.backwards[s] < n_ && !sink_.Stopped() && EmitNext(s)) any = true;
   return any;
 }
 
@@ -286,8 +280,8 @@ typename Sink::Handle IterationWalker<Sink>::EmitTemplate(const internal::Action
       first = false;
     }
     if (seg.bucket_bytes > 0 && last_bucket != nullptr) {
-      const int64_t ns =
-          CollectiveNs(Collective::kAllReduce, seg.bucket_bytes, internal::DataParallelGroup(job_));
+      const int64_t ns = CollectiveNs(internal::GradientCollective(job_), seg.bucket_bytes,
+                                      internal::DataParallelGroup(job_));
       *last_bucket = sink_.Add(bucket_stream, ns, 0, TaskKind::kDataParallel, dp_label_,
                                absl::MakeConstSpan(&last, 1));
     }
@@ -296,35 +290,62 @@ typename Sink::Handle IterationWalker<Sink>::EmitTemplate(const internal::Action
 }
 
 template <IterationSink Sink>
-void IterationWalker<Sink>::EmitAction(int64_t s, PipelineAction a) {
-  const internal::StageTemplates& st = *stage_templates_[s];
+internal::SendQueue<typename Sink::Handle>* IterationWalker<Sink>::Source(int64_t s, bool forward,
+                                                                          int64_t k) {
+  // Without interleaving (chunk 0 of 1) only the first stage's forwards and
+  // the last stage's backwards receive nothing; with it, only the model's
+  // first chunk forward and its last chunk backward.
+  const int64_t chunk = ChunkOf(forward, k);
+  if (forward) {
+    if (s == 0 && chunk == 0) return nullptr;
+    return &ps_.forward_sends[s > 0 ? s - 1 : p_ - 1];
+  }
+  if (s == p_ - 1 && chunk == v_ - 1) return nullptr;
+  return &ps_.backward_sends[s + 1 < p_ ? s + 1 : 0];
+}
+
+template <IterationSink Sink>
+void IterationWalker<Sink>::EmitAction(int64_t s, PipelineAction a, int64_t k) {
+  const int64_t chunk = ChunkOf(a.forward, k);
+  const int64_t vs = chunk * p_ + s;  // virtual stage
+  const internal::StageTemplates& st = *stage_templates_[vs];
   const StageInfo& info = stages_[s];
-  const int64_t j = a.micro_batch;
+  // Indices in the queues: the pass index, or its place in the wrap's FIFO.
+  auto pop = [&](internal::SendQueue<Handle>* q, bool wraps) {
+    return q->Pop(wraps ? InterleavedWrapIndex(false, p_, v_, k) : k);
+  };
   if (a.forward) {
     Handle recv = Sink::None();
-    if (s > 0) recv = ps_.forward_sends[s - 1].Pop(j);
-    const auto parents = s > 0 ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>();
+    internal::SendQueue<Handle>* source = Source(s, true, k);
+    if (source != nullptr) recv = pop(source, s == 0);
+    const auto parents =
+        source != nullptr ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>();
     const Handle last =
         EmitTemplate(st.forward, info.compute_stream, parents, info.data_parallel_stream, nullptr);
-    if (s + 1 < p_) {
-      ps_.forward_sends[s].Push(
-          j, sink_.Add(info.compute_stream, send_ns_[s], 0, TaskKind::kPipeline, send_label_,
-                       absl::MakeConstSpan(&last, 1)));
+    if (vs + 1 < p_ * v_) {
+      const bool wraps = s == p_ - 1;
+      ps_.forward_sends[s].Push(wraps ? InterleavedWrapIndex(true, p_, v_, k) : k,
+                                sink_.Add(info.compute_stream, send_ns_[s], 0, TaskKind::kPipeline,
+                                          send_label_, absl::MakeConstSpan(&last, 1)));
     }
     return;
   }
-  const bool is_last = j == m_ - 1;
+  const bool is_last = k == n_ - 1;
   Handle recv = Sink::None();
-  if (s + 1 < p_) recv = ps_.backward_sends[s + 1].Pop(j);
-  const auto parents = s + 1 < p_ ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>();
+  internal::SendQueue<Handle>* source = Source(s, false, k);
+  if (source != nullptr) recv = pop(source, s == p_ - 1);
+  const auto parents =
+      source != nullptr ? absl::MakeConstSpan(&recv, 1) : absl::Span<const Handle>();
   const bool bucketed = is_last && bucketing_ && d_ > 1;
   const Handle last =
       EmitTemplate(is_last ? st.backward_last : st.backward, info.compute_stream, parents,
                    info.data_parallel_stream, bucketed ? &last_dp_[s] : nullptr);
-  if (s > 0) {
+  if (vs > 0) {
+    const bool wraps = s == 0;
     ps_.backward_sends[s].Push(
-        j, sink_.Add(info.compute_stream, send_ns_[s - 1], 0, TaskKind::kPipeline, send_label_,
-                     absl::MakeConstSpan(&last, 1)));
+        wraps ? InterleavedWrapIndex(true, p_, v_, k) : k,
+        sink_.Add(info.compute_stream, send_ns_[wraps ? p_ - 1 : s - 1], 0, TaskKind::kPipeline,
+                  send_label_, absl::MakeConstSpan(&last, 1)));
   }
   if (is_last) last_backward_[s] = last;
 }
@@ -334,11 +355,15 @@ void IterationWalker<Sink>::EmitTail() {
   // Without bucketing, each stage all-reduces all its gradients at once.
   if (d_ > 1 && !bucketing_) {
     int64_t ns = 0;
+    double last_bytes = -1;
     for (int64_t s = 0; s < p_; ++s) {
-      const double bytes = stage_templates_[s]->parameters_per_gpu * internal::kElemBytes;
-      // The middle stages share their templates: one lookup for them.
-      if (s == 0 || stage_templates_[s] != stage_templates_[s - 1]) {
-        ns = CollectiveNs(Collective::kAllReduce, bytes, internal::DataParallelGroup(job_));
+      double bytes = 0;
+      for (int64_t c = 0; c < v_; ++c) bytes += stage_templates_[c * p_ + s]->gradient_bytes;
+      // The middle stages hold as many gradients: one lookup for them.
+      if (bytes != last_bytes) {
+        ns = CollectiveNs(internal::GradientCollective(job_), bytes,
+                          internal::DataParallelGroup(job_));
+        last_bytes = bytes;
       }
       last_dp_[s] = sink_.Add(stages_[s].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
                               dp_label_, absl::MakeConstSpan(&last_backward_[s], 1));
@@ -362,26 +387,13 @@ void IterationWalker<Sink>::EmitTail() {
   for (int64_t s = 0; s < p_; ++s) {
     Handle parents[2] = {done(s), embedding_sync};
     const bool synced = Sink::IsSet(embedding_sync) && (s == 0 || s == p_ - 1);
-    EmitTemplate(stage_templates_[s]->optimizer, stages_[s].compute_stream,
-                 absl::MakeConstSpan(parents, synced ? 2 : 1), stages_[s].data_parallel_stream,
-                 nullptr);
+    // One step per model chunk, one after another on the stream.
+    for (int64_t c = 0; c < v_; ++c) {
+      EmitTemplate(stage_templates_[c * p_ + s]->optimizer, stages_[s].compute_stream,
+                   absl::MakeConstSpan(parents, synced ? 2 : 1), stages_[s].data_parallel_stream,
+                   nullptr);
+    }
   }
-}
-
-template <IterationSink Sink>
-double IterationWalker<Sink>::TotalTaskNs() const {
-  auto sum = [](const internal::ActionTemplate& t) {
-    return t.TaskNs() + static_cast<double>(t.tensor_parallel_ns);
-  };
-  double total = 0;
-  for (int64_t s = 0; s < p_; ++s) {
-    const internal::StageTemplates& t = *stage_templates_[s];
-    total += static_cast<double>(m_) * (sum(t.forward) + sum(t.backward)) + sum(t.backward_last) +
-             sum(t.optimizer);
-  }
-  for (const int64_t send : send_ns_)
-    total += 2 * static_cast<double>(m_) * static_cast<double>(send);
-  return total;
 }
 
 template <IterationSink Sink>
@@ -435,7 +447,7 @@ absl::Status IterationWalker<Sink>::Begin() {
 
   ps_.forwards.assign(p_, 0);
   ps_.backwards.assign(p_, 0);
-  ps_.remaining = p_ * 2 * m_;
+  ps_.remaining = p_ * 2 * n_;
   return absl::OkStatus();
 }
 
@@ -459,5 +471,7 @@ absl::Status IterationWalker<Sink>::Finish() {
 }
 
 }  // namespace vtrain
+
+#include "core/graph/walker_setup_inl.h"  // IWYU pragma: export
 
 #endif  // VTRAIN_CORE_GRAPH_WALKER_H_

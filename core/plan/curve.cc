@@ -61,6 +61,7 @@ absl::StatusOr<CurvePoint> BestAt(const CurveSpec& spec, int64_t gpus, const Pro
   space.max_micro_batch = spec.max_micro_batch;
   space.schedules = spec.schedules;
   space.recomputes = spec.recomputes;
+  space.training = spec.training;
   space.dtype = spec.dtype;
   SearchOptions so;
   so.cancelled = options.cancelled;
@@ -121,6 +122,9 @@ absl::StatusOr<CurvePoint> DataParallelAt(const CurveSpec& spec, int64_t t, int6
     job.plan.global_batch = spec.global_batch;
     job.plan.schedule = spec.schedules.front();
     job.plan.recompute = spec.recomputes.front();
+    job.plan.virtual_stages = spec.training.virtual_stages.front();
+    job.plan.sequence_parallel = spec.training.sequence_parallel.front();
+    job.plan.data_parallel_sharding = spec.training.shardings.front();
     job.plan.dtype = spec.dtype;
     if (!ValidateJob(job).ok() || !EstimateMemory(job).fits) continue;
     VTRAIN_ASSIGN_OR_RETURN(CurvePoint point, PointOf(job, gpus, profiles, options));
@@ -143,8 +147,11 @@ absl::Status CheckSpec(const CurveSpec& spec) {
     }
   }
   if (spec.global_batch <= 0) return absl::InvalidArgumentError("global_batch must be positive");
-  if (spec.schedules.empty() || spec.recomputes.empty()) {
-    return absl::InvalidArgumentError("schedules and recomputes need at least one value each");
+  if (spec.schedules.empty() || spec.recomputes.empty() || spec.training.context_parallel.empty() ||
+      spec.training.virtual_stages.empty() || spec.training.sequence_parallel.empty() ||
+      spec.training.shardings.empty()) {
+    return absl::InvalidArgumentError(
+        "schedules, recomputes and the training-option lists need at least one value each");
   }
   // The shape itself (model, cluster, batch) on the smallest plan, so that a
   // bad model is an error rather than a curve of points that do not fit.

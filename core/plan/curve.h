@@ -36,6 +36,9 @@ struct CurveSpec {
   int64_t max_micro_batch = 0;
   std::vector<PipelineSchedule> schedules = {PipelineSchedule::k1F1B};
   std::vector<Recompute> recomputes = {Recompute::kFull};
+  // Context parallelism, virtual stages, SP and sharding to try (kBest);
+  // kDataParallel takes the first V, SP and sharding, and c = 1.
+  TrainingOptionSpace training;
   // The best achievable at or below each count (3D plans can dip): a count
   // whose own best is slower reuses the plan of a smaller count.
   bool monotone = false;

@@ -41,43 +41,62 @@ absl::Status Enumerate(const SearchSpace& space, const SearchOptions& options, S
   int64_t steps = 0;
   auto cancelled = [&] { return ++steps % 4096 == 0 && options.cancelled && options.cancelled(); };
   const std::vector<int64_t> batch_divisors = Divisors(space.global_batch);
+  const TrainingOptionSpace& options_space = space.training;
+  // Adds the job of one point of the space, if valid and fitting.
+  auto consider = [&](Job job) -> absl::Status {
+    if (!ValidateJob(job).ok()) return absl::OkStatus();
+    ++result->considered;
+    if (result->considered > options.max_candidates) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the search space has more than max_candidates=", options.max_candidates,
+                       " plans; narrow it (tensor-parallel degrees, max micro-batch, "
+                       "max data-parallel, the training-option lists)"));
+    }
+    if (!EstimateMemory(job).fits) {
+      ++result->out_of_memory;
+      return absl::OkStatus();
+    }
+    candidates->push_back(std::move(job));
+    return absl::OkStatus();
+  };
   for (int64_t t : tps) {
-    for (int64_t p : Divisors(space.model.num_layers)) {
-      for (int64_t d : batch_divisors) {
-        if (cancelled()) return absl::CancelledError("search cancelled by the caller");
-        if (t * p > limit || t * d * p > limit) continue;
-        if (space.gpus > 0 && t * d * p != space.gpus) continue;
-        if (space.max_data_parallel > 0 && d > space.max_data_parallel) continue;
-        for (int64_t mb : Divisors(space.global_batch / d)) {
+    for (int64_t c : options_space.context_parallel) {
+      for (int64_t p : Divisors(space.model.num_layers)) {
+        for (int64_t d : batch_divisors) {
           if (cancelled()) return absl::CancelledError("search cancelled by the caller");
-          if (space.max_micro_batch > 0 && mb > space.max_micro_batch) continue;
-          for (PipelineSchedule schedule : space.schedules) {
-            for (Recompute recompute : space.recomputes) {
-              Job job;
-              job.model = space.model;
-              job.cluster = space.cluster;
-              job.cluster.num_gpus = t * d * p;
-              job.plan.tensor_parallel = t;
-              job.plan.data_parallel = d;
-              job.plan.pipeline_parallel = p;
-              job.plan.micro_batch = mb;
-              job.plan.global_batch = space.global_batch;
-              job.plan.schedule = schedule;
-              job.plan.recompute = recompute;
-              job.plan.dtype = space.dtype;
-              if (!ValidateJob(job).ok()) continue;
-              ++result->considered;
-              if (result->considered > options.max_candidates) {
-                return absl::ResourceExhaustedError(absl::StrCat(
-                    "the search space has more than max_candidates=", options.max_candidates,
-                    " plans; narrow it (tensor-parallel degrees, max micro-batch, "
-                    "max data-parallel)"));
+          if (t * c * p > limit || t * c * p * d > limit) continue;
+          if (space.gpus > 0 && t * c * p * d != space.gpus) continue;
+          if (space.max_data_parallel > 0 && d > space.max_data_parallel) continue;
+          for (int64_t mb : Divisors(space.global_batch / d)) {
+            if (cancelled()) return absl::CancelledError("search cancelled by the caller");
+            if (space.max_micro_batch > 0 && mb > space.max_micro_batch) continue;
+            Job job;
+            job.model = space.model;
+            job.cluster = space.cluster;
+            job.cluster.num_gpus = t * c * p * d;
+            job.plan.tensor_parallel = t;
+            job.plan.context_parallel = c;
+            job.plan.data_parallel = d;
+            job.plan.pipeline_parallel = p;
+            job.plan.micro_batch = mb;
+            job.plan.global_batch = space.global_batch;
+            job.plan.dtype = space.dtype;
+            for (PipelineSchedule schedule : space.schedules) {
+              for (Recompute recompute : space.recomputes) {
+                for (int64_t v : options_space.virtual_stages) {
+                  for (bool sp : options_space.sequence_parallel) {
+                    if (sp && t == 1) continue;  // a no-op: the same plan as off
+                    for (DataParallelSharding sharding : options_space.shardings) {
+                      job.plan.schedule = schedule;
+                      job.plan.recompute = recompute;
+                      job.plan.virtual_stages = v;
+                      job.plan.sequence_parallel = sp;
+                      job.plan.data_parallel_sharding = sharding;
+                      VTRAIN_RETURN_IF_ERROR(consider(job));
+                    }
+                  }
+                }
               }
-              if (!EstimateMemory(job).fits) {
-                ++result->out_of_memory;
-                continue;
-              }
-              candidates->push_back(std::move(job));
             }
           }
         }
@@ -220,20 +239,23 @@ namespace {
 // their operators repeat, and it memoises them.
 double LowerBoundMs(const Job& job, ProfileLookup& lookup) {
   auto label = [](const std::string&) { return 0; };
-  const int64_t p = job.plan.pipeline_parallel;
-  std::vector<internal::StageEnds> ends;
-  if (p == 1) {
-    ends.push_back({.has_embedding = true, .has_logit = true});
-  } else {
-    ends.push_back({.has_embedding = true, .has_logit = false});
-    if (p > 2) ends.push_back({.has_embedding = false, .has_logit = false});
-    ends.push_back({.has_embedding = false, .has_logit = true});
-  }
-  double busiest = 0;
-  for (const internal::StageEnds& e : ends) {
+  const int64_t p = job.plan.pipeline_parallel, v = job.plan.virtual_stages;
+  // With interleaving a stage runs V chunks (virtual stages chunk * p + s):
+  // the first and last stages hold the model's ends, the others none.
+  auto pass_ns = [&](internal::StageEnds e) {
     const internal::StageTemplates t =
         internal::MakeStageTemplates(job, lookup, Granularity::kOperator, e, label);
-    busiest = std::max(busiest, t.forward.TaskNs() + t.backward.TaskNs());
+    return t.forward.TaskNs() + t.backward.TaskNs();
+  };
+  double busiest = 0;
+  if (p * v == 1) {
+    busiest = pass_ns({.has_embedding = true, .has_logit = true});
+  } else {
+    const double middle = p * v > 2 ? pass_ns({.has_embedding = false, .has_logit = false}) : 0;
+    const double chunks = static_cast<double>(v - 1);
+    busiest = std::max(pass_ns({.has_embedding = true, .has_logit = false}) + chunks * middle,
+                       pass_ns({.has_embedding = false, .has_logit = true}) + chunks * middle);
+    if (p > 2) busiest = std::max(busiest, static_cast<double>(v) * middle);
   }
   return busiest * static_cast<double>(job.plan.num_micro_batches()) * 1e-6;
 }

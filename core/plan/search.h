@@ -1,6 +1,6 @@
-// Plan search: enumerate parallel plans (t, d, p, micro-batch, schedule,
-// recomputation) for a model on a cluster, drop those that do not fit in
-// memory, predict the rest in parallel, and pick the best by an objective;
+// Plan search: enumerate parallel plans (t, c, d, p, micro-batch, schedule,
+// recomputation, virtual stages, sequence parallelism, sharding) for a model on a cluster, drop
+// those that do not fit in memory, predict the rest in parallel, and pick the best by an objective;
 // always also the Pareto frontier of training time against cost.
 #ifndef VTRAIN_CORE_PLAN_SEARCH_H_
 #define VTRAIN_CORE_PLAN_SEARCH_H_
@@ -18,6 +18,18 @@
 
 namespace vtrain {
 
+// The training options a search tries besides t, d, p, micro-batch, schedule
+// and recomputation; every combination (each list non-empty; the defaults
+// are the single plain value). Combinations ValidateJob refuses (V without
+// a deep enough pipeline, c that does not split the sequence) are skipped,
+// as is sequence parallelism with t = 1 (a no-op, the same plan).
+struct TrainingOptionSpace {
+  std::vector<int64_t> context_parallel = {1};
+  std::vector<int64_t> virtual_stages = {1};
+  std::vector<bool> sequence_parallel = {false};
+  std::vector<DataParallelSharding> shardings = {DataParallelSharding::kNone};
+};
+
 struct SearchSpace {
   ModelSpec model;
   ClusterSpec cluster;  // GPU, GPUs per node, bandwidths, price; num_gpus is ignored
@@ -31,6 +43,7 @@ struct SearchSpace {
   int64_t max_micro_batch = 0;    // 0: every divisor of the per-replica batch
   std::vector<PipelineSchedule> schedules = {PipelineSchedule::k1F1B};
   std::vector<Recompute> recomputes = {Recompute::kFull};
+  TrainingOptionSpace training;
   DType dtype = DType::kFp16;
   double train_tokens = 0;  // for training time and cost; 0: per iteration only
 };

@@ -16,41 +16,101 @@ double LayerActivationBytes(const ModelSpec& model, int64_t micro_batch, int64_t
   return s * b * h * (10 + 24 / t + 5 * a * s / (h * t));
 }
 
+double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan) {
+  const double s = static_cast<double>(model.seq_len);
+  const double b = static_cast<double>(plan.micro_batch);
+  const double h = static_cast<double>(model.hidden_size);
+  const double a = static_cast<double>(model.num_heads);
+  const double t = static_cast<double>(plan.tensor_parallel);
+  const double c = static_cast<double>(plan.context_parallel);
+  const bool sp = plan.sequence_parallel_active();
+  // Korthikanti et al. 2022, Table 2: the 10 bytes per element of layer
+  // norms, dropout masks and residual inputs are split only by SP; the 24 of
+  // the GEMM inputs and the 5*a*s/h of the attention core by TP.
+  // FlashAttention (the Llama layers) keeps no s x s scores: only its output
+  // and the softmax statistics, already among the 24 / t.
+  const double core = model.arch == Architecture::kLlama ? 0 : 5 * a * s / h;
+  double per_token;
+  switch (plan.recompute) {
+    case Recompute::kFull:
+      per_token = sp ? 2 / t : 2;
+      break;
+    case Recompute::kSelective:
+      per_token = sp ? 34 / t : 10 + 24 / t;
+      break;
+    case Recompute::kNone:
+    default:
+      per_token = sp ? (34 + core) / t : 10 + (24 + core) / t;
+      break;
+  }
+  return s * b * h * per_token / c;
+}
+
+int64_t MicroBatchesInFlight(const ParallelPlan& plan, int64_t stage) {
+  const int64_t p = plan.pipeline_parallel, m = plan.num_micro_batches();
+  if (plan.schedule == PipelineSchedule::kGpipe) return m;
+  const int64_t v = plan.virtual_stages;
+  if (v == 1) return std::min<int64_t>(p - stage, m);
+  const int64_t warmup = 2 * (p - stage - 1) + (v - 1) * p;
+  return std::min<int64_t>(warmup + 1, m * v);
+}
+
 MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
   const ModelSpec& m = job.model;
   const ParallelPlan& plan = job.plan;
   const int64_t p = plan.pipeline_parallel;
-  const int64_t micro_batches = plan.num_micro_batches();
   const double t = static_cast<double>(plan.tensor_parallel);
+  const double c = static_cast<double>(plan.context_parallel);
   const double h = static_cast<double>(m.hidden_size);
   const double s = static_cast<double>(m.seq_len);
   const double b = static_cast<double>(plan.micro_batch);
   const double vocab = static_cast<double>(PaddedVocab(m, plan.tensor_parallel));
   const double layers = static_cast<double>(m.num_layers / p);
-  const double layer_activations = LayerActivationBytes(m, plan.micro_batch, plan.tensor_parallel);
+  const double layers_per_chunk = layers / static_cast<double>(plan.virtual_stages);
+  const double layer_params = LayerParameterCount(m) / t;
+  // Megatron shards over the data-parallel group with the context-parallel
+  // ranks in it (they hold the same parameters).
+  const double shards = static_cast<double>(plan.data_parallel) * c;
+  const bool sp = plan.sequence_parallel_active();
+  const double per_layer = LayerActivationBytes(m, plan);
+  Job uncomputed = job;
+  uncomputed.plan.recompute = Recompute::kNone;
+  const double full_layer = LayerActivationBytes(m, uncomputed.plan);
 
   MemoryEstimate out;
   out.capacity_bytes = static_cast<double>(job.cluster.gpu.memory_bytes);
   for (int64_t stage = 0; stage < p; ++stage) {
     StageMemory sm;
     sm.stage = stage;
-    sm.parameters = layers * LayerParameterCount(m) / t;
+    sm.parameters = layers * layer_params;
     if (stage == 0) sm.parameters += EmbeddingParametersPerGpu(m, plan.tensor_parallel);
     if (stage == p - 1) sm.parameters += OutputParametersPerGpu(m, plan.tensor_parallel, p);
-    sm.model_states_bytes = sm.parameters * params.bytes_per_parameter;
-    sm.micro_batches_in_flight = plan.schedule == PipelineSchedule::kGpipe
-                                     ? micro_batches
-                                     : std::min<int64_t>(p - stage, micro_batches);
-    const double in_flight = static_cast<double>(sm.micro_batches_in_flight);
-    if (plan.recompute == Recompute::kFull) {
-      sm.activations_bytes = in_flight * layers * 2 * s * b * h + layer_activations;
-    } else {
-      sm.activations_bytes = in_flight * layers * layer_activations;
+    switch (plan.data_parallel_sharding) {
+      case DataParallelSharding::kNone:
+        sm.model_states_bytes = sm.parameters * params.bytes_per_parameter;
+        break;
+      case DataParallelSharding::kOptimizer:
+        sm.model_states_bytes =
+            sm.parameters * (params.bytes_per_parameter - params.optimizer_bytes_per_parameter +
+                             params.optimizer_bytes_per_parameter / shards);
+        break;
+      case DataParallelSharding::kFull: {
+        // fp16 weights and gradients of two layers, gathered whole.
+        const double working = shards > 1 ? 2 * layer_params * 4 : 0;
+        sm.model_states_bytes = sm.parameters * params.bytes_per_parameter / shards + working;
+        break;
+      }
     }
+    sm.micro_batches_in_flight = MicroBatchesInFlight(plan, stage);
+    const double in_flight = static_cast<double>(sm.micro_batches_in_flight);
+    sm.activations_bytes = in_flight * layers_per_chunk * per_layer;
+    // Recomputed layers rebuild one layer's activations at a time.
+    if (plan.recompute == Recompute::kFull) sm.activations_bytes += full_layer;
     // Embedding output (fp16) on the first stage; fp32 logits of the
-    // vocabulary-parallel loss and their gradient on the last.
-    if (stage == 0) sm.logits_bytes += 2 * s * b * h;
-    if (stage == p - 1) sm.logits_bytes += 2 * 4 * s * b * std::ceil(vocab / t);
+    // vocabulary-parallel loss and their gradient on the last. SP keeps the
+    // embedding output split over t; CP holds s/c tokens.
+    if (stage == 0) sm.logits_bytes += 2 * s * b * h / (sp ? t : 1) / c;
+    if (stage == p - 1) sm.logits_bytes += 2 * 4 * s / c * b * std::ceil(vocab / t);
     sm.reserve_bytes = params.reserve_bytes;
     sm.peak_bytes =
         sm.model_states_bytes + sm.activations_bytes + sm.logits_bytes + sm.reserve_bytes;

@@ -16,6 +16,9 @@ struct MemoryParams {
   // weights and two moments (12) per parameter (Rajbhandari et al. 2020,
   // ZeRO, §3.1: 16 bytes per parameter).
   double bytes_per_parameter = 16;
+  // Of those, the fp32 master weights and Adam moments: the part the
+  // distributed optimizer (ZeRO-1) divides over the data-parallel ranks.
+  double optimizer_bytes_per_parameter = 12;
   // CUDA context, NCCL buffers and allocator fragmentation.
   double reserve_bytes = 2.0 * (1 << 30);
 };
@@ -23,11 +26,13 @@ struct MemoryParams {
 struct StageMemory {
   int64_t stage = 0;
   double parameters = 0;          // on one GPU of the stage
-  double model_states_bytes = 0;  // weights, gradients, optimizer states
+  double model_states_bytes = 0;  // weights, gradients, optimizer states (sharded share)
   double activations_bytes = 0;   // micro-batches in flight, peak
   double logits_bytes = 0;        // embedding output / fp32 logits and their gradient
   double reserve_bytes = 0;
   double peak_bytes = 0;  // the sum
+  // Micro-batches whose activations are held at the peak; with interleaving,
+  // model-chunk forwards (each of layers / (p * V) layers).
   int64_t micro_batches_in_flight = 0;
 };
 
@@ -44,11 +49,30 @@ struct MemoryEstimate {
 // Eq. 2 with t-way tensor parallelism): s*b*h*(10 + 24/t + 5*a*s/(h*t)).
 double LayerActivationBytes(const ModelSpec& model, int64_t micro_batch, int64_t tensor_parallel);
 
+// The same for every option of `plan` (Korthikanti et al. 2022, Table 2):
+//  - no recomputation:        s*b*h*(10 + 24/t + 5*a*s/(h*t));
+//    with sequence parallelism s*b*h/t*(34 + 5*a*s/h);
+//  - selective recomputation: s*b*h*(10 + 24/t), with SP s*b*h*34/t;
+//  - full recomputation: the layer input alone, 2*s*b*h (2*s*b*h/t with SP).
+// Context parallelism holds s/c of the sequence on each rank and divides each
+// by c (a rank's attention scores are (s/c) x s).
+double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan);
+
+// Micro-batch forwards `stage` holds at its peak. 1F1B: min(p - stage, m);
+// GPipe: m; interleaved 1F1B (Megatron-LM's schedules.py): its warm-up of
+// 2*(p - stage - 1) + (V - 1)*p chunk forwards plus the one of the steady
+// state, at most m*V.
+int64_t MicroBatchesInFlight(const ParallelPlan& plan, int64_t stage);
+
 // The per-GPU memory of every stage of `job` (which must be valid).
 // With full recomputation a layer keeps only its input (2*s*b*h bytes) per
 // micro-batch in flight, plus one layer's full activations while it is
 // recomputed (Korthikanti et al. 2022, §4.1). 1F1B keeps up to p - stage
 // micro-batches in flight, GPipe all m (Narayanan et al. 2021, §2.2).
+// Sharding over the d * c data-parallel ranks (ZeRO, Rajbhandari et al.
+// 2020, §5.1): kOptimizer divides the optimizer bytes, kFull every byte and
+// adds the gathered weights and unreduced gradients of two layers (the one
+// running and the one prefetched).
 MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params = {});
 
 }  // namespace vtrain

@@ -137,10 +137,16 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
   const double tokens =
       static_cast<double>(j.plan.global_batch) * static_cast<double>(j.model.seq_len);
   p.model_flops = ModelFlopsPerIteration(j);
-  const double recompute_flops =
-      j.plan.recompute == Recompute::kFull
-          ? tokens * static_cast<double>(j.model.num_layers) * LayerForwardFlopsPerToken(j.model)
-          : 0;
+  // Full recomputation re-runs each layer's forward; selective only its
+  // attention core, 4*s*h FLOPs per token (Korthikanti et al. 2022, §5).
+  const double layer_tokens = tokens * static_cast<double>(j.model.num_layers);
+  double recompute_flops = 0;
+  if (j.plan.recompute == Recompute::kFull) {
+    recompute_flops = layer_tokens * LayerForwardFlopsPerToken(j.model);
+  } else if (j.plan.recompute == Recompute::kSelective) {
+    recompute_flops = layer_tokens * 4 * static_cast<double>(j.model.seq_len) *
+                      static_cast<double>(j.model.hidden_size);
+  }
   p.hardware_flops = p.model_flops + recompute_flops;
   const double seconds = static_cast<double>(p.iteration_time_ns) * 1e-9;
   const double peak =

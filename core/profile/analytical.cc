@@ -44,61 +44,70 @@ std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const Oper
   const double t = static_cast<double>(key.tensor_parallel);
   const double h = static_cast<double>(key.hidden);
   const double s = static_cast<double>(key.seq);
-  const double tokens = static_cast<double>(key.micro_batch) * s;
+  // Context parallelism: a rank holds s/c of the sequence (its queries) and
+  // attends to all s keys; sequence parallelism runs layer norms and dropout
+  // on tokens / t (Korthikanti et al. 2022, §4.2.2).
+  const double c = static_cast<double>(std::max<int64_t>(1, key.context_parallel));
+  const double sq = s / c;
+  const double tokens = static_cast<double>(key.micro_batch) * sq;
+  const double norm_tokens = key.sequence_parallel ? tokens / t : tokens;
   const double e = kElem;
   const double vocab_local = std::ceil(static_cast<double>(key.vocab) / t);
   const double heads_local = static_cast<double>(key.heads) / t;
   const double head_dim = key.heads > 0 ? h / static_cast<double>(key.heads) : 0;
   const double batch_heads = static_cast<double>(key.micro_batch) * heads_local;
   const double ffn_local = static_cast<double>(key.ffn) / t;
-  const double scores = batch_heads * s * s;  // attention-probability elements
+  const double scores = batch_heads * sq * s;  // attention-probability elements
 
   switch (key.op) {
     case OperatorKind::kAttentionFwd:
-      seq.Memory("layernorm_fwd", tokens * h * 2 * e);
-      internal::LinearForward(seq, fp8, "gemm_qkv_fwd", tokens, 3 * h / t, h);
-      seq.Gemm("bgemm_attention_scores_fwd", s, s, head_dim, batch_heads);
+      if (!key.attention_core_only) {
+        seq.Memory("layernorm_fwd", norm_tokens * h * 2 * e);
+        internal::LinearForward(seq, fp8, "gemm_qkv_fwd", tokens, 3 * h / t, h);
+      }
+      seq.Gemm("bgemm_attention_scores_fwd", sq, s, head_dim, batch_heads);
       seq.Memory("scaled_masked_softmax_fwd", scores * 2 * e);
       seq.Memory("attention_dropout_fwd", scores * (2 * e + 1));
-      seq.Gemm("bgemm_attention_context_fwd", s, head_dim, s, batch_heads);
+      seq.Gemm("bgemm_attention_context_fwd", sq, head_dim, s, batch_heads);
+      if (key.attention_core_only) break;
       seq.Memory("context_transpose_copy", tokens * h / t * 2 * e);
       internal::LinearForward(seq, fp8, "gemm_projection_fwd", tokens, h, h / t);
-      seq.Memory("bias_dropout_add_fwd", tokens * h * (3 * e + 1));
+      seq.Memory("bias_dropout_add_fwd", norm_tokens * h * (3 * e + 1));
       internal::Fp8ScaleUpdate(seq, fp8);
       break;
     case OperatorKind::kMlpFwd:
-      seq.Memory("layernorm_fwd", tokens * h * 2 * e);
+      seq.Memory("layernorm_fwd", norm_tokens * h * 2 * e);
       internal::LinearForward(seq, fp8, "gemm_fc1_fwd", tokens, ffn_local, h);
       seq.Memory("bias_gelu_fwd", tokens * ffn_local * 2 * e);
       internal::LinearForward(seq, fp8, "gemm_fc2_fwd", tokens, h, ffn_local);
-      seq.Memory("bias_dropout_add_fwd", tokens * h * (3 * e + 1));
+      seq.Memory("bias_dropout_add_fwd", norm_tokens * h * (3 * e + 1));
       internal::Fp8ScaleUpdate(seq, fp8);
       break;
     case OperatorKind::kAttentionBwd:
-      seq.Memory("bias_dropout_add_bwd", tokens * h * (2 * e + 1));
+      seq.Memory("bias_dropout_add_bwd", norm_tokens * h * (2 * e + 1));
       internal::LinearBackward(seq, fp8, "gemm_projection_dgrad", "gemm_projection_wgrad", tokens,
                                h, h / t);
       seq.Memory("context_transpose_copy_bwd", tokens * h / t * 2 * e);
-      seq.Gemm("bgemm_context_dgrad_probs", s, s, head_dim, batch_heads);
-      seq.Gemm("bgemm_context_dgrad_values", s, head_dim, s, batch_heads);
+      seq.Gemm("bgemm_context_dgrad_probs", sq, s, head_dim, batch_heads);
+      seq.Gemm("bgemm_context_dgrad_values", s, head_dim, sq, batch_heads);
       seq.Memory("attention_dropout_bwd", scores * (2 * e + 1));
       seq.Memory("scaled_masked_softmax_bwd", scores * 3 * e);
-      seq.Gemm("bgemm_scores_dgrad_query", s, head_dim, s, batch_heads);
-      seq.Gemm("bgemm_scores_dgrad_key", s, head_dim, s, batch_heads);
+      seq.Gemm("bgemm_scores_dgrad_query", sq, head_dim, s, batch_heads);
+      seq.Gemm("bgemm_scores_dgrad_key", s, head_dim, sq, batch_heads);
       internal::LinearBackward(seq, fp8, "gemm_qkv_dgrad", "gemm_qkv_wgrad", tokens, 3 * h / t, h);
       seq.Memory("bias_grad_reduce", tokens * (3 * h / t + h) * e);
-      seq.Memory("layernorm_bwd", tokens * h * 4 * e);
-      seq.Memory("residual_add_bwd", tokens * h * 3 * e);
+      seq.Memory("layernorm_bwd", norm_tokens * h * 4 * e);
+      seq.Memory("residual_add_bwd", norm_tokens * h * 3 * e);
       internal::Fp8ScaleUpdate(seq, fp8);
       break;
     case OperatorKind::kMlpBwd:
-      seq.Memory("bias_dropout_add_bwd", tokens * h * (2 * e + 1));
+      seq.Memory("bias_dropout_add_bwd", norm_tokens * h * (2 * e + 1));
       internal::LinearBackward(seq, fp8, "gemm_fc2_dgrad", "gemm_fc2_wgrad", tokens, h, ffn_local);
       seq.Memory("bias_grad_reduce", tokens * (ffn_local + h) * e);
       seq.Memory("bias_gelu_bwd", tokens * ffn_local * 3 * e);
       internal::LinearBackward(seq, fp8, "gemm_fc1_dgrad", "gemm_fc1_wgrad", tokens, ffn_local, h);
-      seq.Memory("layernorm_bwd", tokens * h * 4 * e);
-      seq.Memory("residual_add_bwd", tokens * h * 3 * e);
+      seq.Memory("layernorm_bwd", norm_tokens * h * 4 * e);
+      seq.Memory("residual_add_bwd", norm_tokens * h * 3 * e);
       internal::Fp8ScaleUpdate(seq, fp8);
       break;
     case OperatorKind::kEmbeddingFwd:
@@ -106,23 +115,23 @@ std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const Oper
       seq.Memory("word_embedding_gather", tokens * h * 2 * e);
       seq.Memory("position_embedding_gather", tokens * h * 2 * e);
       seq.Memory("embedding_add", tokens * h * 3 * e);
-      seq.Memory("embedding_dropout_fwd", tokens * h * (2 * e + 1));
+      seq.Memory("embedding_dropout_fwd", norm_tokens * h * (2 * e + 1));
       break;
     case OperatorKind::kEmbeddingBwd:
-      seq.Memory("embedding_dropout_bwd", tokens * h * (2 * e + 1));
+      seq.Memory("embedding_dropout_bwd", norm_tokens * h * (2 * e + 1));
       seq.Memory("word_embedding_dense_bwd", tokens * h * 2 * e + tokens * 8);
       // The dense word-embedding gradient is added into the fp32 main grad.
       seq.Memory("word_embedding_grad_accumulate", vocab_local * h * (e + 8));
       seq.Memory("position_embedding_bwd", tokens * h * e + s * h * (e + 8));
       break;
     case OperatorKind::kLogitFwd:
-      seq.Memory("final_layernorm_fwd", tokens * h * 2 * e);
+      seq.Memory("final_layernorm_fwd", norm_tokens * h * 2 * e);
       seq.Gemm("gemm_logit_fwd", tokens, vocab_local, h);
       break;
     case OperatorKind::kLogitBwd:
       seq.Gemm("gemm_logit_dgrad", tokens, h, vocab_local);
       seq.Gemm("gemm_logit_wgrad", vocab_local, h, tokens);
-      seq.Memory("final_layernorm_bwd", tokens * h * 4 * e);
+      seq.Memory("final_layernorm_bwd", norm_tokens * h * 4 * e);
       break;
     case OperatorKind::kLossFwd:
       // Megatron casts the logits to fp32 for the vocabulary-parallel loss.

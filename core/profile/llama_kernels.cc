@@ -19,14 +19,20 @@ constexpr double kFlashBackwardEfficiency = 0.45;
 
 // The shape of one Llama operator on one GPU.
 struct Shape {
-  double t, h, s, b, tokens, d, heads_local, kv_local, ffn_local, vocab_local;
+  // c: context-parallel ranks (a rank holds s / c of the sequence, its
+  // queries, and attends to all s keys); norm_tokens: the tokens layer norms
+  // and residual adds run on, tokens / t with sequence parallelism
+  // (Korthikanti et al. 2022, §4.2.2).
+  double t, h, s, b, c, tokens, norm_tokens, d, heads_local, kv_local, ffn_local, vocab_local;
 
   explicit Shape(const OperatorKey& key)
       : t(static_cast<double>(key.tensor_parallel)),
         h(static_cast<double>(key.hidden)),
         s(static_cast<double>(key.seq)),
         b(static_cast<double>(key.micro_batch)),
-        tokens(b * s),
+        c(static_cast<double>(std::max<int64_t>(1, key.context_parallel))),
+        tokens(b * s / c),
+        norm_tokens(key.sequence_parallel ? tokens / t : tokens),
         d(key.heads > 0 ? h / static_cast<double>(key.heads) : 0),
         heads_local(static_cast<double>(key.heads) / t),
         kv_local(static_cast<double>(key.kv_heads > 0 ? key.kv_heads : key.heads) / t),
@@ -44,21 +50,27 @@ struct Shape {
 // biases; dropout is 0 in Llama recipes and launches nothing.
 void AttentionForward(KernelSequence& seq, bool fp8, const Shape& x, const OperatorKey& key) {
   const double e = kElem;
-  const double lse = x.b * x.heads_local * x.s * 4;  // fp32 log-sum-exp per row
-  seq.Memory("rmsnorm_fwd", x.tokens * x.h * 2 * e);
+  const double lse = x.tokens * x.heads_local * 4;  // fp32 log-sum-exp per row
+  // Selective recomputation re-runs the attention core alone.
+  if (key.attention_core_only) {
+    seq.FusedTensorCore("flash_attention_fwd", FlashAttentionForwardFlops(key),
+                        2 * x.q_bytes() + 2 * x.c * x.kv_bytes() + lse, kFlashForwardEfficiency);
+    return;
+  }
+  seq.Memory("rmsnorm_fwd", x.norm_tokens * x.h * 2 * e);
   LinearForward(seq, fp8, "gemm_qkv_fwd", x.tokens, x.qkv_width(), x.h);
   seq.Memory("rotary_q_fwd", 2 * x.q_bytes());
   seq.Memory("rotary_k_fwd", 2 * x.kv_bytes());
   seq.FusedTensorCore("flash_attention_fwd", FlashAttentionForwardFlops(key),
-                      2 * x.q_bytes() + 2 * x.kv_bytes() + lse, kFlashForwardEfficiency);
+                      2 * x.q_bytes() + 2 * x.c * x.kv_bytes() + lse, kFlashForwardEfficiency);
   LinearForward(seq, fp8, "gemm_projection_fwd", x.tokens, x.h, x.heads_local * x.d);
-  seq.Memory("residual_add_fwd", x.tokens * x.h * 3 * e);
+  seq.Memory("residual_add_fwd", x.norm_tokens * x.h * 3 * e);
   Fp8ScaleUpdate(seq, fp8);
 }
 
 void AttentionBackward(KernelSequence& seq, bool fp8, const Shape& x, const OperatorKey& key) {
   const double e = kElem;
-  const double rows = x.b * x.heads_local * x.s;
+  const double rows = x.tokens * x.heads_local;
   const double dq_fp32 = x.q_bytes() / e * 4;
   LinearBackward(seq, fp8, "gemm_projection_dgrad", "gemm_projection_wgrad", x.tokens, x.h,
                  x.heads_local * x.d);
@@ -73,8 +85,8 @@ void AttentionBackward(KernelSequence& seq, bool fp8, const Shape& x, const Oper
   seq.Memory("rotary_q_bwd", 2 * x.q_bytes());
   seq.Memory("rotary_k_bwd", 2 * x.kv_bytes());
   LinearBackward(seq, fp8, "gemm_qkv_dgrad", "gemm_qkv_wgrad", x.tokens, x.qkv_width(), x.h);
-  seq.Memory("rmsnorm_bwd", x.tokens * x.h * 4 * e);
-  seq.Memory("residual_add_bwd", x.tokens * x.h * 3 * e);
+  seq.Memory("rmsnorm_bwd", x.norm_tokens * x.h * 4 * e);
+  seq.Memory("residual_add_bwd", x.norm_tokens * x.h * 3 * e);
   Fp8ScaleUpdate(seq, fp8);
 }
 
@@ -83,11 +95,11 @@ void AttentionBackward(KernelSequence& seq, bool fp8, const Shape& x, const Oper
 // element-wise kernel, the down projection, residual add.
 void MlpForward(KernelSequence& seq, bool fp8, const Shape& x) {
   const double e = kElem;
-  seq.Memory("rmsnorm_fwd", x.tokens * x.h * 2 * e);
+  seq.Memory("rmsnorm_fwd", x.norm_tokens * x.h * 2 * e);
   LinearForward(seq, fp8, "gemm_fc1_gate_up_fwd", x.tokens, 2 * x.ffn_local, x.h);
   seq.Memory("swiglu_fwd", x.tokens * x.ffn_local * 3 * e);
   LinearForward(seq, fp8, "gemm_fc2_fwd", x.tokens, x.h, x.ffn_local);
-  seq.Memory("residual_add_fwd", x.tokens * x.h * 3 * e);
+  seq.Memory("residual_add_fwd", x.norm_tokens * x.h * 3 * e);
   Fp8ScaleUpdate(seq, fp8);
 }
 
@@ -97,8 +109,8 @@ void MlpBackward(KernelSequence& seq, bool fp8, const Shape& x) {
   // Reads gate, up and the output gradient; writes both input gradients.
   seq.Memory("swiglu_bwd", x.tokens * x.ffn_local * 5 * e);
   LinearBackward(seq, fp8, "gemm_fc1_dgrad", "gemm_fc1_wgrad", x.tokens, 2 * x.ffn_local, x.h);
-  seq.Memory("rmsnorm_bwd", x.tokens * x.h * 4 * e);
-  seq.Memory("residual_add_bwd", x.tokens * x.h * 3 * e);
+  seq.Memory("rmsnorm_bwd", x.norm_tokens * x.h * 4 * e);
+  seq.Memory("residual_add_bwd", x.norm_tokens * x.h * 3 * e);
   Fp8ScaleUpdate(seq, fp8);
 }
 
@@ -134,12 +146,14 @@ void Fp8ScaleUpdate(KernelSequence& seq, bool fp8) {
 
 double FlashAttentionForwardFlops(const OperatorKey& key) {
   const Shape x(key);
-  return 2 * x.s * x.s * x.d * x.b * x.heads_local;
+  // Causal: half of QK^T and PV; with context parallelism each rank's
+  // s / c queries (load-balanced chunks) against all s keys.
+  return 2 * (x.s / x.c) * x.s * x.d * x.b * x.heads_local;
 }
 
 double FlashAttentionBackwardFlops(const OperatorKey& key) {
   const Shape x(key);
-  return 5 * x.s * x.s * x.d * x.b * x.heads_local;
+  return 5 * (x.s / x.c) * x.s * x.d * x.b * x.heads_local;
 }
 
 std::vector<KernelRecord> GenerateLlamaKernels(const GpuSpec& gpu, const OperatorKey& key,
@@ -174,13 +188,13 @@ std::vector<KernelRecord> GenerateLlamaKernels(const GpuSpec& gpu, const Operato
     case OperatorKind::kLogitFwd:
       // The untied output layer stays in 16 bits under fp8 (Megatron keeps
       // the output layer out of Transformer Engine's fp8 autocast).
-      seq.Memory("final_rmsnorm_fwd", x.tokens * x.h * 2 * e);
+      seq.Memory("final_rmsnorm_fwd", x.norm_tokens * x.h * 2 * e);
       seq.Gemm("gemm_logit_fwd", x.tokens, x.vocab_local, x.h);
       break;
     case OperatorKind::kLogitBwd:
       seq.Gemm("gemm_logit_dgrad", x.tokens, x.h, x.vocab_local);
       seq.Gemm("gemm_logit_wgrad", x.vocab_local, x.h, x.tokens);
-      seq.Memory("final_rmsnorm_bwd", x.tokens * x.h * 4 * e);
+      seq.Memory("final_rmsnorm_bwd", x.norm_tokens * x.h * 4 * e);
       break;
     case OperatorKind::kLossFwd:
     case OperatorKind::kLossBwd:

@@ -74,6 +74,9 @@ std::string OperatorKey::ToString() const {
   if (ffn > 0) absl::StrAppend(&out, " f=", ffn);
   absl::StrAppend(&out, " s=", seq, " b=", micro_batch, " t=", tensor_parallel);
   if (vocab > 0) absl::StrAppend(&out, " v=", vocab);
+  if (sequence_parallel) absl::StrAppend(&out, " sp=1");
+  if (context_parallel != 1) absl::StrAppend(&out, " c=", context_parallel);
+  if (attention_core_only) absl::StrAppend(&out, " core=1");
   return out;
 }
 
@@ -87,7 +90,7 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
     return absl::InvalidArgumentError(absl::StrCat(
         "operator key '", text, "': ", why,
         "; expected GPU/DTYPE/OP [arch=llama] h=.. [a=..] [kv=..] [f=..] s=.. b=.. t=.. "
-        "[v=..] or "
+        "[v=..] [sp=1] [c=..] [core=1] or "
         "GPU/DTYPE/optimizer_step params=.."));
   };
   const std::vector<absl::string_view> words = absl::StrSplit(text, ' ', absl::SkipEmpty());
@@ -102,7 +105,8 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
   if (!dtype.ok()) return bad(absl::StrCat("dtype '", path[1], "' is unknown"));
   absl::StatusOr<OperatorKind> op = ParseOperatorKind(path[2]);
   if (!op.ok()) return bad(absl::StrCat("operator '", path[2], "' is unknown"));
-  int64_t h = 0, a = 0, kvh = 0, f = 0, s = 0, b = 0, t = 1, v = 0, params = 0;
+  int64_t h = 0, a = 0, kvh = 0, f = 0, s = 0, b = 0, t = 1, v = 0, params = 0, sp = 0, c = 1,
+          core = 0;
   Architecture arch = Architecture::kGpt;
   for (size_t i = 1; i < words.size(); ++i) {
     const std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(words[i], '=');
@@ -125,11 +129,30 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
                      : kv.first == "t"      ? &t
                      : kv.first == "v"      ? &v
                      : kv.first == "params" ? &params
+                     : kv.first == "sp"     ? &sp
+                     : kv.first == "c"      ? &c
+                     : kv.first == "core"   ? &core
                                             : nullptr;
     if (field == nullptr) return bad(absl::StrCat("'", kv.first, "' is not a key field"));
     *field = value;
   }
-  return MakeOperatorKey(std::string(path[0]), *dtype, *op, h, a, f, s, b, t, v, params, arch, kvh);
+  if (sp > 1 || core > 1 || c < 1) return bad("sp and core must be 0 or 1, c at least 1");
+  return WithParallelSplits(
+      MakeOperatorKey(std::string(path[0]), *dtype, *op, h, a, f, s, b, t, v, params, arch, kvh),
+      sp == 1, c, core == 1);
+}
+
+OperatorKey WithParallelSplits(OperatorKey key, bool sequence_parallel, int64_t context_parallel,
+                               bool attention_core_only) {
+  if (key.op == OperatorKind::kOptimizerStep) return key;
+  key.context_parallel = context_parallel;
+  key.attention_core_only = attention_core_only && key.op == OperatorKind::kAttentionFwd;
+  // The loss runs on the gathered logits; every other operator has a layer
+  // norm or a dropout on the sequence-split tokens.
+  key.sequence_parallel = sequence_parallel && key.tensor_parallel > 1 &&
+                          key.op != OperatorKind::kLossFwd && key.op != OperatorKind::kLossBwd &&
+                          !key.attention_core_only;
+  return key;
 }
 
 OperatorKey MakeOperatorKey(std::string gpu, DType dtype, OperatorKind op, int64_t hidden,

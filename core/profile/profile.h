@@ -59,24 +59,30 @@ struct OperatorKey {
   // (loss, optimizer step).
   Architecture arch = Architecture::kGpt;
   int64_t kv_heads = 0;  // Llama attention only: key/value heads
+  // Parallel splits (see WithParallelSplits); the defaults leave a key as
+  // it was before they existed.
+  bool sequence_parallel = false;    // layer norms and dropout on seq / t tokens
+  int64_t context_parallel = 1;      // seq / c tokens per rank, attention over all seq keys
+  bool attention_core_only = false;  // attention_fwd: only scores, softmax, dropout, context
 
   friend bool operator==(const OperatorKey&, const OperatorKey&) = default;
   template <typename H>
   friend H AbslHashValue(H h, const OperatorKey& k) {
     return H::combine(std::move(h), k.gpu, k.dtype, k.op, k.hidden, k.heads, k.ffn, k.seq,
                       k.micro_batch, k.tensor_parallel, k.vocab, k.num_parameters, k.arch,
-                      k.kv_heads);
+                      k.kv_heads, k.sequence_parallel, k.context_parallel, k.attention_core_only);
   }
   // "a100-sxm4-80gb/fp16/attention_fwd h=2048 a=16 f=8192 s=2048 b=1 t=1";
   // Llama keys carry "arch=llama" and, for attention, "kv=N":
-  // "h100-sxm5-80gb/bf16/attention_fwd arch=llama h=4096 a=32 kv=8 s=8192 b=1 t=1".
+  // "h100-sxm5-80gb/bf16/attention_fwd arch=llama h=4096 a=32 kv=8 s=8192 b=1 t=1";
+  // with " sp=1", " c=N" and " core=1" when set.
   std::string ToString() const;
 };
 
 // The longest operator-key text ParseOperatorKey accepts and the longest GPU
 // name in it (a real key is under 100 characters; the bounds keep outside text
 // from growing keys and errors, and any key ToString prints from a parsed one,
-// at most 128 + 20 + 8 * 23 + 11 characters, parses again).
+// at most 128 + 20 + 11 * 23 + 11 characters, parses again).
 inline constexpr size_t kMaxOperatorKeyLength = 512;
 inline constexpr size_t kMaxOperatorKeyGpuLength = 128;
 
@@ -91,6 +97,13 @@ OperatorKey MakeOperatorKey(std::string gpu, DType dtype, OperatorKind op, int64
                             int64_t heads, int64_t ffn, int64_t seq, int64_t micro_batch,
                             int64_t tensor_parallel, int64_t vocab, int64_t num_parameters,
                             Architecture arch = Architecture::kGpt, int64_t kv_heads = 0);
+
+// `key` with the splits the operator depends on set: sequence parallelism
+// (layer-norm and dropout operators, only with t > 1: a no-op otherwise),
+// context parallelism (every operator but the optimizer) and the attention
+// core alone (attention_fwd, for selective recomputation).
+OperatorKey WithParallelSplits(OperatorKey key, bool sequence_parallel, int64_t context_parallel,
+                               bool attention_core_only);
 
 // One kernel of an operator: GPU time, then the idle time on the stream until
 // the next kernel starts (host dispatch, synchronisation), as profiled with

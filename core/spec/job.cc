@@ -65,6 +65,54 @@ class Violations {
   std::vector<std::string> messages_;
 };
 
+// Context parallelism and interleaving, as Megatron-LM checks them
+// (megatron/training/arguments.py, megatron/core/pipeline_parallel/
+// schedules.py). `sizes_ok`: the degrees and batch sizes are in range.
+void ValidateSplits(const ModelSpec& m, const ParallelPlan& p, Violations& v, bool sizes_ok,
+                    bool cp_ok) {
+  if (cp_ok && p.context_parallel > 1 && m.seq_len >= 1 && m.seq_len <= kMaxSeqLen &&
+      m.seq_len % (2 * p.context_parallel) != 0) {
+    // Each rank holds two of 2c sequence chunks (one early, one late) so that
+    // causal attention's work is balanced.
+    v.Add(absl::StrCat("model.seq_len=", m.seq_len,
+                       " is not divisible by 2 * plan.context_parallel", " = ",
+                       2 * p.context_parallel,
+                       " (context parallelism splits the sequence into 2c balanced chunks); "
+                       "use a context-parallel degree whose double divides the sequence length"));
+  }
+  if (!sizes_ok || p.virtual_stages == 1) return;
+  // Megatron needs p > 1 for interleaving (p > 2 only when the pipeline
+  // sends are not overlapped, which its default --overlap-p2p-communication
+  // does).
+  if (p.pipeline_parallel < 2) {
+    v.Add(absl::StrCat("plan.virtual_stages=", p.virtual_stages,
+                       " needs plan.pipeline_parallel of at least 2; use virtual_stages=1 "
+                       "or a deeper pipeline"));
+    return;
+  }
+  if (p.schedule != PipelineSchedule::k1F1B) {
+    v.Add(absl::StrCat("plan.virtual_stages=", p.virtual_stages,
+                       " needs plan.schedule=1f1b (interleaved 1F1B); use virtual_stages=1 "
+                       "with gpipe"));
+  }
+  if (m.num_layers % (p.pipeline_parallel * p.virtual_stages) != 0) {
+    v.Add(absl::StrCat("model.num_layers=", m.num_layers,
+                       " is not divisible by plan.pipeline_parallel * plan.virtual_stages = ",
+                       p.pipeline_parallel * p.virtual_stages,
+                       "; use a chunk count that divides the layers per stage"));
+  }
+  // Megatron groups micro-batches by p per model chunk and refuses a last
+  // group smaller than p: the micro-batches must be a multiple of p.
+  if (p.global_batch % (p.data_parallel * p.micro_batch) == 0 &&
+      p.num_micro_batches() % p.pipeline_parallel != 0) {
+    v.Add(absl::StrCat("plan.virtual_stages=", p.virtual_stages, " needs the ",
+                       p.num_micro_batches(),
+                       " micro-batches per replica (global_batch / (data_parallel * micro_batch))",
+                       " to be a multiple of plan.pipeline_parallel=", p.pipeline_parallel,
+                       "; change the global batch or the micro-batch"));
+  }
+}
+
 }  // namespace
 
 ClusterSpec DefaultCluster(const GpuSpec& gpu, int64_t num_gpus) {
@@ -87,13 +135,44 @@ absl::StatusOr<PipelineSchedule> ParseSchedule(absl::string_view name) {
       absl::StrCat("plan.schedule='", name, "' is unknown; use gpipe or 1f1b"));
 }
 
-absl::string_view RecomputeName(Recompute r) { return r == Recompute::kNone ? "none" : "full"; }
+absl::string_view RecomputeName(Recompute r) {
+  switch (r) {
+    case Recompute::kNone:
+      return "none";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      break;
+  }
+  return "full";
+}
 
 absl::StatusOr<Recompute> ParseRecompute(absl::string_view name) {
   if (name == "none") return Recompute::kNone;
+  if (name == "selective") return Recompute::kSelective;
   if (name == "full") return Recompute::kFull;
   return absl::InvalidArgumentError(
-      absl::StrCat("plan.recompute='", name, "' is unknown; use none or full"));
+      absl::StrCat("plan.recompute='", name, "' is unknown; use none, selective or full"));
+}
+
+absl::string_view ShardingName(DataParallelSharding s) {
+  switch (s) {
+    case DataParallelSharding::kOptimizer:
+      return "optimizer";
+    case DataParallelSharding::kFull:
+      return "full";
+    case DataParallelSharding::kNone:
+      break;
+  }
+  return "none";
+}
+
+absl::StatusOr<DataParallelSharding> ParseSharding(absl::string_view name) {
+  if (name == "none") return DataParallelSharding::kNone;
+  if (name == "optimizer") return DataParallelSharding::kOptimizer;
+  if (name == "full") return DataParallelSharding::kFull;
+  return absl::InvalidArgumentError(absl::StrCat("plan.data_parallel_sharding='", name,
+                                                 "' is unknown; use none, optimizer or full"));
 }
 
 absl::Status ValidateJob(const Job& job) {
@@ -126,6 +205,8 @@ absl::Status ValidateJob(const Job& job) {
   const bool t_ok = v.InRange("plan.tensor_parallel", p.tensor_parallel, 1, kMaxParallel);
   const bool d_ok = v.InRange("plan.data_parallel", p.data_parallel, 1, kMaxParallel);
   const bool pp_ok = v.InRange("plan.pipeline_parallel", p.pipeline_parallel, 1, kMaxParallel);
+  const bool cp_ok = v.InRange("plan.context_parallel", p.context_parallel, 1, kMaxParallel);
+  const bool vs_ok = v.InRange("plan.virtual_stages", p.virtual_stages, 1, kMaxLayers);
   const bool mb_ok = v.InRange("plan.micro_batch", p.micro_batch, 1, kMaxMicroBatch);
   const bool gb_ok = v.InRange("plan.global_batch", p.global_batch, 1, kMaxGlobalBatch);
   // Checked whether or not bucketing is on: a bad value is a mistake either way.
@@ -147,16 +228,21 @@ absl::Status ValidateJob(const Job& job) {
                        "'; use fp16"));
   }
 
-  if (t_ok && d_ok && pp_ok && gpus_ok) {
-    // Each factor is below 2^20, so the product fits in int64.
-    const int64_t product = p.tensor_parallel * p.data_parallel * p.pipeline_parallel;
-    if (product != c.num_gpus) {
-      v.Add(absl::StrCat("plan.tensor_parallel * plan.data_parallel * plan.pipeline_parallel = ",
-                         p.tensor_parallel, " * ", p.data_parallel, " * ", p.pipeline_parallel,
-                         " = ", product, " does not equal cluster.num_gpus=", c.num_gpus,
+  if (t_ok && d_ok && pp_ok && cp_ok && gpus_ok) {
+    // Each factor is below 2^20 and the product of three below 2^60; the
+    // fourth is checked against the GPU bound first so nothing overflows.
+    const int64_t tdp = p.tensor_parallel * p.data_parallel * p.pipeline_parallel;
+    if (tdp > kMaxGpus || tdp * p.context_parallel != c.num_gpus) {
+      const std::string product = tdp > kMaxGpus ? "more than the maximum GPU count"
+                                                 : absl::StrCat(tdp * p.context_parallel);
+      v.Add(absl::StrCat("plan.tensor_parallel * plan.context_parallel * plan.pipeline_parallel * ",
+                         "plan.data_parallel = ", p.tensor_parallel, " * ", p.context_parallel,
+                         " * ", p.pipeline_parallel, " * ", p.data_parallel, " = ", product,
+                         " does not equal cluster.num_gpus=", c.num_gpus,
                          "; change the degrees or the GPU count"));
     }
   }
+  ValidateSplits(m, p, v, layers_ok && pp_ok && vs_ok && mb_ok && gb_ok && d_ok, cp_ok);
   if (t_ok && heads_ok && m.num_heads % p.tensor_parallel != 0) {
     v.Add(absl::StrCat("plan.tensor_parallel=", p.tensor_parallel,
                        " does not divide model.num_heads=", m.num_heads,

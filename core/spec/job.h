@@ -27,15 +27,25 @@ struct ClusterSpec {
 ClusterSpec DefaultCluster(const GpuSpec& gpu, int64_t num_gpus);
 
 enum class PipelineSchedule { kGpipe, k1F1B };
-enum class Recompute { kNone, kFull };
+// kSelective (Korthikanti et al. 2022, §5): only the attention core (scores,
+// softmax, dropout, context) is recomputed in the backward pass.
+enum class Recompute { kNone, kFull, kSelective };
+// How data-parallel ranks share the model states: kNone replicates them;
+// kOptimizer is Megatron's distributed optimizer / ZeRO-1 (gradients
+// reduce-scattered, parameters all-gathered, optimizer states / d); kFull is
+// FSDP / ZeRO-3 (parameters gathered per layer in forward and backward,
+// gradients reduce-scattered per layer, every state / d).
+enum class DataParallelSharding { kNone, kOptimizer, kFull };
 
 absl::string_view ScheduleName(PipelineSchedule schedule);
 absl::StatusOr<PipelineSchedule> ParseSchedule(absl::string_view name);
 absl::string_view RecomputeName(Recompute recompute);
 absl::StatusOr<Recompute> ParseRecompute(absl::string_view name);
+absl::string_view ShardingName(DataParallelSharding sharding);
+absl::StatusOr<DataParallelSharding> ParseSharding(absl::string_view name);
 
-// How one training iteration is split over the GPUs (Megatron-style 3D
-// parallelism: tensor t, data d, pipeline p).
+// How one training iteration is split over the GPUs (Megatron-style
+// parallelism: tensor t, context c, pipeline p, data d; GPUs = t * c * p * d).
 struct ParallelPlan {
   int64_t tensor_parallel = 1;
   int64_t data_parallel = 1;
@@ -47,7 +57,19 @@ struct ParallelPlan {
   bool gradient_bucketing = false;  // overlap DP all-reduce with the last backward
   int64_t bucket_size_bytes = 25 * (int64_t{1} << 20);
   DType dtype = DType::kFp16;
+  // Sequence parallelism (Korthikanti et al. 2022): TP all-reduces become
+  // reduce-scatter + all-gather, layer-norm and dropout run on s/t tokens.
+  // With t == 1 it is a no-op, as Megatron-LM turns it off there.
+  bool sequence_parallel = false;
+  // Context parallelism: the sequence split over c ranks (between tp and dp
+  // in Megatron's rank order), attention exchanging K/V around a ring.
+  int64_t context_parallel = 1;
+  DataParallelSharding data_parallel_sharding = DataParallelSharding::kNone;
+  // Interleaved 1F1B (Narayanan et al. 2021, §2.2): model chunks per GPU.
+  int64_t virtual_stages = 1;
 
+  // Sequence parallelism in effect (on and t > 1).
+  bool sequence_parallel_active() const { return sequence_parallel && tensor_parallel > 1; }
   // global_batch / (d * micro_batch): micro-batches per replica per iteration.
   int64_t num_micro_batches() const { return global_batch / (data_parallel * micro_batch); }
 };

@@ -114,6 +114,57 @@ TEST(VtrainctlEndToEndTest, FlagsMapToTheSameJobAsTheLibrary) {
   EXPECT_EQ(JsonInt(r.out, "iteration_time_ns"), p->iteration_time_ns);
 }
 
+TEST(VtrainctlEndToEndTest, TrainingOptionFlagsMapToTheJobAndBadValuesNameTheFlag) {
+  // gpt3-1.3b on 16 GPUs: t=2, c=2, p=2, d=2; 24 layers over 2 * 2 chunks;
+  // 64 / 2 = 32 micro-batches, a multiple of p.
+  const std::vector<std::string> flags = {"predict",
+                                          "--local",
+                                          "--model",
+                                          "gpt3-1.3b",
+                                          "--gpus",
+                                          "16",
+                                          "--tp",
+                                          "2",
+                                          "--pp",
+                                          "2",
+                                          "--cp",
+                                          "2",
+                                          "--global-batch",
+                                          "64",
+                                          "--virtual-stages",
+                                          "2",
+                                          "--sequence-parallel",
+                                          "on",
+                                          "--recompute",
+                                          "selective",
+                                          "--data-parallel-sharding",
+                                          "optimizer",
+                                          "--json"};
+  const ProcessResult r = RunBinary(flags);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Job job = vtrain::testing::Gpt13bJob();
+  job.cluster.num_gpus = 16;
+  job.plan.pipeline_parallel = 2;
+  job.plan.context_parallel = 2;
+  job.plan.data_parallel = 2;
+  job.plan.virtual_stages = 2;
+  job.plan.sequence_parallel = true;
+  job.plan.recompute = Recompute::kSelective;
+  job.plan.data_parallel_sharding = DataParallelSharding::kOptimizer;
+  absl::StatusOr<Prediction> p = Predict(job, DefaultProfileSet(job.cluster.gpu));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(JsonInt(r.out, "iteration_time_ns"), p->iteration_time_ns);
+  const ProcessResult bad_sp = RunBinary(With(kGpt13b, {"--sequence-parallel", "yes"}));
+  EXPECT_EQ(bad_sp.exit_code, common::kExitBadInput);
+  EXPECT_THAT(bad_sp.err, HasSubstr("--sequence-parallel"));
+  const ProcessResult bad_shard = RunBinary(With(kGpt13b, {"--data-parallel-sharding", "zero2"}));
+  EXPECT_EQ(bad_shard.exit_code, common::kExitBadInput);
+  EXPECT_THAT(bad_shard.err, HasSubstr("plan.data_parallel_sharding='zero2'"));
+  const ProcessResult bad_v = RunBinary(With(kGpt13b, {"--virtual-stages", "2"}));
+  EXPECT_EQ(bad_v.exit_code, common::kExitBadInput);
+  EXPECT_THAT(bad_v.err, HasSubstr("plan.virtual_stages=2"));
+}
+
 TEST(VtrainctlEndToEndTest, HumanReadableTable) {
   const ProcessResult r =
       RunBinary(With(kGpt13b, {"--tokens", "1e9", "--price-usd-per-gpu-hour", "2"}));
@@ -303,6 +354,18 @@ TEST(VtrainctlSearchTest, SearchFindsPlansAndPrintsCsv) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("tensor_parallel,data_parallel,pipeline_parallel"));
   EXPECT_GT(std::count(r.out.begin(), r.out.end(), '\n'), 5);
+  // The training-option lists widen the space; the options show in the CSV.
+  const ProcessResult wide =
+      RunBinary({"search", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpus", "8", "--csv",
+                 "--sequence-parallel-values", "off,on", "--sharding-values", "none,optimizer",
+                 "--recompute-values", "full,selective"});
+  ASSERT_EQ(wide.exit_code, 0) << wide.err;
+  EXPECT_THAT(wide.out, AllOf(HasSubstr("data_parallel_sharding"), HasSubstr(",optimizer"),
+                              HasSubstr(",selective,")));
+  const ProcessResult bad_list = RunBinary({"search", "--model", "gpt3-1.3b", "--global-batch",
+                                            "64", "--gpus", "8", "--sharding-values", "zero9"});
+  EXPECT_EQ(bad_list.exit_code, 2);
+  EXPECT_THAT(bad_list.err, HasSubstr("--sharding-values"));
   const ProcessResult bad = RunBinary({"search", "--model", "gpt3-1.3b", "--global-batch", "64"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, HasSubstr("--gpus"));

@@ -96,6 +96,7 @@ TEST(EnumConvertTest, EveryTableIsCompleteBothWays) {
   ExpectTableComplete<v1::Architecture>();
   ExpectTableComplete<v1::PipelineSchedule>();
   ExpectTableComplete<v1::Recompute>();
+  ExpectTableComplete<v1::DataParallelSharding>();
   ExpectTableComplete<v1::Granularity>();
   ExpectTableComplete<v1::Fidelity>();
   ExpectTableComplete<v1::Objective>();

@@ -20,27 +20,35 @@ OperatorProfile Measured(std::vector<KernelRecord> kernels) {
   return p;
 }
 
+double StageParameters(const Job& job, int64_t virtual_stage) {
+  // Mirrors TemplateMaker::Make, operation for operation, so that the
+  // double rounds identically before the cast to int64.
+  const int64_t p = job.plan.pipeline_parallel;
+  const int64_t last = p * job.plan.virtual_stages - 1;
+  const double h = static_cast<double>(job.model.hidden_size);
+  const double t = static_cast<double>(job.plan.tensor_parallel);
+  const int64_t layers_per_stage = job.model.num_layers / (last + 1);
+  double params = static_cast<double>(layers_per_stage) * LayerParameterCount(job.model) / t;
+  if (virtual_stage == 0) {
+    params += static_cast<double>(job.model.vocab_size) * h / t +
+              static_cast<double>(job.model.seq_len) * h;
+  }
+  if (virtual_stage == last) {
+    params += 2 * h + (p > 1 ? static_cast<double>(job.model.vocab_size) * h / t : 0);
+  }
+  return params;
+}
+
 }  // namespace
 
 int64_t UnitTimes::LayerForwardNs() const { return Span(attention_fwd) + Span(mlp_fwd); }
 int64_t UnitTimes::LayerBackwardNs() const { return Span(attention_bwd) + Span(mlp_bwd); }
 
 int64_t StageOptimizerParameters(const Job& job, int64_t stage) {
-  // Mirrors Builder::MakeTemplates, operation for operation, so that the
-  // double rounds identically before the cast to int64.
-  const int64_t p = job.plan.pipeline_parallel;
-  const double h = static_cast<double>(job.model.hidden_size);
-  const double t = static_cast<double>(job.plan.tensor_parallel);
-  const int64_t layers_per_stage = job.model.num_layers / p;
-  double params = static_cast<double>(layers_per_stage) * LayerParameterCount(job.model) / t;
-  if (stage == 0) {
-    params += static_cast<double>(job.model.vocab_size) * h / t +
-              static_cast<double>(job.model.seq_len) * h;
-  }
-  if (stage == p - 1) {
-    params += 2 * h + (p > 1 ? static_cast<double>(job.model.vocab_size) * h / t : 0);
-  }
-  return static_cast<int64_t>(params);
+  const double ranks =
+      static_cast<double>(job.plan.data_parallel) * static_cast<double>(job.plan.context_parallel);
+  const bool sharded = job.plan.data_parallel_sharding != DataParallelSharding::kNone && ranks > 1;
+  return static_cast<int64_t>(StageParameters(job, stage) / (sharded ? ranks : 1));
 }
 
 ProfileSet UnitProfileSet(const Job& job, const UnitTimes& times) {
@@ -61,22 +69,25 @@ ProfileSet UnitProfileSet(const Job& job, const UnitTimes& times) {
 
   const ModelSpec& m = job.model;
   const ParallelPlan& plan = job.plan;
-  auto key = [&](OperatorKind op, int64_t num_parameters) {
-    return MakeOperatorKey(job.cluster.gpu.name, plan.dtype, op, m.hidden_size, m.num_heads,
-                           m.ffn(), m.seq_len, plan.micro_batch, plan.tensor_parallel, m.vocab_size,
-                           num_parameters);
+  auto key = [&](OperatorKind op, int64_t num_parameters, bool core_only = false) {
+    return WithParallelSplits(MakeOperatorKey(job.cluster.gpu.name, plan.dtype, op, m.hidden_size,
+                                              m.num_heads, m.ffn(), m.seq_len, plan.micro_batch,
+                                              plan.tensor_parallel, m.vocab_size, num_parameters),
+                              plan.sequence_parallel, plan.context_parallel, core_only);
   };
   const std::vector<KernelRecord> zero = {{"zero", 0, 0}};
   set.operators[key(OperatorKind::kAttentionFwd, 0)] = Measured(times.attention_fwd);
   set.operators[key(OperatorKind::kMlpFwd, 0)] = Measured(times.mlp_fwd);
   set.operators[key(OperatorKind::kAttentionBwd, 0)] = Measured(times.attention_bwd);
   set.operators[key(OperatorKind::kMlpBwd, 0)] = Measured(times.mlp_bwd);
+  set.operators[key(OperatorKind::kAttentionFwd, 0, /*core_only=*/true)] =
+      Measured(times.attention_core_fwd);
   for (OperatorKind op :
        {OperatorKind::kEmbeddingFwd, OperatorKind::kEmbeddingBwd, OperatorKind::kLogitFwd,
         OperatorKind::kLogitBwd, OperatorKind::kLossFwd, OperatorKind::kLossBwd}) {
     set.operators[key(op, 0)] = Measured(zero);
   }
-  for (int64_t s = 0; s < plan.pipeline_parallel; ++s) {
+  for (int64_t s = 0; s < plan.pipeline_parallel * plan.virtual_stages; ++s) {
     set.operators[key(OperatorKind::kOptimizerStep, StageOptimizerParameters(job, s))] =
         Measured(zero);
   }

@@ -21,13 +21,17 @@ struct UnitTimes {
   std::vector<KernelRecord> attention_bwd = {{"proj_bwd", 500'000, 100'000},
                                              {"qkv_bwd", 500'000, 0}};
   std::vector<KernelRecord> mlp_bwd = {{"fc2_bwd", 450'000, 0}, {"fc1_bwd", 450'000, 0}};
+  // The attention core alone, which selective recomputation re-runs.
+  std::vector<KernelRecord> attention_core_fwd = {{"core", 150'000, 0}};
 
   int64_t LayerForwardNs() const;   // attention_fwd span + mlp_fwd span
   int64_t LayerBackwardNs() const;  // attention_bwd span + mlp_bwd span
 };
 
-// Parameters one GPU of pipeline stage `stage` holds, computed exactly as
-// core/graph/builder.cc does: the builder keys the optimizer step by it.
+// Parameters the optimizer step of one GPU of virtual pipeline stage `stage`
+// (chunk * p + stage with interleaving; the stage without) updates
+// (its share when sharded), computed exactly as core/graph/pass_templates.cc
+// does: the builder keys the optimizer step by it.
 int64_t StageOptimizerParameters(const Job& job, int64_t stage);
 
 // A profile set for job.cluster.gpu with a MEASURED entry for every operator

@@ -120,6 +120,65 @@ TEST(BuildIterationGraphTest, PipelineMakespanHasTheClosedForm) {
   }
 }
 
+TEST(BuildIterationGraphTest, SelectiveRecomputationAddsTheAttentionCoreToEachBackward) {
+  // p = 4, m = 8, 2 layers a stage: b = 2 * (2,000,000 + 150,000) with the
+  // unit core of 150,000 ns; (8 + 3) * (2,000,000 + 4,300,000) = 69,300,000.
+  for (bool sp : {false, true}) {
+    Job job = PipelineJob(sp ? 2 : 1, 1, 4, 8, PipelineSchedule::k1F1B, Recompute::kSelective);
+    job.plan.sequence_parallel = sp;
+    Built built;
+    ASSERT_NO_FATAL_FAILURE(BuildAndSimulate(job, Granularity::kOperator, &built));
+    EXPECT_EQ(built.makespan_ns, 69'300'000);
+  }
+}
+
+TEST(BuildIterationGraphTest, ShardedDataParallelismKeepsTheClosedFormWithFreeLinks) {
+  // One stage, m = 3, d = 2: 72,000,000 ns as with plain data parallelism.
+  for (DataParallelSharding sharding :
+       {DataParallelSharding::kOptimizer, DataParallelSharding::kFull}) {
+    Job job = PipelineJob(1, 2, 1, 3, PipelineSchedule::k1F1B, Recompute::kNone);
+    job.plan.data_parallel_sharding = sharding;
+    Built built;
+    ASSERT_NO_FATAL_FAILURE(BuildAndSimulate(job, Granularity::kKernel, &built));
+    EXPECT_EQ(built.makespan_ns, 72'000'000);
+    EXPECT_GT(CountKind(built.graph.graph, TaskKind::kDataParallel), 0);
+  }
+}
+
+TEST(BuildIterationGraphTest, InterleavedBubbleHasTheClosedForm) {
+  // Narayanan et al. 2021, §2.2: with V chunks per stage the bubble shrinks
+  // to (p - 1) / V of a micro-batch's forward and backward: the iteration
+  // takes (m * V + p - 1) * (f_c + b_c) with f_c, b_c one chunk's passes.
+  // 8 layers: p = 2, V = 2 gives 2-layer chunks (f_c = 2,000,000,
+  // b_c = 4,000,000); p = 2, V = 4 and p = 4, V = 2 1-layer chunks.
+  const UnitTimes unit;
+  struct Case {
+    int64_t p, v, m;
+  };
+  for (const Case& c : {Case{2, 2, 2}, Case{2, 2, 4}, Case{2, 2, 8}, Case{2, 4, 4}, Case{4, 2, 4},
+                        Case{4, 2, 8}, Case{4, 2, 12}}) {
+    for (Granularity granularity : {Granularity::kKernel, Granularity::kOperator}) {
+      SCOPED_TRACE(
+          absl::StrCat("p=", c.p, " V=", c.v, " m=", c.m, " ", GranularityName(granularity)));
+      Job job = PipelineJob(1, 1, c.p, c.m, PipelineSchedule::k1F1B, Recompute::kNone);
+      job.plan.virtual_stages = c.v;
+      VTRAIN_ASSERT_OK(ValidateJob(job));
+      Built built;
+      ASSERT_NO_FATAL_FAILURE(BuildAndSimulate(job, granularity, &built));
+      const int64_t layers = 8 / (c.p * c.v);
+      const int64_t chunk = layers * (unit.LayerForwardNs() + unit.LayerBackwardNs());
+      EXPECT_EQ(built.makespan_ns, (c.m * c.v + c.p - 1) * chunk);
+      // Bubble fraction (p - 1) / (V * m) of the ideal m * V chunk pairs.
+      EXPECT_DOUBLE_EQ(static_cast<double>(built.makespan_ns - c.m * c.v * chunk) /
+                           static_cast<double>(c.m * c.v * chunk),
+                       static_cast<double>(c.p - 1) / static_cast<double>(c.v * c.m));
+      // Pipeline transfers: V chunks of every micro-batch cross p * V - 1
+      // boundaries each way.
+      EXPECT_EQ(CountKind(built.graph.graph, TaskKind::kPipeline), 2 * c.m * (c.p * c.v - 1));
+    }
+  }
+}
+
 TEST(BuildIterationGraphTest, PipelineGoldenValues) {
   Built built;
   // p = 4, m = 8, GPipe, no recompute: (8 + 3) * (2,000,000 + 4,000,000).

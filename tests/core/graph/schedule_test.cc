@@ -93,5 +93,59 @@ TEST(ScheduleActionTest, OneF1BWithOneStageAlternates) {
   EXPECT_EQ(Render(PipelineSchedule::k1F1B, 0, 1, 1), "F0 B0");
 }
 
+// "F0.0 F1.0 ..." (micro-batch.chunk) for an interleaved stage's actions.
+std::string RenderInterleaved(int64_t stage, int64_t stages, int64_t chunks, int64_t m) {
+  std::string out;
+  int64_t f = 0, b = 0;
+  while (b < m * chunks) {
+    const bool forward = InterleavedNextIsForward(stage, stages, chunks, m, f, b);
+    const ChunkPass pass = InterleavedPass(forward, stages, chunks, forward ? f++ : b++);
+    absl::StrAppend(&out, out.empty() ? "" : " ", forward ? "F" : "B", pass.micro_batch, ".",
+                    pass.chunk);
+  }
+  return out;
+}
+
+TEST(InterleavedScheduleTest, MegatronsOrderForTwoStagesTwoChunks) {
+  // Megatron-LM's schedule table with groups of p = 2 micro-batches: F
+  // (0,c0) (1,c0) (0,c1) (1,c1) (2,c0) ...; backwards the last chunk first.
+  // Warm-up: stage 0 2*(2-0-1) + (2-1)*2 = 4, stage 1 0 + 2 = 2.
+  EXPECT_EQ(RenderInterleaved(0, 2, 2, 4),
+            "F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 B2.1 B3.1 B2.0 B3.0");
+  EXPECT_EQ(RenderInterleaved(1, 2, 2, 4),
+            "F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 F2.0 B0.0 F3.0 B1.0 F2.1 B2.1 F3.1 B3.1 B2.0 B3.0");
+  EXPECT_EQ(InterleavedWarmup(0, 4, 3, 8), 2 * 3 + 2 * 4);
+  EXPECT_EQ(InterleavedWarmup(0, 4, 3, 2), 6);  // at most m * chunks
+}
+
+TEST(InterleavedScheduleTest, EveryChunkPassOnceAndTheWrapFifoMatchesBothEnds) {
+  for (int64_t stages : {2, 3, 4}) {
+    for (int64_t chunks : {2, 3}) {
+      const int64_t m = 2 * stages;
+      std::vector<int> seen(m * chunks, 0);
+      std::vector<int64_t> sent, received;
+      for (int64_t k = 0; k < m * chunks; ++k) {
+        const ChunkPass pass = InterleavedPass(true, stages, chunks, k);
+        ++seen[pass.micro_batch * chunks + pass.chunk];
+        // The last stage sends chunk c < V-1 of micro-batch j; the first
+        // receives it as chunk c + 1: the FIFO indices must agree.
+        if (pass.chunk < chunks - 1) {
+          sent.resize(
+              std::max<size_t>(sent.size(), InterleavedWrapIndex(true, stages, chunks, k) + 1));
+          sent[InterleavedWrapIndex(true, stages, chunks, k)] =
+              pass.micro_batch * chunks + pass.chunk + 1;
+        }
+        if (pass.chunk > 0) {
+          received.push_back(pass.micro_batch * chunks + pass.chunk);
+          EXPECT_EQ(InterleavedWrapIndex(false, stages, chunks, k),
+                    static_cast<int64_t>(received.size()) - 1);
+        }
+      }
+      for (int n : seen) EXPECT_EQ(n, 1);
+      EXPECT_EQ(sent, received);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vtrain

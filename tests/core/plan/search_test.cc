@@ -3,6 +3,7 @@
 #include "core/predict/memory.h"
 #include "core/profile/default_profiles.h"
 #include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
 
 namespace vtrain {
 namespace {
@@ -38,6 +39,47 @@ TEST(SearchTest, EveryPlanIsValidFitsAndRespectsTheBounds) {
   // Objective time: the best is the fastest.
   ASSERT_GE(r->best, 0);
   EXPECT_EQ(r->plans[r->best].iteration_time_ms, r->plans[0].iteration_time_ms);
+}
+
+TEST(SearchTest, TrainingOptionListsMultiplyTheSpace) {
+  SearchSpace space = Space();
+  space.max_gpus = 16;
+  SearchResult plain;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const std::vector<Job> base, EnumeratePlans(space, {}, &plain));
+  EXPECT_FALSE(base.empty());
+  space.training.shardings = {DataParallelSharding::kNone, DataParallelSharding::kOptimizer};
+  space.training.sequence_parallel = {false, true};
+  space.training.virtual_stages = {1, 2};
+  space.training.context_parallel = {1, 2};
+  space.recomputes = {Recompute::kFull, Recompute::kSelective};
+  SearchResult more;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const std::vector<Job> all, EnumeratePlans(space, {}, &more));
+  EXPECT_GT(more.considered, 4 * plain.considered);
+  bool saw[5] = {false, false, false, false, false};
+  for (const Job& job : all) {
+    EXPECT_TRUE(ValidateJob(job).ok());
+    EXPECT_LE(job.cluster.num_gpus, 16);
+    // Sequence parallelism with t = 1 is the same plan as without: skipped.
+    EXPECT_FALSE(job.plan.sequence_parallel && job.plan.tensor_parallel == 1);
+    saw[0] |= job.plan.context_parallel == 2;
+    saw[1] |= job.plan.virtual_stages == 2;
+    saw[2] |= job.plan.sequence_parallel;
+    saw[3] |= job.plan.data_parallel_sharding == DataParallelSharding::kOptimizer;
+    saw[4] |= job.plan.recompute == Recompute::kSelective;
+  }
+  for (bool s : saw) EXPECT_TRUE(s);
+  // The pruned fastest-plan search agrees with the full one on the new space.
+  space.gpus = 8;
+  space.training.context_parallel = {1};
+  space.training.virtual_stages = {1, 2};
+  const ProfileSet profiles = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
+  SearchOptions o;
+  o.threads = 2;
+  absl::StatusOr<SearchResult> full = Search(space, profiles, o);
+  ASSERT_TRUE(full.ok()) << full.status();
+  absl::StatusOr<std::optional<FastestPlanResult>> fastest = FastestPlan(space, profiles, o);
+  ASSERT_TRUE(fastest.ok() && fastest->has_value());
+  EXPECT_DOUBLE_EQ((*fastest)->prediction.iteration_time_ms(), full->plans[0].iteration_time_ms);
 }
 
 TEST(SearchTest, ParetoFrontierHoldsOnlyUndominatedPlans) {

@@ -69,5 +69,91 @@ TEST(MemoryTest, RecomputationAndSchedulesChangeActivations) {
             EstimateMemory(Gpt175B(8, 4, 16, 2, 1536)).stages[0].activations_bytes);
 }
 
+TEST(MemoryTest, LayerActivationsForEachOptionFollowKorthikantiTable2) {
+  // GPT-3 175B, s=2048, b=1, h=12288, a=96, t=8: s*b*h = 25,165,824 and
+  // 5*a*s/h = 5*96*2048/12288 = 80.
+  const ModelSpec model = *ModelPreset("gpt3-175b");
+  ParallelPlan plan;
+  plan.tensor_parallel = 8;
+  auto bytes = [&](Recompute r, bool sp, int64_t cp) {
+    plan.recompute = r;
+    plan.sequence_parallel = sp;
+    plan.context_parallel = cp;
+    return LayerActivationBytes(model, plan);
+  };
+  constexpr double kSbh = 25'165'824.0;
+  // No recomputation: 10 + (24 + 80)/8 = 23; with SP (34 + 80)/8 = 14.25.
+  EXPECT_DOUBLE_EQ(bytes(Recompute::kNone, false, 1), 578'813'952.0);
+  EXPECT_DOUBLE_EQ(bytes(Recompute::kNone, true, 1), kSbh * 14.25);  // 358,612,992
+  // Selective: 10 + 24/8 = 13; with SP 34/8 = 4.25.
+  EXPECT_DOUBLE_EQ(bytes(Recompute::kSelective, false, 1), kSbh * 13);   // 327,155,712
+  EXPECT_DOUBLE_EQ(bytes(Recompute::kSelective, true, 1), kSbh * 4.25);  // 106,954,752
+  // Full: the layer input, 2 bytes per element; with SP split over t.
+  EXPECT_DOUBLE_EQ(bytes(Recompute::kFull, false, 1), kSbh * 2);
+  EXPECT_DOUBLE_EQ(bytes(Recompute::kFull, true, 1), kSbh * 0.25);
+  // Context parallelism 2: each rank holds half the tokens.
+  EXPECT_DOUBLE_EQ(bytes(Recompute::kNone, false, 2), 578'813'952.0 / 2);
+  // SP is a no-op without tensor parallelism (as Megatron turns it off).
+  plan.tensor_parallel = 1;
+  EXPECT_DOUBLE_EQ(bytes(Recompute::kNone, true, 1), bytes(Recompute::kNone, false, 1));
+}
+
+TEST(MemoryTest, InterleavingHoldsMegatronsWarmUpOfChunks) {
+  // p=4, V=2, m=8: stage 0 warms up 2*(4-0-1) + (2-1)*4 = 10 chunk forwards
+  // and holds 11; stage 3 warms up 0 + 4 and holds 5.
+  Job job = Gpt175B(8, 4, 4, 1, 32);
+  job.plan.virtual_stages = 2;
+  ASSERT_EQ(job.plan.num_micro_batches(), 8);
+  const MemoryEstimate m = EstimateMemory(job);
+  EXPECT_EQ(m.stages[0].micro_batches_in_flight, 11);
+  EXPECT_EQ(m.stages[3].micro_batches_in_flight, 5);
+  // Each chunk holds 96 / (4 * 2) = 12 layers; full recomputation keeps
+  // 2*s*b*h per layer plus one whole layer (578,813,952 bytes).
+  EXPECT_DOUBLE_EQ(m.stages[0].activations_bytes, 11.0 * 12 * 2 * 25'165'824 + 578'813'952.0);
+  // Without interleaving the first stage holds p = 4 micro-batches of 24
+  // layers: 96 layer inputs against 132 with V = 2 (Korthikanti §4.2.3:
+  // L * (1 + (p - 1) / (p * V)) = 96 * 1.375 = 132).
+  job.plan.virtual_stages = 1;
+  EXPECT_DOUBLE_EQ(EstimateMemory(job).stages[0].activations_bytes,
+                   4.0 * 24 * 2 * 25'165'824 + 578'813'952.0);
+}
+
+TEST(MemoryTest, ShardingDividesTheStatesOverDataAndContextRanks) {
+  // The middle stage of t=8, d=4, p=16: 1,359,074,304 parameters, a layer
+  // 1,812,099,072 / 8 = 226,512,384 on one GPU.
+  Job job = Gpt175B(8, 4, 16, 1, 1536);
+  constexpr double kParams = 1'359'074'304.0;
+  job.plan.data_parallel_sharding = DataParallelSharding::kOptimizer;
+  // Distributed optimizer: 2 + 2 bytes of fp16 weights and gradients, 12/d
+  // of fp32 master weights and moments: 4 + 3 = 7 bytes per parameter.
+  EXPECT_DOUBLE_EQ(EstimateMemory(job).stages[5].model_states_bytes, 7 * kParams);
+  // FSDP: 16/d = 4 bytes per parameter plus two layers' gathered fp16
+  // weights and gradients: 4 * kParams + 2 * 226,512,384 * 4.
+  job.plan.data_parallel_sharding = DataParallelSharding::kFull;
+  EXPECT_DOUBLE_EQ(EstimateMemory(job).stages[5].model_states_bytes,
+                   4 * kParams + 2 * 226'512'384.0 * 4);
+  // Context parallelism 2 joins the shards: 16 / 8 = 2 bytes per parameter.
+  job.plan.context_parallel = 2;
+  job.cluster.num_gpus *= 2;
+  EXPECT_DOUBLE_EQ(EstimateMemory(job).stages[5].model_states_bytes,
+                   2 * kParams + 2 * 226'512'384.0 * 4);
+  job.plan.data_parallel_sharding = DataParallelSharding::kOptimizer;
+  EXPECT_DOUBLE_EQ(EstimateMemory(job).stages[5].model_states_bytes, 5.5 * kParams);
+}
+
+TEST(MemoryTest, SequenceAndContextParallelismShrinkTheEndBuffers) {
+  Job job = Gpt175B(8, 4, 16, 1, 1536);
+  const MemoryEstimate base = EstimateMemory(job);
+  job.plan.sequence_parallel = true;
+  const MemoryEstimate sp = EstimateMemory(job);
+  // The embedding output 2*s*b*h is split over t = 8.
+  EXPECT_DOUBLE_EQ(sp.stages[0].logits_bytes, base.stages[0].logits_bytes / 8);
+  job.plan.context_parallel = 2;
+  job.cluster.num_gpus *= 2;
+  const MemoryEstimate cp = EstimateMemory(job);
+  EXPECT_DOUBLE_EQ(cp.stages[15].logits_bytes, base.stages[15].logits_bytes / 2);
+  EXPECT_LT(cp.stages[0].activations_bytes, sp.stages[0].activations_bytes);
+}
+
 }  // namespace
 }  // namespace vtrain

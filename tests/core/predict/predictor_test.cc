@@ -174,6 +174,12 @@ TEST(PredictTest, RecomputationCountsAsHardwareFlops) {
   // = 512 * 8 * 131,072 = 536,870,912.
   EXPECT_DOUBLE_EQ(p.hardware_flops - p.model_flops, 536'870'912.0);
   EXPECT_GT(p.hfu, p.mfu);
+  // Selective: the attention core only, 4*s*h = 4 * 128 * 64 = 32,768 per
+  // token and layer: 512 * 8 * 32,768 = 134,217,728.
+  job.plan.recompute = Recompute::kSelective;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction selective,
+                              PredictDefault(job, Granularity::kOperator));
+  EXPECT_DOUBLE_EQ(selective.hardware_flops - selective.model_flops, 134'217'728.0);
 }
 
 TEST(PredictTest, FidelityWithDefaultProfilesIsAllAnalytical) {

@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "absl/hash/hash.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -98,6 +99,39 @@ TEST(CollectiveCurveTest, CreateRejectsBadPoints) {
   }
   EXPECT_THAT(CollectiveCurve::Create({{100, 1}, {200, 2}, {100, 3}}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bytes=100")));
+}
+
+TEST(OperatorKeyTest, ParallelSplitsPrintParseAndHashOnlyWhereTheyApply) {
+  const OperatorKey attention =
+      MakeOperatorKey("a100-sxm4-80gb", DType::kFp16, OperatorKind::kAttentionFwd, 2048, 16, 8192,
+                      2048, 2, 4, 50257, 0);
+  const OperatorKey split = WithParallelSplits(attention, true, 2, false);
+  EXPECT_EQ(split.ToString(),
+            "a100-sxm4-80gb/fp16/attention_fwd h=2048 a=16 s=2048 b=2 t=4 sp=1 c=2");
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const OperatorKey parsed, ParseOperatorKey(split.ToString()));
+  EXPECT_EQ(parsed, split);
+  EXPECT_NE(absl::HashOf(split), absl::HashOf(attention));
+  const OperatorKey core = WithParallelSplits(attention, true, 1, true);
+  // The attention core has no layer norm or dropout of its own to split.
+  EXPECT_EQ(core.ToString(), "a100-sxm4-80gb/fp16/attention_fwd h=2048 a=16 s=2048 b=2 t=4 core=1");
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const OperatorKey core_parsed, ParseOperatorKey(core.ToString()));
+  EXPECT_EQ(core_parsed, core);
+  // Sequence parallelism is a no-op at t = 1; core=1 only marks attention_fwd;
+  // the optimizer takes no split; the loss runs on gathered logits.
+  OperatorKey t1 = attention;
+  t1.tensor_parallel = 1;
+  EXPECT_FALSE(WithParallelSplits(t1, true, 1, false).sequence_parallel);
+  OperatorKey mlp = attention;
+  mlp.op = OperatorKind::kMlpBwd;
+  EXPECT_FALSE(WithParallelSplits(mlp, false, 1, true).attention_core_only);
+  OperatorKey optimizer = attention;
+  optimizer.op = OperatorKind::kOptimizerStep;
+  EXPECT_EQ(WithParallelSplits(optimizer, true, 4, true), optimizer);
+  OperatorKey loss = attention;
+  loss.op = OperatorKind::kLossFwd;
+  EXPECT_FALSE(WithParallelSplits(loss, true, 1, false).sequence_parallel);
+  EXPECT_FALSE(ParseOperatorKey("g/fp16/attention_fwd h=64 s=128 b=1 t=2 sp=2").ok());
+  EXPECT_FALSE(ParseOperatorKey("g/fp16/attention_fwd h=64 s=128 b=1 t=2 c=0").ok());
 }
 
 TEST(OperatorKeyTest, MakeOperatorKeyKeepsOnlyTheFieldsTheOperatorUses) {

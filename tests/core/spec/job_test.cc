@@ -78,7 +78,7 @@ const Violation kViolations[] = {
        j = WithPlan(j, 2, 1, 1, 1, 4);
        j.cluster.num_gpus = 4;
      },
-     "plan.tensor_parallel * plan.data_parallel * plan.pipeline_parallel"},
+     "plan.tensor_parallel * plan.context_parallel * plan.pipeline_parallel * plan.data_parallel"},
     {"TensorParallelDoesNotDivideHeads", [](Job& j) { j = WithPlan(j, 3, 1, 1, 1, 4); },
      "plan.tensor_parallel=3 does not divide model.num_heads=4"},
     {"TensorParallelDoesNotDivideFfn",
@@ -294,21 +294,79 @@ TEST(PlanEnumsTest, NamesRoundTrip) {
   for (PipelineSchedule s : {PipelineSchedule::kGpipe, PipelineSchedule::k1F1B}) {
     EXPECT_EQ(*ParseSchedule(ScheduleName(s)), s);
   }
-  for (Recompute r : {Recompute::kNone, Recompute::kFull}) {
+  for (Recompute r : {Recompute::kNone, Recompute::kFull, Recompute::kSelective}) {
     EXPECT_EQ(*ParseRecompute(RecomputeName(r)), r);
   }
   for (DType d : {DType::kFp16, DType::kBf16, DType::kFp8}) {
     EXPECT_EQ(*ParseDType(DTypeName(d)), d);
+  }
+  for (DataParallelSharding s : {DataParallelSharding::kNone, DataParallelSharding::kOptimizer,
+                                 DataParallelSharding::kFull}) {
+    EXPECT_EQ(*ParseSharding(ShardingName(s)), s);
   }
 }
 
 TEST(PlanEnumsTest, UnknownNamesAreErrorsNamingTheField) {
   EXPECT_THAT(ParseSchedule("interleaved"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("plan.schedule")));
-  EXPECT_THAT(ParseRecompute("selective"),
+  EXPECT_THAT(ParseRecompute("partial"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("plan.recompute")));
+  EXPECT_THAT(ParseSharding("zero2"), StatusIs(absl::StatusCode::kInvalidArgument,
+                                               HasSubstr("plan.data_parallel_sharding")));
   EXPECT_THAT(ParseDType("fp4"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("plan.dtype")));
+}
+
+TEST(ValidateJobTest, ContextParallelismCountsInTheGpusAndSplitsTheSequence) {
+  // t=2 c=2 p=2 d=1 on 8 GPUs; seq 128 is divisible by 2c = 4.
+  Job job = WithPlan(TinyJob(), 2, 1, 2, 1, 4);
+  job.plan.context_parallel = 2;
+  EXPECT_THAT(ValidateJob(job), StatusIs(absl::StatusCode::kInvalidArgument,
+                                         HasSubstr("2 * 2 * 2 * 1 = 8 does not equal "
+                                                   "cluster.num_gpus=4")));
+  job.cluster.num_gpus = 8;
+  VTRAIN_EXPECT_OK(ValidateJob(job));
+  // 2c = 6 does not divide 128.
+  job.plan.context_parallel = 3;
+  job.cluster.num_gpus = 12;
+  EXPECT_THAT(ValidateJob(job),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("not divisible by 2 * plan.context_parallel = 6")));
+  job.plan.context_parallel = 0;
+  EXPECT_THAT(ValidateJob(job),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("plan.context_parallel=0")));
+}
+
+TEST(ValidateJobTest, VirtualStagesFollowMegatronsRules) {
+  // 8 layers, p=2, V=2: 2 layers per chunk; 4 micro-batches, a multiple of p.
+  Job job = WithPlan(TinyJob(), 1, 1, 2, 1, 4);
+  job.plan.virtual_stages = 2;
+  VTRAIN_EXPECT_OK(ValidateJob(job));
+  job.plan.virtual_stages = 3;  // 8 layers over 2 * 3 chunks
+  EXPECT_THAT(ValidateJob(job),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("plan.pipeline_parallel * plan.virtual_stages = 6")));
+  job.plan.virtual_stages = 2;
+  job.plan.global_batch = 3;  // 3 micro-batches, not a multiple of p = 2
+  EXPECT_THAT(ValidateJob(job), StatusIs(absl::StatusCode::kInvalidArgument,
+                                         HasSubstr("multiple of plan.pipeline_parallel=2")));
+  job = WithPlan(TinyJob(), 1, 1, 1, 1, 4);
+  job.plan.virtual_stages = 2;
+  EXPECT_THAT(ValidateJob(job), StatusIs(absl::StatusCode::kInvalidArgument,
+                                         HasSubstr("plan.pipeline_parallel of at least 2")));
+  job = WithPlan(TinyJob(), 1, 1, 2, 1, 4);
+  job.plan.virtual_stages = 2;
+  job.plan.schedule = PipelineSchedule::kGpipe;
+  EXPECT_THAT(ValidateJob(job),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs plan.schedule=1f1b")));
+}
+
+TEST(ParallelPlanTest, SequenceParallelismIsANoOpWithoutTensorParallelism) {
+  ParallelPlan plan;
+  plan.sequence_parallel = true;
+  EXPECT_FALSE(plan.sequence_parallel_active());
+  plan.tensor_parallel = 2;
+  EXPECT_TRUE(plan.sequence_parallel_active());
 }
 
 }  // namespace

@@ -1,0 +1,199 @@
+#include "core/graph/pass_templates.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/testing/spec_builders.h"
+
+namespace vtrain::internal {
+namespace {
+
+using ::vtrain::testing::TinyJob;
+using ::vtrain::testing::WithPlan;
+
+// A profile set whose collectives take one nanosecond per byte each rank
+// sends (no latency, no in-training overhead, 1 GB/s at efficiency 1), so a
+// template's tensor-parallel time is the bytes its collectives put on the
+// wire.
+ProfileSet WireByteProfiles() {
+  ProfileSet set;
+  set.name = "wire-bytes";
+  set.gpu = "a100-sxm4-80gb";
+  set.params.intra_node_latency_ns = 0;
+  set.params.intra_node_latency_per_rank_ns = 0;
+  set.params.inter_node_latency_ns = 0;
+  set.params.intra_node_efficiency = 1;
+  set.params.inter_node_efficiency = 1;
+  set.params.tp_collective_overhead_ns = 0;
+  set.params.tp_collective_overhead_per_rank_ns = 0;
+  return set;
+}
+
+struct Made {
+  StageTemplates templates;
+  std::vector<std::string> labels;
+};
+
+// The templates of a middle stage (no embedding, no logit) of `job`.
+Made MakeMiddle(Job job, bool ends = false) {
+  job.cluster.intra_node_bandwidth_bytes_per_s = 1e9;
+  const ProfileSet set = WireByteProfiles();
+  ProfileLookup lookup(set, job.cluster.gpu, {1e9, 1e9});
+  Made made;
+  made.templates =
+      MakeStageTemplates(job, lookup, Granularity::kKernel,
+                         {.has_embedding = ends, .has_logit = ends}, [&](const std::string& name) {
+                           for (size_t i = 0; i < made.labels.size(); ++i) {
+                             if (made.labels[i] == name) return static_cast<int32_t>(i);
+                           }
+                           made.labels.push_back(name);
+                           return static_cast<int32_t>(made.labels.size() - 1);
+                         });
+  return made;
+}
+
+int64_t CountLabel(const Made& made, const ActionTemplate& t, const std::string& name) {
+  int64_t n = 0;
+  for (const Segment& s : t.segments) {
+    for (const Item& i : s.items) n += made.labels[i.label] == name ? 1 : 0;
+  }
+  return n;
+}
+
+TEST(PassTemplatesTest, SequenceParallelismMovesExactlyKorthikantisBytes) {
+  // Korthikanti et al. 2022, §4.2.2: with sequence parallelism each of the
+  // layer's two forward all-reduces becomes a reduce-scatter and an
+  // all-gather, which move the same bytes: a ring all-reduce of N bytes
+  // sends 2 (t-1)/t N per rank, a reduce-scatter and an all-gather (t-1)/t N
+  // each. TinyJob: b*s*h*2 = 1 * 128 * 64 * 2 = 16,384 bytes; 8 layers, one
+  // stage holds them all (p = 1), 2 blocks per layer.
+  for (int64_t t : {2, 4}) {
+    SCOPED_TRACE(absl::StrCat("t=", t));
+    Job job = WithPlan(TinyJob(), t, 1, 1, 1, 4);
+    job.plan.recompute = Recompute::kNone;
+    const Made plain = MakeMiddle(job);
+    job.plan.sequence_parallel = true;
+    const Made sp = MakeMiddle(job);
+    const double n = 16'384;
+    const double per_layer = 2 * 2 * static_cast<double>(t - 1) / static_cast<double>(t) * n;
+    EXPECT_EQ(plain.templates.forward.tensor_parallel_ns, std::llround(8 * per_layer));
+    EXPECT_EQ(sp.templates.forward.tensor_parallel_ns, std::llround(8 * per_layer));
+    EXPECT_EQ(sp.templates.backward.tensor_parallel_ns, std::llround(8 * per_layer));
+    // 16 all-reduces forward become 16 reduce-scatters and 16 all-gathers.
+    EXPECT_EQ(CountLabel(plain, plain.templates.forward, "tp_all_reduce"), 16);
+    EXPECT_EQ(CountLabel(sp, sp.templates.forward, "tp_all_reduce"), 0);
+    EXPECT_EQ(CountLabel(sp, sp.templates.forward, "tp_reduce_scatter"), 16);
+    EXPECT_EQ(CountLabel(sp, sp.templates.forward, "tp_all_gather"), 16);
+  }
+  // With t = 1 sequence parallelism is a no-op.
+  Job job = WithPlan(TinyJob(), 1, 1, 1, 1, 4);
+  job.plan.sequence_parallel = true;
+  EXPECT_EQ(MakeMiddle(job).templates.forward.tensor_parallel_ns, 0);
+}
+
+TEST(PassTemplatesTest, SequenceParallelismShortensNormAndDropoutKernelsOnly) {
+  Job job = WithPlan(TinyJob(), 4, 1, 1, 1, 4);
+  job.model.hidden_size = 4096;
+  job.model.num_heads = 32;
+  job.model.seq_len = 2048;
+  const Made plain = MakeMiddle(job);
+  job.plan.sequence_parallel = true;
+  const Made sp = MakeMiddle(job);
+  auto kernel_ns = [](const Made& m, const std::string& name) {
+    for (const Segment& s : m.templates.forward.segments) {
+      for (const Item& i : s.items) {
+        if (m.labels[i.label] == name) return i.duration_ns;
+      }
+    }
+    return int64_t{-1};
+  };
+  EXPECT_LT(kernel_ns(sp, "layernorm_fwd"), kernel_ns(plain, "layernorm_fwd"));
+  EXPECT_LT(kernel_ns(sp, "bias_dropout_add_fwd"), kernel_ns(plain, "bias_dropout_add_fwd"));
+  EXPECT_EQ(kernel_ns(sp, "gemm_qkv_fwd"), kernel_ns(plain, "gemm_qkv_fwd"));
+  EXPECT_EQ(kernel_ns(sp, "bgemm_attention_scores_fwd"),
+            kernel_ns(plain, "bgemm_attention_scores_fwd"));
+}
+
+TEST(PassTemplatesTest, SelectiveRecomputationRerunsOnlyTheAttentionCore) {
+  Job job = WithPlan(TinyJob(), 1, 1, 1, 1, 4);
+  job.plan.recompute = Recompute::kSelective;
+  const Made selective = MakeMiddle(job);
+  // Per layer: the core's four kernels once more, before attention_bwd.
+  EXPECT_EQ(CountLabel(selective, selective.templates.backward, "bgemm_attention_scores_fwd"), 8);
+  EXPECT_EQ(CountLabel(selective, selective.templates.backward, "scaled_masked_softmax_fwd"), 8);
+  EXPECT_EQ(CountLabel(selective, selective.templates.backward, "gemm_qkv_fwd"), 0);
+  job.plan.recompute = Recompute::kFull;
+  const Made full = MakeMiddle(job);
+  EXPECT_EQ(CountLabel(full, full.templates.backward, "gemm_qkv_fwd"), 8);
+  EXPECT_LT(selective.templates.backward.TaskNs(), full.templates.backward.TaskNs());
+}
+
+TEST(PassTemplatesTest, ShardingChangesTheGradientCollectiveAndTheOptimizerShare) {
+  Job job = WithPlan(TinyJob(), 1, 4, 1, 1, 4);
+  EXPECT_EQ(GradientCollective(job), Collective::kAllReduce);
+  const Made none = MakeMiddle(job, /*ends=*/true);
+  job.plan.data_parallel_sharding = DataParallelSharding::kOptimizer;
+  EXPECT_EQ(GradientCollective(job), Collective::kReduceScatter);
+  const Made zero1 = MakeMiddle(job, /*ends=*/true);
+  // The same gradients, reduce-scattered; the updated parameters gathered
+  // after the optimizer step, which updates a quarter of them.
+  EXPECT_DOUBLE_EQ(zero1.templates.gradient_bytes, none.templates.gradient_bytes);
+  EXPECT_DOUBLE_EQ(none.templates.gradient_bytes, none.templates.parameters_per_gpu * 2);
+  EXPECT_EQ(CountLabel(zero1, zero1.templates.optimizer, "dp_param_all_gather"), 1);
+  EXPECT_EQ(CountLabel(none, none.templates.optimizer, "dp_param_all_gather"), 0);
+  // FSDP: the layers' gradients leave layer by layer; only the embedding,
+  // final norm and position table are left for the end.
+  job.plan.data_parallel_sharding = DataParallelSharding::kFull;
+  const Made fsdp = MakeMiddle(job, /*ends=*/true);
+  const double h = 64, vocab = 512, seq = 128;
+  EXPECT_DOUBLE_EQ(fsdp.templates.gradient_bytes, (vocab * h + seq * h + 2 * h) * 2);
+  EXPECT_EQ(CountLabel(fsdp, fsdp.templates.forward, "fsdp_exposed"), 8);
+  EXPECT_EQ(CountLabel(fsdp, fsdp.templates.backward, "fsdp_exposed"), 8);
+  // Context-parallel ranks reduce gradients too: d * c.
+  job.plan.context_parallel = 2;
+  EXPECT_EQ(GradientRanks(job), 8);
+  EXPECT_EQ(DataParallelGroup(job).ranks, 8);
+}
+
+TEST(PassTemplatesTest, ContextParallelismSplitsTokensAndExchangesKeysAndValues) {
+  Job job = WithPlan(TinyJob(), 1, 1, 1, 1, 4);
+  job.plan.recompute = Recompute::kNone;
+  job.model.hidden_size = 4096;
+  job.model.num_heads = 32;
+  job.model.seq_len = 4096;
+  const double whole = ActivationBytes(job);
+  const Made plain = MakeMiddle(job);
+  job.plan.context_parallel = 2;
+  job.cluster.num_gpus = 2;
+  EXPECT_DOUBLE_EQ(ActivationBytes(job), whole / 2);
+  const Made cp = MakeMiddle(job);
+  // One ring per attention, forward and backward.
+  EXPECT_EQ(CountLabel(cp, cp.templates.forward, "cp_ring_exposed"), 8);
+  EXPECT_EQ(CountLabel(cp, cp.templates.backward, "cp_ring_exposed"), 8);
+  EXPECT_EQ(CountLabel(plain, plain.templates.forward, "cp_ring_exposed"), 0);
+  // At 1 ns per byte a K and a V block, 2 * b * s/c * h * 2 = 33,554,432
+  // bytes, take 33,554,432 ns; c - 1 = 1 exchange, less the half of the
+  // attention core that hides it: 8 rings take at most 8 * 33,554,432 ns,
+  // and more than nothing.
+  EXPECT_GT(cp.templates.forward.tensor_parallel_ns, 0);
+  EXPECT_LE(cp.templates.forward.tensor_parallel_ns, 8 * 33'554'432);
+  // Half the queries against every key: the score GEMM halves.
+  auto kernel_ns = [](const Made& m, const std::string& name) {
+    for (const Segment& s : m.templates.forward.segments) {
+      for (const Item& i : s.items) {
+        if (m.labels[i.label] == name) return i.duration_ns;
+      }
+    }
+    return int64_t{-1};
+  };
+  EXPECT_NEAR(static_cast<double>(kernel_ns(cp, "bgemm_attention_scores_fwd")),
+              static_cast<double>(kernel_ns(plain, "bgemm_attention_scores_fwd")) / 2,
+              0.1 * static_cast<double>(kernel_ns(plain, "bgemm_attention_scores_fwd")));
+  EXPECT_LT(kernel_ns(cp, "gemm_qkv_fwd"), kernel_ns(plain, "gemm_qkv_fwd"));
+}
+
+}  // namespace
+}  // namespace vtrain::internal
