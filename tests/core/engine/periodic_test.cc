@@ -84,6 +84,50 @@ TEST(PeriodicTest, EqualsSteppingForRandomJobsWithManyMicroBatches) {
   }
 }
 
+TEST(PeriodicTest, EqualsSteppingWithTodaysTrainingOptions) {
+  // Sequence and context parallelism, sharded data parallelism, selective
+  // recomputation, Llama layers and interleaving (which is stepped) change
+  // the templates and the collectives but not the periodicity.
+  int checked = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    Job job = RandomSmallJob(seed);
+    job.plan.global_batch =
+        (400 + 13 * static_cast<int64_t>(seed)) * job.plan.micro_batch * job.plan.data_parallel;
+    switch (seed % 6) {
+      case 0:
+        job.plan.sequence_parallel = true;
+        break;
+      case 1:
+        job.plan.data_parallel_sharding = DataParallelSharding::kOptimizer;
+        break;
+      case 2:
+        job.plan.data_parallel_sharding = DataParallelSharding::kFull;
+        break;
+      case 3:
+        job.plan.recompute = Recompute::kSelective;
+        break;
+      case 4:
+        job.model.arch = Architecture::kLlama;
+        job.plan.sequence_parallel = true;
+        break;
+      case 5:
+        job.plan.context_parallel = 2;
+        job.cluster.num_gpus *= 2;
+        break;
+    }
+    if (!ValidateJob(job).ok()) continue;
+    ++checked;
+    SCOPED_TRACE(absl::StrCat("seed ", seed, ": ", DescribeJob(job)));
+    VTRAIN_ASSERT_OK_AND_ASSIGN(const IterationSimulation jumped,
+                                Streamed(job, Granularity::kOperator, true));
+    VTRAIN_ASSERT_OK_AND_ASSIGN(const IterationSimulation stepped,
+                                Streamed(job, Granularity::kOperator, false));
+    ExpectIdentical(jumped, stepped);
+    if (HasFailure()) return;
+  }
+  EXPECT_GE(checked, 20);
+}
+
 TEST(PeriodicTest, EqualsTheKernelGraphWithThousandsOfMicroBatches) {
   // The operator path with jumps against the materialised kernel graph run
   // by the engine: same makespan and same stream timelines.
