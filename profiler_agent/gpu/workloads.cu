@@ -42,7 +42,9 @@
 #include "profiler_agent/gpu/init_kernels.cuh"
 #include "profiler_agent/gpu/kernel_common.cuh"
 #include "profiler_agent/gpu/layer_kernels.cuh"
+#include "profiler_agent/gpu/llama_buffers.h"
 #include "profiler_agent/gpu/operator_names.h"
+#include "profiler_agent/gpu/tail_operators.cuh"
 #include "profiler_agent/gpu/vocab_kernels.cuh"
 #include "profiler_agent/gpu/workloads.h"
 
@@ -52,17 +54,6 @@ namespace {
 
 constexpr float kDropout = 0.1f;  // Megatron's default hidden and attention dropout
 constexpr float kLayerNormEps = 1e-5f;
-// The gradient of the loss with respect to each token's loss, loss scale
-// included. Chosen so that the softmax-minus-one-hot gradients of a 50k-256k
-// vocabulary stay normal fp16 numbers (~kLossGradScale / vocab) and the
-// weight gradients summed over thousands of tokens stay far below the fp16
-// maximum.
-constexpr float kLossGradScale = 32.0f;
-// apex's multi_tensor_apply launches at most 320 chunks of 65536 elements
-// per kernel; the optimizer step launches one kernel per such slice, like
-// Megatron's fused Adam.
-constexpr int64_t kAdamElementsPerLaunch = 65536LL * 320;
-
 // ---------------------------------------------------------------------------
 // The workload
 // ---------------------------------------------------------------------------
@@ -305,39 +296,10 @@ class Workload final : public LayerWorkload {
     return RunGemm(kGemmLogitFwd);
   }
 
-  std::string LossFwd() {
-    const Dims& x = dims_;
-    Buffers<T>& b = buf_;
-    const int64_t nv = x.n * x.v;
-    const unsigned rows = static_cast<unsigned>(x.n);
-    VTRAIN_GPU_RETURN_IF_ERROR(Launch("logits_to_fp32_kernel", logits_to_fp32_kernel<T>,
-                                      GridFor(nv), kThreads, stream_, b.logits, b.logits32, nv));
-    VTRAIN_GPU_RETURN_IF_ERROR(Launch("cross_entropy_max_kernel", cross_entropy_max_kernel, rows,
-                                      kThreads, stream_, b.logits32, b.row_max, x.v));
-    VTRAIN_GPU_RETURN_IF_ERROR(Launch("cross_entropy_sub_exp_kernel", cross_entropy_sub_exp_kernel,
-                                      GridFor(nv), kThreads, stream_, b.logits32, b.row_max, nv,
-                                      x.v));
-    VTRAIN_GPU_RETURN_IF_ERROR(Launch("cross_entropy_sum_kernel", cross_entropy_sum_kernel, rows,
-                                      kThreads, stream_, b.logits32, b.sum_exp, x.v));
-    VTRAIN_GPU_RETURN_IF_ERROR(Launch(
-        "cross_entropy_target_gather_kernel", cross_entropy_target_gather_kernel<T>, GridFor(x.n),
-        kThreads, stream_, b.labels, b.logits, b.row_max, b.predicted, x.n, x.v, int64_t{0}));
-    return Launch("cross_entropy_log_kernel", cross_entropy_log_kernel, GridFor(x.n), kThreads,
-                  stream_, b.sum_exp, b.predicted, b.loss, x.n);
-  }
-
-  std::string LossBwd() {
-    const Dims& x = dims_;
-    Buffers<T>& b = buf_;
-    const int64_t nv = x.n * x.v;
-    VTRAIN_GPU_RETURN_IF_ERROR(Launch("cross_entropy_softmax_grad_kernel",
-                                      cross_entropy_softmax_grad_kernel, GridFor(nv), kThreads,
-                                      stream_, b.logits32, b.sum_exp, b.grad32, nv, x.v));
-    VTRAIN_GPU_RETURN_IF_ERROR(Launch("cross_entropy_target_sub_kernel",
-                                      cross_entropy_target_sub_kernel, GridFor(x.n), kThreads,
-                                      stream_, b.labels, b.grad32, x.n, x.v, int64_t{0}));
-    return Launch("logit_grad_to_half_kernel", logit_grad_to_half_kernel<T>, GridFor(nv), kThreads,
-                  stream_, b.grad32, b.d_logits, nv, kLossGradScale);
+  std::string LossFwd() { return LossFwdKernels(stream_, dims_, buf_); }
+  std::string LossBwd() { return LossBwdKernels(stream_, dims_, buf_); }
+  std::string OptimizerStep() {
+    return OptimizerStepKernels(stream_, dims_.adam, buf_, ++adam_step_);
   }
 
   std::string LogitBwd() {
@@ -423,64 +385,6 @@ class Workload final : public LayerWorkload {
                   GridFor(x.s * x.h), kThreads, stream_, b.d_emb, b.pos_grad, x.s, x.b, x.h);
   }
 
-  // Per kernel kind, one launch per apex-sized slice of the flat buffer,
-  // kinds in Megatron's order: overflow check, gradient norm, Adam, copy of
-  // the master weights into the fp16/bf16 parameters; then the fp32 main
-  // grads are reset (core/profile/analytical.cc has the same sequence and
-  // traffic: 18 bytes of state per parameter, Korthikanti et al. 2022).
-  std::string OptimizerStep() {
-    const Dims& x = dims_;
-    Buffers<T>& b = buf_;
-    constexpr float kInvLossScale = 1.0f;  // gradients are stored unscaled
-    VTRAIN_GPU_RETURN_IF_ERROR(Launch("optimizer_state_reset_kernel", optimizer_state_reset_kernel,
-                                      1, 32, stream_, b.adam_scalars));
-    const int64_t slices = CeilDiv(x.adam, kAdamElementsPerLaunch);
-    auto slice_len = [&](int64_t i) {
-      return std::min(kAdamElementsPerLaunch, x.adam - i * kAdamElementsPerLaunch);
-    };
-    for (int64_t i = 0; i < slices; ++i) {
-      const int64_t off = i * kAdamElementsPerLaunch;
-      VTRAIN_GPU_RETURN_IF_ERROR(Launch("grad_unscale_inf_check_kernel",
-                                        grad_unscale_inf_check_kernel<float>, GridFor(slice_len(i)),
-                                        kThreads, stream_, b.adam_grad + off, slice_len(i),
-                                        kInvLossScale, b.adam_scalars + 1));
-    }
-    for (int64_t i = 0; i < slices; ++i) {
-      const int64_t off = i * kAdamElementsPerLaunch;
-      VTRAIN_GPU_RETURN_IF_ERROR(Launch("grad_norm_kernel", grad_norm_kernel<float>,
-                                        GridFor(slice_len(i)), kThreads, stream_, b.adam_grad + off,
-                                        slice_len(i), kInvLossScale, b.adam_scalars));
-    }
-    ++adam_step_;
-    AdamHyper hp;
-    hp.lr = 1e-4f;
-    hp.beta1 = 0.9f;
-    hp.beta2 = 0.95f;
-    hp.eps = 1e-8f;
-    hp.weight_decay = 0.1f;
-    hp.max_grad_norm = 1.0f;
-    hp.inv_loss_scale = kInvLossScale;
-    hp.bias_correction1 =
-        static_cast<float>(1.0 - std::pow(static_cast<double>(hp.beta1), adam_step_));
-    hp.bias_correction2 =
-        static_cast<float>(1.0 - std::pow(static_cast<double>(hp.beta2), adam_step_));
-    for (int64_t i = 0; i < slices; ++i) {
-      const int64_t off = i * kAdamElementsPerLaunch;
-      VTRAIN_GPU_RETURN_IF_ERROR(Launch("adam_step_kernel", adam_step_kernel<float>,
-                                        GridFor(slice_len(i)), kThreads, stream_, b.adam_grad + off,
-                                        b.master + off, b.exp_avg + off, b.exp_avg_sq + off,
-                                        slice_len(i), b.adam_scalars, hp));
-    }
-    for (int64_t i = 0; i < slices; ++i) {
-      const int64_t off = i * kAdamElementsPerLaunch;
-      VTRAIN_GPU_RETURN_IF_ERROR(Launch("master_to_half_copy_kernel", master_to_half_copy_kernel<T>,
-                                        GridFor(slice_len(i)), kThreads, stream_, b.master + off,
-                                        b.adam_param + off, slice_len(i)));
-    }
-    return Launch("zero_main_grad_kernel", zero_main_grad_kernel, GridFor(x.adam), kThreads,
-                  stream_, b.adam_grad, x.adam);
-  }
-
   Dims dims_;
   DeviceArena arena_;
   Buffers<T> buf_{};
@@ -507,6 +411,7 @@ std::unique_ptr<LayerWorkload> LayerWorkload::Create(const LayerShape& shape, st
     *error = "shape needs more than 1 PiB of device memory";
     return nullptr;
   }
+  if (shape.llama) return internal::MakeLlamaWorkload(shape, error);
   if (shape.bf16) return internal::Workload<__nv_bfloat16>::Make(shape, error);
   return internal::Workload<__half>::Make(shape, error);
 }

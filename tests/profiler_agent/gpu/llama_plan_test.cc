@@ -1,0 +1,181 @@
+// The GPU agent's Llama and fp8 kernel plans against core's analytical kernel
+// lists (so a measured table lines up with the analytical one kernel for
+// kernel), the shape checks of Llama and fp8 workloads, and the keys their
+// tables are filed under. No GPU needed.
+#include "profiler_agent/gpu/llama_plan.h"
+
+#include <string>
+#include <vector>
+
+#include "core/profile/analytical.h"
+#include "core/profile/default_profiles.h"
+#include "core/profile/profile.h"
+#include "gtest/gtest.h"
+#include "profiler_agent/gpu/operator_names.h"
+#include "profiler_agent/gpu/profile_json.h"
+#include "profiler_agent/gpu/workloads.h"
+#include "proto/convert.h"
+
+namespace vtrain::gpu {
+namespace {
+
+std::vector<std::string> CoreNames(DType dtype, OperatorKind op, int64_t t) {
+  // Llama 3 8B's layer (h 4096, 32 heads, 8 KV heads, FFN 14336).
+  const OperatorKey key = MakeOperatorKey("h100-sxm5-80gb", dtype, op, 4096, 32, 14336, 8192, 1, t,
+                                          128256, 0, Architecture::kLlama, 8);
+  std::vector<std::string> names;
+  for (const KernelRecord& k :
+       GenerateOperatorKernels(*GpuByName("h100-sxm5-80gb"), key, DefaultAnalyticalParams())) {
+    names.push_back(k.name);
+  }
+  return names;
+}
+
+// Every Llama operator the plan covers, in 16 bits and in fp8, at t = 1 and
+// t = 2: the workload's kernels are core's, in core's order.
+TEST(LlamaPlanTest, StepsAreCoresKernelListInOrder) {
+  int covered = 0;
+  for (int k = 0; k < kNumOperatorKinds; ++k) {
+    const OperatorKind op = static_cast<OperatorKind>(k);
+    const std::string name(OperatorKindName(op));
+    const bool shared = op == OperatorKind::kLossFwd || op == OperatorKind::kLossBwd ||
+                        op == OperatorKind::kOptimizerStep;
+    for (DType dtype : {DType::kFp16, DType::kBf16, DType::kFp8}) {
+      const std::vector<Step> steps = LlamaOperatorSteps(name, dtype == DType::kFp8);
+      if (shared) {
+        // Run by the GPT code (tail_operators.cuh), as core shares them.
+        EXPECT_TRUE(steps.empty()) << name;
+        continue;
+      }
+      for (int64_t t : {1, 2}) {
+        EXPECT_EQ(StepNames(steps), CoreNames(dtype, op, t))
+            << name << " " << DTypeName(dtype) << " t=" << t;
+      }
+      ++covered;
+    }
+  }
+  EXPECT_EQ(covered, 8 * 3);
+  EXPECT_TRUE(LlamaOperatorSteps("no_such_operator", false).empty());
+}
+
+// Each fp8 GEMM is fed by the cast-transpose just before it (forward: the
+// input's; backward: the output gradient's, shared by the dgrad and the
+// wgrad of the same layer), and every cast, GEMM and step index names a
+// layer that exists.
+TEST(LlamaPlanTest, Fp8CastsFeedTheirOwnLayersGemms) {
+  for (const char* op : kOperatorNames) {
+    const std::vector<Step> steps = LlamaOperatorSteps(op, true);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const Step& s = steps[i];
+      if (s.kind == StepKind::kGemmFwd && s.index != kLinearLogit) {
+        ASSERT_GT(i, 0u);
+        EXPECT_EQ(steps[i - 1].kind, StepKind::kCastTranspose) << op << " " << s.name;
+        EXPECT_EQ(steps[i - 1].index, s.index) << op << " " << s.name;
+      }
+      if (s.kind == StepKind::kGemmDgrad && s.index != kLinearLogit) {
+        ASSERT_GT(i, 0u);
+        EXPECT_EQ(steps[i - 1].kind, StepKind::kCastTransposeGrad) << op << " " << s.name;
+        EXPECT_EQ(steps[i - 1].index, s.index) << op << " " << s.name;
+        ASSERT_LT(i + 1, steps.size());
+        EXPECT_EQ(steps[i + 1].kind, StepKind::kGemmWgrad);
+        EXPECT_EQ(steps[i + 1].index, s.index);
+      }
+      if (s.kind == StepKind::kGemmFwd || s.kind == StepKind::kGemmDgrad ||
+          s.kind == StepKind::kGemmWgrad) {
+        const int pass = s.kind == StepKind::kGemmFwd ? 0 : s.kind == StepKind::kGemmDgrad ? 1 : 2;
+        EXPECT_EQ(s.name, LinearGemmName(s.index, pass));
+      }
+      if (s.kind == StepKind::kCastTranspose || s.kind == StepKind::kCastTransposeGrad) {
+        EXPECT_LT(s.index, kNumFp8Linears) << "the logit layer stays in 16 bits";
+      }
+    }
+  }
+}
+
+LayerShape Llama3Shape() {
+  LayerShape s;
+  s.hidden = 4096;
+  s.heads = 32;
+  s.kv_heads = 8;
+  s.ffn = 14336;
+  s.seq = 8192;
+  s.micro_batch = 1;
+  s.tensor_parallel = 2;
+  s.vocab = 128256;
+  s.bf16 = true;
+  s.llama = true;
+  return s;
+}
+
+TEST(LlamaShapeTest, ValidAndInvalidShapesNameTheField) {
+  LayerShape s = Llama3Shape();
+  EXPECT_EQ(ValidateShape(s), "");
+  s.fp8 = true;
+  EXPECT_EQ(ValidateShape(s), "");
+
+  s = Llama3Shape();
+  s.kv_heads = 6;
+  EXPECT_NE(ValidateShape(s).find("kv_heads=6 does not divide heads=32"), std::string::npos);
+  s.kv_heads = 1;
+  EXPECT_NE(ValidateShape(s).find("kv_heads=1 is not divisible by tensor_parallel=2"),
+            std::string::npos);
+  s = Llama3Shape();
+  s.heads = 8;  // head dim 512
+  s.kv_heads = 8;
+  EXPECT_NE(ValidateShape(s).find("head dim of at most 256"), std::string::npos);
+  s = Llama3Shape();
+  s.fp8 = true;
+  s.seq = 8190;
+  EXPECT_NE(ValidateShape(s).find("seq*micro_batch=8190 is not a multiple of 16"),
+            std::string::npos);
+  s = Llama3Shape();
+  s.fp8 = true;
+  s.bf16 = false;
+  EXPECT_NE(ValidateShape(s).find("set bf16 with fp8"), std::string::npos);
+  s = Llama3Shape();
+  s.llama = false;
+  s.kv_heads = 0;
+  s.fp8 = true;
+  EXPECT_NE(ValidateShape(s).find("fp8 is measured for Llama layers only"), std::string::npos);
+}
+
+// The tables of an fp8 Llama run go under the simulator's keys: fp8, arch
+// llama and the KV heads for the layer's operators, no architecture for the
+// loss and the optimizer step.
+TEST(LlamaShapeTest, TablesAreFiledUnderTheSimulatorsKeys) {
+  LayerShape s = Llama3Shape();
+  s.fp8 = true;
+  s.adam_params = 1000;
+  std::vector<OperatorTable> tables;
+  for (const char* op : {"attention_fwd", "mlp_bwd", "loss_fwd", "optimizer_step"}) {
+    OperatorTable t;
+    t.op = op;
+    t.repetitions = t.consistent = 3;
+    t.kernels.push_back({"k", 1000, 900, 1100, 10});
+    tables.push_back(t);
+  }
+  ProfileSetFile f;
+  f.gpu = "h100-sxm5-80gb";
+  f.name = "llama fp8";
+  f.operators = OperatorEntries(tables, s);
+  v1::ProfileSet proto;
+  ASSERT_TRUE(convert::FromJson(ToProfileSetJson(f), &proto).ok()) << ToProfileSetJson(f);
+  absl::StatusOr<ProfileSet> set = convert::ProfileSetFromProto(proto);
+  ASSERT_TRUE(set.ok()) << set.status();
+  const std::string g = "h100-sxm5-80gb";
+  const OperatorKey keys[] = {
+      MakeOperatorKey(g, DType::kFp8, OperatorKind::kAttentionFwd, 4096, 32, 14336, 8192, 1, 2,
+                      128256, 0, Architecture::kLlama, 8),
+      MakeOperatorKey(g, DType::kFp8, OperatorKind::kMlpBwd, 4096, 32, 14336, 8192, 1, 2, 128256, 0,
+                      Architecture::kLlama, 8),
+      MakeOperatorKey(g, DType::kFp8, OperatorKind::kLossFwd, 4096, 32, 14336, 8192, 1, 2, 128256,
+                      0),
+      MakeOperatorKey(g, DType::kFp8, OperatorKind::kOptimizerStep, 0, 0, 0, 0, 0, 1, 0, 1000)};
+  for (const OperatorKey& key : keys) {
+    EXPECT_TRUE(set->operators.count(key)) << key.ToString() << " missing";
+  }
+  EXPECT_EQ(set->operators.size(), 4u);
+}
+
+}  // namespace
+}  // namespace vtrain::gpu
