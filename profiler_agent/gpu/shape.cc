@@ -48,7 +48,6 @@ std::string ValidateLlama(const LayerShape& shape) {
            "choose more heads";
   }
   if (!shape.fp8) return std::string();
-  if (!shape.bf16) return "fp8 runs everything but its GEMMs in bf16: set bf16 with fp8";
   const int64_t ffn = shape.ffn > 0 ? shape.ffn : 4 * shape.hidden;
   const std::pair<const char*, int64_t> dims[] = {
       {"hidden", shape.hidden},
@@ -109,9 +108,8 @@ std::string ValidateShape(const LayerShape& shape) {
     return std::string("micro_batch*heads/tensor_parallel*seq=") + count +
            " attention rows exceed " + std::to_string(kMaxDim) + "; lower micro_batch or seq";
   }
-  if (shape.fp8 && !shape.llama) {
-    return "fp8 is measured for Llama layers only (the GPT workload has no fp8 linear layers); "
-           "profile the GPT layer in bf16 or set llama";
+  if (shape.fp8 && !shape.bf16) {
+    return "fp8 runs everything but its GEMMs in bf16: set bf16 with fp8";
   }
   if (shape.llama) return ValidateLlama(shape);
   return std::string();

@@ -412,6 +412,13 @@ std::unique_ptr<LayerWorkload> LayerWorkload::Create(const LayerShape& shape, st
     return nullptr;
   }
   if (shape.llama) return internal::MakeLlamaWorkload(shape, error);
+  if (shape.fp8) {
+    // A framework run recorded through the injection library may be GPT in
+    // fp8; this workload cannot.
+    *error =
+        "the GPT workload has no fp8 linear layers; profile it in bf16, or a Llama layer in fp8";
+    return nullptr;
+  }
   if (shape.bf16) return internal::Workload<__nv_bfloat16>::Make(shape, error);
   return internal::Workload<__half>::Make(shape, error);
 }

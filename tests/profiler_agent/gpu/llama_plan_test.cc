@@ -11,6 +11,7 @@
 #include "core/profile/default_profiles.h"
 #include "core/profile/profile.h"
 #include "gtest/gtest.h"
+#include "profiler_agent/gpu/inject_config.h"
 #include "profiler_agent/gpu/operator_names.h"
 #include "profiler_agent/gpu/profile_json.h"
 #include "profiler_agent/gpu/workloads.h"
@@ -132,11 +133,34 @@ TEST(LlamaShapeTest, ValidAndInvalidShapesNameTheField) {
   s.fp8 = true;
   s.bf16 = false;
   EXPECT_NE(ValidateShape(s).find("set bf16 with fp8"), std::string::npos);
+  // A GPT layer in fp8 is a valid shape (the injection library records
+  // such framework runs); only the agent's own workload lacks it, which
+  // Create and the profile command refuse.
   s = Llama3Shape();
   s.llama = false;
   s.kv_heads = 0;
   s.fp8 = true;
-  EXPECT_NE(ValidateShape(s).find("fp8 is measured for Llama layers only"), std::string::npos);
+  EXPECT_EQ(ValidateShape(s), "");
+}
+
+// The injection library's shape (VTRAIN_PROFILE_SHAPE) names Llama and fp8
+// runs of a framework, so their tables get the simulator's keys.
+TEST(LlamaShapeTest, InjectionShapeSpecsTakeArchKvHeadsAndFp8) {
+  LayerShape s;
+  ASSERT_EQ(ParseShapeSpec("hidden=4096,heads=32,kv_heads=8,seq=8192,micro_batch=1,tp=2,"
+                           "ffn=14336,arch=llama,dtype=fp8",
+                           &s),
+            "");
+  EXPECT_TRUE(s.llama);
+  EXPECT_TRUE(s.fp8);
+  EXPECT_TRUE(s.bf16);
+  EXPECT_EQ(s.kv_heads, 8);
+  EXPECT_NE(ParseShapeSpec("hidden=4096,heads=32,seq=8,micro_batch=1,arch=mamba", &s)
+                .find("arch='mamba' must be gpt or llama"),
+            std::string::npos);
+  EXPECT_NE(ParseShapeSpec("hidden=4096,heads=32,kv_heads=8,seq=8,micro_batch=1", &s)
+                .find("kv_heads needs arch=llama"),
+            std::string::npos);
 }
 
 // The tables of an fp8 Llama run go under the simulator's keys: fp8, arch
