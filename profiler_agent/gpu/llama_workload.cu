@@ -30,6 +30,7 @@
 #include "profiler_agent/gpu/kernel_common.cuh"
 #include "profiler_agent/gpu/layer_kernels.cuh"
 #include "profiler_agent/gpu/llama_buffers.h"
+#include "profiler_agent/gpu/llama_gemm_specs.h"
 #include "profiler_agent/gpu/llama_kernels.cuh"
 #include "profiler_agent/gpu/llama_plan.h"
 #include "profiler_agent/gpu/operator_names.h"
@@ -48,24 +49,6 @@ constexpr int64_t kRmsNormBwdChunks = 256;
 
 using E4m3 = __nv_fp8_e4m3;
 using E5m2 = __nv_fp8_e5m2;
-
-GemmSpec Dense(const char* name, int64_t m, int64_t n, int64_t k, bool ta, bool tb, const void* a,
-               const void* b, void* c) {
-  GemmSpec g;
-  g.name = name;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.trans_a = ta;
-  g.trans_b = tb;
-  g.a = a;
-  g.lda = ta ? m : k;
-  g.b = b;
-  g.ldb = tb ? k : n;
-  g.c = c;
-  g.ldc = n;
-  return g;
-}
 
 template <class T>
 class LlamaWorkload final : public LayerWorkload {
@@ -249,57 +232,29 @@ class LlamaWorkload final : public LayerWorkload {
     return std::string();
   }
 
-  // 16-bit GEMMs, or fp8 ones for the attention and MLP linear layers under
-  // fp8 (both operands with k contiguous: the cast-transposes' outputs and
-  // the weights' fp8 copies; Transformer Engine's layouts).
+  // Each linear layer's three GEMMs (llama_gemm_specs.h), fp8 ones with
+  // their operands' formats and dequantisation scales.
   std::string PlanGemms() {
-    const LlamaBuffers<T>& b = buf_;
-    const void* xs[] = {b.ln1_out, b.ctx, b.ln2_out, b.act, b.lnf_out};
-    void* ys[] = {b.qkv, b.proj_out, b.fc1_out, b.fc2_out, b.logits};
-    const void* dys[] = {b.d_qkv, b.d_h1, b.d_fc1, b.d_h2, b.d_logits};
-    void* dxs[] = {b.d_ln1, b.d_ctx, b.d_ln2, b.d_act, b.d_lnf};
-    void* dws[] = {b.dw_qkv, b.dw_proj, b.dw_fc1, b.dw_fc2, b.dw_out};
-    const int64_t n = x_.n;
-    for (int l = 0; l <= kLinearLogit; ++l) {
-      const int64_t in = x_.in(l);
-      const int64_t out = x_.out(l);
-      if (!x_.fp8 || l == kLinearLogit) {
-        const GemmSpec specs[] = {
-            Dense(LinearGemmName(l, 0), n, out, in, false, true, xs[l], b.weight(l), ys[l]),
-            Dense(LinearGemmName(l, 1), n, in, out, false, false, dys[l], b.weight(l), dxs[l]),
-            Dense(LinearGemmName(l, 2), out, in, n, true, false, dys[l], xs[l], dws[l])};
-        for (int pass = 0; pass < 3; ++pass) {
-          VTRAIN_GPU_RETURN_IF_ERROR(gemms_[l][pass].Plan(lt_, specs[pass], kDataType, sizeof(T)));
+    for (int l = 0; l < kLlamaLinears; ++l) {
+      for (int pass = 0; pass < kGemmPasses; ++pass) {
+        const GemmSpec spec = LlamaGemmSpec(x_, buf_, l, pass);
+        const Fp8Operands o = LlamaFp8Operands(x_, l, pass);
+        if (!o.fp8) {
+          VTRAIN_GPU_RETURN_IF_ERROR(gemms_[l][pass].Plan(lt_, spec, kDataType, sizeof(T)));
+          continue;
         }
-        continue;
-      }
-      const Fp8Linear& f = b.fp8[l];
-      const float* inv = b.scale_inv + 3 * l;  // input, weight, output gradient
-      const GemmSpec specs[] = {
-          Dense(LinearGemmName(l, 0), n, out, in, false, true, f.x, f.w, ys[l]),
-          Dense(LinearGemmName(l, 1), n, in, out, false, true, f.dy, f.w_t, dxs[l]),
-          Dense(LinearGemmName(l, 2), out, in, n, false, true, f.dy_t, f.x_t, dws[l])};
-      const GemmTypes types[] = {Fp8Types(CUDA_R_8F_E4M3, inv, CUDA_R_8F_E4M3, inv + 1),
-                                 Fp8Types(CUDA_R_8F_E5M2, inv + 2, CUDA_R_8F_E4M3, inv + 1),
-                                 Fp8Types(CUDA_R_8F_E5M2, inv + 2, CUDA_R_8F_E4M3, inv)};
-      for (int pass = 0; pass < 3; ++pass) {
-        VTRAIN_GPU_RETURN_IF_ERROR(gemms_[l][pass].Plan(lt_, specs[pass], types[pass]));
+        GemmTypes t;
+        t.a = o.a_e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
+        t.b = CUDA_R_8F_E4M3;
+        t.d = kDataType;
+        t.a_bytes = t.b_bytes = 1;
+        t.d_bytes = sizeof(T);
+        t.a_scale = buf_.scale_inv + o.a_tensor;
+        t.b_scale = buf_.scale_inv + o.b_tensor;
+        VTRAIN_GPU_RETURN_IF_ERROR(gemms_[l][pass].Plan(lt_, spec, t));
       }
     }
     return std::string();
-  }
-
-  static GemmTypes Fp8Types(cudaDataType_t a, const float* a_scale, cudaDataType_t b,
-                            const float* b_scale) {
-    GemmTypes t;
-    t.a = a;
-    t.b = b;
-    t.d = kDataType;
-    t.a_bytes = t.b_bytes = 1;
-    t.d_bytes = sizeof(T);
-    t.a_scale = a_scale;
-    t.b_scale = b_scale;
-    return t;
   }
 
   uint32_t NextSeed() { return ++seed_ * 0x6C8E9CF5u; }
@@ -531,7 +486,7 @@ class LlamaWorkload final : public LayerWorkload {
   uint32_t seed_ = 0;
   double adam_step_ = 0;
   std::map<std::string, std::vector<Step>> plans_;
-  Gemm gemms_[kLinearLogit + 1][3];
+  Gemm gemms_[kLlamaLinears][kGemmPasses];
 };
 
 }  // namespace
