@@ -33,6 +33,10 @@ namespace {
 
 // Query and key rows per tile of the attention kernels.
 constexpr int kFlashTile = 32;
+// Shared-memory tiles of Q, K, V and dO hold rows of d + kTilePad elements,
+// so that a warp reading one element of 32 different rows (the score loops)
+// hits different banks instead of one.
+constexpr int64_t kTilePad = 2;
 constexpr int kFlashThreads = 128;
 
 // ---------------------------------------------------------------------------
@@ -219,24 +223,26 @@ __device__ __forceinline__ int64_t StatIndex(int64_t bi, int64_t head, int64_t s
 // Shared memory of the forward kernel, in bytes.
 inline size_t FlashFwdSharedBytes(int64_t d, size_t elem) {
   const size_t t = kFlashTile;
-  return (t * d + t * (t + 1) + 3 * t) * sizeof(float) + 3 * t * d * elem;
+  return (t * d + t * (t + 1) + 3 * t) * sizeof(float) + 3 * t * (d + kTilePad) * elem;
 }
 
 // Shared memory of the backward kernel, in bytes.
 inline size_t FlashBwdSharedBytes(int64_t d, size_t elem) {
   const size_t t = kFlashTile;
-  return (2 * t * d + 2 * t * (t + 1) + 2 * t) * sizeof(float) + 4 * t * d * elem;
+  return (2 * t * d + 2 * t * (t + 1) + 2 * t) * sizeof(float) + 4 * t * (d + kTilePad) * elem;
 }
 
 // Loads rows [r0, r0 + count) of one head of a [n, ...] tensor into a
-// [kFlashTile, d] shared tile, zeros past `count`.
+// [kFlashTile, d] shared tile with rows d + kTilePad apart, zeros past
+// `count`.
 template <class T>
 __device__ __forceinline__ void LoadTile(T* tile, const T* src, int64_t stride, int64_t col0,
                                          int64_t r0, int count, int64_t bi, int64_t b, int64_t d) {
   for (int64_t i = threadIdx.x; i < kFlashTile * d; i += blockDim.x) {
     const int r = static_cast<int>(i / d);
     const int64_t c = i % d;
-    tile[i] = r < count ? src[TokenRow(r0 + r, bi, b) * stride + col0 + c] : FromFloat<T>(0.0f);
+    tile[r * (d + kTilePad) + c] =
+        r < count ? src[TokenRow(r0 + r, bi, b) * stride + col0 + c] : FromFloat<T>(0.0f);
   }
 }
 
@@ -248,6 +254,7 @@ template <class T>
 __global__ void flash_attention_fwd_kernel(FlashArgs<T> p) {
   extern __shared__ float smem[];
   const int64_t d = p.d;
+  const int64_t ld = d + kTilePad;  // row stride of the 16-bit tiles
   constexpr int kT = kFlashTile;
   float* acc = smem;              // [kT, d]
   float* sc = acc + kT * d;       // [kT, kT + 1] scores, then probabilities
@@ -255,8 +262,8 @@ __global__ void flash_attention_fwd_kernel(FlashArgs<T> p) {
   float* l = m + kT;              // running sum
   float* alpha = l + kT;          // rescale of this tile
   T* qs = reinterpret_cast<T*>(alpha + kT);
-  T* ks = qs + kT * d;
-  T* vs = ks + kT * d;
+  T* ks = qs + kT * ld;
+  T* vs = ks + kT * ld;
   const int64_t bi = blockIdx.y / p.heads;
   const int64_t head = blockIdx.y % p.heads;
   const int64_t kvh = head / (p.heads / p.kv_heads);
@@ -280,7 +287,7 @@ __global__ void flash_attention_fwd_kernel(FlashArgs<T> p) {
       float x = -INFINITY;
       if (r < rows && c < cols && k0 + c <= q0 + r) {
         x = 0.0f;
-        for (int64_t e = 0; e < d; ++e) x += ToFloat(qs[r * d + e]) * ToFloat(ks[c * d + e]);
+        for (int64_t e = 0; e < d; ++e) x += ToFloat(qs[r * ld + e]) * ToFloat(ks[c * ld + e]);
         x *= p.scale;
       }
       sc[r * (kT + 1) + c] = x;
@@ -307,7 +314,7 @@ __global__ void flash_attention_fwd_kernel(FlashArgs<T> p) {
       const int r = static_cast<int>(i / d);
       const int64_t c = i % d;
       float o = acc[i] * alpha[r];
-      for (int j = 0; j < cols; ++j) o += sc[r * (kT + 1) + j] * ToFloat(vs[j * d + c]);
+      for (int j = 0; j < cols; ++j) o += sc[r * (kT + 1) + j] * ToFloat(vs[j * ld + c]);
       acc[i] = o;
     }
     __syncthreads();
@@ -353,6 +360,7 @@ template <class T>
 __global__ void flash_attention_bwd_kernel(FlashArgs<T> p) {
   extern __shared__ float smem[];
   const int64_t d = p.d;
+  const int64_t ld = d + kTilePad;  // row stride of the 16-bit tiles
   constexpr int kT = kFlashTile;
   float* dk = smem;                 // [kT, d]
   float* dv = dk + kT * d;          // [kT, d]
@@ -361,9 +369,9 @@ __global__ void flash_attention_bwd_kernel(FlashArgs<T> p) {
   float* lse = ds + kT * (kT + 1);  // [kT]
   float* dl = lse + kT;             // [kT] D
   T* ks = reinterpret_cast<T*>(dl + kT);
-  T* vs = ks + kT * d;
-  T* qs = vs + kT * d;
-  T* dos = qs + kT * d;
+  T* vs = ks + kT * ld;
+  T* qs = vs + kT * ld;
+  T* dos = qs + kT * ld;
   const int64_t bi = blockIdx.y / p.kv_heads;
   const int64_t kvh = blockIdx.y % p.kv_heads;
   const int64_t group = p.heads / p.kv_heads;
@@ -395,8 +403,8 @@ __global__ void flash_attention_bwd_kernel(FlashArgs<T> p) {
           float x = 0.0f;
           float dp = 0.0f;
           for (int64_t e = 0; e < d; ++e) {
-            x += ToFloat(qs[r * d + e]) * ToFloat(ks[c * d + e]);
-            dp += ToFloat(dos[r * d + e]) * ToFloat(vs[c * d + e]);
+            x += ToFloat(qs[r * ld + e]) * ToFloat(ks[c * ld + e]);
+            dp += ToFloat(dos[r * ld + e]) * ToFloat(vs[c * ld + e]);
           }
           prob = expf(x * p.scale - lse[r]);
           grad = prob * (dp - dl[r]);
@@ -411,8 +419,8 @@ __global__ void flash_attention_bwd_kernel(FlashArgs<T> p) {
         float accv = 0.0f;
         float acck = 0.0f;
         for (int r = 0; r < rows; ++r) {
-          accv += pr[r * (kT + 1) + c] * ToFloat(dos[r * d + e]);
-          acck += ds[r * (kT + 1) + c] * ToFloat(qs[r * d + e]);
+          accv += pr[r * (kT + 1) + c] * ToFloat(dos[r * ld + e]);
+          acck += ds[r * (kT + 1) + c] * ToFloat(qs[r * ld + e]);
         }
         dv[i] += accv;
         dk[i] += acck * p.scale;
@@ -421,7 +429,7 @@ __global__ void flash_attention_bwd_kernel(FlashArgs<T> p) {
         const int r = static_cast<int>(i / d);
         const int64_t e = i % d;
         float acc = 0.0f;
-        for (int c = 0; c < cols; ++c) acc += ds[r * (kT + 1) + c] * ToFloat(ks[c * d + e]);
+        for (int c = 0; c < cols; ++c) acc += ds[r * (kT + 1) + c] * ToFloat(ks[c * ld + e]);
         atomicAdd(&p.dq_accum[TokenRow(q0 + r, bi, p.b) * p.o_stride + head * d + e],
                   acc * p.scale);
       }
