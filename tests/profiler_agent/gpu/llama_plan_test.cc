@@ -16,6 +16,7 @@
 #include "profiler_agent/gpu/profile_json.h"
 #include "profiler_agent/gpu/workloads.h"
 #include "proto/convert.h"
+#include "tests/testing/subprocess.h"
 
 namespace vtrain::gpu {
 namespace {
@@ -200,6 +201,43 @@ TEST(LlamaShapeTest, TablesAreFiledUnderTheSimulatorsKeys) {
   }
   EXPECT_EQ(set->operators.size(), 4u);
 }
+
+#ifdef VTRAIN_TEST_AGENT_GPU
+// The CUDA binary refuses bad Llama and fp8 shapes before touching a GPU
+// (exit 2, naming the flag and the fix), and `selftest` on a machine without
+// a GPU says so in one line (exit 1).
+TEST(LlamaAgentGpuBinaryTest, RefusesBadLlamaAndFp8ShapesAndSelfTestNeedsAGpu) {
+  const std::vector<std::string> base = {"profile", "--hidden",  "4096",     "--heads",
+                                         "32",      "--seq-len", "100",      "--micro-batch",
+                                         "1",       "-o",        "/dev/null"};
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    absl::StatusOr<testing::ProcessResult> r = testing::RunProcess(VTRAIN_TEST_AGENT_GPU, args);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : testing::ProcessResult{};
+  };
+  testing::ProcessResult r = run({"--arch", "llama", "--dtype", "fp8"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("seq*micro_batch=100 is not a multiple of 16"), std::string::npos) << r.err;
+  r = run({"--dtype", "fp8"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--dtype fp8 needs --arch llama"), std::string::npos) << r.err;
+  r = run({"--kv-heads", "8"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--kv-heads needs --arch llama"), std::string::npos) << r.err;
+  r = run({"--arch", "mamba"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--arch='mamba' must be gpt or llama"), std::string::npos) << r.err;
+
+  absl::StatusOr<testing::ProcessResult> self =
+      testing::RunProcess(VTRAIN_TEST_AGENT_GPU, {"selftest"});
+  ASSERT_TRUE(self.ok()) << self.status();
+  if (self->exit_code == 0) GTEST_SKIP() << "this machine has a GPU; tests/gpu/run.sh covers it";
+  EXPECT_EQ(self->exit_code, 1);
+  EXPECT_NE(self->err.find("no usable CUDA GPU"), std::string::npos) << self->err;
+}
+#endif
 
 }  // namespace
 }  // namespace vtrain::gpu
