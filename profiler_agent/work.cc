@@ -32,10 +32,6 @@ void AddDistinct(std::vector<V>& v, const V& x) {
   v.push_back(x);
 }
 
-bool IsLoss(OperatorKind op) {
-  return op == OperatorKind::kLossFwd || op == OperatorKind::kLossBwd;
-}
-
 // Heads for a key that does not fix them: a head size of 128 when that
 // divides evenly and suits t, else t heads.
 int64_t DefaultHeads(int64_t hidden, int64_t t) {
@@ -67,18 +63,12 @@ class WorkSorter {
   WorkPlan Finish() {
     for (const auto& [group, w] : layers_) AddLayerRuns(group, w);
     for (const auto& [dtype_params, keys] : optimizer_) {
-      // A small layer (h 1024, 8 heads, s 128) carries the Adam step; under
-      // fp8 a Llama one (the only workload with fp8; the Adam kernels are the
-      // same).
-      ProfilingRun run{
-          {"profile", "--hidden", "1024", "--heads", "8", "--seq-len", "128", "--micro-batch", "1",
-           "--tp", "1", "--dtype", std::string(DTypeName(dtype_params.first)), "--adam-params",
-           absl::StrCat(dtype_params.second), "--gpu", gpu_},
-          keys};
-      if (dtype_params.first == DType::kFp8) {
-        run.args.insert(run.args.end(), {"--arch", "llama"});
-      }
-      plan_.runs.push_back(std::move(run));
+      // A small layer (h 1024, 8 heads, s 128) carries the Adam step.
+      plan_.runs.push_back(
+          {{"profile", "--hidden", "1024", "--heads", "8", "--seq-len", "128", "--micro-batch", "1",
+            "--tp", "1", "--dtype", std::string(DTypeName(dtype_params.first)), "--adam-params",
+            absl::StrCat(dtype_params.second), "--gpu", gpu_},
+           keys});
     }
     for (const auto& [ranks, w] : nccl_) AddNcclRun(ranks, w);
     return std::move(plan_);
@@ -124,19 +114,9 @@ class WorkSorter {
       optimizer_[{key->dtype, key->num_parameters}].push_back(text);
       return;
     }
-    // fp8 linear layers exist in the Llama workload only; the loss (keyed
-    // without an architecture, the same kernels for both) rides with a
-    // Llama run there. GPT's fp8 operators would file bf16 GPT kernels under
-    // an fp8 key, so they stay analytical.
-    Architecture arch = key->arch;
-    if (key->dtype == DType::kFp8 && arch == Architecture::kGpt) {
-      if (!IsLoss(key->op)) {
-        return Skip(text,
-                    "the GPU workloads run fp8 linear layers in the Llama layer only; GPT fp8 "
-                    "operators stay analytical");
-      }
-      arch = Architecture::kLlama;
-    }
+    // Loss keys carry no architecture (core's MakeOperatorKey): they ride
+    // with a GPT run of their shape, which runs the same kernels.
+    const Architecture arch = key->arch;
     LayerWork& w =
         layers_[{key->dtype, arch, key->hidden, key->seq, key->micro_batch, key->tensor_parallel}];
     if (key->heads > 0) {

@@ -26,6 +26,7 @@ Dims MakeDims(const LayerShape& shape) {
   dims.v = CeilDiv(shape.vocab, t);
   dims.vocab = shape.vocab;
   dims.adam = shape.adam_params;
+  dims.fp8 = shape.fp8;
   return dims;
 }
 

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 #include "profiler_agent/gpu/kernel_common.cuh"
 
@@ -86,6 +87,52 @@ __global__ void fp8_amax_scale_update_kernel(float* amax_history, float* scale, 
     scale[t] = s;
     scale_inv[t] = 1.0f / s;
   }
+}
+
+// Host side: "" when the current device has fp8 GEMMs (compute capability
+// 8.9 or newer: Ada, Hopper, Blackwell), else the message saying so.
+inline std::string CheckFp8Device() {
+  int device = 0;
+  int major = 0;
+  int minor = 0;
+  if (std::string e = CheckCuda("cudaGetDevice", cudaGetDevice(&device)); !e.empty()) return e;
+  if (std::string e =
+          CheckCuda("cudaDeviceGetAttribute",
+                    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+      !e.empty()) {
+    return e;
+  }
+  if (std::string e =
+          CheckCuda("cudaDeviceGetAttribute",
+                    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+      !e.empty()) {
+    return e;
+  }
+  if (major * 10 + minor >= 89) return std::string();
+  return "fp8 GEMMs need a GPU of compute capability 8.9 or newer (Ada, Hopper, Blackwell); "
+         "this one is sm_" +
+         std::to_string(major) + std::to_string(minor) + "; profile with --dtype bf16";
+}
+
+// Host side: src [rows, cols] to F8 (E4M3 or E5M2) with its transpose, its
+// amax into *amax. Returns "" or the launch error.
+template <class F8, class T>
+std::string LaunchCastTranspose(cudaStream_t stream, const T* src, int64_t rows, int64_t cols,
+                                const float* scale, float* amax, uint8_t* out, uint8_t* out_t) {
+  const dim3 grid(static_cast<unsigned>(CeilDiv(cols, kCastTile)),
+                  static_cast<unsigned>(CeilDiv(rows, kCastTile)));
+  return Launch("fp8_cast_transpose_kernel", fp8_cast_transpose_kernel<T, F8>, grid,
+                dim3(kCastTile, kCastRows), stream, src, scale, reinterpret_cast<F8*>(out),
+                reinterpret_cast<F8*>(out_t), amax, rows, cols);
+}
+
+// Host side: the scale update of `count` (at most 32) tensors from `first`
+// of an amax history [rows, stride].
+inline std::string LaunchAmaxScaleUpdate(cudaStream_t stream, float* history, float* scale,
+                                         float* scale_inv, int64_t first, int64_t count,
+                                         int64_t stride, int64_t rows) {
+  return Launch("fp8_amax_scale_update_kernel", fp8_amax_scale_update_kernel, 1, 32, stream,
+                history, scale, scale_inv, first, count, stride, rows);
 }
 
 }  // namespace

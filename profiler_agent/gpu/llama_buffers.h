@@ -16,13 +16,6 @@
 
 namespace vtrain::gpu::internal {
 
-// Transformer Engine's delayed-scaling amax history (NeMo's Llama recipes
-// use 1024 steps with the "max" algorithm).
-constexpr int64_t kAmaxHistory = 1024;
-// fp8 tensors per linear layer: its input, its weight, its output gradient.
-constexpr int64_t kFp8TensorsPerLinear = 3;
-constexpr int64_t kFp8Tensors = kNumFp8Linears * kFp8TensorsPerLinear;
-
 // Per-rank dimensions of a (validated) Llama shape.
 struct LlamaDims {
   int64_t h = 0;      // hidden
@@ -57,19 +50,6 @@ LlamaDims MakeLlamaDims(const LayerShape& shape);
 
 // LayerWorkload::Create for a validated Llama shape (llama_workload.cu).
 std::unique_ptr<LayerWorkload> MakeLlamaWorkload(const LayerShape& shape, std::string* error);
-
-// The fp8 copies of one linear layer (uint8_t storage; E4M3 for x and w,
-// E5M2 for dy): the input and its transpose, the weight and its transpose
-// (cast once at start-up, as Transformer Engine caches them across
-// micro-batches), the output gradient and its transpose.
-struct Fp8Linear {
-  uint8_t* x;     // [n, in]
-  uint8_t* x_t;   // [in, n]
-  uint8_t* w;     // [out, in]
-  uint8_t* w_t;   // [in, out]
-  uint8_t* dy;    // [n, out]
-  uint8_t* dy_t;  // [out, n]
-};
 
 template <class T>
 struct LlamaBuffers {
@@ -245,29 +225,10 @@ struct LlamaBuffers {
       arena->Take(&adam_param, "adam_param", {x.adam});
       arena->Take(&adam_scalars, "adam_scalars", {2});
     }
-    LayoutFp8(x, arena);
+    LayoutFp8(x, arena, this);
     unsigned char* ws = nullptr;
     arena->Take(&ws, "cublaslt_workspace", {static_cast<int64_t>(kWorkspaceBytes)});
     workspace = ws;
-  }
-
-  template <class Arena>
-  void LayoutFp8(const LlamaDims& x, Arena* arena) {
-    amax_history = scale = scale_inv = nullptr;
-    for (Fp8Linear& f : fp8) f = Fp8Linear{};
-    if (!x.fp8) return;
-    for (int l = 0; l < kNumFp8Linears; ++l) {
-      Fp8Linear& f = fp8[l];
-      arena->Take(&f.x, "fp8_x", {x.n, x.in(l)});
-      arena->Take(&f.x_t, "fp8_x_t", {x.in(l), x.n});
-      arena->Take(&f.w, "fp8_w", {x.out(l), x.in(l)});
-      arena->Take(&f.w_t, "fp8_w_t", {x.in(l), x.out(l)});
-      arena->Take(&f.dy, "fp8_dy", {x.n, x.out(l)});
-      arena->Take(&f.dy_t, "fp8_dy_t", {x.out(l), x.n});
-    }
-    arena->Take(&amax_history, "fp8_amax_history", {kAmaxHistory, kFp8Tensors});
-    arena->Take(&scale, "fp8_scale", {kFp8Tensors});
-    arena->Take(&scale_inv, "fp8_scale_inv", {kFp8Tensors});
   }
 };
 

@@ -47,7 +47,9 @@ struct Fp8Operands {
   int b_tensor = 0;
 };
 
-inline Fp8Operands LlamaFp8Operands(const LlamaDims& x, int linear, int pass) {
+// X: LlamaDims or Dims (anything with fp8).
+template <class X>
+Fp8Operands Fp8OperandsOf(const X& x, int linear, int pass) {
   Fp8Operands o;
   if (!x.fp8 || linear >= kNumFp8Linears) return o;
   const int t = static_cast<int>(kFp8TensorsPerLinear) * linear;
@@ -56,6 +58,21 @@ inline Fp8Operands LlamaFp8Operands(const LlamaDims& x, int linear, int pass) {
   o.a_tensor = pass == 0 ? t : t + 2;  // x, dy, dy^T
   o.b_tensor = pass == 2 ? t : t + 1;  // w, w^T, x^T
   return o;
+}
+
+// The cuBLASLt types of an fp8 GEMM: E4M3 or E5M2 inputs dequantised by
+// their tensors' scale_inv, the 16-bit output type `d`.
+inline GemmTypes Fp8GemmTypes(const Fp8Operands& o, const float* scale_inv, cudaDataType_t d,
+                              size_t d_bytes) {
+  GemmTypes t;
+  t.a = o.a_e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
+  t.b = CUDA_R_8F_E4M3;
+  t.d = d;
+  t.a_bytes = t.b_bytes = 1;
+  t.d_bytes = d_bytes;
+  t.a_scale = scale_inv + o.a_tensor;
+  t.b_scale = scale_inv + o.b_tensor;
+  return t;
 }
 
 // The GEMM of pass `pass` of linear layer `linear`:
@@ -74,7 +91,7 @@ GemmSpec LlamaGemmSpec(const LlamaDims& x, const LlamaBuffers<T>& b, int linear,
   const int64_t in = x.in(l);
   const int64_t out = x.out(l);
   const char* name = LinearGemmName(l, pass);
-  if (!LlamaFp8Operands(x, l, pass).fp8) {
+  if (!Fp8OperandsOf(x, l, pass).fp8) {
     if (pass == 0) return DenseGemm(name, n, out, in, false, true, xs[l], b.weight(l), ys[l]);
     if (pass == 1) return DenseGemm(name, n, in, out, false, false, dys[l], b.weight(l), dxs[l]);
     return DenseGemm(name, out, in, n, true, false, dys[l], xs[l], dws[l]);

@@ -238,20 +238,13 @@ class LlamaWorkload final : public LayerWorkload {
     for (int l = 0; l < kLlamaLinears; ++l) {
       for (int pass = 0; pass < kGemmPasses; ++pass) {
         const GemmSpec spec = LlamaGemmSpec(x_, buf_, l, pass);
-        const Fp8Operands o = LlamaFp8Operands(x_, l, pass);
+        const Fp8Operands o = Fp8OperandsOf(x_, l, pass);
         if (!o.fp8) {
           VTRAIN_GPU_RETURN_IF_ERROR(gemms_[l][pass].Plan(lt_, spec, kDataType, sizeof(T)));
           continue;
         }
-        GemmTypes t;
-        t.a = o.a_e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
-        t.b = CUDA_R_8F_E4M3;
-        t.d = kDataType;
-        t.a_bytes = t.b_bytes = 1;
-        t.d_bytes = sizeof(T);
-        t.a_scale = buf_.scale_inv + o.a_tensor;
-        t.b_scale = buf_.scale_inv + o.b_tensor;
-        VTRAIN_GPU_RETURN_IF_ERROR(gemms_[l][pass].Plan(lt_, spec, t));
+        VTRAIN_GPU_RETURN_IF_ERROR(
+            gemms_[l][pass].Plan(lt_, spec, Fp8GemmTypes(o, buf_.scale_inv, kDataType, sizeof(T))));
       }
     }
     return std::string();
@@ -264,12 +257,8 @@ class LlamaWorkload final : public LayerWorkload {
   template <class F8>
   std::string CastTranspose(const T* src, int64_t rows, int64_t cols, int tensor, uint8_t* out,
                             uint8_t* out_t) {
-    const dim3 grid(static_cast<unsigned>(CeilDiv(cols, kCastTile)),
-                    static_cast<unsigned>(CeilDiv(rows, kCastTile)));
-    return Launch("fp8_cast_transpose_kernel", fp8_cast_transpose_kernel<T, F8>, grid,
-                  dim3(kCastTile, kCastRows), stream_, src, buf_.scale + tensor,
-                  reinterpret_cast<F8*>(out), reinterpret_cast<F8*>(out_t),
-                  buf_.amax_history + tensor, rows, cols);
+    return LaunchCastTranspose<F8>(stream_, src, rows, cols, buf_.scale + tensor,
+                                   buf_.amax_history + tensor, out, out_t);
   }
 
   std::string RunStep(const Step& step) {
@@ -371,9 +360,9 @@ class LlamaWorkload final : public LayerWorkload {
       default: {
         // One module's two linear layers: 6 tensors from 6 * module.
         const int64_t per_module = 2 * kFp8TensorsPerLinear;
-        return Launch("fp8_amax_scale_update_kernel", fp8_amax_scale_update_kernel, 1, 32, stream_,
-                      b.amax_history, b.scale, b.scale_inv, per_module * step.index, per_module,
-                      kFp8Tensors, kAmaxHistory);
+        return LaunchAmaxScaleUpdate(stream_, b.amax_history, b.scale, b.scale_inv,
+                                     per_module * step.index, per_module, kFp8Tensors,
+                                     kAmaxHistory);
       }
     }
   }

@@ -205,7 +205,6 @@ std::string ParseShape(const Flags& flags, LayerShape* s) {
   if (arch != "gpt" && arch != "llama") return "--arch='" + arch + "' must be gpt or llama";
   s->llama = arch == "llama";
   if (flags.Has("kv-heads") && !s->llama) return "--kv-heads needs --arch llama";
-  if (s->fp8 && !s->llama) return "--dtype fp8 needs --arch llama (the GPT workload has no fp8)";
   return ValidateShape(*s);
 }
 

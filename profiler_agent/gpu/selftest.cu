@@ -14,6 +14,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "profiler_agent/gpu/cuda_util.h"
@@ -501,9 +502,12 @@ void CheckWorkloads(SelfTest& t) {
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-  const bool modes[] = {false, true};
-  for (bool fp8 : modes) {
-    const std::string name = fp8 ? "llama workload fp8" : "llama workload bf16";
+  // (llama, fp8): Llama in bf16 and fp8, GPT in fp8 (GPT in 16 bits is
+  // tests/gpu/run.sh's `profile --check`).
+  const std::pair<bool, bool> modes[] = {{true, false}, {true, true}, {false, true}};
+  for (const auto& [llama, fp8] : modes) {
+    const std::string name =
+        std::string(llama ? "llama" : "gpt") + " workload " + (fp8 ? "fp8" : "bf16");
     if (fp8 && major * 10 + minor < 89) {
       t.out() << "selftest " << name << ": skipped (no fp8 on sm_" << major << minor << ")\n";
       continue;
@@ -511,13 +515,13 @@ void CheckWorkloads(SelfTest& t) {
     LayerShape s;
     s.hidden = 512;
     s.heads = 8;
-    s.kv_heads = 2;
+    s.kv_heads = llama ? 2 : 0;
     s.ffn = 1408;
     s.seq = 96;
     s.micro_batch = 2;
     s.vocab = 1024;
     s.bf16 = true;
-    s.llama = true;
+    s.llama = llama;
     s.fp8 = fp8;
     s.adam_params = 100000;
     std::string error = ValidateShape(s);

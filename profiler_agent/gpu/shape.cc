@@ -24,9 +24,7 @@ std::string Positive(const char* field, int64_t value) {
 
 std::string Str(int64_t v) { return std::to_string(v); }
 
-// Llama's grouped-query heads, the flash kernels' head-dim bound, and the
-// fp8 GEMMs' multiples of 16 (cuBLASLt's fp8 requirement on dimensions and
-// leading dimensions).
+// Llama's grouped-query heads and the flash kernels' head-dim bound.
 std::string ValidateLlama(const LayerShape& shape) {
   const int64_t t = shape.tensor_parallel;
   const int64_t kv = shape.kv_heads > 0 ? shape.kv_heads : shape.heads;
@@ -47,7 +45,16 @@ std::string ValidateLlama(const LayerShape& shape) {
            " is not an even head dim of at most 256 (the flash-style attention kernels' bound); "
            "choose more heads";
   }
-  if (!shape.fp8) return std::string();
+  return std::string();
+}
+
+// cuBLASLt's fp8 GEMMs need dimensions and leading dimensions that are
+// multiples of 16: every linear layer's input and output features and the
+// token count.
+std::string ValidateFp8(const LayerShape& shape) {
+  const int64_t t = shape.tensor_parallel;
+  const int64_t d = shape.hidden / shape.heads;
+  const int64_t kv = shape.llama && shape.kv_heads > 0 ? shape.kv_heads : shape.heads;
   const int64_t ffn = shape.ffn > 0 ? shape.ffn : 4 * shape.hidden;
   const std::pair<const char*, int64_t> dims[] = {
       {"hidden", shape.hidden},
@@ -111,7 +118,10 @@ std::string ValidateShape(const LayerShape& shape) {
   if (shape.fp8 && !shape.bf16) {
     return "fp8 runs everything but its GEMMs in bf16: set bf16 with fp8";
   }
-  if (shape.llama) return ValidateLlama(shape);
+  if (shape.llama) {
+    if (std::string e = ValidateLlama(shape); !e.empty()) return e;
+  }
+  if (shape.fp8) return ValidateFp8(shape);
   return std::string();
 }
 

@@ -32,17 +32,15 @@ struct LayerShape {
   int64_t kv_heads = 0;  // Llama: key/value heads (model total); 0: heads
   // Linear layers of the attention and MLP blocks in fp8 as Transformer
   // Engine runs them (cast-transpose, fp8 cuBLASLt GEMMs, amax/scale
-  // update), everything else in bf16 (bf16 must be set too). The workloads
-  // run it for Llama layers only (a GPT fp8 shape is valid for tables
-  // recorded from a framework by the injection library); the GEMMs need a
-  // GPU of compute capability 8.9 or newer.
+  // update), everything else in bf16 (bf16 must be set too); for GPT and
+  // Llama layers. The GEMMs need a GPU of compute capability 8.9 or newer.
   bool fp8 = false;
 };
 
 // Checks a shape before any allocation: every field positive, heads and ffn
 // divisible by tensor_parallel, hidden divisible by heads; for Llama, kv_heads
 // dividing heads and divisible by tensor_parallel and a head dim of at most
-// 256; for fp8, bf16 set and (Llama) every fp8 GEMM dimension a multiple of 16. Returns
+// 256; for fp8, bf16 set and every fp8 GEMM dimension a multiple of 16. Returns
 // "" when valid, else a message that names the field and the fix.
 std::string ValidateShape(const LayerShape& shape);
 

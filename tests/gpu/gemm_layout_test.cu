@@ -232,6 +232,52 @@ static int CheckAllGemms(const g::Dims& x, const g::Buffers<H>& b) {
   return failures;
 }
 
+// Under fp8 the QKV, projection, FC1 and FC2 GEMMs read host-made fp8
+// copies of their inputs (as the cast-transpose kernels write them) and must
+// equal the reference over the dequantised values, in cuBLASLt's fp8 form.
+static int CheckFp8Gemms() {
+  LayerShape shape;
+  shape.hidden = 64;
+  shape.heads = 4;
+  shape.tensor_parallel = 2;  // a = 2, d = 16
+  shape.ffn = 64;             // f = 32
+  shape.seq = 8;
+  shape.micro_batch = 2;  // n = 16
+  shape.vocab = 20;
+  shape.bf16 = shape.fp8 = true;
+  if (!ValidateShape(shape).empty()) {
+    printf("bad fp8 shape: %s\n", ValidateShape(shape).c_str());
+    return 1;
+  }
+  const g::Dims x = g::MakeDims(shape);
+  g::Buffers<H> b{};
+  HostArena arena;
+  b.Layout(x, &arena);
+  FillInputs(x, &b);
+  const auto specs = g::MakeGemmSpecs(x, b);
+  const H* xs[] = {b.ln1_out, b.ctx, b.ln2_out, b.gelu_out};
+  const H* dys[] = {b.d_qkv, b.dy_proj, b.d_fc1, b.dy_fc2};
+  const H* biases[] = {b.b_qkv, nullptr, nullptr, nullptr};  // the others are added after
+  int failures = 0;
+  for (int l = 0; l < vtrain::gpu::kNumFp8Linears; ++l) {
+    const g::Fp8Linear& f = b.fp8[l];
+    const int64_t in = x.in(l), out = x.out(l);
+    const std::vector<H> xq = CastTranspose(xs[l], x.n, in, false, f.x, f.x_t);
+    const std::vector<H> wq = CastTranspose(b.weight(l), out, in, false, f.w, f.w_t);
+    const std::vector<H> dyq = CastTranspose(dys[l], x.n, out, true, f.dy, f.dy_t);
+    for (int pass = 0; pass < g::kGemmPasses; ++pass) {
+      const g::GemmSpec& sp = specs[g::kFp8LinearGemms[l][pass]];
+      H* c = static_cast<H*>(sp.c);
+      Expect e;
+      if (pass == 0) Linear(e, xq.data(), wq.data(), biases[l], c, x.n, in, out);
+      if (pass == 1) Dgrad(e, dyq.data(), wq.data(), c, x.n, in, out);
+      if (pass == 2) Wgrad(e, dyq.data(), xq.data(), c, x.n, in, out);
+      failures += !CheckFp8Gemm(sp, g::Fp8OperandsOf(x, l, pass).a_e5m2, e);
+    }
+  }
+  return failures;
+}
+
 // The small shape the memory accounting is checked at.
 static LayerShape MemoryShape() {
   LayerShape small;
@@ -281,6 +327,8 @@ int main() {
   FillInputs(x, &b);
 
   int failures = CheckAllGemms(x, b);
+  printf("== fp8\n");
+  failures += CheckFp8Gemms();
   failures += !CheckAdamBytes();
   failures += !CheckMemoryGrowsWithSequence();
 

@@ -9,6 +9,7 @@
 
 #include <cublasLt.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <algorithm>
 #include <cmath>
@@ -148,6 +149,78 @@ inline bool CheckGemm(const g::GemmSpec& sp, const Expect& expect) {
   printf("%-28s m=%ld n=%ld k=%ld batch=%ld opA=%c opB=%c  elements=%zu max_err=%.2e %s\n", sp.name,
          sp.m, sp.n, sp.k, sp.batch, c.a.op == CUBLAS_OP_N ? 'N' : 'T',
          c.b.op == CUBLAS_OP_N ? 'N' : 'T', expect.size(), max_err, ok ? "OK" : "FAIL");
+  return ok;
+}
+
+// --- fp8 ---------------------------------------------------------------------
+
+inline float Fp8Value(uint8_t v, bool e5m2) {
+  if (e5m2) {
+    __nv_fp8_e5m2 x;
+    x.__x = v;
+    return static_cast<float>(x);
+  }
+  __nv_fp8_e4m3 x;
+  x.__x = v;
+  return static_cast<float>(x);
+}
+
+inline uint8_t ToFp8(float f, bool e5m2) {
+  return e5m2 ? __nv_fp8_e5m2(f).__x : __nv_fp8_e4m3(f).__x;
+}
+
+// The fp8 copy of a [rows, cols] tensor and its transpose, as
+// fp8_cast_transpose_kernel writes them (scale 1), and its dequantised
+// values in fp16 (exact: every E4M3 and E5M2 value is an fp16 value).
+inline std::vector<H> CastTranspose(const H* src, int64_t rows, int64_t cols, bool e5m2,
+                                    uint8_t* out, uint8_t* out_t) {
+  std::vector<H> dequantised(rows * cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const uint8_t q = ToFp8(F(src[r * cols + c]), e5m2);
+      out[r * cols + c] = q;
+      out_t[c * rows + r] = q;
+      dequantised[r * cols + c] = __float2half(Fp8Value(q, e5m2));
+    }
+  }
+  return dequantised;
+}
+
+// EmulateLt for fp8 operands (no batches): cuBLASLt's A is our B (E4M3),
+// its B our A; false unless in the TN form fp8 GEMMs need.
+inline bool EmulateFp8(const g::GemmSpec& sp, const g::LtCall& c, bool a_e5m2, Expect* got) {
+  const int64_t m_cu = c.d.rows, n_cu = c.d.cols, k_cu = InnerDim(c);
+  const uint8_t* A = static_cast<const uint8_t*>(c.a.ptr);
+  const uint8_t* B = static_cast<const uint8_t*>(c.b.ptr);
+  const H* D = static_cast<const H*>(c.d.ptr);
+  bool ok = c.a.op == CUBLAS_OP_T && c.b.op == CUBLAS_OP_N;  // the TN form
+  for (int64_t i = 0; i < m_cu; ++i) {
+    for (int64_t j = 0; j < n_cu; ++j) {
+      float acc = 0;
+      for (int64_t l = 0; l < k_cu; ++l) {
+        acc += Fp8Value(A[l + i * c.a.ld], false) * Fp8Value(B[l + j * c.b.ld], a_e5m2);
+      }
+      if (sp.bias) acc += F(static_cast<const H*>(sp.bias)[i]);
+      const H* addr = &D[i + j * c.d.ld];
+      if (got->count(addr)) ok = false;
+      (*got)[addr] = acc;
+    }
+  }
+  return ok;
+}
+
+// Checks one fp8 GEMM spec: the TN form with k-contiguous operands and
+// leading dimensions multiples of 16, and the emulated result against the
+// reference over dequantised values. Prints its line.
+inline bool CheckFp8Gemm(const g::GemmSpec& sp, bool a_e5m2, const Expect& expect) {
+  const g::LtCall c = g::ToColumnMajor(sp);
+  Expect got;
+  bool ok = LtShapesAgree(c) && EmulateFp8(sp, c, a_e5m2, &got);
+  ok = ok && c.a.ld % 16 == 0 && c.b.ld % 16 == 0 && c.a.ld == sp.k && c.b.ld == sp.k;
+  double max_err = 0;
+  ok = MatchesReference(got, expect, &max_err) && ok;
+  printf("%-28s fp8 m=%ld n=%ld k=%ld  elements=%zu max_err=%.2e %s\n", sp.name, sp.m, sp.n, sp.k,
+         got.size(), max_err, ok ? "OK" : "FAIL");
   return ok;
 }
 

@@ -3,8 +3,8 @@
 # Builds profiler_agent/gpu with CMake and the CUDA Toolkit alone (no gRPC,
 # SQLite or abseil), profiles one small layer shape with CUPTI, runs a
 # single-GPU NCCL check (and a short sweep when there are 2+ GPUs), runs the
-# Llama/fp8 kernels' self-test and profiles a small Llama layer (in fp8 too
-# on sm_89 or newer), checks
+# Llama/fp8 kernels' self-test and profiles a small Llama layer (in fp8 too,
+# and a GPT layer in fp8, on sm_89 or newer), checks
 # the numbers (positive durations, stable kernel sequences, GEMM throughput
 # under the GPU's peak) and prints a summary. Takes a few minutes.
 #
@@ -47,6 +47,8 @@ if [ "${cc:-0}" -ge 89 ]; then
   step profile-llama-fp8 "$bin" profile --hidden 4096 --heads 32 --kv-heads 8 --ffn 14336 \
     --seq-len 1024 --micro-batch 1 --vocab 128256 --arch llama --dtype fp8 --repetitions 5 \
     --check -o "$out/llama_fp8.json"
+  step profile-gpt-fp8 "$bin" profile --hidden 2048 --heads 16 --seq-len 1024 --micro-batch 1 \
+    --dtype fp8 --repetitions 5 --check -o "$out/gpt_fp8.json"
 fi
 step nccl-check "$bin" nccl --check --gpus 1
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)

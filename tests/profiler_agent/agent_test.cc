@@ -227,10 +227,9 @@ TEST(WorkPlanTest, KeysBecomeLayerAndNcclRuns) {
 }
 
 // Llama keys get Llama runs (their KV heads from the attention key), fp8
-// Llama keys fp8 ones, and an fp8 loss key (keyed without an architecture)
-// rides with the fp8 Llama run of its shape; GPT fp8 operators, which no
-// workload runs, are skipped with the reason, never measured as bf16.
-TEST(WorkPlanTest, LlamaAndFp8KeysBecomeLlamaRuns) {
+// keys fp8 runs of their architecture; the loss and optimizer keys, which
+// carry no architecture, ride with a GPT run of their dtype.
+TEST(WorkPlanTest, LlamaAndFp8KeysBecomeRunsOfTheirArchitecture) {
   const std::string g = "h100-sxm5-80gb";
   const WorkPlan plan = PlanProfilingWork(
       {g + "/bf16/attention_fwd arch=llama h=4096 a=32 kv=8 s=8192 b=1 t=1",
@@ -239,36 +238,26 @@ TEST(WorkPlanTest, LlamaAndFp8KeysBecomeLlamaRuns) {
        g + "/fp8/loss_fwd h=4096 s=2048 b=1 t=2 v=128256",
        g + "/fp8/mlp_fwd h=4096 f=16384 s=2048 b=1 t=1", g + "/fp8/optimizer_step params=5000"},
       g, 8);
-  ASSERT_EQ(plan.runs.size(), 2u);
+  ASSERT_EQ(plan.runs.size(), 4u);
+  EXPECT_TRUE(plan.skipped.empty());
   const std::vector<std::string> bf16 = {
       "profile", "--hidden",      "4096", "--heads", "32",    "--ffn",      "14336", "--seq-len",
       "8192",    "--micro-batch", "1",    "--tp",    "1",     "--vocab",    "50257", "--dtype",
       "bf16",    "--gpu",         g,      "--arch",  "llama", "--kv-heads", "8"};
   EXPECT_EQ(plan.runs[0].args, bf16);
   EXPECT_EQ(plan.runs[0].keys.size(), 2u);
-  const std::vector<std::string>& fp8 = plan.runs[1].args;
-  EXPECT_EQ(fp8[16], "fp8");
-  EXPECT_EQ(fp8[14], "128256");  // the loss key's vocabulary
-  EXPECT_EQ(fp8[12], "2");
-  EXPECT_EQ(std::vector<std::string>(fp8.begin() + 19, fp8.begin() + 21),
+  // fp8 groups in the map's order (architecture, hidden, seq, b, t): the GPT
+  // mlp_fwd (t 1, the optimizer key riding along), the GPT loss (t 2), then
+  // the Llama mlp_bwd.
+  const std::vector<std::string>& gpt = plan.runs[1].args;
+  EXPECT_EQ(gpt[16], "fp8");
+  EXPECT_EQ(gpt.size(), 21u) << "GPT (no --arch) with --adam-params";
+  EXPECT_EQ(gpt.back(), "5000");
+  EXPECT_EQ(plan.runs[2].args[14], "128256");  // the loss key's vocabulary
+  const std::vector<std::string>& llama = plan.runs[3].args;
+  EXPECT_EQ(llama[16], "fp8");
+  EXPECT_EQ(std::vector<std::string>(llama.begin() + 19, llama.begin() + 21),
             (std::vector<std::string>{"--arch", "llama"}));
-  EXPECT_EQ(plan.runs[1].keys.size(), 3u);  // mlp_bwd, loss_fwd and the optimizer riding along
-  EXPECT_EQ(fp8.back(), "5000");
-  ASSERT_EQ(plan.skipped.size(), 1u);
-  EXPECT_NE(plan.skipped[0].find("GPT fp8 operators stay analytical"), std::string::npos)
-      << plan.skipped[0];
-}
-
-// An fp8 optimizer key with no fp8 layer run gets a small Llama run of its
-// own (fp8 needs the Llama workload).
-TEST(WorkPlanTest, AnFp8OptimizerKeyAloneGetsASmallLlamaRun) {
-  const std::string g = "h100-sxm5-80gb";
-  const WorkPlan plan = PlanProfilingWork({g + "/fp8/optimizer_step params=5000"}, g, 8);
-  ASSERT_EQ(plan.runs.size(), 1u);
-  const std::vector<std::string>& args = plan.runs[0].args;
-  EXPECT_EQ(std::vector<std::string>(args.end() - 2, args.end()),
-            (std::vector<std::string>{"--arch", "llama"}));
-  EXPECT_TRUE(plan.skipped.empty());
 }
 
 // serve against a real registry, with a stand-in for vtrain-agent-gpu that
