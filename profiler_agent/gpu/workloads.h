@@ -1,8 +1,9 @@
-// Operator workloads of one GPT decoder layer (plus embedding, logit, loss
-// and the Adam step) on the current CUDA device, as Megatron-LM runs them on
-// one tensor-parallel rank: cuBLASLt GEMMs and our own kernels for
-// layer-norm, softmax, dropout, GeLU, bias and residual. Used by the agent's
-// `profile` command, which records their kernels with CUPTI.
+// Operator workloads of one GPT or Llama decoder layer (plus embedding,
+// logit, loss and the Adam step) on the current CUDA device, as Megatron-LM
+// (Megatron-Core with Transformer Engine for Llama and fp8) runs them on one
+// tensor-parallel rank: cuBLASLt GEMMs (fp8 ones under fp8) and our own
+// kernels for everything else. Used by the agent's `profile` command, which
+// records their kernels with CUPTI.
 #ifndef VTRAIN_PROFILER_AGENT_GPU_WORKLOADS_H_
 #define VTRAIN_PROFILER_AGENT_GPU_WORKLOADS_H_
 
