@@ -129,6 +129,10 @@ absl::Status ValidateJob(const Job& job) {
     v.Add(absl::StrCat("cluster.price_usd_per_gpu_hour=", c.price_usd_per_gpu_hour,
                        " must be zero or a positive number"));
   }
+  if (!(c.memory_headroom >= 0 && c.memory_headroom <= kMaxMemoryHeadroom)) {
+    v.Add(absl::StrCat("memory_headroom=", c.memory_headroom, " must be in [0, ",
+                       kMaxMemoryHeadroom, "] (a fraction of the GPU's memory, e.g. 0.03)"));
+  }
   if (c.gpu.PeakFlops(p.dtype) <= 0) {
     v.Add(absl::StrCat("plan.dtype=", DTypeName(p.dtype), " is not supported by GPU '", c.gpu.name,
                        "'; use fp16"));
@@ -137,11 +141,13 @@ absl::Status ValidateJob(const Job& job) {
   if (t_ok && d_ok && pp_ok && gpus_ok) {
     // Each factor is below 2^20, so the product fits in int64.
     const int64_t product = p.tensor_parallel * p.data_parallel * p.pipeline_parallel;
-    if (product != c.num_gpus) {
+    // A cluster larger than the job is allowed (vTrain's configurations give
+    // the cluster's size): the job runs on t * d * p of its GPUs.
+    if (product > c.num_gpus) {
       v.Add(absl::StrCat("plan.tensor_parallel * plan.data_parallel * plan.pipeline_parallel = ",
                          p.tensor_parallel, " * ", p.data_parallel, " * ", p.pipeline_parallel,
-                         " = ", product, " does not equal cluster.num_gpus=", c.num_gpus,
-                         "; change the degrees or the GPU count"));
+                         " = ", product, " GPUs exceeds cluster.num_gpus=", c.num_gpus,
+                         "; lower the degrees or raise the GPU count"));
     }
   }
   if (t_ok && heads_ok && m.num_heads % p.tensor_parallel != 0) {

@@ -63,11 +63,16 @@ TEST_P(SingleViolationTest, IsInvalidArgumentNamingTheField) {
 
 const Violation kViolations[] = {
     // Plan consistency.
-    {"GpuCountMismatch", [](Job& j) { j.cluster.num_gpus = 16; }, "cluster.num_gpus=16"},
-    {"GpuCountMismatchNamesDegrees",
+    {"JobLargerThanCluster",
      [](Job& j) {
-       j = WithPlan(j, 2, 1, 1, 1, 4);
-       j.cluster.num_gpus = 4;
+       j = WithPlan(j, 4, 1, 1, 1, 4);
+       j.cluster.num_gpus = 2;
+     },
+     "cluster.num_gpus=2"},
+    {"JobLargerThanClusterNamesDegrees",
+     [](Job& j) {
+       j = WithPlan(j, 2, 2, 1, 1, 4);
+       j.cluster.num_gpus = 3;
      },
      "plan.tensor_parallel * plan.data_parallel * plan.pipeline_parallel"},
     {"TensorParallelDoesNotDivideHeads", [](Job& j) { j = WithPlan(j, 3, 1, 1, 1, 4); },
