@@ -72,19 +72,38 @@ absl::StatusOr<Inputs> LoadInputs(const common::FlagParser& flags) {
 
 std::string Pct(double fraction) { return absl::StrFormat("%.2f%%", 100 * fraction); }
 
+// Per regime: the error beside the interval's coverage and median width.
+std::string RegimeTable(const std::vector<RegimeCoverage>& regimes, const std::string& title) {
+  if (regimes.empty()) return "";
+  std::string out =
+      absl::StrFormat("\n%s:\n%-26s %6s %9s %9s %10s %9s %9s %12s\n", title, "regime", "rows",
+                      "MAPE", "p90", "max|err|", "bias", "coverage", "median width");
+  for (const RegimeCoverage& c : regimes) {
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("%-26s %6d %9s %9s %10s %9s %9s %12s\n", c.regime, c.error.count,
+                        Pct(c.error.mape), Pct(c.error.p90_abs_error), Pct(c.error.max_abs_error),
+                        Pct(c.error.bias), c.with_interval > 0 ? Pct(c.coverage) : "-",
+                        c.with_interval > 0 ? Pct(c.median_width) : "-"));
+  }
+  return out;
+}
+
 std::string ReportTable(const std::vector<Measurement>& m, const ValidationReport& r, int worst) {
   std::string out;
-  absl::StrAppend(
-      &out,
-      absl::StrFormat("rows %d (failed %d)   MAPE %s   R^2 %.4f   max |error| %s   bias %s\n\n",
-                      r.overall.count, r.failed, Pct(r.overall.mape), r.overall.r2,
-                      Pct(r.overall.max_abs_error), Pct(r.overall.bias)));
-  absl::StrAppend(&out, absl::StrFormat("%-36s %6s %9s %9s %10s %9s\n", "group", "rows", "MAPE",
-                                        "R^2", "max|err|", "bias"));
+  absl::StrAppend(&out, absl::StrFormat("rows %d (failed %d)   MAPE %s   p90 |error| %s   R^2 %.4f "
+                                        "  max |error| %s   bias %s\n\n",
+                                        r.overall.count, r.failed, Pct(r.overall.mape),
+                                        Pct(r.overall.p90_abs_error), r.overall.r2,
+                                        Pct(r.overall.max_abs_error), Pct(r.overall.bias)));
+  absl::StrAppend(&out, absl::StrFormat("%-36s %6s %9s %9s %9s %10s %9s\n", "group", "rows", "MAPE",
+                                        "p90", "R^2", "max|err|", "bias"));
   for (const auto& [name, s] : r.groups) {
-    absl::StrAppend(&out, absl::StrFormat("%-36s %6d %9s %9.4f %10s %9s\n", name, s.count,
-                                          Pct(s.mape), s.r2, Pct(s.max_abs_error), Pct(s.bias)));
+    absl::StrAppend(
+        &out, absl::StrFormat("%-36s %6d %9s %9s %9.4f %10s %9s\n", name, s.count, Pct(s.mape),
+                              Pct(s.p90_abs_error), s.r2, Pct(s.max_abs_error), Pct(s.bias)));
   }
+  absl::StrAppend(&out, RegimeTable(r.regimes, "90% intervals by regime"));
   std::vector<size_t> order(r.rows.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -133,6 +152,7 @@ void SummaryJson(JsonWriter& w, const ErrorSummary& s) {
   w.Key("mape").Double(s.mape);
   w.Key("r2").Double(s.r2);
   w.Key("max_abs_error").Double(s.max_abs_error);
+  w.Key("p90_abs_error").Double(s.p90_abs_error);
   w.Key("bias").Double(s.bias);
   w.EndObject();
 }
@@ -149,6 +169,17 @@ std::string ReportJson(const std::vector<Measurement>& m, const ValidationReport
     SummaryJson(w, s);
   }
   w.EndObject();
+  w.Key("regimes").BeginObject();
+  for (const RegimeCoverage& c : r.regimes) {
+    w.Key(c.regime).BeginObject();
+    w.Key("error");
+    SummaryJson(w, c.error);
+    w.Key("rows_with_interval").Int(c.with_interval);
+    w.Key("coverage").Double(c.coverage);
+    w.Key("median_width").Double(c.median_width);
+    w.EndObject();
+  }
+  w.EndObject();
   w.Key("rows").BeginArray();
   for (size_t i = 0; i < m.size(); ++i) {
     w.BeginObject();
@@ -156,6 +187,9 @@ std::string ReportJson(const std::vector<Measurement>& m, const ValidationReport
     w.Key("measured_ms").Double(r.rows[i].measured_ms);
     w.Key("predicted_ms").Double(r.rows[i].predicted_ms);
     w.Key("error").Double(r.rows[i].error);
+    w.Key("regime").String(r.rows[i].regime);
+    w.Key("interval_low_ms").Double(r.rows[i].interval_low_ms);
+    w.Key("interval_high_ms").Double(r.rows[i].interval_high_ms);
     if (!r.rows[i].status.ok()) w.Key("failure").String(r.rows[i].status.message());
     w.EndObject();
   }
@@ -253,7 +287,11 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
   common::FlagParser flags("vtrainctl calibrate");
   AddSetupFlags(flags);
   flags.AddValue("params", "A,B,...", "parameters to fit (default: the standard eight)");
-  flags.AddValue("folds", "K", "k-fold cross-validation (default 5)");
+  flags.AddValue("folds", "K", "k-fold cross-validation, folds grouped by layer shape (default 5)");
+  flags.AddSwitch("random-folds", "shuffle rows into folds at random instead of by layer shape");
+  flags.AddValue(
+      "huber-delta", "X",
+      "Huber threshold on |log(predicted/measured)| (default 0.05; 0: absolute log error)");
   flags.AddValue("max-evaluations", "N", "objective evaluations per fit (default 300)");
   flags.AddValue("seed", "N", "shuffles rows into folds (default 1)");
   flags.AddValue("worst", "N", "list the N worst held-out rows (default 10)");
@@ -302,6 +340,14 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
   if (!seed.ok()) return Fail(err, "calibrate", seed.status());
   if (*seed) options.seed = static_cast<uint64_t>(**seed);
   options.balance_sources = !flags.Switch("unbalanced");
+  options.group_by_shape = !flags.Switch("random-folds");
+  if (auto delta = flags.Get("huber-delta")) {
+    if (!absl::SimpleAtod(*delta, &options.huber_delta) || !(options.huber_delta >= 0) ||
+        options.huber_delta > 1) {
+      return Fail(err, "calibrate",
+                  absl::InvalidArgumentError("--huber-delta must be a number in [0, 1]"));
+    }
+  }
   options.progress = [&err](const std::string& line) { err << "calibrate: " << line << "\n"; };
 
   double nccl_mape = -1;
@@ -322,14 +368,18 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
   if (flags.Switch("cpp")) {
     out << "// Generated by: vtrainctl calibrate --measurements <the calibration CSVs> "
            "--nccl-dir <nccl-tests dir> --cpp\n";
-    out << absl::StrFormat("// %d measured runs; %d-fold cross-validated MAPE %.2f%%, R^2 %.4f.\n",
-                           in->measurements.size(), options.folds,
-                           100 * result->cross_validated.overall.mape,
-                           result->cross_validated.overall.r2);
+    out << absl::StrFormat(
+        "// %d measured runs; %d-fold cross-validation grouped by layer shape (hidden, heads,\n"
+        "// ffn, seq, t, micro-batch: no shape in both training and test folds); Huber loss\n"
+        "// (delta %.3g) on log(predicted / measured). Held-out MAPE %.2f%%, R^2 %.4f.\n",
+        in->measurements.size(), options.folds, options.huber_delta,
+        100 * result->cross_validated.overall.mape, result->cross_validated.overall.r2);
     for (const auto& [name, g] : result->cross_validated.groups) {
       if (!absl::StartsWith(name, "source=")) continue;
-      out << absl::StrFormat("//   %s: %d runs, cross-validated MAPE %.2f%%, R^2 %.4f.\n",
-                             name.substr(7), g.count, 100 * g.mape, g.r2);
+      out << absl::StrFormat(
+          "//   %s: %d runs, held-out MAPE %.2f%%, p90 %.2f%%, max %.2f%%, R^2 %.4f.\n",
+          name.substr(7), g.count, 100 * g.mape, 100 * g.p90_abs_error, 100 * g.max_abs_error,
+          g.r2);
     }
     if (nccl_mape >= 0) {
       out << absl::StrFormat("// Intra-node all-reduce model: MAPE %.2f%% against nccl-tests.\n",
@@ -338,7 +388,15 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
     for (const FittableParam& f : FittableParams()) {
       out << absl::StrFormat("params.%s = %.6g;\n", f.name, p.*(f.member));
     }
-    out << "// Prediction intervals: central bands of the held-out errors by regime.\n";
+    for (const RegimeCoverage& c : result->band_coverage) {
+      out << absl::StrFormat(
+          "//   %s: %d runs, held-out MAPE %.2f%%, p90 %.2f%%, max %.2f%%; 90%% interval "
+          "coverage %.1f%%, median width %.1f%%.\n",
+          c.regime, c.error.count, 100 * c.error.mape, 100 * c.error.p90_abs_error,
+          100 * c.error.max_abs_error, 100 * c.coverage, 100 * c.median_width);
+    }
+    out << "// Prediction intervals: symmetric in log space, the 90% quantile of the\n"
+           "// held-out |log(predicted / measured)| by regime (core/calibrate/bands.h).\n";
     for (const ErrorBand& b : result->bands) {
       out << absl::StrFormat("bands.push_back({\"%s\", %.6g, %.6g, %.2f, %d});\n", b.regime,
                              b.error_low, b.error_high, b.coverage, b.rows);
@@ -349,7 +407,7 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
   for (const FittableParam& f : FittableParams()) {
     out << absl::StrFormat("  %-32s %.6g\n", f.name, p.*(f.member));
   }
-  out << absl::StrFormat("\nin-sample objective %s (fitted on every row; not an accuracy figure)\n",
+  out << absl::StrFormat("\nin-sample MAPE %s (fitted on every row; not an accuracy figure)\n",
                          Pct(result->fit_mape));
   if (!result->fold_mape.empty()) {
     absl::StatusOr<std::optional<int64_t>> worst = flags.GetInt("worst");
@@ -357,11 +415,13 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
     out << absl::StrFormat("%d-fold cross-validated (held-out) error:\n", options.folds);
     out << ReportTable(in->measurements, result->cross_validated,
                        static_cast<int>(worst->value_or(10)));
-    out << "\nprediction intervals (90% of held-out errors):\n";
+    out << "\nprediction intervals (90% quantile of held-out |log error|):\n";
     for (const ErrorBand& b : result->bands) {
-      out << absl::StrFormat("  %-12s error from %s to %s over %d rows\n", b.regime,
+      out << absl::StrFormat("  %-26s error from %s to %s over %d rows\n", b.regime,
                              Pct(b.error_low), Pct(b.error_high), b.rows);
     }
+    out << RegimeTable(result->band_coverage,
+                       "held-out interval coverage (each fold against the other folds' bands)");
   }
   return common::kExitOk;
 }

@@ -110,6 +110,12 @@ absl::StatusOr<v1::PredictRequest> RequestFromFile(const common::FlagParser& fla
   if (!request.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", request.status().message()));
   }
+  // What a file (a vTrain configuration has no price) may leave to the
+  // command line: the price and the memory headroom.
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> price, flags.GetDouble("price-usd-per-gpu-hour"));
+  if (price) request->mutable_cluster()->set_price_usd_per_gpu_hour(*price);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> headroom, flags.GetDouble("memory-headroom"));
+  if (headroom) request->set_memory_headroom(*headroom);
   return request;
 }
 
@@ -161,6 +167,9 @@ void AddJobFlags(common::FlagParser& p) {
   p.AddValue("gradient-bucketing", "on|off", "overlap DP all-reduce with backward (default off)");
   p.AddValue("bucket-size", "SIZE", "gradient bucket size, e.g. 25MiB (default 25MiB)");
   p.AddValue("dtype", "T", "fp16, bf16 or fp8 (fp8: H100/H200/B200; default fp16)");
+  p.AddValue(
+      "memory-headroom", "F",
+      "fraction of GPU memory a plan must leave free to fit (memory_headroom, default 0.03)");
 }
 
 void AddTrainingSpaceFlags(common::FlagParser& p) {
@@ -243,6 +252,8 @@ absl::StatusOr<v1::PredictRequest> RequestFromFlags(const common::FlagParser& fl
   VTRAIN_RETURN_IF_ERROR(
       SetInt(flags, "gpus", [&](int64_t v) { r.mutable_cluster()->set_num_gpus(v); }));
   VTRAIN_RETURN_IF_ERROR(PlanFromFlags(flags, *r.mutable_plan()));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> headroom, flags.GetDouble("memory-headroom"));
+  if (headroom) r.set_memory_headroom(*headroom);
   return r;
 }
 

@@ -64,6 +64,12 @@ std::string PredictionTable(const Job& job, const Prediction& p, bool show_looku
           "cluster  %d x %s, %d per node, NVLink %.0f GB/s per GPU, network %.0f Gb/s per node\n\n",
           c.num_gpus, c.gpu.name, c.gpus_per_node, c.intra_node_bandwidth_bytes_per_s / 1e9,
           c.inter_node_bandwidth_bytes_per_s * 8 / 1e9));
+  if (JobGpus(job) < c.num_gpus) {
+    // The cluster is larger than the job: utilisation and cost count the
+    // job's GPUs only.
+    absl::StrAppend(&out, absl::StrFormat("         the job uses %d of the cluster's %d GPUs\n\n",
+                                          JobGpus(job), c.num_gpus));
+  }
 
   absl::StrAppend(&out, absl::StrFormat("iteration time   %.3f ms\n", p.iteration_time_ms()));
   if (p.interval_coverage > 0) {
@@ -71,12 +77,11 @@ std::string PredictionTable(const Job& job, const Prediction& p, bool show_looku
     absl::string_view regime = p.regime;
     const bool uncalibrated = absl::ConsumePrefix(&regime, "uncalibrated_gpu/");
     absl::StrAppend(
-        &out, absl::StrFormat("%.0f%% interval     %.1f .. %.1f ms (held-out errors of %s A100 "
-                              "calibration runs%s)\n",
-                              100 * p.interval_coverage, p.interval_low_ns * 1e-6,
-                              p.interval_high_ns * 1e-6,
-                              regime == "single_node" ? "single-node" : "multi-node",
-                              uncalibrated ? ", widened 1.3x: this GPU has no calibration" : ""));
+        &out, absl::StrFormat(
+                  "%.0f%% interval     %.1f .. %.1f ms (held-out errors of A100 calibration runs, "
+                  "regime %s%s)\n",
+                  100 * p.interval_coverage, p.interval_low_ns * 1e-6, p.interval_high_ns * 1e-6,
+                  regime, uncalibrated ? ", widened 1.3x: this GPU has no calibration" : ""));
   }
   absl::StrAppend(&out, absl::StrFormat("throughput       %s tokens/s\n", Human(p.tokens_per_s)));
   absl::StrAppend(&out,

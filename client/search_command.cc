@@ -105,6 +105,8 @@ absl::StatusOr<v1::SearchRequest> SearchRequestFromFlags(const common::FlagParse
     r.set_top(static_cast<int32_t>(*top));
   }
   r.set_include_all_plans(f.Switch("csv") || f.Has("plot"));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> headroom, f.GetDouble("memory-headroom"));
+  if (headroom) r.set_memory_headroom(*headroom);
   return r;
 }
 
@@ -234,6 +236,9 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   AddTrainingSpaceFlags(flags);
   flags.AddValue("objective", "O", "time (default), cost, deadline-cost, deadline-gpus");
   flags.AddValue("deadline-days", "D", "for the deadline objectives");
+  flags.AddValue(
+      "memory-headroom", "F",
+      "fraction of GPU memory a plan must leave free to count as fitting (default 0.03)");
   flags.AddValue("top", "N", "plans to list (default 10)");
   flags.AddValue("threads", "N", "parallel predictions (default: all cores)");
   flags.AddValue("plot", "FILE.svg", "draw training time against cost, frontier and choice marked");
@@ -275,6 +280,8 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
                                               std::max(1u, std::thread::hardware_concurrency()))),
                                           progress);
   if (!r.ok()) return Fail(err, "search", r.status());
+  // Caveats go to stderr whatever the format, so that a script sees them too.
+  for (const std::string& w : r->warnings()) err << "WARNING: " << w << "\n";
 
   if (auto plot = flags.Get("plot")) {
     if (absl::Status s = Plot(*plot, *request, *r); !s.ok()) return Fail(err, "search", s);
@@ -287,6 +294,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     out << Csv(*r);
     return common::kExitOk;
   }
+  for (const std::string& w : r->warnings()) out << "WARNING: " << w << "\n\n";
   out << absl::StrFormat("%d plans considered, %d out of memory, %d predicted\n", r->considered(),
                          r->out_of_memory(), r->evaluated())
       << SimulationLine(r->simulation()) << "\n";

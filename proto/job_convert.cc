@@ -130,6 +130,7 @@ absl::StatusOr<Job> JobFromProto(const v1::PredictRequest& r) {
   Job job;
   VTRAIN_ASSIGN_OR_RETURN(job.model, ModelFromProto(r.model()));
   VTRAIN_ASSIGN_OR_RETURN(job.cluster, ClusterFromProto(r.cluster()));
+  if (r.has_memory_headroom()) job.cluster.memory_headroom = r.memory_headroom();
   VTRAIN_RETURN_IF_ERROR(PlanFromProto(r.plan(), job));
   VTRAIN_RETURN_IF_ERROR(ValidateJob(job));
   return job;
@@ -168,6 +169,7 @@ v1::PredictRequest JobToProto(const Job& job) {
   c->set_intra_node_bandwidth_bytes_per_s(job.cluster.intra_node_bandwidth_bytes_per_s);
   c->set_inter_node_bandwidth_bytes_per_s(job.cluster.inter_node_bandwidth_bytes_per_s);
   c->set_price_usd_per_gpu_hour(job.cluster.price_usd_per_gpu_hour);
+  r.set_memory_headroom(job.cluster.memory_headroom);
   v1::ParallelPlan* p = r.mutable_plan();
   p->set_tensor_parallel(job.plan.tensor_parallel);
   p->set_data_parallel(job.plan.data_parallel);

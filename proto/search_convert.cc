@@ -124,6 +124,11 @@ absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& r) {
     if (s.cluster.price_usd_per_gpu_hour < 0 || !std::isfinite(s.cluster.price_usd_per_gpu_hour)) {
       problems.push_back("cluster.price_usd_per_gpu_hour (--price-usd-per-gpu-hour) must be >= 0");
     }
+    if (r.has_memory_headroom()) s.cluster.memory_headroom = r.memory_headroom();
+    if (!(s.cluster.memory_headroom >= 0 && s.cluster.memory_headroom <= kMaxMemoryHeadroom)) {
+      problems.push_back(absl::StrCat("memory_headroom (--memory-headroom) must be in [0, ",
+                                      kMaxMemoryHeadroom, "], e.g. 0.03"));
+    }
     if (s.cluster.gpus_per_node < 1 || s.cluster.gpus_per_node > 1024) {
       problems.push_back("cluster.gpus_per_node (--gpus-per-node) must be in [1, 1024]");
     }
@@ -190,6 +195,7 @@ void SearchResultToProto(const SearchResult& r, const SearchCall& call, v1::Sear
   out->set_out_of_memory(r.out_of_memory);
   out->set_evaluated(static_cast<int64_t>(r.plans.size()));
   SimulationToProto(r.simulation, out->mutable_simulation());
+  for (const std::string& w : r.warnings) out->add_warnings(w);
   std::vector<bool> on_frontier(r.plans.size(), false);
   for (int i : r.pareto) on_frontier[static_cast<size_t>(i)] = true;
   auto add = [&](int i, v1::PlanSummary* summary) {

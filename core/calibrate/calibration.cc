@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/calibrate/bands.h"
 #include "core/calibrate/minimize.h"
 #include "core/predict/predictor.h"
 #include "core/profile/analytical.h"
@@ -40,6 +41,9 @@ void PredictRange(absl::Span<const Measurement> m, absl::Span<const size_t> indi
     r.status = absl::OkStatus();
     r.predicted_ms = p->iteration_time_ms();
     r.error = (r.predicted_ms - r.measured_ms) / r.measured_ms;
+    r.regime = p->regime;
+    r.interval_low_ms = p->interval_low_ns * 1e-6;
+    r.interval_high_ms = p->interval_high_ns * 1e-6;
   }
 }
 
@@ -89,11 +93,23 @@ std::vector<double> BalancedWeights(absl::Span<const Measurement> m,
   return w;
 }
 
-double WeightedMape(const std::vector<ValidationRow>& rows, const std::vector<size_t>& indices,
-                    const std::vector<double>& weights) {
+// Huber's loss of x with threshold delta, scaled to |x| - delta / 2 beyond
+// it (so far from the optimum it is the absolute log error).
+double Huber(double x, double delta) {
+  const double a = std::abs(x);
+  return a <= delta ? a * a / (2 * delta) : a - delta / 2;
+}
+
+double WeightedLoss(const std::vector<ValidationRow>& rows, const std::vector<size_t>& indices,
+                    const std::vector<double>& weights, double delta) {
   double sum = 0;
-  for (size_t i : indices)
-    sum += weights[i] * (rows[i].status.ok() ? std::abs(rows[i].error) : 1.0);
+  for (size_t i : indices) {
+    const ValidationRow& r = rows[i];
+    // A failed prediction counts as a 100% error, so the fit avoids it.
+    const double x = r.status.ok() && r.predicted_ms > 0 ? std::log(r.predicted_ms / r.measured_ms)
+                                                         : std::log(2.0);
+    sum += weights[i] * (delta > 0 ? Huber(x, delta) : std::abs(x));
+  }
   return sum;
 }
 
@@ -122,10 +138,20 @@ AnalyticalParams Fit(absl::Span<const Measurement> m, const std::vector<size_t>&
   const std::vector<double> weights = options.balance_sources
                                           ? BalancedWeights(m, train)
                                           : std::vector<double>(m.size(), 1.0 / train.size());
+  // Outside a parameter's bounds the model sees the bound, and the loss
+  // grows with the distance beyond it, so the simplex comes back instead of
+  // wandering in a flat clamped region.
   auto objective = [&](const std::vector<double>& x) {
     trial.params = decode(x);
+    double outside = 0;
+    for (size_t k = 0; k < fit.size(); ++k) {
+      const double v = x[k] * scale[k];
+      const double width = fit[k]->max - fit[k]->min;
+      if (v < fit[k]->min) outside += (fit[k]->min - v) / width;
+      if (v > fit[k]->max) outside += (v - fit[k]->max) / width;
+    }
     PredictRows(m, train, trial, options.threads, rows);
-    return WeightedMape(rows, train, weights);
+    return WeightedLoss(rows, train, weights, options.huber_delta) + outside;
   };
   MinimizeOptions mo;
   mo.max_evaluations = options.max_evaluations;
@@ -143,6 +169,28 @@ AnalyticalParams Fit(absl::Span<const Measurement> m, const std::vector<size_t>&
   return decode(r.x);
 }
 
+// Each fold's held-out rows against bands from the other folds' held-out
+// errors: the coverage a new shape's prediction interval can be expected to
+// have.
+std::vector<RegimeCoverage> HeldOutCoverage(absl::Span<const Measurement> m,
+                                            const std::vector<int>& fold_of, int folds,
+                                            const std::vector<ValidationRow>& cv_rows) {
+  std::vector<ValidationRow> checked = cv_rows;
+  for (int f = 0; f < folds; ++f) {
+    std::vector<ValidationRow> others = cv_rows;
+    for (size_t i = 0; i < m.size(); ++i) {
+      if (fold_of[i] == f) others[i].status = absl::CancelledError("held out");
+    }
+    const std::vector<ErrorBand> bands = BandsOf(m, others, 0.9);
+    std::vector<ValidationRow> mine = cv_rows;
+    ApplyBands(m, bands, mine);
+    for (size_t i = 0; i < m.size(); ++i) {
+      if (fold_of[i] == f) checked[i] = mine[i];
+    }
+  }
+  return CoverageByRegime(m, checked);
+}
+
 }  // namespace
 
 ErrorSummary Summarize(absl::Span<const ValidationRow> rows) {
@@ -157,6 +205,13 @@ ErrorSummary Summarize(absl::Span<const ValidationRow> rows) {
     s.max_abs_error = std::max(s.max_abs_error, std::abs(r.error));
   }
   if (s.count == 0) return s;
+  std::vector<double> abs_errors;
+  for (const ValidationRow& r : rows) {
+    if (r.status.ok()) abs_errors.push_back(std::abs(r.error));
+  }
+  std::sort(abs_errors.begin(), abs_errors.end());
+  const size_t rank = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(abs_errors.size())));
+  s.p90_abs_error = abs_errors[std::clamp<size_t>(rank, 1, abs_errors.size()) - 1];
   const double n = static_cast<double>(s.count);
   s.mape = sum_abs / n;
   s.bias = sum_err / n;
@@ -215,19 +270,19 @@ ValidationReport Validate(absl::Span<const Measurement> measurements, const Prof
   std::iota(all.begin(), all.end(), 0);
   PredictRows(measurements, all, profiles, options.threads, report.rows);
   Group(measurements, report);
+  report.regimes = CoverageByRegime(measurements, report.rows);
   return report;
 }
 
 absl::Span<const FittableParam> FittableParams() { return AnalyticalParamInfos(); }
 
 std::vector<std::string> DefaultFitParams() {
-  return {"gemm_max_efficiency",
-          "gemm_overhead_ns",
-          "gemm_misaligned_factor",
-          "memory_efficiency",
-          "host_dispatch_ns",
-          "inter_node_efficiency",
-          "tp_collective_overhead_per_rank_ns"};
+  return {
+      "gemm_max_efficiency",     "gemm_overhead_ns",         "gemm_misaligned_factor",
+      "gemm_k_overhead",         "gemm_wave_quantization",   "gemm_small_tile_efficiency",
+      "memory_efficiency",       "memory_overhead_ns",       "host_dispatch_ns",
+      "inter_node_efficiency",   "tp_bandwidth_factor",      "dp_bandwidth_factor",
+      "pipeline_p2p_latency_ns", "tp_host_sync_per_rank_ns", "tp_collective_overhead_per_rank_ns"};
 }
 
 absl::StatusOr<CalibrationResult> Calibrate(absl::Span<const Measurement> measurements,
@@ -256,17 +311,24 @@ absl::StatusOr<CalibrationResult> Calibrate(absl::Span<const Measurement> measur
   };
 
   CalibrationResult result;
-  std::vector<size_t> order(measurements.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 rng(options.seed);
-  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<int> fold_of(measurements.size());
+  if (options.group_by_shape) {
+    fold_of = ShapeFolds(measurements, folds, options.seed);
+  } else {
+    std::vector<size_t> order(measurements.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937_64 rng(options.seed);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (size_t k = 0; k < order.size(); ++k) fold_of[order[k]] = static_cast<int>(k % folds);
+  }
   result.cross_validated.rows.resize(measurements.size());
   if (folds > 1) {
     for (int f = 0; f < folds; ++f) {
       std::vector<size_t> train, test;
-      for (size_t k = 0; k < order.size(); ++k) {
-        (static_cast<int>(k % folds) == f ? test : train).push_back(order[k]);
+      for (size_t i = 0; i < measurements.size(); ++i) {
+        (fold_of[i] == f ? test : train).push_back(i);
       }
+      if (test.empty()) continue;
       double train_mape = 0;
       ProfileSet fitted = profiles;
       fitted.params = Fit(measurements, train, profiles, fit, options, &train_mape);
@@ -274,45 +336,29 @@ absl::StatusOr<CalibrationResult> Calibrate(absl::Span<const Measurement> measur
       PredictRows(measurements, test, fitted, options.threads, rows);
       for (size_t i : test) result.cross_validated.rows[i] = rows[i];
       result.fold_mape.push_back(MapeOf(rows, test));
-      progress(absl::StrFormat("fold %d/%d: train MAPE %.2f%%, held-out MAPE %.2f%%", f + 1, folds,
-                               100 * train_mape, 100 * result.fold_mape.back()));
+      progress(
+          absl::StrFormat("fold %d/%d (%d rows held out): train loss %.4f, held-out MAPE %.2f%%",
+                          f + 1, folds, test.size(), train_mape, 100 * result.fold_mape.back()));
     }
     Group(measurements, result.cross_validated);
-    for (const char* regime : {"single_node", "multi_node"}) {
-      ErrorBand band = BandOf(measurements, result.cross_validated.rows, regime, 0.9);
-      if (band.rows > 0) result.bands.push_back(band);
-    }
+    result.bands = BandsOf(measurements, result.cross_validated.rows, 0.9);
+    result.band_coverage =
+        HeldOutCoverage(measurements, fold_of, folds, result.cross_validated.rows);
+    ApplyBands(measurements, result.bands, result.cross_validated.rows);
+    result.cross_validated.regimes = CoverageByRegime(measurements, result.cross_validated.rows);
   }
   std::vector<size_t> all(measurements.size());
   std::iota(all.begin(), all.end(), 0);
-  result.params = Fit(measurements, all, profiles, fit, options, &result.fit_mape);
-  progress(absl::StrFormat("final fit on all %d rows: in-sample MAPE %.2f%%", all.size(),
-                           100 * result.fit_mape));
+  double loss = 0;
+  result.params = Fit(measurements, all, profiles, fit, options, &loss);
+  ProfileSet fitted = profiles;
+  fitted.params = result.params;
+  std::vector<ValidationRow> rows;
+  PredictRows(measurements, all, fitted, options.threads, rows);
+  result.fit_mape = MapeOf(rows, all);
+  progress(absl::StrFormat("final fit on all %d rows: loss %.4f, in-sample MAPE %.2f%%", all.size(),
+                           loss, 100 * result.fit_mape));
   return result;
-}
-
-ErrorBand BandOf(absl::Span<const Measurement> measurements, absl::Span<const ValidationRow> rows,
-                 const std::string& regime, double coverage) {
-  std::vector<double> errors;
-  for (size_t i = 0; i < measurements.size() && i < rows.size(); ++i) {
-    if (rows[i].status.ok() && RegimeOf(measurements[i].job) == regime) {
-      errors.push_back(rows[i].error);
-    }
-  }
-  ErrorBand band;
-  band.regime = regime;
-  band.coverage = coverage;
-  band.rows = static_cast<int64_t>(errors.size());
-  if (errors.empty()) return band;
-  std::sort(errors.begin(), errors.end());
-  // Nearest-rank quantiles of the tails (1 - coverage) / 2 on each side.
-  auto quantile = [&](double q) {
-    const double pos = q * static_cast<double>(errors.size() - 1);
-    return errors[static_cast<size_t>(std::llround(pos))];
-  };
-  band.error_low = quantile((1 - coverage) / 2);
-  band.error_high = quantile(1 - (1 - coverage) / 2);
-  return band;
 }
 
 std::pair<AnalyticalParams, double> FitIntraNodeAllReduce(
@@ -335,7 +381,7 @@ std::pair<AnalyticalParams, double> FitIntraNodeAllReduce(
     double sum = 0;
     int64_t count = 0;
     for (const auto& [ranks, curve] : curves_by_ranks) {
-      const CommGroup group{ranks, ranks, 1.0};
+      const CommGroup group{ranks, ranks, 1.0, CommUse::kOther};
       for (const CollectivePoint& point : curve.points()) {
         const double model =
             AnalyticalCollectiveNs(Collective::kAllReduce, point.bytes, group, links, p);

@@ -30,6 +30,10 @@ struct ValidationRow {
   double predicted_ms = 0;  // 0 when the prediction failed
   double error = 0;         // (predicted - measured) / measured
   absl::Status status;      // why the prediction failed, if it did
+  std::string regime;       // RegimeOf the job
+  // The prediction interval (0 when the profile set has no band for it).
+  double interval_low_ms = 0;
+  double interval_high_ms = 0;
 };
 
 struct ErrorSummary {
@@ -37,11 +41,23 @@ struct ErrorSummary {
   double mape = 0;           // mean |error|, as a fraction
   double r2 = 0;             // of predicted against measured time
   double max_abs_error = 0;  // as a fraction
+  double p90_abs_error = 0;  // 90th percentile of |error| (nearest rank)
   double bias = 0;           // mean signed error
 };
 
 // Summarises the rows whose prediction succeeded.
 ErrorSummary Summarize(absl::Span<const ValidationRow> rows);
+
+// How the prediction intervals of one regime did: the fraction of its rows
+// whose measured time fell inside, the median width relative to the
+// prediction, and the errors.
+struct RegimeCoverage {
+  std::string regime;
+  int64_t with_interval = 0;  // rows that had an interval
+  double coverage = 0;
+  double median_width = 0;
+  ErrorSummary error;
+};
 
 struct ValidationReport {
   std::vector<ValidationRow> rows;  // parallel to the measurements
@@ -50,6 +66,7 @@ struct ValidationReport {
   // before its last ':'), in a stable order.
   std::vector<std::pair<std::string, ErrorSummary>> groups;
   int64_t failed = 0;
+  std::vector<RegimeCoverage> regimes;  // per RegimeOf, with interval coverage
 };
 
 // "tp", "dp", "pp" (the largest degree; ties in that order) or "none".
@@ -77,25 +94,31 @@ struct CalibrateOptions {
   // Minimise the mean of the per-file MAPEs (each measurement file weighs the
   // same) instead of the MAPE over all rows.
   bool balance_sources = true;
+  // The loss per row is Huber's on log(predicted / measured) with this
+  // threshold: quadratic within it, linear beyond, so a few runs the model
+  // cannot explain pull the fit no more than MAPE would, while rows near the
+  // optimum give the simplex a smooth surface.
+  double huber_delta = 0.05;
+  // Cross-validation folds by layer shape (ShapeFolds: a shape's runs are
+  // never split between training and test); false: rows shuffled at random.
+  bool group_by_shape = true;
   int threads = 1;
   std::function<void(const std::string&)> progress;  // may be empty
 };
 
 struct CalibrationResult {
   AnalyticalParams params;  // fitted on every row
-  double fit_mape = 0;      // in-sample objective, for reference only
+  double fit_mape = 0;      // in-sample MAPE of the final fit, for reference only
   // Each row predicted by the parameters fitted without its fold.
   ValidationReport cross_validated;
   std::vector<double> fold_mape;
-  // 90% bands of the held-out errors per regime (RegimeOf), for prediction
+  // 90% bands of the held-out errors per regime (BandsOf), for prediction
   // intervals; empty without cross-validation.
   std::vector<ErrorBand> bands;
+  // Their coverage, honestly estimated: each fold's rows checked against
+  // bands computed from the other folds' held-out errors only.
+  std::vector<RegimeCoverage> band_coverage;
 };
-
-// The central `coverage` band of the signed errors of `rows` whose
-// measurement is in `regime`.
-ErrorBand BandOf(absl::Span<const Measurement> measurements, absl::Span<const ValidationRow> rows,
-                 const std::string& regime, double coverage);
 
 // Fits options.params of profiles.params to the measurements, minimising the
 // mean absolute percentage error, and cross-validates the fit.

@@ -13,8 +13,12 @@ namespace {
 class TemplateWriter {
  public:
   // `collective_host_ns`: host time to launch a collective.
-  TemplateWriter(LabelFn label, int64_t collective_host_ns)
-      : label_(label), collective_host_ns_(collective_host_ns) {
+  // `collective_host_wait`: the fraction of a TP collective the host waits
+  // for before dispatching on (AnalyticalParams::tp_host_blocking).
+  TemplateWriter(LabelFn label, int64_t collective_host_ns, double collective_host_wait = 0)
+      : label_(label),
+        collective_host_ns_(collective_host_ns),
+        collective_host_wait_(collective_host_wait) {
     segments_.emplace_back();
   }
 
@@ -81,6 +85,10 @@ class TemplateWriter {
       if (previous != nullptr) previous->gap_ns = start - gpu;
       gpu = start + i->duration_ns;
       previous = i;
+      if (i->kind == TaskKind::kTensorParallel && collective_host_wait_ > 0) {
+        host = std::max<int64_t>(host, start + std::llround(collective_host_wait_ *
+                                                            static_cast<double>(i->duration_ns)));
+      }
     }
     // What follows the pass waits for its own dispatch; like the first
     // kernel here, charge it one lead-in of this pass's first dispatch.
@@ -89,6 +97,7 @@ class TemplateWriter {
 
   LabelFn label_;
   const int64_t collective_host_ns_;
+  const double collective_host_wait_;
   std::vector<Segment> segments_;
   int64_t tensor_parallel_ns_ = 0;
 };
@@ -133,8 +142,13 @@ class TemplateMaker {
            std::llround(p.tp_collective_overhead_ns +
                         p.tp_collective_overhead_per_rank_ns * static_cast<double>(t_));
   }
+  // A TP collective holds its rank's host for the dispatch plus the wait for
+  // the slowest rank (tp_host_sync_*), DESIGN.md §5.
   TemplateWriter Writer() {
-    return TemplateWriter(label_, std::llround(lookup_.params().host_dispatch_ns));
+    const AnalyticalParams& p = lookup_.params();
+    const double sync =
+        t_ > 1 ? p.tp_host_sync_ns + p.tp_host_sync_per_rank_ns * static_cast<double>(t_ - 1) : 0;
+    return TemplateWriter(label_, std::llround(p.host_dispatch_ns + sync), p.tp_host_blocking);
   }
   // The TP collectives around a tensor-parallel block of one layer: without
   // sequence parallelism one all-reduce after it (Shoeybi et al. 2019, the
@@ -357,7 +371,8 @@ StageTemplates MakeStageTemplates(const Job& job, ProfileLookup& lookup, Granula
 CommGroup TensorParallelGroup(const Job& job) {
   const int64_t t = job.plan.tensor_parallel, gpn = job.cluster.gpus_per_node;
   const int64_t per_node = std::gcd(t, gpn);
-  return {t, per_node, static_cast<double>(per_node) / static_cast<double>(gpn)};
+  return {t, per_node, static_cast<double>(per_node) / static_cast<double>(gpn),
+          CommUse::kTensorParallel};
 }
 
 CommGroup DataParallelGroup(const Job& job) {
@@ -366,7 +381,8 @@ CommGroup DataParallelGroup(const Job& job) {
   const int64_t t = job.plan.tensor_parallel, d = GradientRanks(job);
   const int64_t gpn = job.cluster.gpus_per_node;
   const int64_t per_node = t < gpn ? std::max<int64_t>(1, std::min(d, gpn / t)) : 1;
-  return {d, per_node, static_cast<double>(per_node) / static_cast<double>(gpn)};
+  return {d, per_node, static_cast<double>(per_node) / static_cast<double>(gpn),
+          CommUse::kDataParallel};
 }
 
 CommGroup ContextRingGroup(const Job& job) {
@@ -387,7 +403,7 @@ CommGroup StagePairGroup(const Job& job, int64_t stage, int64_t stages_apart) {
     crosses = rank / gpn != (rank + stages_apart * td) / gpn;
   }
   if (td > gpn) crosses = true;
-  return {2, crosses ? 1 : 2, 1.0 / static_cast<double>(std::min(td, gpn))};
+  return {2, crosses ? 1 : 2, 1.0 / static_cast<double>(std::min(td, gpn)), CommUse::kPipeline};
 }
 
 double ActivationBytes(const Job& job) {

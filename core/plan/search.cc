@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/graph/pass_templates.h"
 #include "core/predict/memory.h"
 #include "core/predict/predictor.h"
@@ -212,6 +213,20 @@ void Rank(const SearchSpace& space, const SearchOptions& options, SearchResult* 
 
 }  // namespace
 
+std::vector<std::string> SearchWarnings(const SearchSpace& space, const SearchOptions& options,
+                                        const SearchResult& result) {
+  std::vector<std::string> warnings;
+  if (options.objective == Objective::kCost && space.gpus == 0 && result.best >= 0) {
+    const PlanResult& best = result.plans[static_cast<size_t>(result.best)];
+    warnings.push_back(absl::StrFormat(
+        "objective 'cost' with no deadline and no fixed GPU count favours the fewest GPUs "
+        "whatever the run takes: the cheapest plan uses %d GPUs and trains for %.0f days; "
+        "give --deadline-days with --objective deadline-cost, or --gpus N",
+        JobGpus(best.job), best.training_days));
+  }
+  return warnings;
+}
+
 absl::StatusOr<Objective> ParseObjective(const std::string& name) {
   if (name == "time") return Objective::kTime;
   if (name == "cost") return Objective::kCost;
@@ -319,6 +334,7 @@ absl::StatusOr<SearchResult> Search(const SearchSpace& space, const ProfileSet& 
   VTRAIN_RETURN_IF_ERROR(Enumerate(space, options, &result, &candidates));
   VTRAIN_ASSIGN_OR_RETURN(result.plans, PredictAll(candidates, space, profiles, options));
   Rank(space, options, &result);
+  result.warnings = SearchWarnings(space, options, result);
   for (const PlanResult& plan : result.plans) result.simulation.Add(plan.simulation);
   result.simulation.wall_ns = SteadyNowNs() - started_ns;
   return result;

@@ -84,6 +84,8 @@ struct SearchResult {
   std::vector<int> pareto;        // indices: no other plan is both faster and cheaper
   // The whole search: its wall time and every prediction's counts summed.
   SimulationCost simulation;
+  // Caveats the caller should see (SearchWarnings).
+  std::vector<std::string> warnings;
 };
 
 // The valid plans of `space` that fit in memory (the candidates Search
@@ -105,6 +107,12 @@ struct FastestPlanResult {
 absl::StatusOr<std::optional<FastestPlanResult>> FastestPlan(const SearchSpace& space,
                                                              const ProfileSet& profiles,
                                                              const SearchOptions& options);
+
+// Caveats about `result`: objective cost with no deadline and no exact GPU
+// count (space.gpus == 0) names the best plan's GPUs and training days, since
+// cost alone favours the fewest GPUs however long they take.
+std::vector<std::string> SearchWarnings(const SearchSpace& space, const SearchOptions& options,
+                                        const SearchResult& result);
 
 // INVALID_ARGUMENT for a space no plan can satisfy the constraints of (the
 // message says which), RESOURCE_EXHAUSTED above options.max_candidates,

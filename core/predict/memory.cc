@@ -117,7 +117,7 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
     out.peak_bytes = std::max(out.peak_bytes, sm.peak_bytes);
     out.stages.push_back(sm);
   }
-  out.fits = out.peak_bytes <= out.capacity_bytes;
+  out.fits = out.peak_bytes <= out.capacity_bytes * (1 - job.cluster.memory_headroom);
   return out;
 }
 

@@ -40,7 +40,7 @@ struct MemoryEstimate {
   std::vector<StageMemory> stages;
   double peak_bytes = 0;      // over all stages
   double capacity_bytes = 0;  // of the GPU
-  bool fits = true;
+  bool fits = true;           // peak_bytes within capacity less cluster.memory_headroom
 };
 
 // Activation bytes of one transformer layer for one micro-batch with tensor

@@ -9,6 +9,7 @@
 #include "core/engine/streaming.h"
 #include "core/graph/builder.h"
 #include "core/profile/default_profiles.h"
+#include "core/spec/model.h"
 #include "core/util/status_macros.h"
 
 namespace vtrain {
@@ -41,8 +42,31 @@ int64_t SteadyNowNs() {
       .count();
 }
 
+std::string BaseRegimeOf(const Job& job) {
+  return JobGpus(job) <= job.cluster.gpus_per_node ? "single_node" : "multi_node";
+}
+
 std::string RegimeOf(const Job& job) {
-  return job.cluster.num_gpus <= job.cluster.gpus_per_node ? "single_node" : "multi_node";
+  const ModelSpec& m = job.model;
+  const ParallelPlan& plan = job.plan;
+  const double t = static_cast<double>(plan.tensor_parallel);
+  if (BaseRegimeOf(job) == "multi_node") {
+    const double layers_per_stage =
+        static_cast<double>(m.num_layers) /
+        static_cast<double>(std::max<int64_t>(1, plan.pipeline_parallel));
+    const double params_per_gpu = layers_per_stage * LayerParameterCount(m) / t;
+    return params_per_gpu > kLargeParamsPerGpu ? "multi_node_large_params"
+                                               : "multi_node_small_params";
+  }
+  if (plan.tensor_parallel == job.cluster.gpus_per_node) return "single_node_tp_node";
+  // Forward GEMMs of one layer: QKV, projection, FFN up and down.
+  const double h = static_cast<double>(m.hidden_size);
+  const double f = static_cast<double>(m.ffn());
+  const double tokens = static_cast<double>(plan.micro_batch) * static_cast<double>(m.seq_len);
+  const double gemm_flops = 2 * tokens * (4 * h * h + 2 * h * f) / t;
+  const double peak = job.cluster.gpu.PeakFlops(plan.dtype);
+  if (peak > 0 && gemm_flops / peak * 1e9 < kHostBoundGemmNs) return "single_node_host_bound";
+  return "single_node_gpu_bound";
 }
 
 double ModelFlopsPerIteration(const Job& job) {
@@ -149,8 +173,7 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
   }
   p.hardware_flops = p.model_flops + recompute_flops;
   const double seconds = static_cast<double>(p.iteration_time_ns) * 1e-9;
-  const double peak =
-      static_cast<double>(j.cluster.num_gpus) * j.cluster.gpu.PeakFlops(j.plan.dtype);
+  const double peak = static_cast<double>(JobGpus(j)) * j.cluster.gpu.PeakFlops(j.plan.dtype);
   if (seconds > 0) {
     p.mfu = p.model_flops / (seconds * peak);
     p.hfu = p.hardware_flops / (seconds * peak);
@@ -160,7 +183,8 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
     p.train_tokens = options.train_tokens;
     p.iterations = static_cast<int64_t>(std::ceil(options.train_tokens / tokens));
     p.training_time_s = static_cast<double>(p.iterations) * seconds;
-    p.gpu_hours = p.training_time_s / 3600 * static_cast<double>(j.cluster.num_gpus);
+    // The GPUs the job uses: a larger cluster's idle GPUs are not its cost.
+    p.gpu_hours = p.training_time_s / 3600 * static_cast<double>(JobGpus(j));
     p.cost_usd = p.gpu_hours * j.cluster.price_usd_per_gpu_hour;
   }
 
@@ -171,9 +195,19 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
   p.fidelity.records = lookup.records();
   p.memory = memory;
   p.regime = RegimeOf(job);
-  const std::string uncalibrated = absl::StrCat(kUncalibratedGpuRegimePrefix, p.regime);
-  for (const ErrorBand& band : profiles.error_bands) {
-    if (band.regime != p.regime && band.regime != uncalibrated) continue;
+  // The job's own regime's band, else (a set calibrated before the finer
+  // regimes) its base regime's; for a GPU without calibration, the widened
+  // A100 band, labelled as such.
+  const ErrorBand* chosen = nullptr;
+  const std::string base = BaseRegimeOf(job);
+  for (const std::string& regime : {p.regime, absl::StrCat(kUncalibratedGpuRegimePrefix, p.regime),
+                                    base, absl::StrCat(kUncalibratedGpuRegimePrefix, base)}) {
+    for (const ErrorBand& band : profiles.error_bands) {
+      if (chosen == nullptr && band.regime == regime) chosen = &band;
+    }
+  }
+  if (chosen != nullptr) {
+    const ErrorBand& band = *chosen;
     p.regime = band.regime;  // labels an interval borrowed from another GPU
     // error = (predicted - measured) / measured, so measured = predicted / (1 + error).
     const double t = static_cast<double>(p.iteration_time_ns);

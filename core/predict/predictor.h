@@ -133,9 +133,27 @@ inline constexpr double kMaxWeightsOverMemory = 64;
 absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
                                    const PredictOptions& options = {});
 
-// The calibration regime of a job: "single_node" when all its GPUs fit in
-// one node, else "multi_node".
+// The calibration regime of a job, from the job alone (its prediction-error
+// band is computed per regime; core/calibrate/bands.h):
+//  - "multi_node_large_params": the job's t*d*p GPUs span nodes and a GPU
+//    holds over kLargeParamsPerGpu parameters (deep 175B-class stages: the
+//    optimizer and memory pressure dominate what the model misses);
+//  - "multi_node_small_params": other jobs spanning nodes;
+//  - "single_node_tp_node": one node, t equal to the GPUs per node (the
+//    tensor-parallel collectives span the whole node);
+//  - "single_node_host_bound": one node, and a decoder layer's forward GEMMs
+//    for one micro-batch take under kHostBoundGemmNs at the GPU's peak (the
+//    host's kernel dispatch, not the GPU, sets the pace);
+//  - "single_node_gpu_bound": the rest (GPU-bound, one node).
+// The base regimes "single_node" and "multi_node" hold all of their fine
+// regimes' jobs.
 std::string RegimeOf(const Job& job);
+// "single_node" (t*d*p GPUs within one node) or "multi_node": the band used
+// when a set has none for the job's fine regime (too few calibration rows,
+// or a calibration made before the fine regimes).
+std::string BaseRegimeOf(const Job& job);
+inline constexpr double kLargeParamsPerGpu = 1e9;
+inline constexpr double kHostBoundGemmNs = 500'000;
 
 // Model FLOPs of one iteration (Narayanan et al. 2021, §5.1, generalised to
 // any FFN width): 3 * tokens * (L * (8h^2 + 4hf + 4sh) + 2hV).

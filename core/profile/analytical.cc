@@ -14,12 +14,13 @@ constexpr double kElem = 2;  // fp16 / bf16 bytes per element
 
 // Mixed-precision Adam over fp32 main grads and master weights for `p`
 // parameters, as multi-tensor launches of ~65536 x 320 elements each
-// (apex/Megatron).
+// (apex/Megatron): the gradient norm (which also finds inf/nan) reads the
+// grads once, and the fused Adam step unscales them as it reads them (4
+// reads, 3 writes).
 void OptimizerStep(KernelSequence& seq, double p) {
   const int launches = static_cast<int>(std::max(1.0, std::ceil(p / (65536.0 * 320))));
   const double chunk = p / launches;
-  for (int i = 0; i < launches; ++i) seq.Memory("grad_unscale_inf_check", chunk * 8);
-  for (int i = 0; i < launches; ++i) seq.Memory("grad_norm", chunk * 4);
+  for (int i = 0; i < launches; ++i) seq.Memory("grad_norm_inf_check", chunk * 4);
   for (int i = 0; i < launches; ++i) seq.Memory("adam_step", chunk * 28);
   for (int i = 0; i < launches; ++i) seq.Memory("master_to_half_copy", chunk * 6);
   seq.Memory("zero_main_grad", p * 4);
@@ -170,15 +171,19 @@ double AnalyticalCollectiveNs(Collective collective, double bytes, const CommGro
       factor = 1;
       break;
   }
+  if (group.use == CommUse::kTensorParallel) factor /= params.tp_bandwidth_factor;
+  if (group.use == CommUse::kDataParallel) factor /= params.dp_bandwidth_factor;
   const double intra_ns =
       factor * bytes / (links.intra_node_bytes_per_s * params.intra_node_efficiency) * 1e9;
+  const double p2p_ns = group.use == CommUse::kPipeline ? params.pipeline_p2p_latency_ns : 0;
   if (group.nodes() <= 1) {
-    return params.intra_node_latency_ns + params.intra_node_latency_per_rank_ns * n + intra_ns;
+    return p2p_ns + params.intra_node_latency_ns + params.intra_node_latency_per_rank_ns * n +
+           intra_ns;
   }
   const double nic_bytes_per_s =
       links.inter_node_bytes_per_s * group.nic_fraction * params.inter_node_efficiency;
   const double inter_ns = factor * bytes / nic_bytes_per_s * 1e9;
-  return params.inter_node_latency_ns + std::max(intra_ns, inter_ns);
+  return p2p_ns + params.inter_node_latency_ns + std::max(intra_ns, inter_ns);
 }
 
 }  // namespace vtrain

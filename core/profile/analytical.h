@@ -17,6 +17,11 @@ namespace vtrain {
 std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const OperatorKey& key,
                                                   const AnalyticalParams& params);
 
+// What a collective is for: tensor- and data-parallel collectives inside
+// training get their own bandwidth factors (AnalyticalParams).
+// Pipeline transfers pay a fixed pipeline_p2p_latency_ns on top.
+enum class CommUse { kOther, kTensorParallel, kDataParallel, kPipeline };
+
 // Where the ranks of one collective sit.
 struct CommGroup {
   int64_t ranks = 1;
@@ -25,6 +30,7 @@ struct CommGroup {
   // the node communicates at once (ranks_per_node / GPUs per node for
   // symmetric collectives).
   double nic_fraction = 1.0;
+  CommUse use = CommUse::kOther;
   int64_t nodes() const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
 };
 
@@ -39,7 +45,8 @@ struct LinkBandwidths {
 // t = latency + factor * bytes / (bandwidth * efficiency) with factor
 // 2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter, 1 for
 // send/recv; across nodes the slower of the NVLink and NIC terms (vTrain's
-// inter-node model t = S/B * 2(n-1)/n * alpha).
+// inter-node model t = S/B * 2(n-1)/n * alpha). The bandwidths of TP and DP
+// groups are scaled by tp_bandwidth_factor and dp_bandwidth_factor.
 double AnalyticalCollectiveNs(Collective collective, double bytes, const CommGroup& group,
                               const LinkBandwidths& links, const AnalyticalParams& params);
 

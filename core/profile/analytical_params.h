@@ -15,11 +15,24 @@ struct AnalyticalParams {
   // when a dimension is not a multiple of 8 elements: tensor cores need
   // aligned tiles; the unpadded 50257-word logit GEMM, DESIGN.md §5), plus a
   // fixed gemm_overhead_ns per GEMM (prologue, epilogue, tail).
-  double gemm_max_efficiency = 0.80;
+  double gemm_max_efficiency = 0.85;
   double gemm_overhead_ns = 5000;
   double gemm_misaligned_factor = 0.55;
+  // Shape terms of the GEMM model (core/profile/kernel_model.cc): each tile
+  // pays a prologue/epilogue worth gemm_k_overhead elements of k, so GEMMs
+  // with a small inner dimension (attention's head_dim) run below the peak;
+  // a partial last wave costs gemm_wave_quantization of a whole wave (1: none
+  // of the wave is reclaimed; 0: perfectly balanced, as stream-K would be);
+  // 64x64 tiles, chosen for small outputs, run at gemm_small_tile_efficiency
+  // of the large tiles' rate.
+  double gemm_k_overhead = 64;
+  double gemm_wave_quantization = 0.7;
+  double gemm_small_tile_efficiency = 0.7;
   // Memory-bound kernels reach this fraction of HBM bandwidth.
-  double memory_efficiency = 0.70;
+  double memory_efficiency = 0.75;
+  // Fixed GPU time of each memory-bound kernel (ramp-up and tail), so small
+  // kernels stream below memory_efficiency.
+  double memory_overhead_ns = 2000;
   // No kernel takes less GPU time than this.
   double kernel_min_ns = 2500;
   // Host CPU time to dispatch one kernel (framework + launch). The host runs
@@ -41,6 +54,25 @@ struct AnalyticalParams {
   // it takes in isolation (DESIGN.md §5; vTrain saw NCCL ~30% slower).
   double tp_collective_overhead_ns = 0;
   double tp_collective_overhead_per_rank_ns = 0;  // times the TP degree
+  // Bandwidth of tensor- and data-parallel collectives inside training,
+  // relative to the collective model (fitted to nccl-tests in isolation):
+  // TP all-reduces are small and interleaved with compute, DP ones large.
+  double tp_bandwidth_factor = 1.0;
+  double dp_bandwidth_factor = 1.0;
+  // Host time each TP collective holds its rank (the ranks' hosts meet at
+  // it: every rank waits for the slowest one's dispatch), on top of
+  // host_dispatch_ns: tp_host_sync_ns + tp_host_sync_per_rank_ns * (t - 1).
+  // It delays host-bound passes and hides behind GPU-bound ones.
+  double tp_host_sync_ns = 0;
+  double tp_host_sync_per_rank_ns = 0;
+  // The fraction of each TP collective's duration the host waits for before
+  // dispatching the next kernel (0: it runs ahead, and a host-bound pass
+  // hides the collective in its gaps; 1: the collective completes first).
+  double tp_host_blocking = 0;
+  // Fixed cost of each pipeline send/receive between stages beyond the
+  // collective model's latency (Megatron's blocking p2p exchange: the two
+  // stages' hosts and streams meet at it).
+  double pipeline_p2p_latency_ns = 0;
 };
 
 // One field of AnalyticalParams: its name (as in vtrain.v1.AnalyticalParams),

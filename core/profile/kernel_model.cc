@@ -5,23 +5,49 @@
 #include <string>
 
 namespace vtrain {
+namespace {
 
-void KernelSequence::Gemm(const char* name, double m, double n, double k, double batch) {
-  const double flops = 2 * m * n * k * batch;
-  const double bytes = 2 * (m * k + k * n + m * n) * batch;
-  (void)flops;
-  // Output tiles of 128x128 run in waves over the SMs, each SM computing a
-  // tile's 2 * 128 * 128 * k FLOPs at its share of the peak. A partial tile
-  // or a partial last wave costs a whole one (tile and wave quantisation),
-  // so the time never decreases when a dimension grows.
-  const double tiles = std::ceil(m / 128) * std::ceil(n / 128) * batch;
-  const double waves = std::ceil(tiles / gpu_.num_sms);
+// Output tiles the GEMM model chooses between, as a library's heuristic does:
+// large tiles at full efficiency, small ones (more parallelism for small
+// outputs) at gemm_small_tile_efficiency.
+struct Tile {
+  double m, n;
+  bool small;
+};
+constexpr Tile kTiles[] = {{256, 128, false}, {128, 128, false}, {64, 64, true}};
+
+}  // namespace
+
+double KernelSequence::GemmComputeNs(double m, double n, double k, double batch) const {
   double sm_flops_per_s = peak_flops_ / gpu_.num_sms * params_.gemm_max_efficiency;
   if (!Aligned(m) || !Aligned(n) || !Aligned(k)) sm_flops_per_s *= params_.gemm_misaligned_factor;
-  const double compute_ns =
-      waves * (2 * 128 * 128 * k) / sm_flops_per_s * 1e9 + params_.gemm_overhead_ns;
-  const double memory_ns = MemoryNs(bytes);
-  Add(name, std::max(compute_ns, memory_ns));
+  // Output tiles run in waves over the SMs, each SM computing one tile's
+  // 2 * tile_m * tile_n * k FLOPs at its share of the peak, plus a fixed
+  // prologue/epilogue worth gemm_k_overhead elements of k (small-k loss).
+  // A partial tile costs a whole one; a partial last wave costs a whole one to
+  // the extent gemm_wave_quantization (stream-K / split-K scheduling smooths
+  // it). Every term is non-decreasing in m, n, k and batch, and so is the
+  // minimum over tiles.
+  const double q = params_.gemm_wave_quantization;
+  double best = 0;
+  bool first = true;
+  for (const Tile& tile : kTiles) {
+    const double tiles = std::ceil(m / tile.m) * std::ceil(n / tile.n) * batch;
+    const double exact = tiles / gpu_.num_sms;
+    const double waves = (1 - q) * exact + q * std::ceil(exact);
+    const double rate = sm_flops_per_s * (tile.small ? params_.gemm_small_tile_efficiency : 1.0);
+    const double ns = waves * 2 * tile.m * tile.n * (k + params_.gemm_k_overhead) / rate * 1e9;
+    if (first || ns < best) best = ns;
+    first = false;
+  }
+  return best + params_.gemm_overhead_ns;
+}
+
+void KernelSequence::Gemm(const char* name, double m, double n, double k, double batch) {
+  const double bytes = 2 * (m * k + k * n + m * n) * batch;
+  // The GPU-bound roofline: the slower of the tiles' compute and the operands'
+  // HBM traffic. The host-bound floor (dispatch) is applied by Finish.
+  Add(name, std::max(GemmComputeNs(m, n, k, batch), MemoryNs(bytes)));
 }
 
 void KernelSequence::Memory(const char* name, double bytes) { Add(name, MemoryNs(bytes)); }
@@ -59,8 +85,12 @@ std::vector<KernelRecord> KernelSequence::Finish() && {
 
 bool KernelSequence::Aligned(double dim) { return std::fmod(dim, 8.0) == 0; }
 
+// Streaming at memory_efficiency of the HBM bandwidth after a fixed
+// memory_overhead_ns (launch ramp and tail), so small kernels reach a lower
+// effective bandwidth than large ones.
 double KernelSequence::MemoryNs(double bytes) const {
-  return bytes / (gpu_.hbm_bandwidth_bytes_per_s * params_.memory_efficiency) * 1e9;
+  return bytes / (gpu_.hbm_bandwidth_bytes_per_s * params_.memory_efficiency) * 1e9 +
+         params_.memory_overhead_ns;
 }
 
 void KernelSequence::Add(const char* name, double gpu_ns) {

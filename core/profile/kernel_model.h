@@ -19,7 +19,8 @@ class KernelSequence {
   KernelSequence(const GpuSpec& gpu, DType dtype, const AnalyticalParams& params)
       : gpu_(gpu), params_(params), peak_flops_(gpu.PeakFlops(dtype)) {}
 
-  // C[m,n] = A[m,k] * B[k,n], `batch` times; 2-byte elements.
+  // C[m,n] = A[m,k] * B[k,n], `batch` times; 2-byte elements. Its time is
+  // non-decreasing in every dimension (tests/kernel_model_test.cc).
   void Gemm(const char* name, double m, double n, double k, double batch = 1);
 
   // A memory-bound kernel moving `bytes` through HBM.
@@ -42,6 +43,8 @@ class KernelSequence {
 
  private:
   static bool Aligned(double dim);
+  // The compute-bound time of a GEMM: tile and wave quantisation over the SMs.
+  double GemmComputeNs(double m, double n, double k, double batch) const;
   double MemoryNs(double bytes) const;
   void Add(const char* name, double gpu_ns);
 

@@ -95,7 +95,7 @@ ProfileLookup::CollectiveTime ProfileLookup::CollectiveNs(Collective collective,
   // Analytical latency also depends on the group's placement and NIC share.
   const std::string memo =
       absl::StrCat(key.ToString(), " bytes=", bytes, " per_node=", group.ranks_per_node,
-                   " nic=", group.nic_fraction);
+                   " nic=", group.nic_fraction, " use=", static_cast<int>(group.use));
   if (auto it = collectives_.find(memo); it != collectives_.end()) return it->second;
 
   CollectiveTime result;

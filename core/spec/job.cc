@@ -220,6 +220,10 @@ absl::Status ValidateJob(const Job& job) {
     v.Add(absl::StrCat("cluster.price_usd_per_gpu_hour=", c.price_usd_per_gpu_hour,
                        " must be zero or a positive number"));
   }
+  if (!(c.memory_headroom >= 0 && c.memory_headroom <= kMaxMemoryHeadroom)) {
+    v.Add(absl::StrCat("memory_headroom=", c.memory_headroom, " must be in [0, ",
+                       kMaxMemoryHeadroom, "] (a fraction of the GPU's memory, e.g. 0.03)"));
+  }
   if (p.dtype == DType::kFp8 && c.gpu.PeakFlops(p.dtype) <= 0) {
     v.Add(absl::StrCat("plan.dtype=fp8 is not supported by GPU '", c.gpu.name,
                        "' (no fp8 tensor cores); use bf16, or an fp8 GPU such as h100-sxm5-80gb"));
@@ -232,14 +236,16 @@ absl::Status ValidateJob(const Job& job) {
     // Each factor is below 2^20 and the product of three below 2^60; the
     // fourth is checked against the GPU bound first so nothing overflows.
     const int64_t tdp = p.tensor_parallel * p.data_parallel * p.pipeline_parallel;
-    if (tdp > kMaxGpus || tdp * p.context_parallel != c.num_gpus) {
+    // A cluster larger than the job is allowed (vTrain's configurations give
+    // the cluster's size): the job runs on t * c * p * d of its GPUs.
+    if (tdp > kMaxGpus || tdp * p.context_parallel > c.num_gpus) {
       const std::string product = tdp > kMaxGpus ? "more than the maximum GPU count"
                                                  : absl::StrCat(tdp * p.context_parallel);
       v.Add(absl::StrCat("plan.tensor_parallel * plan.context_parallel * plan.pipeline_parallel * ",
                          "plan.data_parallel = ", p.tensor_parallel, " * ", p.context_parallel,
                          " * ", p.pipeline_parallel, " * ", p.data_parallel, " = ", product,
-                         " does not equal cluster.num_gpus=", c.num_gpus,
-                         "; change the degrees or the GPU count"));
+                         " GPUs exceeds cluster.num_gpus=", c.num_gpus,
+                         "; lower the degrees or raise the GPU count"));
     }
   }
   ValidateSplits(m, p, v, layers_ok && pp_ok && vs_ok && mb_ok && gb_ok && d_ok, cp_ok);

@@ -14,6 +14,9 @@
 
 namespace vtrain {
 
+inline constexpr double kDefaultMemoryHeadroom = 0.03;
+inline constexpr double kMaxMemoryHeadroom = 0.5;
+
 struct ClusterSpec {
   GpuSpec gpu;
   int64_t num_gpus = 0;
@@ -21,6 +24,9 @@ struct ClusterSpec {
   double intra_node_bandwidth_bytes_per_s = 0;  // per GPU, one direction (NVLink)
   double inter_node_bandwidth_bytes_per_s = 0;  // per node, all NICs together
   double price_usd_per_gpu_hour = 0;            // 0: no cost is computed
+  // The fraction of a GPU's memory a plan must leave free to count as fitting
+  // (the memory estimate is approximate; a plan at 79.3 of 80 GiB is a risk).
+  double memory_headroom = kDefaultMemoryHeadroom;
 };
 
 // A cluster of `num_gpus` GPUs of `gpu` with that GPU's default bandwidths.
@@ -79,6 +85,13 @@ struct Job {
   ParallelPlan plan;
   ClusterSpec cluster;
 };
+
+// The GPUs the job runs on, t * c * p * d: at most cluster.num_gpus (a
+// cluster may be larger than the job); utilisation and cost count these.
+inline int64_t JobGpus(const Job& job) {
+  return job.plan.tensor_parallel * job.plan.context_parallel * job.plan.data_parallel *
+         job.plan.pipeline_parallel;
+}
 
 // Checks every constraint of the job and returns OK, or one INVALID_ARGUMENT
 // whose message lists every violation, each naming the field and the fix,

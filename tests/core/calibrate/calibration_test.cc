@@ -27,19 +27,28 @@ TEST(MinimizeTest, FindsTheMinimumOfAShiftedQuadratic) {
 
 TEST(SummarizeTest, MapeR2AndBiasByHand) {
   // Errors +10%, -10%, +20%: MAPE 13.33%, bias +6.67%, max 20%.
+  auto row = [](double measured, double predicted, double error, absl::Status status) {
+    ValidationRow r;
+    r.measured_ms = measured;
+    r.predicted_ms = predicted;
+    r.error = error;
+    r.status = std::move(status);
+    return r;
+  };
   std::vector<ValidationRow> rows(3);
-  rows[0] = {100, 110, 0.10, absl::OkStatus()};
-  rows[1] = {200, 180, -0.10, absl::OkStatus()};
-  rows[2] = {300, 360, 0.20, absl::OkStatus()};
+  rows[0] = row(100, 110, 0.10, absl::OkStatus());
+  rows[1] = row(200, 180, -0.10, absl::OkStatus());
+  rows[2] = row(300, 360, 0.20, absl::OkStatus());
   ErrorSummary s = Summarize(rows);
   EXPECT_EQ(s.count, 3);
   EXPECT_NEAR(s.mape, 0.4 / 3, 1e-12);
   EXPECT_NEAR(s.bias, 0.2 / 3, 1e-12);
   EXPECT_NEAR(s.max_abs_error, 0.2, 1e-12);
+  EXPECT_NEAR(s.p90_abs_error, 0.2, 1e-12);  // rank ceil(0.9 * 3) = 3 of 0.1, 0.1, 0.2
   // R^2 = 1 - SS_res / SS_tot: SS_res = 100 + 400 + 3600, SS_tot = 20000.
   EXPECT_NEAR(s.r2, 1 - 4100.0 / 20000.0, 1e-12);
   // Failed rows are left out.
-  rows.push_back({50, 0, 0, absl::InternalError("x")});
+  rows.push_back(row(50, 0, 0, absl::InternalError("x")));
   EXPECT_EQ(Summarize(rows).count, 3);
 }
 
@@ -87,13 +96,20 @@ TEST(CalibrateTest, RecoversSyntheticMeasurements) {
   EXPECT_EQ(r->cross_validated.overall.count, 24);
   EXPECT_EQ(r->fold_mape.size(), 3u);
   ASSERT_FALSE(r->bands.empty());
+  // The base regimes' bands hold every row once; finer regimes' bands only
+  // rows of their own regime.
   int64_t banded = 0;
   for (const ErrorBand& b : r->bands) {
-    EXPECT_TRUE(b.regime == "single_node" || b.regime == "multi_node") << b.regime;
-    EXPECT_LE(b.error_low, b.error_high);
-    banded += b.rows;
+    EXPECT_LE(b.error_low, 0) << b.regime;
+    EXPECT_GE(b.error_high, 0) << b.regime;
+    EXPECT_NEAR(std::log1p(b.error_high), -std::log1p(b.error_low), 1e-9) << b.regime;
+    if (b.regime == "single_node" || b.regime == "multi_node") banded += b.rows;
   }
   EXPECT_EQ(banded, 24);
+  // Held-out coverage is reported for every regime the rows fall in.
+  int64_t covered = 0;
+  for (const RegimeCoverage& c : r->band_coverage) covered += c.error.count;
+  EXPECT_EQ(covered, 24);
 }
 
 TEST(CalibrateTest, UnknownParameterAndTooFewRowsAreInvalid) {
@@ -105,21 +121,6 @@ TEST(CalibrateTest, UnknownParameterAndTooFewRowsAreInvalid) {
   o.params = {};
   o.folds = 5;
   EXPECT_EQ(Calibrate(rows, set, o).status().code(), absl::StatusCode::kInvalidArgument);
-}
-
-TEST(BandOfTest, CentralQuantilesOfTheRegime) {
-  std::vector<Measurement> m(21);
-  std::vector<ValidationRow> rows(21);
-  for (int i = 0; i < 21; ++i) {
-    m[i].job.cluster.num_gpus = 8;
-    m[i].job.cluster.gpus_per_node = 8;
-    rows[i].error = (i - 10) / 100.0;  // -10% .. +10%
-  }
-  ErrorBand b = BandOf(m, rows, "single_node", 0.9);
-  EXPECT_EQ(b.rows, 21);
-  EXPECT_NEAR(b.error_low, -0.09, 1e-12);  // rank round(0.05 * 20) = 1
-  EXPECT_NEAR(b.error_high, 0.09, 1e-12);  // rank round(0.95 * 20) = 19
-  EXPECT_EQ(BandOf(m, rows, "multi_node", 0.9).rows, 0);
 }
 
 }  // namespace

@@ -132,7 +132,7 @@ class CollectiveLookupTest : public ProfileLookupTest {
     set_.collectives.emplace(CollectiveKey{kGpu, LinkScope::kIntraNode, Collective::kAllReduce, 2},
                              *CollectiveCurve::Create({{1e3, 20'000}, {1e6, 50'000}}));
   }
-  const CommGroup pair_{2, 2, 0.25};  // two ranks on one node
+  const CommGroup pair_{2, 2, 0.25, CommUse::kOther};  // two ranks on one node
 };
 
 TEST_F(CollectiveLookupTest, MeasuredPoint) {
@@ -170,8 +170,8 @@ TEST_F(CollectiveLookupTest, NoTableIsAnalytical) {
   ProfileLookup lookup(set_, gpu_, links());
   // Another collective, another rank count, and an inter-node group (2 nodes
   // of 8) have no table.
-  const CommGroup eight{8, 8, 1.0};
-  const CommGroup sixteen{16, 8, 1.0};
+  const CommGroup eight{8, 8, 1.0, CommUse::kOther};
+  const CommGroup sixteen{16, 8, 1.0, CommUse::kOther};
   for (const auto& [collective, group] :
        {std::pair{Collective::kAllGather, pair_}, std::pair{Collective::kAllReduce, eight},
         std::pair{Collective::kAllReduce, sixteen}}) {

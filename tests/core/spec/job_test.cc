@@ -72,11 +72,16 @@ TEST_P(SingleViolationTest, IsInvalidArgumentNamingTheField) {
 
 const Violation kViolations[] = {
     // Plan consistency.
-    {"GpuCountMismatch", [](Job& j) { j.cluster.num_gpus = 16; }, "cluster.num_gpus=16"},
-    {"GpuCountMismatchNamesDegrees",
+    {"JobLargerThanCluster",
      [](Job& j) {
-       j = WithPlan(j, 2, 1, 1, 1, 4);
-       j.cluster.num_gpus = 4;
+       j = WithPlan(j, 4, 1, 1, 1, 4);
+       j.cluster.num_gpus = 2;
+     },
+     "cluster.num_gpus=2"},
+    {"JobLargerThanClusterNamesDegrees",
+     [](Job& j) {
+       j = WithPlan(j, 2, 2, 1, 1, 4);
+       j.cluster.num_gpus = 3;
      },
      "plan.tensor_parallel * plan.context_parallel * plan.pipeline_parallel * plan.data_parallel"},
     {"TensorParallelDoesNotDivideHeads", [](Job& j) { j = WithPlan(j, 3, 1, 1, 1, 4); },
@@ -322,7 +327,7 @@ TEST(ValidateJobTest, ContextParallelismCountsInTheGpusAndSplitsTheSequence) {
   Job job = WithPlan(TinyJob(), 2, 1, 2, 1, 4);
   job.plan.context_parallel = 2;
   EXPECT_THAT(ValidateJob(job), StatusIs(absl::StatusCode::kInvalidArgument,
-                                         HasSubstr("2 * 2 * 2 * 1 = 8 does not equal "
+                                         HasSubstr("2 * 2 * 2 * 1 = 8 GPUs exceeds "
                                                    "cluster.num_gpus=4")));
   job.cluster.num_gpus = 8;
   VTRAIN_EXPECT_OK(ValidateJob(job));

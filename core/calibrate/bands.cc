@@ -1,0 +1,136 @@
+#include "core/calibrate/bands.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "absl/strings/str_format.h"
+#include "core/predict/predictor.h"
+
+namespace vtrain {
+
+std::string LayerShapeKey(const Job& job) {
+  const ModelSpec& m = job.model;
+  return absl::StrFormat("h=%d heads=%d ffn=%d seq=%d t=%d mb=%d", m.hidden_size, m.num_heads,
+                         m.ffn(), m.seq_len, job.plan.tensor_parallel, job.plan.micro_batch);
+}
+
+std::vector<int> ShapeFolds(absl::Span<const Measurement> measurements, int folds, uint64_t seed) {
+  std::map<std::string, std::vector<size_t>> by_shape;
+  for (size_t i = 0; i < measurements.size(); ++i) {
+    by_shape[LayerShapeKey(measurements[i].job)].push_back(i);
+  }
+  std::vector<const std::vector<size_t>*> shapes;
+  for (const auto& [key, rows] : by_shape) shapes.push_back(&rows);
+  std::mt19937_64 rng(seed);
+  std::shuffle(shapes.begin(), shapes.end(), rng);
+  // Largest first (stable, so the shuffle breaks ties), each to the
+  // smallest fold: folds of similar size without splitting a shape.
+  std::stable_sort(shapes.begin(), shapes.end(),
+                   [](const auto* a, const auto* b) { return a->size() > b->size(); });
+  const int k = std::max(1, folds);
+  std::vector<size_t> size(k, 0);
+  std::vector<int> fold(measurements.size(), 0);
+  for (const std::vector<size_t>* rows : shapes) {
+    const int f = static_cast<int>(std::min_element(size.begin(), size.end()) - size.begin());
+    for (size_t i : *rows) fold[i] = f;
+    size[f] += rows->size();
+  }
+  return fold;
+}
+
+ErrorBand BandOf(absl::Span<const Measurement> measurements, absl::Span<const ValidationRow> rows,
+                 const std::string& regime, double coverage) {
+  std::vector<double> magnitudes;
+  for (size_t i = 0; i < measurements.size() && i < rows.size(); ++i) {
+    const Job& job = measurements[i].job;
+    if (!rows[i].status.ok() || rows[i].error <= -1) continue;
+    if (RegimeOf(job) != regime && BaseRegimeOf(job) != regime) continue;
+    magnitudes.push_back(std::abs(std::log1p(rows[i].error)));
+  }
+  ErrorBand band;
+  band.regime = regime;
+  band.coverage = coverage;
+  band.rows = static_cast<int64_t>(magnitudes.size());
+  if (magnitudes.empty()) return band;
+  std::sort(magnitudes.begin(), magnitudes.end());
+  // The smallest magnitude that at least `coverage` of the rows do not
+  // exceed (a conservative empirical quantile for the few rows a regime has).
+  const size_t rank =
+      static_cast<size_t>(std::ceil(coverage * static_cast<double>(magnitudes.size()) - 1e-9));
+  const double q = magnitudes[std::clamp<size_t>(rank, 1, magnitudes.size()) - 1];
+  band.error_low = std::expm1(-q);
+  band.error_high = std::expm1(q);
+  return band;
+}
+
+std::vector<ErrorBand> BandsOf(absl::Span<const Measurement> measurements,
+                               absl::Span<const ValidationRow> rows, double coverage,
+                               int64_t min_rows) {
+  std::map<std::string, int> regimes;
+  for (const Measurement& m : measurements) {
+    regimes[RegimeOf(m.job)] = 1;
+    regimes[BaseRegimeOf(m.job)] = 0;
+  }
+  std::vector<ErrorBand> bands;
+  for (const auto& [regime, fine] : regimes) {
+    ErrorBand band = BandOf(measurements, rows, regime, coverage);
+    if (band.rows >= min_rows || (fine == 0 && band.rows > 0)) bands.push_back(band);
+  }
+  return bands;
+}
+
+void ApplyBands(absl::Span<const Measurement> measurements, absl::Span<const ErrorBand> bands,
+                std::vector<ValidationRow>& rows) {
+  for (size_t i = 0; i < measurements.size() && i < rows.size(); ++i) {
+    ValidationRow& r = rows[i];
+    r.regime = RegimeOf(measurements[i].job);
+    r.interval_low_ms = r.interval_high_ms = 0;
+    if (!r.status.ok()) continue;
+    const ErrorBand* chosen = nullptr;
+    for (const std::string& regime : {r.regime, BaseRegimeOf(measurements[i].job)}) {
+      for (const ErrorBand& b : bands) {
+        if (chosen == nullptr && b.regime == regime) chosen = &b;
+      }
+    }
+    if (chosen == nullptr) continue;
+    r.interval_low_ms = r.predicted_ms / (1 + chosen->error_high);
+    r.interval_high_ms = r.predicted_ms / (1 + chosen->error_low);
+  }
+}
+
+std::vector<RegimeCoverage> CoverageByRegime(absl::Span<const Measurement> measurements,
+                                             absl::Span<const ValidationRow> rows) {
+  std::map<std::string, std::vector<size_t>> by_regime;
+  for (size_t i = 0; i < measurements.size() && i < rows.size(); ++i) {
+    by_regime[RegimeOf(measurements[i].job)].push_back(i);
+  }
+  std::vector<RegimeCoverage> out;
+  for (const auto& [regime, indices] : by_regime) {
+    RegimeCoverage c;
+    c.regime = regime;
+    std::vector<ValidationRow> mine;
+    std::vector<double> widths;
+    int64_t inside = 0;
+    for (size_t i : indices) {
+      const ValidationRow& r = rows[i];
+      mine.push_back(r);
+      if (!r.status.ok() || r.interval_high_ms <= 0) continue;
+      widths.push_back((r.interval_high_ms - r.interval_low_ms) / r.predicted_ms);
+      if (r.measured_ms >= r.interval_low_ms && r.measured_ms <= r.interval_high_ms) ++inside;
+    }
+    c.error = Summarize(mine);
+    c.with_interval = static_cast<int64_t>(widths.size());
+    if (!widths.empty()) {
+      c.coverage = static_cast<double>(inside) / static_cast<double>(widths.size());
+      std::sort(widths.begin(), widths.end());
+      const size_t n = widths.size();
+      c.median_width = n % 2 == 1 ? widths[n / 2] : (widths[n / 2 - 1] + widths[n / 2]) / 2;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace vtrain

@@ -1,0 +1,55 @@
+// Prediction intervals from held-out errors: the calibration regimes'
+// bands (symmetric in log space, from quantiles of |log(predicted /
+// measured)|, so a few outliers move them little), how often measured runs
+// fall inside them, and the layer-shape grouping that keeps a shape's runs in
+// one cross-validation fold.
+#ifndef VTRAIN_CORE_CALIBRATE_BANDS_H_
+#define VTRAIN_CORE_CALIBRATE_BANDS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "core/calibrate/calibration.h"
+
+namespace vtrain {
+
+// The layer shape of a job: hidden size, heads, FFN width, sequence length,
+// t and micro-batch ("h=2048 heads=16 ffn=8192 seq=1024 t=2 mb=4"): the key
+// of the kernels one decoder layer runs. Runs with the same shape differ only
+// in layers, d, p and batch.
+std::string LayerShapeKey(const Job& job);
+
+// The fold (0 .. folds-1) of every measurement, grouped by LayerShapeKey:
+// the shapes are shuffled by `seed` and dealt, largest first, to the fold
+// with the fewest rows so far, so every shape's rows share one fold.
+std::vector<int> ShapeFolds(absl::Span<const Measurement> measurements, int folds, uint64_t seed);
+
+// The band of `regime` (RegimeOf or BaseRegimeOf of a measurement's job):
+// the `coverage` quantile q of |log(1 + error)| over its successful rows
+// gives error_low = exp(-q) - 1 and error_high = exp(q) - 1.
+ErrorBand BandOf(absl::Span<const Measurement> measurements, absl::Span<const ValidationRow> rows,
+                 const std::string& regime, double coverage);
+
+// Bands for every regime the measurements fall in (fine regimes and the two
+// base ones), in a stable order; regimes with fewer than `min_rows` rows are
+// left out (their jobs fall back to their base regime's band).
+std::vector<ErrorBand> BandsOf(absl::Span<const Measurement> measurements,
+                               absl::Span<const ValidationRow> rows, double coverage,
+                               int64_t min_rows = 8);
+
+// Fills rows[i].interval_low_ms / interval_high_ms from `bands` as Predict
+// does (the job's regime, else its base regime).
+void ApplyBands(absl::Span<const Measurement> measurements, absl::Span<const ErrorBand> bands,
+                std::vector<ValidationRow>& rows);
+
+// Coverage (measured inside [interval_low, interval_high]) and median
+// relative width ((high - low) / predicted) of the rows with an interval, and
+// their errors, per fine regime, in a stable order.
+std::vector<RegimeCoverage> CoverageByRegime(absl::Span<const Measurement> measurements,
+                                             absl::Span<const ValidationRow> rows);
+
+}  // namespace vtrain
+
+#endif  // VTRAIN_CORE_CALIBRATE_BANDS_H_
