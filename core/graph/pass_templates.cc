@@ -113,10 +113,10 @@ class TemplateMaker {
 
  private:
   const OperatorProfile& Op(OperatorKind op, double num_parameters = 0) {
-    return lookup_.Operator(
-        MakeOperatorKey(job_.cluster.gpu.name, plan_.dtype, op, model_.hidden_size,
-                        model_.num_heads, model_.ffn(), model_.seq_len, plan_.micro_batch, t_,
-                        model_.vocab_size, static_cast<int64_t>(num_parameters)));
+    return lookup_.Operator(MakeOperatorKey(
+        job_.cluster.gpu.name, plan_.dtype, op, model_.hidden_size, model_.num_heads, model_.ffn(),
+        model_.seq_len, plan_.micro_batch, t_, PaddedVocab(model_, t_),
+        static_cast<int64_t>(num_parameters), model_.arch, model_.kv_heads()));
   }
   // A TP all-reduce inside training: the collective plus the in-training
   // overhead (DESIGN.md §5), which grows with the group size.
@@ -179,7 +179,6 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   TemplateWriter w = Writer();
   const int32_t tp_label = label_("tp_all_reduce");
   const int64_t tp_ns = TensorParallelNs(activation_bytes_);
-  const double h = static_cast<double>(model_.hidden_size);
   const double t = static_cast<double>(t_);
   const double bucket_limit = static_cast<double>(plan_.bucket_size_bytes);
   double pending = 0;
@@ -196,8 +195,8 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
     w.Operator(Op(OperatorKind::kLossBwd));
     w.Operator(Op(OperatorKind::kLogitBwd));
     if (t_ > 1) w.TensorParallel(tp_ns, tp_label);
-    // With p > 1 the last stage holds its own copy of the tied embedding.
-    gradients_ready(2 * h + (p_ > 1 ? static_cast<double>(model_.vocab_size) * h / t : 0));
+    // With p > 1 the last stage holds its own copy of a tied embedding.
+    gradients_ready(OutputParametersPerGpu(model_, t_, p_));
   }
   const double layer_params = LayerParameterCount(model_) / t;
   for (int64_t l = 0; l < layers_per_stage_; ++l) {
@@ -216,8 +215,7 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   }
   if (ends.has_embedding) {
     w.Operator(Op(OperatorKind::kEmbeddingBwd));
-    gradients_ready(static_cast<double>(model_.vocab_size) * h / t +
-                    static_cast<double>(model_.seq_len) * h);
+    gradients_ready(EmbeddingParametersPerGpu(model_, t_));
   }
   w.EndSegment(bucketed ? pending : 0);
   return std::move(w).Take(granularity_, label_("backward"));
@@ -225,16 +223,10 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
 
 StageTemplates TemplateMaker::Make(StageEnds ends) {
   StageTemplates s;
-  const double h = static_cast<double>(model_.hidden_size);
   const double t = static_cast<double>(t_);
   s.parameters_per_gpu = static_cast<double>(layers_per_stage_) * LayerParameterCount(model_) / t;
-  if (ends.has_embedding) {
-    s.parameters_per_gpu +=
-        static_cast<double>(model_.vocab_size) * h / t + static_cast<double>(model_.seq_len) * h;
-  }
-  if (ends.has_logit) {
-    s.parameters_per_gpu += 2 * h + (p_ > 1 ? static_cast<double>(model_.vocab_size) * h / t : 0);
-  }
+  if (ends.has_embedding) s.parameters_per_gpu += EmbeddingParametersPerGpu(model_, t_);
+  if (ends.has_logit) s.parameters_per_gpu += OutputParametersPerGpu(model_, t_, p_);
   s.forward = Forward(ends);
   s.backward = Backward(ends, /*bucketed=*/false);
   s.backward_last = bucketing_ ? Backward(ends, /*bucketed=*/true) : s.backward;

@@ -158,7 +158,7 @@ int64_t IterationWalker<Sink>::CountTasks() const {
       count += bucketing_ ? static_cast<double>(st.backward_last.segments.size()) : 1;
     }
   }
-  if (p_ > 1) count += 1;  // embedding gradient all-reduce
+  if (p_ > 1 && TiedEmbeddings(job_.model)) count += 1;  // embedding gradient all-reduce
   return count > 9e18 ? INT64_MAX : static_cast<int64_t>(count);
 }
 
@@ -346,7 +346,7 @@ void IterationWalker<Sink>::EmitTail() {
   }
   auto done = [&](int64_t s) { return Sink::IsSet(last_dp_[s]) ? last_dp_[s] : last_backward_[s]; };
   Handle embedding_sync = Sink::None();
-  if (p_ > 1) {
+  if (p_ > 1 && TiedEmbeddings(job_.model)) {
     // Tied embeddings: the first and last stages all-reduce the word
     // embedding gradient (Megatron's allreduce_embedding_grads).
     const ModelSpec& model = job_.model;

@@ -25,7 +25,7 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
   const double h = static_cast<double>(m.hidden_size);
   const double s = static_cast<double>(m.seq_len);
   const double b = static_cast<double>(plan.micro_batch);
-  const double vocab = static_cast<double>(m.vocab_size);
+  const double vocab = static_cast<double>(PaddedVocab(m, plan.tensor_parallel));
   const double layers = static_cast<double>(m.num_layers / p);
   const double layer_activations = LayerActivationBytes(m, plan.micro_batch, plan.tensor_parallel);
 
@@ -35,8 +35,8 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
     StageMemory sm;
     sm.stage = stage;
     sm.parameters = layers * LayerParameterCount(m) / t;
-    if (stage == 0) sm.parameters += vocab * h / t + s * h;
-    if (stage == p - 1) sm.parameters += 2 * h + (p > 1 ? vocab * h / t : 0);
+    if (stage == 0) sm.parameters += EmbeddingParametersPerGpu(m, plan.tensor_parallel);
+    if (stage == p - 1) sm.parameters += OutputParametersPerGpu(m, plan.tensor_parallel, p);
     sm.model_states_bytes = sm.parameters * params.bytes_per_parameter;
     sm.micro_batches_in_flight = plan.schedule == PipelineSchedule::kGpipe
                                      ? micro_batches
