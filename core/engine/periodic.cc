@@ -62,6 +62,7 @@ class PeriodicRunner {
   // Steps one period; with `record`, keeps each stage's backward transfer
   // (RampJump needs them).
   bool StepPeriod(const Phase& phase, bool record = false) {
+    if (sink_.Stopped()) return false;  // the walker reports the cancellation
     for (const Step& st : phase.steps) {
       if (!walker_.Step(st.stage, st.forward)) return false;
       if (record && !st.forward && st.stage > 0) {
@@ -288,6 +289,7 @@ bool PeriodicRunner::Chain(int64_t s, bool forward, int64_t count) {
   Timeline::StreamState& stream = timeline_.stream_state(cs);
   Completion last_in, last_out;
   for (int64_t j = 0; j < count; ++j) {
+    if (sink_.Stopped()) return false;
     const Timeline::StreamState before = stream;
     const Completion in_j = in != nullptr && in->size() > 0 ? in->at(0) : Completion{};
     const int64_t tasks_before = sink_.num_tasks();
@@ -341,7 +343,7 @@ bool PeriodicRunner::Run(const Phase& phase) {
   bool jumped = false;
   for (; done < phase.periods; ++done) {
     if (!StepPeriod(phase)) return false;
-    if (jumped || sink_.Stopped()) continue;
+    if (jumped) continue;
     MakeKey(key);
     int cycle = 0;
     for (int c = 1; c <= kMaxCycle && c <= done - 1 && cycle == 0; ++c) {

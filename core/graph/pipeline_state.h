@@ -28,10 +28,15 @@ class SendQueue {
 
   bool empty() const { return size_ == 0 && run_count_ == 0; }
   size_t size() const { return size_ + static_cast<size_t>(run_count_); }
+  // Inline: the walker's innermost loop; growing and runs out of line.
   void Push(int64_t micro_batch, const Handle& h) {
     VTRAIN_CHECK(micro_batch == pushed_++);
-    if (run_count_ > 0) MaterialiseRun();
-    Append(h);
+    if (run_count_ > 0 || size_ == ring_.size()) [[unlikely]] {
+      PushSlow(h);
+      return;
+    }
+    ring_[Index(size_)] = h;
+    ++size_;
   }
   Handle Pop(int64_t micro_batch) {
     VTRAIN_CHECK(!empty() && micro_batch == popped_++);
@@ -102,6 +107,10 @@ class SendQueue {
     size_t k = head_ + i;
     if (k >= ring_.size()) k -= ring_.size();
     return k;
+  }
+  [[gnu::noinline]] void PushSlow(const Handle& h) {
+    if (run_count_ > 0) MaterialiseRun();
+    Append(h);
   }
   void Append(const Handle& h) {
     if (size_ == ring_.size()) Grow();

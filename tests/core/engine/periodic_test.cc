@@ -12,6 +12,7 @@
 #include "core/engine/engine.h"
 #include "core/engine/streaming.h"
 #include "core/graph/builder.h"
+#include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -194,6 +195,50 @@ TEST(PeriodicTest, MtNlgPlansJumpAndEqualStepping) {
       }
     }
   }
+}
+
+TEST(PeriodicTest, PredictionsAndBreakdownsEqualStepping) {
+  // Through Predict: the iteration time and every stage's breakdown.
+  for (PipelineSchedule schedule : {PipelineSchedule::kGpipe, PipelineSchedule::k1F1B}) {
+    for (const int64_t d : {1, 4}) {
+      Job job;
+      job.model = *ModelPreset("mtnlg-530b");
+      job.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), 8 * d * 105);
+      job = Shape(WithPlan(job, 8, d, 105, 1, 1920), schedule, d > 1);
+      SCOPED_TRACE(DescribeJob(job));
+      const ProfileSet set = DefaultProfileSet(job.cluster.gpu);
+      PredictOptions options;
+      VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction jumped, Predict(job, set, options));
+      options.periodic = false;
+      VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction stepped, Predict(job, set, options));
+      EXPECT_EQ(jumped.iteration_time_ns, stepped.iteration_time_ns);
+      EXPECT_GT(jumped.simulation.actions_skipped, 0);
+      EXPECT_EQ(stepped.simulation.actions_skipped, 0);
+      EXPECT_EQ(jumped.simulation.actions + jumped.simulation.actions_skipped,
+                stepped.simulation.actions);
+      ASSERT_EQ(jumped.stages.size(), stepped.stages.size());
+      for (size_t s = 0; s < stepped.stages.size(); ++s) {
+        const StageBreakdown& a = jumped.stages[s];
+        const StageBreakdown& b = stepped.stages[s];
+        EXPECT_EQ(a.compute_ns, b.compute_ns) << "stage " << s;
+        EXPECT_EQ(a.tensor_parallel_ns, b.tensor_parallel_ns) << "stage " << s;
+        EXPECT_EQ(a.pipeline_exposed_ns, b.pipeline_exposed_ns) << "stage " << s;
+        EXPECT_EQ(a.data_parallel_exposed_ns, b.data_parallel_exposed_ns) << "stage " << s;
+        EXPECT_EQ(a.idle_ns, b.idle_ns) << "stage " << s;
+      }
+    }
+  }
+}
+
+TEST(PeriodicTest, CancellationStopsAJumpingWalk) {
+  Job job;
+  job.model = *ModelPreset("mtnlg-530b");
+  job.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), 8 * 105);
+  job = WithPlan(job, 8, 1, 105, 1, 1920);
+  PredictOptions options;
+  options.cancelled = [] { return true; };
+  EXPECT_THAT(Predict(job, DefaultProfileSet(job.cluster.gpu), options),
+              vtrain::testing::StatusIs(absl::StatusCode::kCancelled));
 }
 
 }  // namespace
