@@ -165,17 +165,20 @@ int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ost
   out << "models:\n";
   for (const std::string& name : ModelPresetNames()) {
     const ModelSpec m = *ModelPreset(name);
-    out << absl::StrFormat("  %-12s %3d layers, hidden %5d, %3d heads, seq %d, %.1fB parameters\n",
-                           name, m.num_layers, m.hidden_size, m.num_heads, m.seq_len,
-                           ModelParameterCount(m) / 1e9);
+    out << absl::StrFormat(
+        "  %-13s %-5s %3d layers, hidden %5d, %3d heads (%3d kv), ffn %5d, vocab %6d, seq %d, "
+        "%.2fB parameters\n",
+        name, ArchitectureName(m.arch), m.num_layers, m.hidden_size, m.num_heads, m.kv_heads(),
+        m.ffn(), m.vocab_size, m.seq_len, ModelParameterCount(m) / 1e9);
   }
   out << "gpus:\n";
   for (const std::string& name : GpuNames()) {
     const GpuSpec g = *GpuByName(name);
-    out << absl::StrFormat("  %-15s %6.1f TFLOP/s fp16, %6.1f bf16, %5.0f GB/s HBM, %5.1f GiB\n",
-                           name, g.peak_fp16_flops_per_s / 1e12, g.peak_bf16_flops_per_s / 1e12,
-                           g.hbm_bandwidth_bytes_per_s / 1e9,
-                           static_cast<double>(g.memory_bytes) / (1 << 30));
+    out << absl::StrFormat(
+        "  %-15s %6.1f TFLOP/s fp16, %6.1f bf16, %6.1f fp8, %5.0f GB/s HBM, %5.1f GiB\n", name,
+        g.peak_fp16_flops_per_s / 1e12, g.peak_bf16_flops_per_s / 1e12,
+        g.peak_fp8_flops_per_s / 1e12, g.hbm_bandwidth_bytes_per_s / 1e9,
+        static_cast<double>(g.memory_bytes) / (1 << 30));
   }
   return common::kExitOk;
 }

@@ -180,7 +180,7 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
   AddModelFlags(flags);
   AddClusterFlags(flags);
   flags.AddValue("global-batch", "N", "global batch in sequences");
-  flags.AddValue("dtype", "T", "fp16 or bf16 (default fp16)");
+  flags.AddValue("dtype", "T", "fp16, bf16 or fp8 (default fp16)");
   flags.AddValue("gpu-counts", "A,B,..", "the GPU counts of the curve");
   flags.AddValue("max-gpus", "N", "every multiple of --step up to N GPUs");
   flags.AddValue("step", "N", "with --max-gpus (default: GPUs per node)");

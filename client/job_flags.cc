@@ -87,9 +87,9 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
 
 // The request in -f FILE or --vtrain-config FILE.
 absl::StatusOr<v1::PredictRequest> RequestFromFile(const common::FlagParser& flags) {
-  for (const char* other :
-       {"model", "layers", "hidden", "heads", "seq-len", "gpus", "tp", "pp", "dp", "micro-batch",
-        "global-batch", "cp", "virtual-stages", "sequence-parallel", "data-parallel-sharding"}) {
+  for (const char* other : {"model", "layers", "hidden", "heads", "seq-len", "arch", "kv-heads",
+                            "gpus", "tp", "pp", "dp", "micro-batch", "global-batch", "cp",
+                            "virtual-stages", "sequence-parallel", "data-parallel-sharding"}) {
     if (flags.Has(other)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", other, " cannot be combined with a job file; put it in the file"));
@@ -116,7 +116,12 @@ absl::StatusOr<v1::PredictRequest> RequestFromFile(const common::FlagParser& fla
 }  // namespace
 
 void AddModelFlags(common::FlagParser& p) {
-  p.AddValue("model", "PRESET", "model preset: gpt3-125m ... gpt3-175b, mtnlg-530b");
+  p.AddValue("model", "PRESET",
+             "model preset: gpt3-125m ... gpt3-175b, mtnlg-530b, llama2-7b/13b/70b, llama3-8b/70b, "
+             "llama3.1-405b");
+  p.AddValue("arch", "A", "layer architecture: gpt or llama (model.arch; default the preset's)");
+  p.AddValue("kv-heads", "N",
+             "key/value heads for grouped-query attention (model.num_kv_heads, llama only)");
   p.AddValue("layers", "N", "decoder layers (model.num_layers); overrides the preset");
   p.AddValue("hidden", "N", "hidden size (model.hidden_size)");
   p.AddValue("heads", "N", "attention heads (model.num_heads)");
@@ -155,7 +160,7 @@ void AddJobFlags(common::FlagParser& p) {
   p.AddValue("virtual-stages", "V", "model chunks per GPU for interleaved 1F1B (default 1)");
   p.AddValue("gradient-bucketing", "on|off", "overlap DP all-reduce with backward (default off)");
   p.AddValue("bucket-size", "SIZE", "gradient bucket size, e.g. 25MiB (default 25MiB)");
-  p.AddValue("dtype", "T", "fp16 or bf16 (default fp16)");
+  p.AddValue("dtype", "T", "fp16, bf16 or fp8 (fp8: H100/H200/B200; default fp16)");
 }
 
 void AddTrainingSpaceFlags(common::FlagParser& p) {
@@ -201,6 +206,14 @@ absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const common::FlagParser& flags
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "seq-len", [&](int64_t v) { m.set_seq_len(v); }));
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "vocab", [&](int64_t v) { m.set_vocab_size(v); }));
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "ffn", [&](int64_t v) { m.set_ffn_hidden_size(v); }));
+  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "kv-heads", [&](int64_t v) { m.set_num_kv_heads(v); }));
+  if (auto a = flags.Get("arch")) {
+    absl::StatusOr<Architecture> arch = ParseArchitecture(*a);
+    if (!arch.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(arch.status().message(), " (--arch)"));
+    }
+    m.set_arch(convert::ToProto(*arch));
+  }
   return m;
 }
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "core/spec/model.h"
 #include "proto/job_convert.h"
 #include "proto/prediction_convert.h"
@@ -27,9 +28,11 @@ std::string PredictionTable(const Job& job, const Prediction& p, bool show_looku
   absl::StrAppend(
       &out,
       absl::StrFormat(
-          "model    %s: %d layers, hidden %d, %d heads, seq %d, vocab %d, ffn %d (%s parameters)\n",
-          m.name, m.num_layers, m.hidden_size, m.num_heads, m.seq_len, m.vocab_size, m.ffn(),
-          Human(ModelParameterCount(m))));
+          "model    %s%s: %d layers, hidden %d, %d heads%s, seq %d, vocab %d, ffn %d (%s "
+          "parameters)\n",
+          m.name, m.arch == Architecture::kGpt ? "" : " (llama)", m.num_layers, m.hidden_size,
+          m.num_heads, m.kv_heads() == m.num_heads ? "" : absl::StrCat(" (", m.kv_heads(), " kv)"),
+          m.seq_len, m.vocab_size, m.ffn(), Human(ModelParameterCount(m))));
   absl::StrAppend(
       &out, absl::StrFormat(
                 "plan     t=%d d=%d p=%d, micro-batch %d, global batch %d (%d micro-batches), %s, "
@@ -47,12 +50,16 @@ std::string PredictionTable(const Job& job, const Prediction& p, bool show_looku
 
   absl::StrAppend(&out, absl::StrFormat("iteration time   %.3f ms\n", p.iteration_time_ms()));
   if (p.interval_coverage > 0) {
+    // "uncalibrated_gpu/single_node": A100 bands widened for another GPU.
+    absl::string_view regime = p.regime;
+    const bool uncalibrated = absl::ConsumePrefix(&regime, "uncalibrated_gpu/");
     absl::StrAppend(
-        &out,
-        absl::StrFormat(
-            "%.0f%% interval     %.1f .. %.1f ms (held-out errors of %s A100 calibration runs)\n",
-            100 * p.interval_coverage, p.interval_low_ns * 1e-6, p.interval_high_ns * 1e-6,
-            p.regime == "single_node" ? "single-node" : "multi-node"));
+        &out, absl::StrFormat("%.0f%% interval     %.1f .. %.1f ms (held-out errors of %s A100 "
+                              "calibration runs%s)\n",
+                              100 * p.interval_coverage, p.interval_low_ns * 1e-6,
+                              p.interval_high_ns * 1e-6,
+                              regime == "single_node" ? "single-node" : "multi-node",
+                              uncalibrated ? ", widened 1.3x: this GPU has no calibration" : ""));
   }
   absl::StrAppend(&out, absl::StrFormat("throughput       %s tokens/s\n", Human(p.tokens_per_s)));
   absl::StrAppend(&out,

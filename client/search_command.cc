@@ -222,7 +222,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   AddClusterFlags(flags);
   flags.AddValue("gpus", "N", "exactly N GPUs");
   flags.AddValue("max-gpus", "N", "at most N GPUs");
-  flags.AddValue("dtype", "T", "fp16 or bf16 (default fp16)");
+  flags.AddValue("dtype", "T", "fp16, bf16 or fp8 (default fp16)");
   flags.AddValue("global-batch", "N", "global batch in sequences");
   flags.AddValue("tokens", "N", "tokens to train on (training days and cost)");
   flags.AddValue("tp-values", "A,B,..", "tensor-parallel degrees (default 1,2,4,...,2x node)");

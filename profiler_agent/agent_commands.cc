@@ -163,7 +163,9 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
   flags.AddValue("o", "FILE", "output profile-set JSON");
   flags.AddValue("ranks", "N", "nccl-tests: ranks of the collective (default: from the file)");
   flags.AddValue("scope", "S", "nccl-tests: intra_node (default) or inter_node");
-  flags.AddValue("collective", "C", "nccl-tests: all_reduce (default), all_gather, ...");
+  flags.AddValue("collective", "C",
+                 "nccl-tests: all_reduce, all_gather, reduce_scatter or send_recv (default: what "
+                 "each file says, else all_reduce)");
   for (const char* f : {"hidden", "heads", "seq-len", "micro-batch", "tp", "ffn", "vocab"}) {
     flags.AddValue(f, "N", "vtrain-trace: the traced shape");
   }
@@ -185,9 +187,15 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
       return Fail(err, "import",
                   absl::InvalidArgumentError("--scope must be intra_node or inter_node"));
     }
-    absl::StatusOr<Collective> collective =
-        ParseCollective(flags.Get("collective").value_or("all_reduce"));
-    if (!collective.ok()) return Fail(err, "import", collective.status());
+    // --collective names the collective of every file; without it each
+    // file says (its "Collective test starting" line or its name), and
+    // all_reduce is the default.
+    std::optional<Collective> forced;
+    if (std::optional<std::string> c = flags.Get("collective")) {
+      absl::StatusOr<Collective> parsed = ParseCollective(*c);
+      if (!parsed.ok()) return Fail(err, "import", parsed.status());
+      forced = *parsed;
+    }
     // Each file is one curve; several files (say 2..8 GPUs) make one set.
     for (const std::string& file : files) {
       absl::StatusOr<std::string> text = common::ReadFile(file);
@@ -201,9 +209,11 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
                                      ": cannot tell the rank count (no \"nGpus N\" or "
                                      "\"Rank\" lines, no NgpuN in the name); pass --ranks N")));
       }
+      const Collective collective = forced.value_or(
+          common::InferNcclCollective(*text, file).value_or(Collective::kAllReduce));
       absl::StatusOr<ProfileSet> one = ImportNcclTests(
           *text, file, *gpu, *file_ranks,
-          scope == "intra_node" ? LinkScope::kIntraNode : LinkScope::kInterNode, *collective);
+          scope == "intra_node" ? LinkScope::kIntraNode : LinkScope::kInterNode, collective);
       if (!one.ok()) return Fail(err, "import", one.status());
       if (!set.ok()) {
         set = std::move(one);

@@ -107,6 +107,16 @@ class WorkSorter {
     absl::StatusOr<OperatorKey> key = ParseOperatorKey(text);
     if (!key.ok()) return Skip(text, key.status().message());
     if (key->gpu != gpu_) return Skip(text, absl::StrCat("measured on ", key->gpu, ", not ", gpu_));
+    // The GPU workloads run Megatron's GPT layer in 16 bits; measuring them
+    // under a Llama or fp8 key would file the wrong kernels under it.
+    if (key->arch != Architecture::kGpt) {
+      return Skip(text,
+                  "the GPU workloads have no Llama layer (RMSNorm, rotary, FlashAttention, "
+                  "SwiGLU) yet; it stays analytical");
+    }
+    if (key->dtype == DType::kFp8) {
+      return Skip(text, "the GPU workloads have no fp8 GEMMs yet; fp8 operators stay analytical");
+    }
     if (key->op == OperatorKind::kOptimizerStep) {
       optimizer_[{key->dtype, key->num_parameters}].push_back(text);
       return;

@@ -32,6 +32,11 @@ std::optional<Core> Backward(const Row<Core, Proto> (&table)[N], Proto value) {
 constexpr Row<DType, v1::DType> kDTypes[] = {
     {DType::kFp16, v1::DTYPE_FP16},
     {DType::kBf16, v1::DTYPE_BF16},
+    {DType::kFp8, v1::DTYPE_FP8},
+};
+constexpr Row<Architecture, v1::Architecture> kArchitectures[] = {
+    {Architecture::kGpt, v1::ARCHITECTURE_GPT},
+    {Architecture::kLlama, v1::ARCHITECTURE_LLAMA},
 };
 constexpr Row<PipelineSchedule, v1::PipelineSchedule> kSchedules[] = {
     {PipelineSchedule::kGpipe, v1::PIPELINE_SCHEDULE_GPIPE},
@@ -98,6 +103,7 @@ static_assert(std::size(kFidelities) == kNumFidelities, "every Fidelity has a ro
   v1::Proto ToProto(Core value) { return Forward(table, value); } \
   std::optional<Core> FromProto(v1::Proto value) { return Backward(table, value); }
 VTRAIN_ENUM_PAIR(DType, DType, kDTypes)
+VTRAIN_ENUM_PAIR(Architecture, Architecture, kArchitectures)
 VTRAIN_ENUM_PAIR(PipelineSchedule, PipelineSchedule, kSchedules)
 VTRAIN_ENUM_PAIR(Recompute, Recompute, kRecomputes)
 VTRAIN_ENUM_PAIR(DataParallelSharding, DataParallelSharding, kShardings)

@@ -24,6 +24,7 @@ namespace vtrain::convert {
 
 // Core to proto: total (every core value has a proto value).
 v1::DType ToProto(DType value);
+v1::Architecture ToProto(Architecture value);
 v1::PipelineSchedule ToProto(PipelineSchedule value);
 v1::Recompute ToProto(Recompute value);
 v1::DataParallelSharding ToProto(DataParallelSharding value);
@@ -38,6 +39,7 @@ v1::CurvePolicy ToProto(CurvePolicy value);
 // Proto to core: nullopt for *_UNSPECIFIED and for numbers the enum does not
 // define (a newer client, or a corrupt message).
 std::optional<DType> FromProto(v1::DType value);
+std::optional<Architecture> FromProto(v1::Architecture value);
 std::optional<PipelineSchedule> FromProto(v1::PipelineSchedule value);
 std::optional<Recompute> FromProto(v1::Recompute value);
 std::optional<DataParallelSharding> FromProto(v1::DataParallelSharding value);

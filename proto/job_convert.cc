@@ -36,6 +36,10 @@ absl::StatusOr<ModelSpec> ModelFromProto(const v1::ModelSpec& m) {
   if (m.seq_len() != 0) model.seq_len = m.seq_len();
   if (m.vocab_size() != 0) model.vocab_size = m.vocab_size();
   if (m.ffn_hidden_size() != 0) model.ffn_hidden_size = m.ffn_hidden_size();
+  if (m.arch() != v1::ARCHITECTURE_UNSPECIFIED) {
+    VTRAIN_ASSIGN_OR_RETURN(model.arch, FromProtoOr(m.arch(), model.arch, "model.arch"));
+  }
+  if (m.num_kv_heads() != 0) model.num_kv_heads = m.num_kv_heads();
   return model;
 }
 
@@ -155,6 +159,8 @@ v1::PredictRequest JobToProto(const Job& job) {
   m->set_seq_len(job.model.seq_len);
   m->set_vocab_size(job.model.vocab_size);
   m->set_ffn_hidden_size(job.model.ffn());
+  if (job.model.arch != Architecture::kGpt) m->set_arch(ToProto(job.model.arch));
+  if (job.model.kv_heads() != job.model.num_heads) m->set_num_kv_heads(job.model.kv_heads());
   v1::ClusterSpec* c = r.mutable_cluster();
   c->set_gpu(job.cluster.gpu.name);
   c->set_num_gpus(job.cluster.num_gpus);

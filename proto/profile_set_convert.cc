@@ -72,9 +72,16 @@ absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
                             RequiredFromProto(k.op(), absl::StrCat(where, ".key.op")));
     VTRAIN_ASSIGN_OR_RETURN(
         DType dtype, FromProtoOr(k.dtype(), DType::kFp16, absl::StrCat(where, ".key.dtype")));
-    OperatorKey key = MakeOperatorKey(
-        k.gpu().empty() ? set.gpu : k.gpu(), dtype, kind, k.hidden(), k.heads(), k.ffn(), k.seq(),
-        k.micro_batch(), std::max<int64_t>(1, k.tensor_parallel()), k.vocab(), k.num_parameters());
+    VTRAIN_ASSIGN_OR_RETURN(Architecture arch, FromProtoOr(k.arch(), Architecture::kGpt,
+                                                           absl::StrCat(where, ".key.arch")));
+    if (k.kv_heads() < 0 || k.kv_heads() > k.heads()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".key.kv_heads=", k.kv_heads(),
+                                                     " must be in [0, key.heads=", k.heads(), "]"));
+    }
+    OperatorKey key = MakeOperatorKey(k.gpu().empty() ? set.gpu : k.gpu(), dtype, kind, k.hidden(),
+                                      k.heads(), k.ffn(), k.seq(), k.micro_batch(),
+                                      std::max<int64_t>(1, k.tensor_parallel()), k.vocab(),
+                                      k.num_parameters(), arch, k.kv_heads());
     if (k.context_parallel() < 0) {
       return absl::InvalidArgumentError(absl::StrCat(where,
                                                      ".key.context_parallel=", k.context_parallel(),
@@ -149,6 +156,8 @@ v1::ProfileSet ProfileSetToProto(const ProfileSet& set) {
     k->set_tensor_parallel(key.tensor_parallel);
     k->set_vocab(key.vocab);
     k->set_num_parameters(key.num_parameters);
+    if (key.arch != Architecture::kGpt) k->set_arch(ToProto(key.arch));
+    k->set_kv_heads(key.kv_heads);
     k->set_sequence_parallel(key.sequence_parallel);
     if (key.context_parallel != 1) k->set_context_parallel(key.context_parallel);
     k->set_attention_core_only(key.attention_core_only);

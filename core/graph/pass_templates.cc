@@ -120,7 +120,8 @@ class TemplateMaker {
     return lookup_.Operator(WithParallelSplits(
         MakeOperatorKey(job_.cluster.gpu.name, plan_.dtype, op, model_.hidden_size,
                         model_.num_heads, model_.ffn(), model_.seq_len, plan_.micro_batch, t_,
-                        model_.vocab_size, static_cast<int64_t>(num_parameters)),
+                        PaddedVocab(model_, t_), static_cast<int64_t>(num_parameters), model_.arch,
+                        model_.kv_heads()),
         sp_, c_, core_only));
   }
   // A TP collective inside training: the collective plus the in-training
@@ -257,7 +258,6 @@ ActionTemplate TemplateMaker::Forward(StageEnds ends) {
 // micro-batch with gradient bucketing).
 ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   TemplateWriter w = Writer();
-  const double h = static_cast<double>(model_.hidden_size);
   const double t = static_cast<double>(t_);
   const double bucket_limit = static_cast<double>(plan_.bucket_size_bytes);
   double pending = 0;
@@ -275,8 +275,8 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
     w.Operator(Op(OperatorKind::kLogitBwd));
     if (t_ > 1)
       w.TensorParallel(sp_ ? scatter_ns_ : reduce_ns_, sp_ ? scatter_label_ : reduce_label_);
-    // With p > 1 the last stage holds its own copy of the tied embedding.
-    gradients_ready(2 * h + (p_ > 1 ? static_cast<double>(model_.vocab_size) * h / t : 0));
+    // With p > 1 the last stage holds its own copy of a tied embedding.
+    gradients_ready(OutputParametersPerGpu(model_, t_, p_));
   }
   const double layer_params = LayerParameterCount(model_) / t;
   const OperatorProfile& mlp_bwd = Op(OperatorKind::kMlpBwd);
@@ -304,8 +304,7 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
     // SP: the gradient of the embedding's reduce-scatter is an all-gather.
     if (t_ > 1 && sp_) w.TensorParallel(gather_ns_, gather_label_);
     w.Operator(Op(OperatorKind::kEmbeddingBwd));
-    gradients_ready(static_cast<double>(model_.vocab_size) * h / t +
-                    static_cast<double>(model_.seq_len) * h);
+    gradients_ready(EmbeddingParametersPerGpu(model_, t_));
   }
   w.EndSegment(bucketed ? pending : 0);
   return std::move(w).Take(granularity_, label_("backward"));
@@ -314,18 +313,12 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
 StageTemplates TemplateMaker::Make(StageEnds ends) {
   Prepare();
   StageTemplates s;
-  const double h = static_cast<double>(model_.hidden_size);
   const double t = static_cast<double>(t_);
   const double layer_parameters =
       static_cast<double>(layers_per_stage_) * LayerParameterCount(model_) / t;
   s.parameters_per_gpu = layer_parameters;
-  if (ends.has_embedding) {
-    s.parameters_per_gpu +=
-        static_cast<double>(model_.vocab_size) * h / t + static_cast<double>(model_.seq_len) * h;
-  }
-  if (ends.has_logit) {
-    s.parameters_per_gpu += 2 * h + (p_ > 1 ? static_cast<double>(model_.vocab_size) * h / t : 0);
-  }
+  if (ends.has_embedding) s.parameters_per_gpu += EmbeddingParametersPerGpu(model_, t_);
+  if (ends.has_logit) s.parameters_per_gpu += OutputParametersPerGpu(model_, t_, p_);
   // FSDP reduce-scatters the layers' gradients layer by layer; the rest at
   // the end of the pass.
   s.gradient_bytes = (s.parameters_per_gpu - (fsdp_ ? layer_parameters : 0)) * kElemBytes;

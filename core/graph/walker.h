@@ -339,7 +339,7 @@ void IterationWalker<Sink>::EmitTail() {
   }
   auto done = [&](int64_t s) { return Sink::IsSet(last_dp_[s]) ? last_dp_[s] : last_backward_[s]; };
   Handle embedding_sync = Sink::None();
-  if (p_ > 1) {
+  if (p_ > 1 && TiedEmbeddings(job_.model)) {
     // Tied embeddings: the first and last stages all-reduce the word
     // embedding gradient (Megatron's allreduce_embedding_grads).
     const ModelSpec& model = job_.model;

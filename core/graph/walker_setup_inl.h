@@ -63,7 +63,7 @@ int64_t IterationWalker<Sink>::CountTasks() const {
     if (vs > 0) count += m;
     if (d_ > 1 && vs < p_) count += 1;
   }
-  if (p_ > 1) count += 1;  // embedding gradient all-reduce
+  if (p_ > 1 && TiedEmbeddings(job_.model)) count += 1;  // embedding gradient all-reduce
   return count > 9e18 ? INT64_MAX : static_cast<int64_t>(count);
 }
 

@@ -7,20 +7,29 @@
 #include "core/engine/engine.h"
 #include "core/engine/streaming.h"
 #include "core/graph/builder.h"
+#include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
 
 namespace vtrain {
 namespace {
 
-// Forward FLOPs per token of one decoder layer and of the logit layer.
+// Forward FLOPs per token of one decoder layer and of the logit layer, as
+// Megatron-LM counts them for MFU (num_floating_point_operations in
+// megatron/training/training.py): 2 FLOPs per weight, Q/output projections
+// 4h^2, K/V projections 4h * kv_dim (grouped-query attention), scores and
+// context 4sh (not halved for the causal mask), the MLP 4hf, or 6hf for
+// SwiGLU's three GEMMs; the logit layer over the padded vocabulary.
 double LayerForwardFlopsPerToken(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden_size);
   const double f = static_cast<double>(m.ffn());
   const double s = static_cast<double>(m.seq_len);
-  return 8 * h * h + 4 * h * f + 4 * s * h;
+  const double kv_dim = h * static_cast<double>(m.kv_heads()) / static_cast<double>(m.num_heads);
+  const double mlp_gemms = m.arch == Architecture::kLlama ? 3 : 2;
+  return 4 * h * h + 4 * h * kv_dim + 4 * s * h + 2 * mlp_gemms * h * f;
 }
-double LogitForwardFlopsPerToken(const ModelSpec& m) {
-  return 2 * static_cast<double>(m.hidden_size) * static_cast<double>(m.vocab_size);
+double LogitForwardFlopsPerToken(const ModelSpec& m, int64_t tensor_parallel) {
+  return 2 * static_cast<double>(m.hidden_size) *
+         static_cast<double>(PaddedVocab(m, tensor_parallel));
 }
 
 }  // namespace
@@ -34,7 +43,7 @@ double ModelFlopsPerIteration(const Job& job) {
       static_cast<double>(job.plan.global_batch) * static_cast<double>(job.model.seq_len);
   return 3 * tokens *
          (static_cast<double>(job.model.num_layers) * LayerForwardFlopsPerToken(job.model) +
-          LogitForwardFlopsPerToken(job.model));
+          LogitForwardFlopsPerToken(job.model, job.plan.tensor_parallel));
 }
 
 absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
@@ -147,8 +156,10 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
   p.fidelity.records = lookup.records();
   p.memory = memory;
   p.regime = RegimeOf(job);
+  const std::string uncalibrated = absl::StrCat(kUncalibratedGpuRegimePrefix, p.regime);
   for (const ErrorBand& band : profiles.error_bands) {
-    if (band.regime != p.regime) continue;
+    if (band.regime != p.regime && band.regime != uncalibrated) continue;
+    p.regime = band.regime;  // labels an interval borrowed from another GPU
     // error = (predicted - measured) / measured, so measured = predicted / (1 + error).
     const double t = static_cast<double>(p.iteration_time_ns);
     p.interval_low_ns = t / (1 + band.error_high);

@@ -69,6 +69,8 @@ struct Prediction {
   // Per-GPU memory by stage; a plan that does not fit is still simulated
   // and marked here (memory.fits == false).
   MemoryEstimate memory;
+  // RegimeOf(job), or "uncalibrated_gpu/" + it when the set's band for it
+  // was carried over from another GPU's calibration (default_profiles.h).
   std::string regime;
   double interval_low_ns = 0;
   double interval_high_ns = 0;

@@ -5,11 +5,25 @@
 #include <string>
 
 #include "core/profile/kernel_model.h"
+#include "core/profile/llama_kernels.h"
 
 namespace vtrain {
 namespace {
 
 constexpr double kElem = 2;  // fp16 / bf16 bytes per element
+
+// Mixed-precision Adam over fp32 main grads and master weights for `p`
+// parameters, as multi-tensor launches of ~65536 x 320 elements each
+// (apex/Megatron).
+void OptimizerStep(KernelSequence& seq, double p) {
+  const int launches = static_cast<int>(std::max(1.0, std::ceil(p / (65536.0 * 320))));
+  const double chunk = p / launches;
+  for (int i = 0; i < launches; ++i) seq.Memory("grad_unscale_inf_check", chunk * 8);
+  for (int i = 0; i < launches; ++i) seq.Memory("grad_norm", chunk * 4);
+  for (int i = 0; i < launches; ++i) seq.Memory("adam_step", chunk * 28);
+  for (int i = 0; i < launches; ++i) seq.Memory("master_to_half_copy", chunk * 6);
+  seq.Memory("zero_main_grad", p * 4);
+}
 
 }  // namespace
 
@@ -17,9 +31,16 @@ constexpr double kElem = 2;  // fp16 / bf16 bytes per element
 // Narayanan et al. 2021): column-parallel QKV and FFN-up, row-parallel
 // projection and FFN-down, fused scale-mask-softmax, fused bias-GeLU and
 // bias-dropout-add, vocabulary-parallel embedding and cross-entropy.
+// Under fp8 the linear layers run as Transformer Engine runs them
+// (LinearForward/LinearBackward), everything else in bf16.
 std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const OperatorKey& key,
                                                   const AnalyticalParams& params) {
-  KernelSequence seq(gpu, key.dtype, params);
+  if (key.arch == Architecture::kLlama && key.op != OperatorKind::kLossFwd &&
+      key.op != OperatorKind::kLossBwd && key.op != OperatorKind::kOptimizerStep) {
+    return internal::GenerateLlamaKernels(gpu, key, params);
+  }
+  KernelSequence seq(gpu, internal::ComputeDType(key.dtype), params);
+  const bool fp8 = key.dtype == DType::kFp8;
   const double t = static_cast<double>(key.tensor_parallel);
   const double h = static_cast<double>(key.hidden);
   const double s = static_cast<double>(key.seq);
@@ -42,7 +63,7 @@ std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const Oper
     case OperatorKind::kAttentionFwd:
       if (!key.attention_core_only) {
         seq.Memory("layernorm_fwd", norm_tokens * h * 2 * e);
-        seq.Gemm("gemm_qkv_fwd", tokens, 3 * h / t, h);
+        internal::LinearForward(seq, fp8, "gemm_qkv_fwd", tokens, 3 * h / t, h);
       }
       seq.Gemm("bgemm_attention_scores_fwd", sq, s, head_dim, batch_heads);
       seq.Memory("scaled_masked_softmax_fwd", scores * 2 * e);
@@ -50,20 +71,22 @@ std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const Oper
       seq.Gemm("bgemm_attention_context_fwd", sq, head_dim, s, batch_heads);
       if (key.attention_core_only) break;
       seq.Memory("context_transpose_copy", tokens * h / t * 2 * e);
-      seq.Gemm("gemm_projection_fwd", tokens, h, h / t);
+      internal::LinearForward(seq, fp8, "gemm_projection_fwd", tokens, h, h / t);
       seq.Memory("bias_dropout_add_fwd", norm_tokens * h * (3 * e + 1));
+      internal::Fp8ScaleUpdate(seq, fp8);
       break;
     case OperatorKind::kMlpFwd:
       seq.Memory("layernorm_fwd", norm_tokens * h * 2 * e);
-      seq.Gemm("gemm_fc1_fwd", tokens, ffn_local, h);
+      internal::LinearForward(seq, fp8, "gemm_fc1_fwd", tokens, ffn_local, h);
       seq.Memory("bias_gelu_fwd", tokens * ffn_local * 2 * e);
-      seq.Gemm("gemm_fc2_fwd", tokens, h, ffn_local);
+      internal::LinearForward(seq, fp8, "gemm_fc2_fwd", tokens, h, ffn_local);
       seq.Memory("bias_dropout_add_fwd", norm_tokens * h * (3 * e + 1));
+      internal::Fp8ScaleUpdate(seq, fp8);
       break;
     case OperatorKind::kAttentionBwd:
       seq.Memory("bias_dropout_add_bwd", norm_tokens * h * (2 * e + 1));
-      seq.Gemm("gemm_projection_dgrad", tokens, h / t, h);
-      seq.Gemm("gemm_projection_wgrad", h, h / t, tokens);
+      internal::LinearBackward(seq, fp8, "gemm_projection_dgrad", "gemm_projection_wgrad", tokens,
+                               h, h / t);
       seq.Memory("context_transpose_copy_bwd", tokens * h / t * 2 * e);
       seq.Gemm("bgemm_context_dgrad_probs", sq, s, head_dim, batch_heads);
       seq.Gemm("bgemm_context_dgrad_values", s, head_dim, sq, batch_heads);
@@ -71,22 +94,21 @@ std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const Oper
       seq.Memory("scaled_masked_softmax_bwd", scores * 3 * e);
       seq.Gemm("bgemm_scores_dgrad_query", sq, head_dim, s, batch_heads);
       seq.Gemm("bgemm_scores_dgrad_key", s, head_dim, sq, batch_heads);
-      seq.Gemm("gemm_qkv_dgrad", tokens, h, 3 * h / t);
-      seq.Gemm("gemm_qkv_wgrad", 3 * h / t, h, tokens);
+      internal::LinearBackward(seq, fp8, "gemm_qkv_dgrad", "gemm_qkv_wgrad", tokens, 3 * h / t, h);
       seq.Memory("bias_grad_reduce", tokens * (3 * h / t + h) * e);
       seq.Memory("layernorm_bwd", norm_tokens * h * 4 * e);
       seq.Memory("residual_add_bwd", norm_tokens * h * 3 * e);
+      internal::Fp8ScaleUpdate(seq, fp8);
       break;
     case OperatorKind::kMlpBwd:
       seq.Memory("bias_dropout_add_bwd", norm_tokens * h * (2 * e + 1));
-      seq.Gemm("gemm_fc2_dgrad", tokens, ffn_local, h);
-      seq.Gemm("gemm_fc2_wgrad", h, ffn_local, tokens);
+      internal::LinearBackward(seq, fp8, "gemm_fc2_dgrad", "gemm_fc2_wgrad", tokens, h, ffn_local);
       seq.Memory("bias_grad_reduce", tokens * (ffn_local + h) * e);
       seq.Memory("bias_gelu_bwd", tokens * ffn_local * 3 * e);
-      seq.Gemm("gemm_fc1_dgrad", tokens, h, ffn_local);
-      seq.Gemm("gemm_fc1_wgrad", ffn_local, h, tokens);
+      internal::LinearBackward(seq, fp8, "gemm_fc1_dgrad", "gemm_fc1_wgrad", tokens, ffn_local, h);
       seq.Memory("layernorm_bwd", norm_tokens * h * 4 * e);
       seq.Memory("residual_add_bwd", norm_tokens * h * 3 * e);
+      internal::Fp8ScaleUpdate(seq, fp8);
       break;
     case OperatorKind::kEmbeddingFwd:
       seq.Memory("vocab_range_mask", tokens * 8 * 3);
@@ -125,19 +147,9 @@ std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const Oper
       seq.Memory("cross_entropy_target_sub", tokens * 8 * 2);
       seq.Memory("logit_grad_to_half", tokens * vocab_local * (4 + e));
       break;
-    case OperatorKind::kOptimizerStep: {
-      // Mixed-precision Adam over fp32 main grads and master weights, as
-      // multi-tensor launches of ~65536 x 320 elements each (apex/Megatron).
-      const double p = static_cast<double>(key.num_parameters);
-      const int launches = static_cast<int>(std::max(1.0, std::ceil(p / (65536.0 * 320))));
-      const double chunk = p / launches;
-      for (int i = 0; i < launches; ++i) seq.Memory("grad_unscale_inf_check", chunk * 8);
-      for (int i = 0; i < launches; ++i) seq.Memory("grad_norm", chunk * 4);
-      for (int i = 0; i < launches; ++i) seq.Memory("adam_step", chunk * 28);
-      for (int i = 0; i < launches; ++i) seq.Memory("master_to_half_copy", chunk * 6);
-      seq.Memory("zero_main_grad", p * 4);
+    case OperatorKind::kOptimizerStep:
+      OptimizerStep(seq, static_cast<double>(key.num_parameters));
       break;
-    }
   }
   return std::move(seq).Finish();
 }

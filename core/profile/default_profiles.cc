@@ -29,6 +29,19 @@ std::vector<ErrorBand> DefaultErrorBands() {
   return bands;
 }
 
+std::vector<ErrorBand> UncalibratedErrorBands(const std::vector<ErrorBand>& bands) {
+  std::vector<ErrorBand> out;
+  for (const ErrorBand& b : bands) {
+    ErrorBand w = b;
+    w.regime = absl::StrCat(kUncalibratedGpuRegimePrefix, b.regime);
+    w.error_low = (1 + b.error_low) / kUncalibratedGpuSpread - 1;
+    w.error_high = (1 + b.error_high) * kUncalibratedGpuSpread - 1;
+    w.rows = 0;
+    out.push_back(w);
+  }
+  return out;
+}
+
 ProfileSet DefaultProfileSet(const GpuSpec& gpu) {
   ProfileSet set;
   set.name = absl::StrCat("builtin-", gpu.name);
@@ -40,6 +53,14 @@ ProfileSet DefaultProfileSet(const GpuSpec& gpu) {
       "curves (core/profile/a100_params.inc); no measurements of this GPU");
   set.params = DefaultAnalyticalParams();
   set.error_bands = DefaultErrorBands();
+  if (gpu.name != kCalibratedGpu) {
+    // Efficiencies carried over from another GPU: say so, and widen.
+    set.error_bands = UncalibratedErrorBands(set.error_bands);
+    absl::StrAppend(&set.provenance,
+                    "; the A100 efficiencies are carried over uncalibrated, so "
+                    "the prediction intervals are widened 1.3x either way and "
+                    "labelled uncalibrated_gpu/");
+  }
   return set;
 }
 

@@ -16,7 +16,27 @@ AnalyticalParams DefaultAnalyticalParams();
 // The prediction-interval bands of the A100 calibration.
 std::vector<ErrorBand> DefaultErrorBands();
 
-// The built-in profile set for `gpu`.
+// The GPU model the built-in parameters and bands were calibrated on.
+inline constexpr char kCalibratedGpu[] = "a100-sxm4-80gb";
+
+// Prefix of the regime of a band that was not measured on the set's GPU (see
+// UncalibratedErrorBands); RegimeOf's regimes follow it.
+inline constexpr char kUncalibratedGpuRegimePrefix[] = "uncalibrated_gpu/";
+
+// Factor by which the bands widen for a GPU with no calibration of its own:
+// measured/predicted ratios are assumed to spread a further 1.3x either way
+// (a judgement, not a fit: transferring A100 efficiencies to another
+// generation has no residuals to measure it by).
+inline constexpr double kUncalibratedGpuSpread = 1.3;
+
+// `bands` relabelled "uncalibrated_gpu/<regime>" and widened: the ratio
+// measured / predicted = 1 / (1 + error) spreads by kUncalibratedGpuSpread,
+// so error_low' = (1 + error_low) / 1.3 - 1 and error_high' = (1 +
+// error_high) * 1.3 - 1; rows = 0, as no residuals back them.
+std::vector<ErrorBand> UncalibratedErrorBands(const std::vector<ErrorBand>& bands);
+
+// The built-in profile set for `gpu`: for any GPU but kCalibratedGpu, its
+// bands are UncalibratedErrorBands of the calibration's.
 ProfileSet DefaultProfileSet(const GpuSpec& gpu);
 
 }  // namespace vtrain

@@ -26,6 +26,19 @@ void KernelSequence::Gemm(const char* name, double m, double n, double k, double
 
 void KernelSequence::Memory(const char* name, double bytes) { Add(name, MemoryNs(bytes)); }
 
+void KernelSequence::GemmFp8(const char* name, double m, double n, double k) {
+  const double peak = peak_flops_;
+  peak_flops_ = gpu_.peak_fp8_flops_per_s;
+  Gemm(name, m, n, k);
+  peak_flops_ = peak;
+}
+
+void KernelSequence::FusedTensorCore(const char* name, double flops, double bytes,
+                                     double efficiency) {
+  const double compute_ns = flops / (peak_flops_ * efficiency) * 1e9 + params_.gemm_overhead_ns;
+  Add(name, std::max(compute_ns, MemoryNs(bytes)));
+}
+
 std::vector<KernelRecord> KernelSequence::Finish() && {
   const double dispatch = params_.host_dispatch_ns;
   double finish = 0;

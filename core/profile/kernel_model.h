@@ -25,6 +25,15 @@ class KernelSequence {
   // A memory-bound kernel moving `bytes` through HBM.
   void Memory(const char* name, double bytes);
 
+  // Gemm with fp8 operands (Transformer Engine's fp8 linear layers): the same
+  // tile-and-wave model at the GPU's peak_fp8_flops_per_s.
+  void GemmFp8(const char* name, double m, double n, double k);
+
+  // A fused tensor-core kernel that keeps its intermediates on chip
+  // (FlashAttention): `flops` at `efficiency` of the sequence's peak, plus
+  // the GEMM overhead, or `bytes` of HBM traffic, whichever is slower.
+  void FusedTensorCore(const char* name, double flops, double bytes, double efficiency);
+
   // Applies the host-dispatch recurrence: kernel i is enqueued i * dispatch
   // after the first, and starts when both enqueued and its predecessor is
   // done; the next operator's first kernel is enqueued n * dispatch +

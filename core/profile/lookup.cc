@@ -21,7 +21,7 @@ double ShapeDistance(const OperatorKey& a, const OperatorKey& b) {
          LogDistance(a.ffn, b.ffn) + LogDistance(a.seq, b.seq) +
          LogDistance(a.micro_batch, b.micro_batch) +
          LogDistance(a.tensor_parallel, b.tensor_parallel) + LogDistance(a.vocab, b.vocab) +
-         LogDistance(a.num_parameters, b.num_parameters) +
+         LogDistance(a.num_parameters, b.num_parameters) + LogDistance(a.kv_heads, b.kv_heads) +
          LogDistance(a.context_parallel, b.context_parallel) +
          (a.sequence_parallel != b.sequence_parallel ? 1.0 : 0.0) +
          (a.attention_core_only != b.attention_core_only ? 1.0 : 0.0);
@@ -59,7 +59,7 @@ OperatorProfile ProfileLookup::Resolve(const OperatorKey& key) const {
   double best = std::numeric_limits<double>::infinity();
   for (const auto& [candidate, profile] : set_.operators) {
     if (candidate.gpu != key.gpu || candidate.dtype != key.dtype || candidate.op != key.op ||
-        profile.kernels.empty()) {
+        candidate.arch != key.arch || profile.kernels.empty()) {
       continue;
     }
     const double d = ShapeDistance(candidate, key);

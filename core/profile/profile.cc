@@ -67,8 +67,10 @@ std::string OperatorKey::ToString() const {
     absl::StrAppend(&out, " params=", num_parameters);
     return out;
   }
+  if (arch != Architecture::kGpt) absl::StrAppend(&out, " arch=", ArchitectureName(arch));
   absl::StrAppend(&out, " h=", hidden);
   if (heads > 0) absl::StrAppend(&out, " a=", heads);
+  if (kv_heads > 0) absl::StrAppend(&out, " kv=", kv_heads);
   if (ffn > 0) absl::StrAppend(&out, " f=", ffn);
   absl::StrAppend(&out, " s=", seq, " b=", micro_batch, " t=", tensor_parallel);
   if (vocab > 0) absl::StrAppend(&out, " v=", vocab);
@@ -85,10 +87,10 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
                      " characters, more than the ", kMaxOperatorKeyLength, " a key can have"));
   }
   auto bad = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("operator key '", text, "': ", why,
-                     "; expected GPU/DTYPE/OP h=.. [a=..] [f=..] s=.. b=.. t=.. [v=..] or "
-                     "GPU/DTYPE/optimizer_step params=.."));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "operator key '", text, "': ", why,
+        "; expected GPU/DTYPE/OP [arch=llama] h=.. [a=..] [kv=..] [f=..] s=.. b=.. t=.. "
+        "[v=..] [sp=1] [c=..] [core=1] or GPU/DTYPE/optimizer_step params=.."));
   };
   const std::vector<absl::string_view> words = absl::StrSplit(text, ' ', absl::SkipEmpty());
   if (words.empty()) return bad("it is empty");
@@ -102,15 +104,24 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
   if (!dtype.ok()) return bad(absl::StrCat("dtype '", path[1], "' is unknown"));
   absl::StatusOr<OperatorKind> op = ParseOperatorKind(path[2]);
   if (!op.ok()) return bad(absl::StrCat("operator '", path[2], "' is unknown"));
-  int64_t h = 0, a = 0, f = 0, s = 0, b = 0, t = 1, v = 0, params = 0, sp = 0, c = 1, core = 0;
+  int64_t h = 0, a = 0, kvh = 0, f = 0, s = 0, b = 0, t = 1, v = 0, params = 0, sp = 0, c = 1,
+          core = 0;
+  Architecture arch = Architecture::kGpt;
   for (size_t i = 1; i < words.size(); ++i) {
     const std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(words[i], '=');
+    if (kv.first == "arch") {
+      absl::StatusOr<Architecture> parsed = ParseArchitecture(kv.second);
+      if (!parsed.ok()) return bad(absl::StrCat("'", words[i], "' is not arch=gpt or arch=llama"));
+      arch = *parsed;
+      continue;
+    }
     int64_t value = 0;
     if (!absl::SimpleAtoi(kv.second, &value) || value < 0) {
       return bad(absl::StrCat("'", words[i], "' is not name=non-negative integer"));
     }
     int64_t* field = kv.first == "h"        ? &h
                      : kv.first == "a"      ? &a
+                     : kv.first == "kv"     ? &kvh
                      : kv.first == "f"      ? &f
                      : kv.first == "s"      ? &s
                      : kv.first == "b"      ? &b
@@ -126,8 +137,8 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
   }
   if (sp > 1 || core > 1 || c < 1) return bad("sp and core must be 0 or 1, c at least 1");
   return WithParallelSplits(
-      MakeOperatorKey(std::string(path[0]), *dtype, *op, h, a, f, s, b, t, v, params), sp == 1, c,
-      core == 1);
+      MakeOperatorKey(std::string(path[0]), *dtype, *op, h, a, f, s, b, t, v, params, arch, kvh),
+      sp == 1, c, core == 1);
 }
 
 OperatorKey WithParallelSplits(OperatorKey key, bool sequence_parallel, int64_t context_parallel,
@@ -145,11 +156,18 @@ OperatorKey WithParallelSplits(OperatorKey key, bool sequence_parallel, int64_t 
 
 OperatorKey MakeOperatorKey(std::string gpu, DType dtype, OperatorKind op, int64_t hidden,
                             int64_t heads, int64_t ffn, int64_t seq, int64_t micro_batch,
-                            int64_t tensor_parallel, int64_t vocab, int64_t num_parameters) {
+                            int64_t tensor_parallel, int64_t vocab, int64_t num_parameters,
+                            Architecture arch, int64_t kv_heads) {
   OperatorKey k;
   k.gpu = std::move(gpu);
   k.dtype = dtype;
   k.op = op;
+  // The loss and the optimizer step run the same kernels for every
+  // architecture, so their keys leave it out.
+  if (op != OperatorKind::kOptimizerStep && op != OperatorKind::kLossFwd &&
+      op != OperatorKind::kLossBwd) {
+    k.arch = arch;
+  }
   switch (op) {
     case OperatorKind::kOptimizerStep:
       k.num_parameters = num_parameters;
@@ -157,6 +175,7 @@ OperatorKey MakeOperatorKey(std::string gpu, DType dtype, OperatorKind op, int64
     case OperatorKind::kAttentionFwd:
     case OperatorKind::kAttentionBwd:
       k.heads = heads;
+      if (arch == Architecture::kLlama) k.kv_heads = kv_heads > 0 ? kv_heads : heads;
       break;
     case OperatorKind::kMlpFwd:
     case OperatorKind::kMlpBwd:

@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "core/profile/analytical_params.h"
 #include "core/spec/gpu.h"
+#include "core/spec/model.h"
 
 namespace vtrain {
 
@@ -54,6 +55,10 @@ struct OperatorKey {
   int64_t tensor_parallel = 1;
   int64_t vocab = 0;           // embedding, logit and loss only
   int64_t num_parameters = 0;  // optimizer only: parameters on one GPU
+  // The layer architecture; kGpt for the operators that do not depend on it
+  // (loss, optimizer step).
+  Architecture arch = Architecture::kGpt;
+  int64_t kv_heads = 0;  // Llama attention only: key/value heads
   // Parallel splits (see WithParallelSplits); the defaults leave a key as
   // it was before they existed.
   bool sequence_parallel = false;    // layer norms and dropout on seq / t tokens
@@ -64,18 +69,20 @@ struct OperatorKey {
   template <typename H>
   friend H AbslHashValue(H h, const OperatorKey& k) {
     return H::combine(std::move(h), k.gpu, k.dtype, k.op, k.hidden, k.heads, k.ffn, k.seq,
-                      k.micro_batch, k.tensor_parallel, k.vocab, k.num_parameters,
-                      k.sequence_parallel, k.context_parallel, k.attention_core_only);
+                      k.micro_batch, k.tensor_parallel, k.vocab, k.num_parameters, k.arch,
+                      k.kv_heads, k.sequence_parallel, k.context_parallel, k.attention_core_only);
   }
-  // "a100-sxm4-80gb/fp16/attention_fwd h=2048 a=16 f=8192 s=2048 b=1 t=1",
-  // with " sp=1", " c=N" and " core=1" when set.
+  // "a100-sxm4-80gb/fp16/attention_fwd h=2048 a=16 f=8192 s=2048 b=1 t=1";
+  // Llama keys carry "arch=llama" and, for attention, "kv=N":
+  // "h100-sxm5-80gb/bf16/attention_fwd arch=llama h=4096 a=32 kv=8 s=8192 b=1 t=1";
+  // parallel splits add " sp=1", " c=N" and " core=1" when set.
   std::string ToString() const;
 };
 
 // The longest operator-key text ParseOperatorKey accepts and the longest GPU
 // name in it (a real key is under 100 characters; the bounds keep outside text
 // from growing keys and errors, and any key ToString prints from a parsed one,
-// at most 128 + 20 + 10 * 23 characters, parses again).
+// at most 128 + 20 + 11 * 23 + 11 characters, parses again).
 inline constexpr size_t kMaxOperatorKeyLength = 512;
 inline constexpr size_t kMaxOperatorKeyGpuLength = 128;
 
@@ -84,10 +91,12 @@ inline constexpr size_t kMaxOperatorKeyGpuLength = 128;
 // kMaxOperatorKeyLength or a GPU name longer than kMaxOperatorKeyGpuLength.
 absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text);
 
-// Builds a key with only the fields `op` depends on set.
+// Builds a key with only the fields `op` depends on set (`arch` for all but
+// the loss and the optimizer step, `kv_heads` for Llama attention only).
 OperatorKey MakeOperatorKey(std::string gpu, DType dtype, OperatorKind op, int64_t hidden,
                             int64_t heads, int64_t ffn, int64_t seq, int64_t micro_batch,
-                            int64_t tensor_parallel, int64_t vocab, int64_t num_parameters);
+                            int64_t tensor_parallel, int64_t vocab, int64_t num_parameters,
+                            Architecture arch = Architecture::kGpt, int64_t kv_heads = 0);
 
 // `key` with the splits the operator depends on set: sequence parallelism
 // (layer-norm and dropout operators, only with t > 1: a no-op otherwise),

@@ -11,9 +11,12 @@
 
 namespace vtrain {
 
-enum class DType { kFp16, kBf16 };
+// kFp8: Transformer Engine's fp8 training: the linear layers' GEMMs in fp8
+// (E4M3 forward, E5M2 gradients) at the fp8 tensor peak, with casts and
+// amax/scale kernels around them; attention, norms and everything else in bf16.
+enum class DType { kFp16, kBf16, kFp8 };
 
-// "fp16" / "bf16".
+// "fp16" / "bf16" / "fp8".
 absl::string_view DTypeName(DType dtype);
 absl::StatusOr<DType> ParseDType(absl::string_view name);
 
@@ -22,6 +25,7 @@ struct GpuSpec {
   std::string name;                  // e.g. "a100-sxm4-80gb"
   double peak_fp16_flops_per_s = 0;  // dense tensor-core FP16
   double peak_bf16_flops_per_s = 0;  // 0 when the GPU has no BF16 tensor cores
+  double peak_fp8_flops_per_s = 0;   // dense tensor-core FP8; 0 when the GPU has none
   double hbm_bandwidth_bytes_per_s = 0;
   int64_t memory_bytes = 0;
   int num_sms = 0;
@@ -29,9 +33,18 @@ struct GpuSpec {
   double default_intra_node_bandwidth_bytes_per_s = 0;  // per GPU, one direction
   double default_inter_node_bandwidth_bytes_per_s = 0;  // per node, all NICs
 
-  // Peak tensor throughput for `dtype`; 0 when unsupported.
+  // Peak tensor throughput for `dtype`; 0 when unsupported. For kFp8 the fp8
+  // peak, which only fp8 training's linear-layer GEMMs reach.
   double PeakFlops(DType dtype) const {
-    return dtype == DType::kFp16 ? peak_fp16_flops_per_s : peak_bf16_flops_per_s;
+    switch (dtype) {
+      case DType::kFp16:
+        return peak_fp16_flops_per_s;
+      case DType::kBf16:
+        return peak_bf16_flops_per_s;
+      case DType::kFp8:
+        return peak_fp8_flops_per_s;
+    }
+    return 0;
   }
 };
 

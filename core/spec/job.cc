@@ -191,6 +191,16 @@ absl::Status ValidateJob(const Job& job) {
     v.Add(absl::StrCat("model.hidden_size=", m.hidden_size, " is not divisible by model.num_heads=",
                        m.num_heads, "; choose a head count that divides the hidden size"));
   }
+  const bool kv_ok = v.InRange("model.num_kv_heads", m.num_kv_heads, 0, kMaxHeads);
+  if (kv_ok && heads_ok && m.num_heads % m.kv_heads() != 0) {
+    v.Add(absl::StrCat("model.num_kv_heads=", m.num_kv_heads, " does not divide model.num_heads=",
+                       m.num_heads, "; each key/value head must serve a whole group of heads"));
+  }
+  if (m.arch == Architecture::kGpt && m.num_kv_heads != 0 && m.num_kv_heads != m.num_heads) {
+    v.Add(absl::StrCat("model.num_kv_heads=", m.num_kv_heads,
+                       " needs model.arch=llama (GPT layers use multi-head attention); set "
+                       "--arch llama or leave --kv-heads out"));
+  }
 
   const bool t_ok = v.InRange("plan.tensor_parallel", p.tensor_parallel, 1, kMaxParallel);
   const bool d_ok = v.InRange("plan.data_parallel", p.data_parallel, 1, kMaxParallel);
@@ -210,7 +220,10 @@ absl::Status ValidateJob(const Job& job) {
     v.Add(absl::StrCat("cluster.price_usd_per_gpu_hour=", c.price_usd_per_gpu_hour,
                        " must be zero or a positive number"));
   }
-  if (c.gpu.PeakFlops(p.dtype) <= 0) {
+  if (p.dtype == DType::kFp8 && c.gpu.PeakFlops(p.dtype) <= 0) {
+    v.Add(absl::StrCat("plan.dtype=fp8 is not supported by GPU '", c.gpu.name,
+                       "' (no fp8 tensor cores); use bf16, or an fp8 GPU such as h100-sxm5-80gb"));
+  } else if (c.gpu.PeakFlops(p.dtype) <= 0) {
     v.Add(absl::StrCat("plan.dtype=", DTypeName(p.dtype), " is not supported by GPU '", c.gpu.name,
                        "'; use fp16"));
   }
@@ -234,6 +247,14 @@ absl::Status ValidateJob(const Job& job) {
     v.Add(absl::StrCat("plan.tensor_parallel=", p.tensor_parallel,
                        " does not divide model.num_heads=", m.num_heads,
                        "; use a tensor-parallel degree that divides the head count"));
+  }
+  // Megatron-Core splits the key/value heads (query groups) over the
+  // tensor-parallel ranks: num_query_groups must be divisible by t.
+  if (t_ok && kv_ok && heads_ok && m.kv_heads() < m.num_heads &&
+      m.kv_heads() % p.tensor_parallel != 0) {
+    v.Add(absl::StrCat("plan.tensor_parallel=", p.tensor_parallel,
+                       " does not divide model.num_kv_heads=", m.kv_heads(),
+                       "; use a tensor-parallel degree that divides the key/value head count"));
   }
   if (t_ok && ffn_ok && hidden_ok && m.ffn() % p.tensor_parallel != 0) {
     v.Add(absl::StrCat("plan.tensor_parallel=", p.tensor_parallel, " does not divide the FFN size ",

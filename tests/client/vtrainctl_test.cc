@@ -261,10 +261,17 @@ TEST(VtrainctlInProcessTest, DispatcherReturnsExitCodesAndWritesStreams) {
 
   std::ostringstream out3, err3;
   EXPECT_EQ(
-      RunVtrainctl({"predict", "--model", "gpt3-125m", "--global-batch", "8", "--dtype", "fp8"},
+      RunVtrainctl({"predict", "--model", "gpt3-125m", "--global-batch", "8", "--dtype", "fp4"},
                    out3, err3),
       common::kExitBadInput);
-  EXPECT_THAT(err3.str(), HasSubstr("plan.dtype='fp8'"));
+  EXPECT_THAT(err3.str(), HasSubstr("plan.dtype='fp4'"));
+  // fp8 parses but the default A100 has no fp8 tensor cores.
+  std::ostringstream out4, err4;
+  EXPECT_EQ(
+      RunVtrainctl({"predict", "--model", "gpt3-125m", "--global-batch", "8", "--dtype", "fp8"},
+                   out4, err4),
+      common::kExitBadInput);
+  EXPECT_THAT(err4.str(), HasSubstr("plan.dtype=fp8 is not supported by GPU 'a100-sxm4-80gb'"));
   EXPECT_THAT(out3.str(), IsEmpty());
 }
 

@@ -35,5 +35,70 @@ TEST(NcclTestsTest, LinesOfOnlySeparatorsAreSkipped) {
   }
 }
 
+// nccl-tests 2.13 all_gather_perf: the size is the whole gathered buffer,
+// redop "none", and a "Collective test starting" line names the test.
+constexpr char kAllGather[] =
+    "# Collective test starting: all_gather_perf\n"
+    "# nThread 1 nGpus 8 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+    "time   algbw   busbw #wrong\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
+    "(us)  (GB/s)  (GB/s)\n"
+    "     1048576         32768     float    none      -1    24.71   42.44   37.13      0    "
+    "23.95   43.78   38.31      0\n"
+    "     2097152         65536     float    none      -1    30.02   69.86   61.13      0    "
+    "29.41   71.31   62.40      0\n"
+    "# Avg bus bandwidth    : 49.63\n";
+
+TEST(NcclTestsTest, ReadsAllGatherReduceScatterAndSendRecvOutput) {
+  absl::StatusOr<CollectiveCurve> ag = ParseNcclTests(kAllGather, "ag.txt");
+  ASSERT_TRUE(ag.ok()) << ag.status();
+  ASSERT_EQ(ag->points().size(), 2u);
+  EXPECT_DOUBLE_EQ(ag->points()[0].bytes, 1048576);
+  EXPECT_DOUBLE_EQ(ag->points()[1].latency_ns, 30'020);  // out-of-place, not in-place
+  // reduce_scatter_perf prints the same columns with redop "sum".
+  absl::StatusOr<CollectiveCurve> rs = ParseNcclTests(
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)\n"
+      "     4194304        131072     float     sum      -1    45.10   93.00   81.38      0\n",
+      "rs.txt");
+  ASSERT_TRUE(rs.ok()) << rs.status();
+  EXPECT_DOUBLE_EQ(rs->points()[0].latency_ns, 45'100);
+  // Older all_gather_perf and sendrecv_perf have neither redop nor root.
+  absl::StatusOr<CollectiveCurve> sr = ParseNcclTests(
+      "#       size         count      type     time   algbw   busbw  error     time\n"
+      "#        (B)    (elements)             (us)  (GB/s)  (GB/s)              (us)\n"
+      "     1048576        262144     float    10.52   99.68   99.68  0e+00    10.47\n",
+      "sr.txt");
+  ASSERT_TRUE(sr.ok()) << sr.status();
+  EXPECT_DOUBLE_EQ(sr->points()[0].latency_ns, 10'520);
+}
+
+// Regression: nccl-tests 2.10's all_reduce_perf has a redop column but no
+// root; without reading the header the time was taken from the algbw column.
+TEST(NcclTestsTest, TheHeaderSaysWhereTheTimeIs) {
+  absl::StatusOr<CollectiveCurve> curve = ParseNcclTests(
+      "#       size         count      type   redop     time   algbw   busbw  error     time\n"
+      "#        (B)    (elements)                       (us)  (GB/s)  (GB/s)            (us)\n"
+      "     1048576        262144     float     sum    30.12   34.81   60.92  0e+00    29.80\n",
+      "old.txt");
+  ASSERT_TRUE(curve.ok()) << curve.status();
+  EXPECT_DOUBLE_EQ(curve->points()[0].latency_ns, 30'120);
+}
+
+TEST(NcclTestsTest, InfersTheCollectiveFromTheOutputOrTheFileName) {
+  EXPECT_EQ(InferNcclCollective(kAllGather, "run1.txt"), Collective::kAllGather);
+  // The output's own line wins over the name.
+  EXPECT_EQ(InferNcclCollective(kAllGather, "allreduce_8gpu.txt"), Collective::kAllGather);
+  EXPECT_EQ(InferNcclCollective("", "/data/allreduce_8gpu.txt"), Collective::kAllReduce);
+  EXPECT_EQ(InferNcclCollective("", "reduce_scatter_perf_8.txt"), Collective::kReduceScatter);
+  EXPECT_EQ(InferNcclCollective("", "ReduceScatter.log"), Collective::kReduceScatter);
+  EXPECT_EQ(InferNcclCollective("", "sendrecv_perf_2gpu.txt"), Collective::kSendRecv);
+  EXPECT_EQ(InferNcclCollective("# Collective test starting: sendrecv_perf\n", "x"),
+            Collective::kSendRecv);
+  EXPECT_EQ(InferNcclCollective("", "/runs/all_gather/x.txt"), std::nullopt);  // name only
+  EXPECT_EQ(InferNcclCollective("", "nccl.txt"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace vtrain::common

@@ -95,6 +95,54 @@ TEST(ConvertTest, NewPlanFieldsRoundTripAndDeriveTheDataParallelDegree) {
   EXPECT_THAT(JobFromProto(plain).status().message(), ::testing::HasSubstr("--cp"));
 }
 
+TEST(ConvertTest, LlamaModelsAndFp8ConvertAndValidate) {
+  v1::PredictRequest r;
+  r.mutable_model()->set_preset("llama3-70b");
+  r.mutable_cluster()->set_gpu("h100-sxm5-80gb");
+  r.mutable_cluster()->set_num_gpus(64);
+  r.mutable_plan()->set_tensor_parallel(8);
+  r.mutable_plan()->set_pipeline_parallel(4);
+  r.mutable_plan()->set_global_batch(128);
+  r.mutable_plan()->set_dtype(v1::DTYPE_FP8);
+  absl::StatusOr<Job> job = JobFromProto(r);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->model.arch, Architecture::kLlama);
+  EXPECT_EQ(job->model.kv_heads(), 8);
+  EXPECT_EQ(job->plan.dtype, DType::kFp8);
+  // Back to a request and again: the same model.
+  absl::StatusOr<Job> back = JobFromProto(JobToProto(*job));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->model.arch, Architecture::kLlama);
+  EXPECT_EQ(back->model.kv_heads(), 8);
+  EXPECT_EQ(back->model.ffn(), 28672);
+  EXPECT_EQ(back->model.vocab_size, 128256);
+
+  // A custom Llama from fields, then the rules: t divides the KV heads.
+  v1::PredictRequest custom;
+  custom.mutable_model()->set_num_layers(4);
+  custom.mutable_model()->set_hidden_size(1024);
+  custom.mutable_model()->set_num_heads(16);
+  custom.mutable_model()->set_seq_len(512);
+  custom.mutable_model()->set_arch(v1::ARCHITECTURE_LLAMA);
+  custom.mutable_model()->set_num_kv_heads(4);
+  custom.mutable_cluster()->set_num_gpus(8);
+  custom.mutable_plan()->set_tensor_parallel(8);
+  custom.mutable_plan()->set_global_batch(8);
+  job = JobFromProto(custom);
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(job.status().message().find("does not divide model.num_kv_heads=4"), std::string::npos)
+      << job.status();
+  custom.mutable_plan()->set_tensor_parallel(4);
+  job = JobFromProto(custom);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->model.arch, Architecture::kLlama);
+  // An architecture number this build does not know names the field.
+  custom.mutable_model()->set_arch(static_cast<v1::Architecture>(77));
+  job = JobFromProto(custom);
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(job.status().message().find("model.arch"), std::string::npos) << job.status();
+}
+
 TEST(ConvertTest, PredictionRoundTripKeepsTheNumbers) {
   Job job = testing::Gpt13bJob();
   absl::StatusOr<Prediction> p = Predict(job, DefaultProfileSet(job.cluster.gpu));
@@ -118,14 +166,19 @@ TEST(ConvertTest, ProfileSetRoundTripAndContentId) {
   set.operators.emplace(MakeOperatorKey("h100-sxm5-80gb", DType::kBf16, OperatorKind::kMlpFwd, 4096,
                                         32, 16384, 2048, 2, 4, 0, 0),
                         op);
+  const OperatorKey llama =
+      MakeOperatorKey("h100-sxm5-80gb", DType::kFp8, OperatorKind::kAttentionFwd, 4096, 32, 0, 8192,
+                      1, 2, 0, 0, Architecture::kLlama, 8);
+  set.operators.emplace(llama, op);
   set.collectives.insert_or_assign(
       CollectiveKey{"h100-sxm5-80gb", LinkScope::kIntraNode, Collective::kAllReduce, 8},
       *CollectiveCurve::Create({{1e6, 5e4}, {1e8, 6e5}}));
   v1::ProfileSet proto = ProfileSetToProto(set);
   absl::StatusOr<ProfileSet> back = ProfileSetFromProto(proto);
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->operators.size(), 1u);
+  EXPECT_EQ(back->operators.size(), 2u);
   EXPECT_EQ(back->operators.begin()->second.kernels[1].duration_ns, 200);
+  EXPECT_EQ(back->operators.count(llama), 1u);  // arch, kv_heads and fp8 survive
   EXPECT_EQ(back->collectives.size(), 1u);
   EXPECT_EQ(back->params.host_dispatch_ns, set.params.host_dispatch_ns);
 

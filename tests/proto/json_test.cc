@@ -93,6 +93,7 @@ void ExpectTableComplete() {
 
 TEST(EnumConvertTest, EveryTableIsCompleteBothWays) {
   ExpectTableComplete<v1::DType>();
+  ExpectTableComplete<v1::Architecture>();
   ExpectTableComplete<v1::PipelineSchedule>();
   ExpectTableComplete<v1::Recompute>();
   ExpectTableComplete<v1::DataParallelSharding>();

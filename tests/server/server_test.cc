@@ -21,6 +21,7 @@
 #include "core/plan/search.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
+#include "core/spec/gpu.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"
@@ -61,7 +62,9 @@ TEST(ServerTest, PushListGetDeleteAndIdempotentRepush) {
   auto stub = v1::ProfileRegistry::NewStub(ChannelTo(*server));
   v1::ListProfileSetsResponse before;
   ASSERT_TRUE(stub->ListProfileSets(Ctx().get(), {}, &before).ok());
-  EXPECT_EQ(before.profile_sets_size(), 5);  // seeded built-in sets
+  // One seeded built-in set per GPU model.
+  const int builtin = static_cast<int>(GpuNames().size());
+  EXPECT_EQ(before.profile_sets_size(), builtin);
 
   v1::PushProfileSetRequest push;
   *push.mutable_profile_set() = MeasuredSet(123'000);
@@ -117,11 +120,11 @@ TEST(ServerTest, PushWithoutOrWithWrongTokenIsUnauthenticatedAndStoresNothing) {
               grpc::StatusCode::UNAUTHENTICATED);
     v1::ListProfileSetsResponse listed;
     ASSERT_TRUE(stub->ListProfileSets(Ctx().get(), {}, &listed).ok());
-    EXPECT_EQ(listed.profile_sets_size(), 5);
+    EXPECT_EQ(listed.profile_sets_size(), static_cast<int>(GpuNames().size()));
   }
   absl::StatusOr<std::unique_ptr<ProfileStore>> store = ProfileStore::Open(dir.File("a.db"));
   ASSERT_TRUE(store.ok());
-  EXPECT_EQ(*(*store)->Count(), 5);
+  EXPECT_EQ(*(*store)->Count(), static_cast<int64_t>(GpuNames().size()));
 }
 
 TEST(ServerTest, InvalidRequestsGetTheirSpecificErrors) {

@@ -104,6 +104,17 @@ TEST_F(ProfileLookupTest, NothingMeasuredIsAnalytical) {
   EXPECT_THAT(lookup.MissingKeys(), ElementsAre(AttentionKey(1).ToString()));
 }
 
+// A measured GPT attention never stands in for a Llama one of the same
+// shape (different kernels), so the Llama key stays analytical.
+TEST_F(ProfileLookupTest, ArchitecturesDoNotInterpolateFromEachOther) {
+  set_.operators[AttentionKey(1)] = Profile({{"k1", 1000, 0}});
+  ProfileLookup lookup(set_, gpu_, links());
+  const OperatorKey llama =
+      MakeOperatorKey(kGpu, DType::kFp16, OperatorKind::kAttentionFwd, 1024, 16, 4096, 1024, 1, 1,
+                      50257, 0, Architecture::kLlama, 4);
+  EXPECT_EQ(lookup.Operator(llama).fidelity, Fidelity::kAnalytical);
+}
+
 TEST_F(ProfileLookupTest, OperatorLookupsAreMemoised) {
   ProfileLookup lookup(set_, gpu_, links());
   const OperatorProfile& a = lookup.Operator(AttentionKey(1));
@@ -170,6 +181,41 @@ TEST_F(CollectiveLookupTest, NoTableIsAnalytical) {
               std::llround(AnalyticalCollectiveNs(collective, 1e4, group, links(), set_.params)));
   }
   EXPECT_EQ(lookup.MissingKeys().size(), 3u);
+}
+
+// All four collectives have tables of their own, intra- and inter-node: a
+// measured all-gather, reduce-scatter or send/recv curve is read for its
+// collective only, never for another.
+TEST_F(CollectiveLookupTest, EachCollectiveReadsItsOwnTable) {
+  const CommGroup eight{8, 8, 1.0};
+  const CommGroup two_nodes{16, 8, 1.0};
+  set_.collectives.emplace(CollectiveKey{kGpu, LinkScope::kIntraNode, Collective::kAllGather, 8},
+                           *CollectiveCurve::Create({{1e6, 31'000}}));
+  set_.collectives.emplace(
+      CollectiveKey{kGpu, LinkScope::kIntraNode, Collective::kReduceScatter, 8},
+      *CollectiveCurve::Create({{1e6, 33'000}}));
+  set_.collectives.emplace(CollectiveKey{kGpu, LinkScope::kIntraNode, Collective::kSendRecv, 2},
+                           *CollectiveCurve::Create({{1e6, 12'000}}));
+  set_.collectives.emplace(
+      CollectiveKey{kGpu, LinkScope::kInterNode, Collective::kReduceScatter, 16},
+      *CollectiveCurve::Create({{1e6, 90'000}}));
+  ProfileLookup lookup(set_, gpu_, links());
+  const struct {
+    Collective collective;
+    CommGroup group;
+    int64_t ns;
+  } kCases[] = {{Collective::kAllGather, eight, 31'000},
+                {Collective::kReduceScatter, eight, 33'000},
+                {Collective::kSendRecv, pair_, 12'000},
+                {Collective::kReduceScatter, two_nodes, 90'000}};
+  for (const auto& c : kCases) {
+    const ProfileLookup::CollectiveTime t = lookup.CollectiveNs(c.collective, 1e6, c.group);
+    EXPECT_EQ(t.fidelity, Fidelity::kMeasured) << CollectiveName(c.collective);
+    EXPECT_EQ(t.latency_ns, c.ns) << CollectiveName(c.collective);
+  }
+  // The all-gather table does not answer an all-reduce over the same ranks.
+  EXPECT_EQ(lookup.CollectiveNs(Collective::kAllReduce, 1e6, eight).fidelity,
+            Fidelity::kAnalytical);
 }
 
 TEST_F(CollectiveLookupTest, TablesOfAnotherGpuAreIgnored) {

@@ -157,6 +157,22 @@ TEST(OperatorKeyTest, MakeOperatorKeyKeepsOnlyTheFieldsTheOperatorUses) {
   EXPECT_EQ(optimizer.micro_batch, 0);
   EXPECT_EQ(optimizer.num_parameters, 123'456);
   EXPECT_EQ(optimizer.ToString(), "a100-sxm4-80gb/fp16/optimizer_step params=123456");
+  // Llama keys carry the architecture (and, for attention, the key/value
+  // heads) except for the loss and the optimizer step, which are shared.
+  const auto llama = [](OperatorKind op) {
+    return MakeOperatorKey("h100-sxm5-80gb", DType::kBf16, op, 4096, 32, 14336, 8192, 1, 1, 128256,
+                           99, Architecture::kLlama, 8);
+  };
+  EXPECT_EQ(llama(OperatorKind::kAttentionBwd).kv_heads, 8);
+  EXPECT_EQ(llama(OperatorKind::kAttentionBwd).arch, Architecture::kLlama);
+  EXPECT_EQ(llama(OperatorKind::kMlpFwd).kv_heads, 0);
+  EXPECT_EQ(llama(OperatorKind::kMlpFwd).arch, Architecture::kLlama);
+  EXPECT_EQ(llama(OperatorKind::kLogitFwd).arch, Architecture::kLlama);
+  EXPECT_EQ(llama(OperatorKind::kLossFwd).arch, Architecture::kGpt);
+  EXPECT_EQ(llama(OperatorKind::kOptimizerStep).arch, Architecture::kGpt);
+  EXPECT_NE(llama(OperatorKind::kMlpFwd),
+            MakeOperatorKey("h100-sxm5-80gb", DType::kBf16, OperatorKind::kMlpFwd, 4096, 32, 14336,
+                            8192, 1, 1, 128256, 99));
   // Fields an operator ignores do not split its keys.
   EXPECT_EQ(MakeOperatorKey("g", DType::kBf16, OperatorKind::kAttentionBwd, 64, 4, 256, 128, 1, 1,
                             512, 7),
@@ -200,10 +216,22 @@ TEST(OperatorKeyTest, ParseIsTheInverseOfToString) {
     absl::StatusOr<OperatorKey> parsed = ParseOperatorKey(key.ToString());
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_EQ(*parsed, key) << key.ToString();
+    // Llama keys in fp8 too: arch and key/value heads survive the text.
+    const OperatorKey llama =
+        MakeOperatorKey("h100-sxm5-80gb", DType::kFp8, static_cast<OperatorKind>(i), 8192, 64,
+                        28672, 8192, 1, 8, 129024, 1'234'567, Architecture::kLlama, 8);
+    absl::StatusOr<OperatorKey> parsed_llama = ParseOperatorKey(llama.ToString());
+    ASSERT_TRUE(parsed_llama.ok()) << parsed_llama.status();
+    EXPECT_EQ(*parsed_llama, llama) << llama.ToString();
   }
+  EXPECT_EQ(MakeOperatorKey("h100-sxm5-80gb", DType::kBf16, OperatorKind::kAttentionFwd, 4096, 32,
+                            14336, 8192, 1, 2, 128256, 0, Architecture::kLlama, 8)
+                .ToString(),
+            "h100-sxm5-80gb/bf16/attention_fwd arch=llama h=4096 a=32 kv=8 s=8192 b=1 t=2");
   EXPECT_FALSE(ParseOperatorKey("").ok());
   EXPECT_FALSE(ParseOperatorKey("a100/fp16 h=1").ok());
-  EXPECT_FALSE(ParseOperatorKey("a100/fp8/mlp_fwd h=1").ok());
+  EXPECT_FALSE(ParseOperatorKey("a100/fp4/mlp_fwd h=1").ok());
+  EXPECT_FALSE(ParseOperatorKey("a100/fp8/mlp_fwd arch=mamba h=1").ok());
   EXPECT_FALSE(ParseOperatorKey("a100/fp16/conv h=1").ok());
   EXPECT_FALSE(ParseOperatorKey("a100/fp16/mlp_fwd h=-1").ok());
   absl::StatusOr<OperatorKey> bad = ParseOperatorKey("a100/fp16/mlp_fwd h=1 z=3");

@@ -14,9 +14,10 @@ using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 using ::vtrain::testing::StatusIs;
 
-TEST(GpuTest, FiveKnownGpus) {
-  EXPECT_THAT(GpuNames(), UnorderedElementsAre("v100-sxm2-32gb", "a100-sxm4-40gb", "a100-sxm4-80gb",
-                                               "h100-sxm5-80gb", "h200-sxm-141gb"));
+TEST(GpuTest, SixKnownGpus) {
+  EXPECT_THAT(GpuNames(),
+              UnorderedElementsAre("v100-sxm2-32gb", "a100-sxm4-40gb", "a100-sxm4-80gb",
+                                   "h100-sxm5-80gb", "h200-sxm-141gb", "b200-sxm-180gb"));
   for (const std::string& name : GpuNames()) {
     SCOPED_TRACE(name);
     absl::StatusOr<GpuSpec> gpu = GpuByName(name);
@@ -38,8 +39,33 @@ TEST(GpuTest, PeakFlopsByDType) {
   const GpuSpec a100 = *GpuByName("a100-sxm4-80gb");
   EXPECT_EQ(a100.PeakFlops(DType::kFp16), 312e12);
   EXPECT_EQ(a100.PeakFlops(DType::kBf16), 312e12);
+  EXPECT_EQ(a100.PeakFlops(DType::kFp8), 0);  // no fp8 tensor cores
   // 80 GiB = 85,899,345,920 bytes.
   EXPECT_EQ(a100.memory_bytes, 85'899'345'920);
+}
+
+TEST(GpuTest, HopperDatasheetFigures) {
+  // H100 SXM5 datasheet: 989.4 / 1,978.9 TFLOP/s dense bf16 / fp8, 3.35 TB/s
+  // HBM3, 80 GB, 132 SMs; 8 x 400 Gb/s per node.
+  const GpuSpec h100 = *GpuByName("h100-sxm5-80gb");
+  EXPECT_DOUBLE_EQ(h100.PeakFlops(DType::kBf16), 989.4e12);
+  EXPECT_DOUBLE_EQ(h100.PeakFlops(DType::kFp8), 1978.9e12);
+  EXPECT_DOUBLE_EQ(h100.hbm_bandwidth_bytes_per_s, 3.35e12);
+  EXPECT_EQ(h100.num_sms, 132);
+  EXPECT_DOUBLE_EQ(h100.default_inter_node_bandwidth_bytes_per_s, 8 * 400e9 / 8);
+  // H200: the same compute, 4.8 TB/s HBM3e and 141 GB (143,771 MiB).
+  const GpuSpec h200 = *GpuByName("h200-sxm-141gb");
+  EXPECT_DOUBLE_EQ(h200.PeakFlops(DType::kFp8), h100.PeakFlops(DType::kFp8));
+  EXPECT_DOUBLE_EQ(h200.hbm_bandwidth_bytes_per_s, 4.8e12);
+  EXPECT_EQ(h200.memory_bytes, int64_t{143771} << 20);
+}
+
+TEST(DTypeTest, NamesRoundTripIncludingFp8) {
+  for (DType d : {DType::kFp16, DType::kBf16, DType::kFp8}) {
+    EXPECT_EQ(*ParseDType(DTypeName(d)), d);
+  }
+  EXPECT_THAT(ParseDType("fp4"), StatusIs(absl::StatusCode::kInvalidArgument,
+                                          AllOf(HasSubstr("plan.dtype"), HasSubstr("fp8"))));
 }
 
 TEST(GpuTest, UnknownGpuIsNotFoundListingTheNames) {

@@ -43,6 +43,15 @@ TEST(ValidateJobTest, Bf16IsAcceptedWhereTheGpuHasIt) {
   VTRAIN_EXPECT_OK(ValidateJob(job));
 }
 
+TEST(ValidateJobTest, Fp8AndGroupedQueryAttentionAreAcceptedWhereValid) {
+  Job job = WithPlan(TinyJob(), 2, 1, 1, 1, 4);
+  job.cluster.gpu = *GpuByName("h100-sxm5-80gb");
+  job.plan.dtype = DType::kFp8;
+  job.model.arch = Architecture::kLlama;
+  job.model.num_kv_heads = 2;  // 4 heads in 2 groups, one group per TP rank
+  VTRAIN_EXPECT_OK(ValidateJob(job));
+}
+
 // One constraint violation: the mutation and the field its message must name.
 struct Violation {
   std::string name;
@@ -91,6 +100,24 @@ const Violation kViolations[] = {
        j.plan.dtype = DType::kBf16;
      },
      "plan.dtype=bf16"},
+    {"Fp8OnA100", [](Job& j) { j.plan.dtype = DType::kFp8; },
+     "plan.dtype=fp8 is not supported by GPU 'a100-sxm4-80gb'"},
+    // Grouped-query attention (Megatron-Core: t divides the query groups).
+    {"KvHeadsDoNotDivideHeads",
+     [](Job& j) {
+       j.model.arch = Architecture::kLlama;
+       j.model.num_kv_heads = 3;
+     },
+     "model.num_kv_heads=3 does not divide model.num_heads=4"},
+    {"KvHeadsOnGpt", [](Job& j) { j.model.num_kv_heads = 2; }, "needs model.arch=llama"},
+    {"TensorParallelDoesNotDivideKvHeads",
+     [](Job& j) {
+       j.model.arch = Architecture::kLlama;
+       j.model.num_kv_heads = 2;
+       j = WithPlan(j, 4, 1, 1, 1, 4);
+     },
+     "plan.tensor_parallel=4 does not divide model.num_kv_heads=2"},
+    {"NegativeKvHeads", [](Job& j) { j.model.num_kv_heads = -1; }, "model.num_kv_heads=-1"},
     // Non-positive sizes.
     {"ZeroLayers", [](Job& j) { j.model.num_layers = 0; }, "model.num_layers=0"},
     {"NegativeHidden", [](Job& j) { j.model.hidden_size = -64; }, "model.hidden_size=-64"},
@@ -274,7 +301,9 @@ TEST(PlanEnumsTest, NamesRoundTrip) {
                                  DataParallelSharding::kFull}) {
     EXPECT_EQ(*ParseSharding(ShardingName(s)), s);
   }
-  for (DType d : {DType::kFp16, DType::kBf16}) EXPECT_EQ(*ParseDType(DTypeName(d)), d);
+  for (DType d : {DType::kFp16, DType::kBf16, DType::kFp8}) {
+    EXPECT_EQ(*ParseDType(DTypeName(d)), d);
+  }
 }
 
 TEST(PlanEnumsTest, UnknownNamesAreErrorsNamingTheField) {
@@ -284,7 +313,7 @@ TEST(PlanEnumsTest, UnknownNamesAreErrorsNamingTheField) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("plan.recompute")));
   EXPECT_THAT(ParseSharding("zero2"), StatusIs(absl::StatusCode::kInvalidArgument,
                                                HasSubstr("plan.data_parallel_sharding")));
-  EXPECT_THAT(ParseDType("fp8"),
+  EXPECT_THAT(ParseDType("fp4"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("plan.dtype")));
 }
 

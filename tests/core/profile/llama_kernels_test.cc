@@ -1,0 +1,169 @@
+#include "core/profile/llama_kernels.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/profile/analytical.h"
+#include "core/profile/default_profiles.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace vtrain {
+namespace {
+
+using ::testing::ElementsAre;
+
+// Llama 3 8B's layer (h 4096, 32 heads, 8 KV heads, FFN 14336, s 8192) on
+// one H100, micro-batch 1.
+OperatorKey Llama3Key(OperatorKind op, DType dtype = DType::kBf16, int64_t t = 1,
+                      int64_t kv_heads = 8, int64_t seq = 8192) {
+  return MakeOperatorKey("h100-sxm5-80gb", dtype, op, 4096, 32, 14336, seq, 1, t, 128256, 0,
+                         Architecture::kLlama, kv_heads);
+}
+
+std::vector<std::string> Names(const std::vector<KernelRecord>& kernels) {
+  std::vector<std::string> names;
+  for (const KernelRecord& k : kernels) names.push_back(k.name);
+  return names;
+}
+
+std::vector<int64_t> Durations(const std::vector<KernelRecord>& kernels) {
+  std::vector<int64_t> durations;
+  for (const KernelRecord& k : kernels) durations.push_back(k.duration_ns);
+  return durations;
+}
+
+const KernelRecord& Kernel(const std::vector<KernelRecord>& kernels, const std::string& name) {
+  for (const KernelRecord& k : kernels) {
+    if (k.name == name) return k;
+  }
+  ADD_FAILURE() << "no kernel " << name;
+  static const KernelRecord kNone;
+  return kNone;
+}
+
+class LlamaKernelsTest : public ::testing::Test {
+ protected:
+  std::vector<KernelRecord> Kernels(const OperatorKey& key) {
+    return GenerateOperatorKernels(gpu_, key, params_);
+  }
+  const GpuSpec gpu_ = *GpuByName("h100-sxm5-80gb");
+  const AnalyticalParams params_ = DefaultAnalyticalParams();
+};
+
+TEST_F(LlamaKernelsTest, AttentionIsRmsNormRotaryFlashAttentionWithoutSoftmaxOrBiases) {
+  EXPECT_THAT(Names(Kernels(Llama3Key(OperatorKind::kAttentionFwd))),
+              ElementsAre("rmsnorm_fwd", "gemm_qkv_fwd", "rotary_q_fwd", "rotary_k_fwd",
+                          "flash_attention_fwd", "gemm_projection_fwd", "residual_add_fwd"));
+  EXPECT_THAT(Names(Kernels(Llama3Key(OperatorKind::kAttentionBwd))),
+              ElementsAre("gemm_projection_dgrad", "gemm_projection_wgrad",
+                          "flash_attention_bwd_preprocess", "flash_attention_bwd",
+                          "flash_attention_bwd_dq_convert", "rotary_q_bwd", "rotary_k_bwd",
+                          "gemm_qkv_dgrad", "gemm_qkv_wgrad", "rmsnorm_bwd", "residual_add_bwd"));
+}
+
+TEST_F(LlamaKernelsTest, MlpIsSwiGluWithFusedGateAndUp) {
+  EXPECT_THAT(Names(Kernels(Llama3Key(OperatorKind::kMlpFwd))),
+              ElementsAre("rmsnorm_fwd", "gemm_fc1_gate_up_fwd", "swiglu_fwd", "gemm_fc2_fwd",
+                          "residual_add_fwd"));
+  EXPECT_THAT(Names(Kernels(Llama3Key(OperatorKind::kMlpBwd))),
+              ElementsAre("gemm_fc2_dgrad", "gemm_fc2_wgrad", "swiglu_bwd", "gemm_fc1_dgrad",
+                          "gemm_fc1_wgrad", "rmsnorm_bwd", "residual_add_bwd"));
+}
+
+TEST_F(LlamaKernelsTest, EmbeddingHasNoPositionTableAndLogitUsesRmsNorm) {
+  EXPECT_THAT(Names(Kernels(Llama3Key(OperatorKind::kEmbeddingFwd))),
+              ElementsAre("vocab_range_mask", "word_embedding_gather"));
+  EXPECT_THAT(Names(Kernels(Llama3Key(OperatorKind::kLogitFwd))),
+              ElementsAre("final_rmsnorm_fwd", "gemm_logit_fwd"));
+  // The loss is the same for both architectures: its key has no arch.
+  EXPECT_EQ(Llama3Key(OperatorKind::kLossFwd).arch, Architecture::kGpt);
+}
+
+TEST_F(LlamaKernelsTest, FlashAttentionFlopsCountTheCausalHalfAndTheBackwardRecompute) {
+  // Forward: QK^T and PV, 4 s^2 d per head, halved by the causal mask:
+  // 2 * 8192^2 * 128 * 32 heads = 549,755,813,888.
+  EXPECT_DOUBLE_EQ(internal::FlashAttentionForwardFlops(Llama3Key(OperatorKind::kAttentionFwd)),
+                   549'755'813'888.0);
+  // Backward: recomputed QK^T, dV, dP, dQ and dK, 10 s^2 d halved: 5/2 of it.
+  EXPECT_DOUBLE_EQ(internal::FlashAttentionBackwardFlops(Llama3Key(OperatorKind::kAttentionBwd)),
+                   2.5 * 549'755'813'888.0);
+  // Heads split over t = 4.
+  EXPECT_DOUBLE_EQ(internal::FlashAttentionForwardFlops(
+                       Llama3Key(OperatorKind::kAttentionFwd, DType::kBf16, /*t=*/4)),
+                   549'755'813'888.0 / 4);
+}
+
+TEST_F(LlamaKernelsTest, FlashAttentionIsComputeBoundNotQuadraticInMemory) {
+  // At s = 8192 the kernel is compute-bound: its time is its FLOPs at 60% of
+  // the bf16 peak plus the GEMM overhead, although the s x s scores (4 GiB
+  // in 16 bits over 32 heads) would take far longer to move through HBM.
+  const OperatorKey key = Llama3Key(OperatorKind::kAttentionFwd);
+  const double expected = internal::FlashAttentionForwardFlops(key) / (989.4e12 * 0.60) * 1e9 +
+                          params_.gemm_overhead_ns;
+  EXPECT_NEAR(static_cast<double>(Kernel(Kernels(key), "flash_attention_fwd").duration_ns),
+              expected, 1.0);
+  // Doubling the sequence doubles the tokens and the per-token work: about 4x.
+  const double at_16k = static_cast<double>(
+      Kernel(Kernels(Llama3Key(OperatorKind::kAttentionFwd, DType::kBf16, 1, 8, 16384)),
+             "flash_attention_fwd")
+          .duration_ns);
+  EXPECT_NEAR(at_16k / expected, 4.0, 0.1);
+}
+
+TEST_F(LlamaKernelsTest, GroupedQueryAttentionShrinksTheKeyValueProjection) {
+  const std::vector<KernelRecord> gqa = Kernels(Llama3Key(OperatorKind::kAttentionFwd));
+  const std::vector<KernelRecord> mha =
+      Kernels(Llama3Key(OperatorKind::kAttentionFwd, DType::kBf16, 1, /*kv_heads=*/32));
+  // QKV width (32 + 2 * 8) * 128 = 6144 against 3 * 4096 = 12288.
+  EXPECT_LT(Kernel(gqa, "gemm_qkv_fwd").duration_ns, Kernel(mha, "gemm_qkv_fwd").duration_ns);
+  EXPECT_LT(Kernel(gqa, "rotary_k_fwd").duration_ns, Kernel(mha, "rotary_k_fwd").duration_ns);
+  // The attention FLOPs depend on the query heads only.
+  EXPECT_EQ(Kernel(gqa, "flash_attention_fwd").duration_ns,
+            Kernel(mha, "flash_attention_fwd").duration_ns);
+}
+
+TEST_F(LlamaKernelsTest, Fp8RunsLinearGemmsAtTheFp8PeakWithCastsAndAttentionInBf16) {
+  const std::vector<KernelRecord> bf16 = Kernels(Llama3Key(OperatorKind::kMlpFwd));
+  const std::vector<KernelRecord> fp8 = Kernels(Llama3Key(OperatorKind::kMlpFwd, DType::kFp8));
+  EXPECT_THAT(Names(fp8), ElementsAre("rmsnorm_fwd", "fp8_cast_transpose", "gemm_fc1_gate_up_fwd",
+                                      "swiglu_fwd", "fp8_cast_transpose", "gemm_fc2_fwd",
+                                      "residual_add_fwd", "fp8_amax_scale_update"));
+  // A large GEMM at twice the peak: about half the time (the fixed GEMM
+  // overhead keeps it above exactly half).
+  const double ratio = static_cast<double>(Kernel(fp8, "gemm_fc1_gate_up_fwd").duration_ns) /
+                       static_cast<double>(Kernel(bf16, "gemm_fc1_gate_up_fwd").duration_ns);
+  EXPECT_GT(ratio, 0.5);
+  EXPECT_LT(ratio, 0.6);
+  // Attention's core stays in bf16.
+  EXPECT_EQ(
+      Kernel(Kernels(Llama3Key(OperatorKind::kAttentionFwd, DType::kFp8)), "flash_attention_fwd")
+          .duration_ns,
+      Kernel(Kernels(Llama3Key(OperatorKind::kAttentionFwd)), "flash_attention_fwd").duration_ns);
+  // The backward casts the output gradient before both fp8 GEMMs.
+  EXPECT_THAT(
+      Names(Kernels(Llama3Key(OperatorKind::kMlpBwd, DType::kFp8))),
+      ElementsAre("fp8_cast_transpose_grad", "gemm_fc2_dgrad", "gemm_fc2_wgrad", "swiglu_bwd",
+                  "fp8_cast_transpose_grad", "gemm_fc1_dgrad", "gemm_fc1_wgrad", "rmsnorm_bwd",
+                  "residual_add_bwd", "fp8_amax_scale_update"));
+  // The logit layer stays in 16 bits.
+  EXPECT_EQ(Durations(Kernels(Llama3Key(OperatorKind::kLogitFwd, DType::kFp8))),
+            Durations(Kernels(Llama3Key(OperatorKind::kLogitFwd))));
+}
+
+TEST_F(LlamaKernelsTest, GptLayersInFp8CastTheirLinearInputsToo) {
+  const OperatorKey key = MakeOperatorKey("h100-sxm5-80gb", DType::kFp8, OperatorKind::kMlpFwd,
+                                          4096, 32, 16384, 2048, 1, 1, 50257, 0);
+  const std::vector<std::string> names = Names(Kernels(key));
+  EXPECT_EQ(std::count(names.begin(), names.end(), "fp8_cast_transpose"), 2);
+  EXPECT_EQ(names.back(), "fp8_amax_scale_update");
+  // In 16 bits, nothing fp8.
+  const std::vector<std::string> fp16 =
+      Names(Kernels(MakeOperatorKey("h100-sxm5-80gb", DType::kBf16, OperatorKind::kMlpFwd, 4096, 32,
+                                    16384, 2048, 1, 1, 50257, 0)));
+  EXPECT_EQ(std::count(fp16.begin(), fp16.end(), "fp8_cast_transpose"), 0);
+}
+
+}  // namespace
+}  // namespace vtrain
