@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/job_flags.h"
+#include "client/prediction_format.h"
 #include "client/svg_plot.h"
 #include "common/connection.h"
 #include "common/files.h"
@@ -135,6 +136,7 @@ std::string Table(const v1::ThroughputCurveResponse& r) {
                                 p.iteration_time_ms(), p.iterations_per_s(), p.samples_per_s(),
                                 p.tokens_per_s(), p.peak_memory_bytes() / (1 << 30)));
     }
+    absl::StrAppend(&out, SimulationLine(c.simulation()));
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/job_flags.h"
+#include "client/prediction_format.h"
 #include "client/svg_plot.h"
 #include "common/connection.h"
 #include "common/files.h"
@@ -281,6 +282,7 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
     } else {
       out << "no candidate trains its compute-optimal tokens within the budget\n";
     }
+    out << SimulationLine(r->simulation());
   }
   return common::kExitOk;
 }

@@ -20,6 +20,23 @@ std::string Human(double value) {
   return absl::StrFormat("%.0f", value);
 }
 
+// 1234567 -> "1,234,567".
+std::string Thousands(int64_t n) {
+  std::string digits = absl::StrCat(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+std::string Duration(int64_t ns) {
+  if (ns < 1000) return absl::StrCat(ns, " ns");
+  if (ns < 1'000'000) return absl::StrFormat("%.0f µs", static_cast<double>(ns) * 1e-3);
+  if (ns < 1'000'000'000) return absl::StrFormat("%.1f ms", static_cast<double>(ns) * 1e-6);
+  return absl::StrFormat("%.2f s", static_cast<double>(ns) * 1e-9);
+}
+
 std::string PredictionTable(const Job& job, const Prediction& p, bool show_lookups) {
   const ModelSpec& m = job.model;
   const ParallelPlan& plan = job.plan;
@@ -116,6 +133,17 @@ std::string PredictionTable(const Job& job, const Prediction& p, bool show_looku
 
 }  // namespace
 
+std::string SimulationLine(const v1::Simulation& s) {
+  std::string out = "simulated ";
+  if (s.predictions() > 1) absl::StrAppend(&out, Thousands(s.predictions()), " predictions, ");
+  absl::StrAppend(&out, Thousands(s.actions() + s.actions_skipped()), " actions");
+  if (s.actions_skipped() > 0) {
+    absl::StrAppend(&out, " (", Thousands(s.actions_skipped()), " by periodic jumps)");
+  }
+  absl::StrAppend(&out, " in ", Duration(s.wall_ns()), "\n");
+  return out;
+}
+
 absl::StatusOr<std::string> PredictionTable(const v1::PredictResponse& response,
                                             bool show_lookups) {
   v1::PredictRequest echo;
@@ -127,7 +155,8 @@ absl::StatusOr<std::string> PredictionTable(const v1::PredictResponse& response,
     return absl::InternalError(
         absl::StrCat("the response's job does not read back: ", job.status().message()));
   }
-  return PredictionTable(*job, convert::PredictionFromProto(response), show_lookups);
+  return PredictionTable(*job, convert::PredictionFromProto(response), show_lookups) +
+         SimulationLine(response.simulation());
 }
 
 }  // namespace vtrain::cli

@@ -14,6 +14,7 @@
 #include "client/commands.h"
 #include "client/job_flags.h"
 #include "client/measurements.h"
+#include "client/prediction_format.h"
 #include "client/svg_plot.h"
 #include "common/connection.h"
 #include "common/flag_parser.h"
@@ -286,8 +287,9 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     out << Csv(*r);
     return common::kExitOk;
   }
-  out << absl::StrFormat("%d plans considered, %d out of memory, %d predicted\n\n", r->considered(),
-                         r->out_of_memory(), r->evaluated());
+  out << absl::StrFormat("%d plans considered, %d out of memory, %d predicted\n", r->considered(),
+                         r->out_of_memory(), r->evaluated())
+      << SimulationLine(r->simulation()) << "\n";
   if (r->has_best()) {
     out << PlanLine("best", r->best());
   } else {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "proto/enum_convert.h"
 #include "proto/job_convert.h"
+#include "proto/prediction_convert.h"
 #include "proto/search_convert.h"
 
 namespace vtrain::convert {
@@ -105,10 +106,19 @@ absl::StatusOr<CurveCall> CurveCallFromProto(const v1::ThroughputCurveRequest& r
 
 void CurveToProto(const std::string& name, const std::vector<CurvePoint>& points, v1::Curve* out) {
   out->set_name(name);
+  // The curve's points are computed in parallel: its wall time is theirs
+  // summed (the time the workers spent on it).
+  SimulationCost total;
+  for (const CurvePoint& p : points) {
+    total.Add(p.simulation);
+    total.wall_ns += p.simulation.wall_ns;
+  }
+  SimulationToProto(total, out->mutable_simulation());
   for (const CurvePoint& p : points) {
     v1::CurvePoint* q = out->add_points();
     q->set_gpus(p.gpus);
     q->set_fits(p.fits);
+    SimulationToProto(p.simulation, q->mutable_simulation());
     if (!p.fits) continue;
     *q->mutable_plan() = JobToProto(p.job).plan();
     q->set_plan_gpus(p.job.cluster.num_gpus);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "proto/job_convert.h"
+#include "proto/prediction_convert.h"
 #include "proto/search_convert.h"
 
 namespace vtrain::convert {
@@ -18,6 +19,7 @@ void ModelToProto(const DesignedModel& d, v1::DesignedModel* out) {
   out->set_fits(d.fits);
   out->set_tokens(d.optimal_tokens);
   out->set_loss(d.loss);
+  SimulationToProto(d.simulation, out->mutable_simulation());
   if (!d.fits) return;
   *out->mutable_plan() = JobToProto(d.job).plan();
   out->set_plan_gpus(d.job.cluster.num_gpus);
@@ -101,6 +103,7 @@ void DesignResultToProto(const DesignResult& r, v1::PlanModelResult* out) {
   if (r.naive) ModelToProto(*r.naive, out->mutable_naive());
   if (r.optimal) ModelToProto(*r.optimal, out->mutable_optimal());
   for (const DesignedModel& d : r.candidates) ModelToProto(d, out->add_candidates());
+  SimulationToProto(r.simulation, out->mutable_simulation());
 }
 
 }  // namespace vtrain::convert

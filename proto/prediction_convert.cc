@@ -69,10 +69,31 @@ void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse*
   out->set_profile_set_id(p.profile_set);
   out->set_granularity(ToProto(p.granularity));
   out->set_num_tasks(p.num_tasks);
+  SimulationToProto(p.simulation, out->mutable_simulation());
   const v1::PredictRequest echo = JobToProto(job);
   *out->mutable_model() = echo.model();
   *out->mutable_plan() = echo.plan();
   *out->mutable_cluster() = echo.cluster();
+}
+
+void SimulationToProto(const SimulationCost& cost, v1::Simulation* out) {
+  out->set_wall_ns(cost.wall_ns);
+  out->set_tasks(cost.tasks);
+  out->set_actions(cost.actions);
+  out->set_actions_skipped(cost.actions_skipped);
+  out->set_periods_skipped(cost.periods_skipped);
+  out->set_predictions(cost.predictions);
+}
+
+SimulationCost SimulationFromProto(const v1::Simulation& s) {
+  SimulationCost cost;
+  cost.wall_ns = s.wall_ns();
+  cost.tasks = s.tasks();
+  cost.actions = s.actions();
+  cost.actions_skipped = s.actions_skipped();
+  cost.periods_skipped = s.periods_skipped();
+  cost.predictions = s.predictions();
+  return cost;
 }
 
 Prediction PredictionFromProto(const v1::PredictResponse& r) {
@@ -119,6 +140,7 @@ Prediction PredictionFromProto(const v1::PredictResponse& r) {
   }
   p.granularity = FromProto(r.granularity()).value_or(Granularity::kOperator);
   p.num_tasks = r.num_tasks();
+  p.simulation = SimulationFromProto(r.simulation());
   p.profile_set = r.profile_set_id();
   const v1::FidelitySummary& f = r.fidelity();
   p.fidelity.worst = fidelity(f.worst());

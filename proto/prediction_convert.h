@@ -12,6 +12,10 @@ namespace vtrain::convert {
 // Fills `out` with the prediction of `job`, the job echoed with its defaults.
 void PredictionToProto(const Job& job, const Prediction& prediction, v1::PredictResponse* out);
 
+// What an answer cost (the Simulation message of every result), and back.
+void SimulationToProto(const SimulationCost& cost, v1::Simulation* out);
+SimulationCost SimulationFromProto(const v1::Simulation& simulation);
+
 // The prediction a response carries (fields a response does not carry, such
 // as per-task data, stay empty).
 Prediction PredictionFromProto(const v1::PredictResponse& response);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "proto/enum_convert.h"
 #include "proto/job_convert.h"
+#include "proto/prediction_convert.h"
 
 namespace vtrain::convert {
 namespace {
@@ -42,6 +43,7 @@ void PlanToProto(const PlanResult& p, v1::PlanSummary* out) {
   out->set_training_days(p.training_days);
   out->set_cost_usd(p.cost_usd);
   out->set_peak_memory_bytes(p.peak_memory_bytes);
+  SimulationToProto(p.simulation, out->mutable_simulation());
 }
 
 }  // namespace
@@ -187,6 +189,7 @@ void SearchResultToProto(const SearchResult& r, const SearchCall& call, v1::Sear
   out->set_considered(r.considered);
   out->set_out_of_memory(r.out_of_memory);
   out->set_evaluated(static_cast<int64_t>(r.plans.size()));
+  SimulationToProto(r.simulation, out->mutable_simulation());
   std::vector<bool> on_frontier(r.plans.size(), false);
   for (int i : r.pareto) on_frontier[static_cast<size_t>(i)] = true;
   auto add = [&](int i, v1::PlanSummary* summary) {

@@ -11,6 +11,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                   .Name("vtrain_request_duration_seconds")
                   .Help("RPC latency by method")
                   .Register(*registry_);
+  simulation_ = &prometheus::BuildHistogram()
+                     .Name("vtrain_simulation_duration_seconds")
+                     .Help(
+                         "In-process time of the simulation behind each answer, by method "
+                         "(the answers' simulation.wall_ns)")
+                     .Register(*registry_);
   lookups_ = &prometheus::BuildCounter()
                   .Name("vtrain_profile_lookups_total")
                   .Help("Profile lookups of predictions, by fidelity")
@@ -64,6 +70,14 @@ void Metrics::Request(const std::string& method, const std::string& code, double
       0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
       0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
   latency_->Add({{"method", method}}, kBuckets).Observe(seconds);
+}
+
+void Metrics::SimulationTime(const std::string& method, int64_t wall_ns) {
+  // From 10 us (a periodic operator-path prediction) to minutes (searches).
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+      0.025,   0.05,     0.1,     0.25,   0.5,     1,      2.5,   5,      10,    60};
+  simulation_->Add({{"method", method}}, kBuckets).Observe(static_cast<double>(wall_ns) * 1e-9);
 }
 
 void Metrics::Lookups(const std::string& fidelity, double n) {

@@ -2,6 +2,7 @@
 #ifndef VTRAIN_SERVER_METRICS_H_
 #define VTRAIN_SERVER_METRICS_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,8 @@ class Metrics {
   // One finished RPC.
   void Request(const std::string& method, const std::string& code, double seconds);
   void SimulatedTasks(double n) { simulated_tasks_->Increment(n); }
+  // The in-process time of one answer's simulation (its Simulation.wall_ns).
+  void SimulationTime(const std::string& method, int64_t wall_ns);
   void Lookups(const std::string& fidelity, double n);
   void ProfileSetsLoaded(double n) { profile_sets_->Set(n); }
   void RegistryUp(bool up) { registry_up_->Set(up ? 1 : 0); }
@@ -37,6 +40,7 @@ class Metrics {
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>* requests_;
   prometheus::Family<prometheus::Histogram>* latency_;
+  prometheus::Family<prometheus::Histogram>* simulation_;
   prometheus::Family<prometheus::Counter>* lookups_;
   prometheus::Counter* simulated_tasks_;
   prometheus::Gauge* profile_sets_;

@@ -74,6 +74,7 @@ absl::Status SimulatorService::RunPlanModel(const grpc::ServerContext* ctx,
   if (!result.ok()) return ExplainCancellation(*ctx, result.status(), "model planning");
   v1::PlanModelResponse msg;
   convert::DesignResultToProto(*result, msg.mutable_result());
+  metrics_.SimulationTime("PlanModel", result->simulation.wall_ns);
   writer->Write(msg);
   return absl::OkStatus();
 }
@@ -116,6 +117,7 @@ absl::Status SimulatorService::RunCurve(const grpc::ServerContext* ctx,
         vtrain::ThroughputCurve(spec, *tables, options);
     if (!points.ok()) return ExplainCancellation(*ctx, points.status(), "curve");
     convert::CurveToProto(call.names[i], *points, curve);
+    metrics_.SimulationTime("ThroughputCurve", curve->simulation().wall_ns());
     curve_cache_.Put(key, *curve);
   }
   return absl::OkStatus();
@@ -151,7 +153,8 @@ absl::Status SimulatorService::RunPredict(const grpc::ServerContext* ctx,
   }
   if (!p.ok()) return ExplainCancellation(*ctx, p.status(), "simulation");
   convert::PredictionToProto(job, *p, resp);
-  metrics_.SimulatedTasks(static_cast<double>(p->num_tasks));
+  metrics_.SimulatedTasks(static_cast<double>(p->simulation.tasks));
+  metrics_.SimulationTime("Predict", p->simulation.wall_ns);
   for (int f = 0; f < kNumFidelities; ++f) {
     if (p->fidelity.lookups[f] > 0) {
       metrics_.Lookups(std::string(FidelityName(static_cast<Fidelity>(f))),
@@ -196,6 +199,7 @@ absl::Status SimulatorService::RunSearch(const grpc::ServerContext* ctx,
   if (!result.ok()) return ExplainCancellation(*ctx, result.status(), "search");
   v1::SearchResponse msg;
   convert::SearchResultToProto(*result, call, msg.mutable_result());
+  metrics_.SimulationTime("Search", result->simulation.wall_ns);
   {
     absl::MutexLock lock(&write_mu);
     writer->Write(msg);

@@ -20,6 +20,12 @@ struct IterationSimulation {
   std::vector<StageInfo> stages;
   int64_t num_micro_batches = 0;
   int64_t num_tasks = 0;
+  // Pipeline actions simulated one by one, and those the periodic fast path
+  // (periodic.h) accounted for by jumping over repeating periods.
+  int64_t actions_stepped = 0;
+  int64_t actions_skipped = 0;
+  int64_t periods_skipped = 0;
+  int64_t tasks_skipped = 0;  // of num_tasks
 };
 
 // Generates the same tasks as BuildIterationGraph (graph/builder.h), in the

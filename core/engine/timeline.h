@@ -34,6 +34,10 @@ struct Completion {
   // stream that it ends began; for others, its own start.
   int64_t run_start_ns = 0;
   TaskKind kind = TaskKind::kCompute;
+
+  // The same completion `d` later (the periodic fast path's jumps).
+  Completion Shifted(int64_t d) const { return {finish_ns + d, run_start_ns + d, kind}; }
+  bool operator==(const Completion&) const = default;
 };
 
 struct SimulationResult {
@@ -112,7 +116,8 @@ class Timeline {
   // The makespan and the per-stream accounting so far.
   SimulationResult Finish() const;
 
- private:
+  // A stream's clock and accounting: the periodic fast path (periodic.h)
+  // compares them and advances them by whole periods.
   struct StreamState {
     int64_t free_ns = 0;
     int64_t last_gap_ns = 0;
@@ -120,6 +125,9 @@ class Timeline {
     TaskKind last_kind = TaskKind::kCompute;
     StreamStats stats;
   };
+  StreamState& stream_state(StreamId stream) { return streams_[stream]; }
+
+ private:
   std::vector<StreamState> streams_;
 };
 

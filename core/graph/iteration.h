@@ -59,6 +59,10 @@ struct BuildOptions {
   // BuildIterationGraph and SimulateIteration poll it every 65,536 tasks and
   // return CANCELLED when it says so (may be empty).
   std::function<bool()> cancelled;
+  // The streaming simulator jumps over repeating periods of the schedule
+  // (engine/periodic.h); false steps every action (same result, for tests
+  // and benchmarks that compare the two).
+  bool periodic = true;
 };
 
 }  // namespace vtrain

@@ -1,19 +1,15 @@
-// What the iteration walker (walker.h) needs of a sink, and the FIFO of
-// pipeline transfers between neighbouring stages it keeps while walking.
+// The IterationSink concept: where the iteration walker (walker.h) puts the
+// tasks it generates (the graph builder stores them, the streaming simulator
+// runs them).
 #ifndef VTRAIN_CORE_GRAPH_ITERATION_SINK_H_
 #define VTRAIN_CORE_GRAPH_ITERATION_SINK_H_
 
-#include <algorithm>
 #include <concepts>
-#include <cstddef>
 #include <cstdint>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "absl/types/span.h"
 #include "core/graph/task_graph.h"
-#include "core/util/status_macros.h"
 
 namespace vtrain {
 
@@ -45,47 +41,6 @@ concept IterationSink =
        { sink.AddOne(stream, ns, kind, parent, ns) } -> std::same_as<typename S::Handle>;
      });
 // clang-format on
-
-namespace internal {
-
-// Point-to-point transfers from one stage to its neighbour, in micro-batch
-// order. Both schedules produce and consume them in that order, so a FIFO
-// whose storage is reused once drained holds only those in flight.
-template <typename Handle>
-class SendQueue {
- public:
-  bool empty() const { return size_ == 0; }
-  void Push(int64_t micro_batch, const Handle& h) {
-    VTRAIN_CHECK(micro_batch == pushed_++);
-    if (size_ == ring_.size()) Grow();
-    size_t tail = head_ + size_;
-    if (tail >= ring_.size()) tail -= ring_.size();
-    ring_[tail] = h;
-    ++size_;
-  }
-  Handle Pop(int64_t micro_batch) {
-    VTRAIN_CHECK(size_ > 0 && micro_batch == popped_++);
-    const Handle h = ring_[head_];
-    if (++head_ == ring_.size()) head_ = 0;
-    --size_;
-    return h;
-  }
-
- private:
-  // A ring buffer that doubles when full; 1F1B keeps at most p in flight.
-  void Grow() {
-    std::vector<Handle> bigger(std::max<size_t>(8, 2 * ring_.size()));
-    for (size_t i = 0; i < size_; ++i) bigger[i] = ring_[(head_ + i) % ring_.size()];
-    ring_ = std::move(bigger);
-    head_ = 0;
-  }
-
-  std::vector<Handle> ring_;
-  size_t head_ = 0, size_ = 0;
-  int64_t pushed_ = 0, popped_ = 0;
-};
-
-}  // namespace internal
 
 }  // namespace vtrain
 

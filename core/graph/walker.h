@@ -5,7 +5,6 @@
 #define VTRAIN_CORE_GRAPH_WALKER_H_
 
 #include <algorithm>
-#include <concepts>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -17,6 +16,7 @@
 #include "core/graph/iteration.h"
 #include "core/graph/iteration_sink.h"
 #include "core/graph/pass_templates.h"
+#include "core/graph/pipeline_state.h"
 #include "core/graph/schedule.h"
 #include "core/graph/task_graph.h"
 #include "core/profile/lookup.h"
@@ -57,6 +57,21 @@ class IterationWalker {
   std::vector<StageInfo>& stages() { return stages_; }
   int64_t num_micro_batches() const { return m_; }
 
+  // Walk in steps, for the periodic fast path (engine/periodic.h): Begin
+  // (checks, templates, streams), any Step calls, then Finish (the actions
+  // left, in a wavefront, and the tail); Walk() is Begin then Finish.
+  absl::Status Begin();
+  // Emits stage `s`'s next action if it is a forward exactly when `forward`
+  // says and its transfer has arrived; whether it did.
+  bool Step(int64_t s, bool forward) {
+    const internal::PipelineState<Handle>& ps = ps_;
+    return ps.backwards[s] < n_ && NextForward(s, ps.forwards[s], ps.backwards[s]) == forward &&
+           EmitNext(s);
+  }
+  absl::Status Finish();
+  internal::PipelineState<Handle>& pipeline_state() { return ps_; }
+  const ParallelPlan& plan() const { return plan_; }
+
  private:
   // A pass merged into one task together with its send (kMergesSends).
   struct MergedPass {
@@ -80,6 +95,13 @@ class IterationWalker {
   void DescribeStages();
   void MergePasses();
   bool Drain(int64_t stage);
+  bool EmitNext(int64_t stage);
+  // Whether `stage`'s next action, after `f` forwards and `b` backwards, is
+  // a forward.
+  bool NextForward(int64_t stage, int64_t f, int64_t b) const {
+    return v_ == 1 ? NextIsForward(plan_.schedule, stage, p_, m_, f, b)
+                   : InterleavedNextIsForward(stage, p_, v_, m_, f, b);
+  }
   // The chunk of `stage`'s `k`-th forward or backward (0 without interleaving).
   int64_t ChunkOf(bool forward, int64_t k) const {
     return v_ == 1 ? 0 : InterleavedPass(forward, p_, v_, k).chunk;
@@ -117,14 +139,10 @@ class IterationWalker {
   // schedule uses).
   std::vector<StreamId> send_streams_;
   int32_t send_label_ = 0, dp_label_ = 0, emb_label_ = 0;
-  // forward_sends_[s]: stage s to s+1; backward_sends_[s]: stage s to s-1;
-  // with interleaving forward_sends_[p-1] and backward_sends_[0] wrap around.
-  std::vector<internal::SendQueue<Handle>> forward_sends_, backward_sends_;
+  int64_t tasks_ = 0;  // CountTasks()
+  internal::PipelineState<Handle> ps_;
   std::vector<Handle> last_backward_, last_dp_;  // per stage
-  // Actions each stage has emitted, and those left over all stages.
-  std::vector<int64_t> forwards_, backwards_;
-  int64_t remaining_ = 0;
-  std::vector<MergedPass> merged_;  // per stage; unused unless kMergesSends
+  std::vector<MergedPass> merged_;               // per stage; unused unless kMergesSends
 };
 
 // The pipeline send times, the streams and what each stage holds.
@@ -133,9 +151,13 @@ void IterationWalker<Sink>::DescribeStages() {
   send_ns_.resize(std::max<int64_t>(0, v_ > 1 ? p_ : p_ - 1));
   const double send_bytes = internal::ActivationBytes(job_) /
                             static_cast<double>(plan_.tensor_parallel);  // scatter-gather
+  CommGroup last;  // neighbouring stage pairs mostly share a group: one lookup
   for (int64_t s = 0; s + 1 < p_; ++s) {
-    send_ns_[s] =
-        CollectiveNs(Collective::kSendRecv, send_bytes, internal::StagePairGroup(job_, s, 1));
+    const CommGroup g = internal::StagePairGroup(job_, s, 1);
+    const bool same = s > 0 && g.ranks == last.ranks && g.ranks_per_node == last.ranks_per_node &&
+                      g.nic_fraction == last.nic_fraction;
+    send_ns_[s] = same ? send_ns_[s - 1] : CollectiveNs(Collective::kSendRecv, send_bytes, g);
+    last = g;
   }
   if (v_ > 1) {
     send_ns_[p_ - 1] =
@@ -195,52 +217,56 @@ void IterationWalker<Sink>::MergePasses() {
   }
 }
 
-// Emits the actions of stage `s` that can run now (their transfers have
-// arrived), in schedule order; whether it emitted any.
+// Emits the next action of stage `s` (which has one left) if it can run now
+// (its transfer has arrived), in schedule order; whether it did.
+template <IterationSink Sink>
+bool IterationWalker<Sink>::EmitNext(int64_t s) {
+  internal::PipelineState<Handle>& ps = ps_;
+  const int64_t f = ps.forwards[s], b = ps.backwards[s];
+  const bool forward = NextForward(s, f, b);
+  // Sends arrive in the order they are consumed, so a waiting one is this
+  // action's.
+  if (const internal::SendQueue<Handle>* q = Source(s, forward, forward ? f : b);
+      q != nullptr && q->empty()) {
+    return false;
+  }
+  --ps.remaining;
+  if constexpr (Sink::kMergesSends) {
+    const MergedPass& mp = merged_[s];
+    const StreamId stream = stages_[s].compute_stream;
+    if (forward && mp.forward_ok) {
+      Handle recv = Sink::None();
+      if (s > 0) recv = ps.forward_sends[s - 1].Pop(f);
+      ps.forward_sends[s].Push(f, sink_.AddOne(stream, mp.forward_ns, TaskKind::kPipeline,
+                                               s > 0 ? &recv : nullptr, mp.forward_send_ns));
+      ps.forwards[s] = f + 1;
+      return true;
+    }
+    if (!forward && mp.backward_ok && b != m_ - 1) {
+      Handle recv = Sink::None();
+      if (s + 1 < p_) recv = ps.backward_sends[s + 1].Pop(b);
+      ps.backward_sends[s].Push(b, sink_.AddOne(stream, mp.backward_ns, TaskKind::kPipeline,
+                                                s + 1 < p_ ? &recv : nullptr, mp.backward_send_ns));
+      ps.backwards[s] = b + 1;
+      return true;
+    }
+  }
+  const int64_t k = forward ? f : b;
+  (forward ? ps.forwards[s] : ps.backwards[s]) += 1;
+  EmitAction(
+      s,
+      PipelineAction{.forward = forward,
+                     .micro_batch = v_ == 1 ? k : InterleavedPass(forward, p_, v_, k).micro_batch},
+      k);
+  return true;
+}
+
+// Emits the actions of stage `s` that can run now; whether it emitted any.
 template <IterationSink Sink>
 bool IterationWalker<Sink>::Drain(int64_t s) {
-  int64_t f = forwards_[s], b = backwards_[s];
-  const int64_t begin = f + b;
-  const MergedPass& mp = merged_[s];
-  const StreamId stream = stages_[s].compute_stream;
-  while (b < n_ && !sink_.Stopped()) {
-    const bool forward = v_ == 1 ? NextIsForward(plan_.schedule, s, p_, m_, f, b)
-                                 : InterleavedNextIsForward(s, p_, v_, m_, f, b);
-    // Sends arrive in the order they are consumed, so a waiting one is this
-    // action's.
-    if (const internal::SendQueue<Handle>* q = Source(s, forward, forward ? f : b);
-        q != nullptr && q->empty()) {
-      break;
-    }
-    if constexpr (Sink::kMergesSends) {
-      if (forward && mp.forward_ok) {
-        Handle recv = Sink::None();
-        if (s > 0) recv = forward_sends_[s - 1].Pop(f);
-        forward_sends_[s].Push(f, sink_.AddOne(stream, mp.forward_ns, TaskKind::kPipeline,
-                                               s > 0 ? &recv : nullptr, mp.forward_send_ns));
-        ++f;
-        continue;
-      }
-      if (!forward && mp.backward_ok && b != m_ - 1) {
-        Handle recv = Sink::None();
-        if (s + 1 < p_) recv = backward_sends_[s + 1].Pop(b);
-        backward_sends_[s].Push(b, sink_.AddOne(stream, mp.backward_ns, TaskKind::kPipeline,
-                                                s + 1 < p_ ? &recv : nullptr, mp.backward_send_ns));
-        ++b;
-        continue;
-      }
-    }
-    const int64_t k = forward ? f++ : b++;
-    EmitAction(s,
-               PipelineAction{
-                   .forward = forward,
-                   .micro_batch = v_ == 1 ? k : InterleavedPass(forward, p_, v_, k).micro_batch},
-               k);
-  }
-  forwards_[s] = f;
-  backwards_[s] = b;
-  remaining_ -= f + b - begin;
-  return f + b > begin;
+  bool any = false;
+  while (ps_.backwards[s] < n_ && !sink_.Stopped() && EmitNext(s)) any = true;
+  return any;
 }
 
 template <IterationSink Sink>
@@ -282,10 +308,10 @@ internal::SendQueue<typename Sink::Handle>* IterationWalker<Sink>::Source(int64_
   const int64_t chunk = ChunkOf(forward, k);
   if (forward) {
     if (s == 0 && chunk == 0) return nullptr;
-    return &forward_sends_[s > 0 ? s - 1 : p_ - 1];
+    return &ps_.forward_sends[s > 0 ? s - 1 : p_ - 1];
   }
   if (s == p_ - 1 && chunk == v_ - 1) return nullptr;
-  return &backward_sends_[s + 1 < p_ ? s + 1 : 0];
+  return &ps_.backward_sends[s + 1 < p_ ? s + 1 : 0];
 }
 
 template <IterationSink Sink>
@@ -308,9 +334,9 @@ void IterationWalker<Sink>::EmitAction(int64_t s, PipelineAction a, int64_t k) {
         EmitTemplate(st.forward, info.compute_stream, parents, info.data_parallel_stream, nullptr);
     if (vs + 1 < p_ * v_) {
       const bool wraps = s == p_ - 1;
-      forward_sends_[s].Push(wraps ? InterleavedWrapIndex(true, p_, v_, k) : k,
-                             sink_.Add(send_streams_[s], send_ns_[s], 0, TaskKind::kPipeline,
-                                       send_label_, absl::MakeConstSpan(&last, 1)));
+      ps_.forward_sends[s].Push(wraps ? InterleavedWrapIndex(true, p_, v_, k) : k,
+                                sink_.Add(send_streams_[s], send_ns_[s], 0, TaskKind::kPipeline,
+                                          send_label_, absl::MakeConstSpan(&last, 1)));
     }
     return;
   }
@@ -326,7 +352,7 @@ void IterationWalker<Sink>::EmitAction(int64_t s, PipelineAction a, int64_t k) {
                    info.data_parallel_stream, bucketed ? &last_dp_[s] : nullptr);
   if (vs > 0) {
     const bool wraps = s == 0;
-    backward_sends_[s].Push(
+    ps_.backward_sends[s].Push(
         wraps ? InterleavedWrapIndex(true, p_, v_, k) : k,
         sink_.Add(send_streams_[s], send_ns_[wraps ? p_ - 1 : s - 1], 0, TaskKind::kPipeline,
                   send_label_, absl::MakeConstSpan(&last, 1)));
@@ -338,11 +364,17 @@ template <IterationSink Sink>
 void IterationWalker<Sink>::EmitTail() {
   // Without bucketing, each stage all-reduces all its gradients at once.
   if (d_ > 1 && !bucketing_) {
+    int64_t ns = 0;
+    double last_bytes = -1;
     for (int64_t s = 0; s < p_; ++s) {
       double bytes = 0;
       for (int64_t c = 0; c < v_; ++c) bytes += stage_templates_[c * p_ + s]->gradient_bytes;
-      const int64_t ns = CollectiveNs(internal::GradientCollective(job_), bytes,
-                                      internal::DataParallelGroup(job_));
+      // The middle stages hold as many gradients: one lookup for them.
+      if (bytes != last_bytes) {
+        ns = CollectiveNs(internal::GradientCollective(job_), bytes,
+                          internal::DataParallelGroup(job_));
+        last_bytes = bytes;
+      }
       last_dp_[s] = sink_.Add(stages_[s].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
                               dp_label_, absl::MakeConstSpan(&last_backward_[s], 1));
     }
@@ -376,12 +408,18 @@ void IterationWalker<Sink>::EmitTail() {
 
 template <IterationSink Sink>
 absl::Status IterationWalker<Sink>::Walk() {
+  VTRAIN_RETURN_IF_ERROR(Begin());
+  return Finish();
+}
+
+template <IterationSink Sink>
+absl::Status IterationWalker<Sink>::Begin() {
   send_label_ = sink_.Label("pipeline_send_recv");
   dp_label_ = sink_.Label("dp_all_reduce");
   emb_label_ = sink_.Label("embedding_all_reduce");
   MakeTemplates();
 
-  const int64_t tasks = CountTasks();
+  const int64_t tasks = tasks_ = CountTasks();
   if (tasks > options_.max_tasks) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the iteration graph would have ", tasks, " tasks at ",
@@ -411,29 +449,34 @@ absl::Status IterationWalker<Sink>::Walk() {
         " years); check the profile set's kernel durations and the number of micro-batches"));
   }
 
-  forward_sends_.resize(p_);
-  backward_sends_.resize(p_);
+  ps_.forward_sends.resize(p_);
+  ps_.backward_sends.resize(p_);
   last_backward_.assign(p_, Sink::None());
   last_dp_.assign(p_, Sink::None());
   MergePasses();
 
+  ps_.forwards.assign(p_, 0);
+  ps_.backwards.assign(p_, 0);
+  ps_.remaining = p_ * 2 * n_;
+  return absl::OkStatus();
+}
+
+template <IterationSink Sink>
+absl::Status IterationWalker<Sink>::Finish() {
   // Emit actions in a wavefront so that every task's parents exist when it is
   // added: forwards flow down the pipeline, backwards up.
-  forwards_.assign(p_, 0);
-  backwards_.assign(p_, 0);
-  remaining_ = p_ * 2 * n_;
-  while (remaining_ > 0) {
+  while (ps_.remaining > 0) {
     bool progressed = false;
     for (int64_t s = 0; s < p_; ++s) progressed |= Drain(s);
     for (int64_t s = p_ - 1; s >= 0; --s) progressed |= Drain(s);
     if (sink_.Stopped()) return absl::CancelledError("simulation cancelled by the caller");
     if (!progressed) {
       return absl::InternalError(absl::StrCat("pipeline schedule ", ScheduleName(plan_.schedule),
-                                              " deadlocked with ", remaining_, " actions left"));
+                                              " deadlocked with ", ps_.remaining, " actions left"));
     }
   }
   EmitTail();
-  VTRAIN_CHECK(sink_.num_tasks() == tasks);
+  VTRAIN_CHECK(sink_.num_tasks() == tasks_);
   return absl::OkStatus();
 }
 

@@ -44,7 +44,9 @@ absl::StatusOr<CurvePoint> PointOf(const Job& job, int64_t gpus, const ProfileSe
   PredictOptions po;
   po.cancelled = options.cancelled;
   VTRAIN_ASSIGN_OR_RETURN(Prediction p, Predict(job, profiles, po));
-  return PointFromPrediction(job, gpus, p);
+  CurvePoint point = PointFromPrediction(job, gpus, p);
+  point.simulation = p.simulation;
+  return point;
 }
 
 // The fastest plan on exactly `gpus` (FastestPlan: exact, pruned).
@@ -65,7 +67,9 @@ absl::StatusOr<CurvePoint> BestAt(const CurveSpec& spec, int64_t gpus, const Pro
   so.cancelled = options.cancelled;
   VTRAIN_ASSIGN_OR_RETURN(std::optional<FastestPlanResult> best, FastestPlan(space, profiles, so));
   if (!best) return NoPlan(gpus);
-  return PointFromPrediction(best->job, gpus, best->prediction);
+  CurvePoint point = PointFromPrediction(best->job, gpus, best->prediction);
+  point.simulation = best->simulation;
+  return point;
 }
 
 // The data-parallel policy's footprint: the first t x p that fits in memory
@@ -103,6 +107,7 @@ absl::StatusOr<CurvePoint> DataParallelAt(const CurveSpec& spec, int64_t t, int6
   const int64_t d = gpus / (t * p);
   if (spec.global_batch % d != 0) return none;
   std::optional<CurvePoint> best;
+  SimulationCost cost;
   for (int64_t mb = 1; mb <= spec.global_batch / d; ++mb) {
     if ((spec.global_batch / d) % mb != 0) continue;
     if (spec.max_micro_batch > 0 && mb > spec.max_micro_batch) break;
@@ -123,9 +128,12 @@ absl::StatusOr<CurvePoint> DataParallelAt(const CurveSpec& spec, int64_t t, int6
     job.plan.dtype = spec.dtype;
     if (!ValidateJob(job).ok() || !EstimateMemory(job).fits) continue;
     VTRAIN_ASSIGN_OR_RETURN(CurvePoint point, PointOf(job, gpus, profiles, options));
+    cost.Add(point.simulation);
     if (!best || point.iteration_time_ms < best->iteration_time_ms) best = point;
   }
-  return best ? *best : none;
+  CurvePoint point = best ? *best : none;
+  point.simulation = cost;
+  return point;
 }
 
 absl::Status CheckSpec(const CurveSpec& spec) {
@@ -179,6 +187,7 @@ absl::StatusOr<std::vector<CurvePoint>> ThroughputCurve(const CurveSpec& spec,
         return;
       }
       const int64_t gpus = spec.gpu_counts[static_cast<size_t>(i)];
+      const int64_t started_ns = SteadyNowNs();
       absl::StatusOr<CurvePoint> point =
           spec.policy == CurvePolicy::kBest
               ? BestAt(spec, gpus, profiles, options)
@@ -191,6 +200,7 @@ absl::StatusOr<std::vector<CurvePoint>> ThroughputCurve(const CurveSpec& spec,
         point = NoPlan(gpus);
       }
       if (!point.ok()) stop = true;
+      if (point.ok()) point->simulation.wall_ns = SteadyNowNs() - started_ns;
       points[static_cast<size_t>(i)] = std::move(point);
       const int64_t finished = ++done;
       if (options.progress) {
@@ -217,8 +227,10 @@ absl::StatusOr<std::vector<CurvePoint>> ThroughputCurve(const CurveSpec& spec,
         best = point;
       } else if (best) {
         const int64_t gpus = point.gpus;
+        const SimulationCost cost = point.simulation;
         point = *best;
         point.gpus = gpus;  // the plan keeps its own job.cluster.num_gpus
+        point.simulation = cost;
       }
     }
   }

@@ -53,6 +53,8 @@ struct CurvePoint {
   double tokens_per_s = 0;
   double peak_memory_bytes = 0;
   double interval_low_ms = 0, interval_high_ms = 0;  // 0 when the set has no band
+  // Computing this point: its wall time and the counts of its predictions.
+  SimulationCost simulation;
 };
 
 struct CurveOptions {

@@ -87,6 +87,7 @@ absl::StatusOr<DesignedModel> Plan(const DesignSpec& spec, const ModelSpec& mode
   if (!*best) return d;
   d.fits = true;
   d.job = (*best)->job;
+  d.simulation = (*best)->simulation;
   const Prediction& p = (*best)->prediction;
   d.iteration_time_ms = p.iteration_time_ms();
   d.mfu = p.mfu;
@@ -135,11 +136,13 @@ double HoffmannLoss(double parameters, double tokens) {
 absl::StatusOr<DesignResult> DesignModel(const DesignSpec& spec, const ProfileSet& profiles,
                                          const DesignOptions& options) {
   VTRAIN_RETURN_IF_ERROR(CheckSpec(spec));
+  const int64_t started_ns = SteadyNowNs();
   DesignResult result;
   const int64_t n = static_cast<int64_t>(spec.candidates.size());
   for (int64_t i = 0; i < n; ++i) {
     VTRAIN_ASSIGN_OR_RETURN(DesignedModel d,
                             Plan(spec, spec.candidates[static_cast<size_t>(i)], profiles, options));
+    result.simulation.Add(d.simulation);
     result.candidates.push_back(std::move(d));
     if (options.progress) options.progress(i + 1, n);
   }
@@ -158,6 +161,7 @@ absl::StatusOr<DesignResult> DesignModel(const DesignSpec& spec, const ProfileSe
       result.optimal = d;
     }
   }
+  result.simulation.wall_ns = SteadyNowNs() - started_ns;
   return result;
 }
 

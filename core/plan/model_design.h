@@ -62,6 +62,7 @@ struct DesignedModel {
   double days_low = 0, days_high = 0;  // the same through the prediction interval
   double cost_usd = 0;                 // of days_for_optimal at the cluster's price
   double loss = 0;                     // HoffmannLoss(parameters, min(budget, optimal) tokens)
+  SimulationCost simulation;           // planning it (FastestPlan); zero when nothing fits
 };
 
 struct DesignResult {
@@ -72,6 +73,7 @@ struct DesignResult {
   double naive_tokens = 0;
   std::optional<DesignedModel> naive;
   std::optional<DesignedModel> optimal;  // nullopt: no candidate fits the budget
+  SimulationCost simulation;             // the whole call: wall time, every prediction's counts
 };
 
 struct DesignOptions {

@@ -119,6 +119,7 @@ absl::StatusOr<std::vector<PlanResult>> PredictAll(const std::vector<Job>& candi
   auto work = [&] {
     PredictOptions po;
     po.train_tokens = space.train_tokens;
+    po.periodic = options.periodic;
     po.cancelled = [&] { return stop.load() || (options.cancelled && options.cancelled()); };
     for (int64_t i; (i = next.fetch_add(1)) < static_cast<int64_t>(candidates.size());) {
       if (po.cancelled()) {
@@ -133,6 +134,7 @@ absl::StatusOr<std::vector<PlanResult>> PredictAll(const std::vector<Job>& candi
         r.training_days = p->training_time_s / 86400;
         r.cost_usd = p->cost_usd;
         r.peak_memory_bytes = p->memory.peak_bytes;
+        r.simulation = p->simulation;
         ok[i] = 1;
       } else if (p.status().code() == absl::StatusCode::kCancelled) {
         stop = true;
@@ -263,6 +265,8 @@ double LowerBoundMs(const Job& job, ProfileLookup& lookup) {
 absl::StatusOr<std::optional<FastestPlanResult>> FastestPlan(const SearchSpace& space,
                                                              const ProfileSet& profiles,
                                                              const SearchOptions& options) {
+  const int64_t started_ns = SteadyNowNs();
+  SimulationCost cost;
   SearchResult counted;
   VTRAIN_ASSIGN_OR_RETURN(std::vector<Job> candidates, EnumeratePlans(space, options, &counted));
   ProfileLookup lookup(profiles, space.cluster.gpu,
@@ -283,9 +287,14 @@ absl::StatusOr<std::optional<FastestPlanResult>> FastestPlan(const SearchSpace& 
       if (p.status().code() == absl::StatusCode::kCancelled) return p.status();
       continue;  // as Search: a plan that does not predict is not a candidate
     }
+    cost.Add(p->simulation);
     if (!best || p->iteration_time_ms() < best->prediction.iteration_time_ms()) {
-      best = FastestPlanResult{candidates[i], *std::move(p)};
+      best = FastestPlanResult{candidates[i], *std::move(p), {}};
     }
+  }
+  if (best) {
+    best->simulation = cost;
+    best->simulation.wall_ns = SteadyNowNs() - started_ns;
   }
   return best;
 }
@@ -304,11 +313,14 @@ absl::StatusOr<SearchResult> Search(const SearchSpace& space, const ProfileSet& 
   if (options.objective == Objective::kCost && space.train_tokens <= 0) {
     return absl::InvalidArgumentError("the cost objective needs train_tokens");
   }
+  const int64_t started_ns = SteadyNowNs();
   SearchResult result;
   std::vector<Job> candidates;
   VTRAIN_RETURN_IF_ERROR(Enumerate(space, options, &result, &candidates));
   VTRAIN_ASSIGN_OR_RETURN(result.plans, PredictAll(candidates, space, profiles, options));
   Rank(space, options, &result);
+  for (const PlanResult& plan : result.plans) result.simulation.Add(plan.simulation);
+  result.simulation.wall_ns = SteadyNowNs() - started_ns;
   return result;
 }
 

@@ -64,6 +64,7 @@ struct SearchOptions {
   // Called from worker threads with (evaluated, to evaluate); may be empty.
   std::function<void(int64_t, int64_t)> progress;
   std::function<bool()> cancelled;
+  bool periodic = true;  // PredictOptions::periodic (false only to compare)
 };
 
 struct PlanResult {
@@ -72,6 +73,7 @@ struct PlanResult {
   double training_days = 0;
   double cost_usd = 0;
   double peak_memory_bytes = 0;
+  SimulationCost simulation;  // of its prediction
 };
 
 struct SearchResult {
@@ -80,6 +82,8 @@ struct SearchResult {
   int64_t out_of_memory = 0;      // of those, dropped by the memory model
   int best = -1;                  // index into plans; -1 when none qualifies
   std::vector<int> pareto;        // indices: no other plan is both faster and cheaper
+  // The whole search: its wall time and every prediction's counts summed.
+  SimulationCost simulation;
 };
 
 // The valid plans of `space` that fit in memory (the candidates Search
@@ -96,6 +100,7 @@ absl::StatusOr<std::vector<Job>> EnumeratePlans(const SearchSpace& space,
 struct FastestPlanResult {
   Job job;
   Prediction prediction;
+  SimulationCost simulation;  // the whole call: wall time, every prediction's counts
 };
 absl::StatusOr<std::optional<FastestPlanResult>> FastestPlan(const SearchSpace& space,
                                                              const ProfileSet& profiles,

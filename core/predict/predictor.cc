@@ -1,6 +1,7 @@
 #include "core/predict/predictor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -34,6 +35,12 @@ double LogitForwardFlopsPerToken(const ModelSpec& m, int64_t tensor_parallel) {
 
 }  // namespace
 
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 std::string RegimeOf(const Job& job) {
   return job.cluster.num_gpus <= job.cluster.gpus_per_node ? "single_node" : "multi_node";
 }
@@ -48,6 +55,7 @@ double ModelFlopsPerIteration(const Job& job) {
 
 absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
                                    const PredictOptions& options) {
+  const int64_t started_ns = SteadyNowNs();
   VTRAIN_RETURN_IF_ERROR(ValidateJob(job));
   if (!(options.train_tokens >= 0 && options.train_tokens <= kMaxTrainTokens)) {
     return absl::InvalidArgumentError(absl::StrCat("train_tokens=", options.train_tokens,
@@ -76,6 +84,7 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
   build.max_tasks = options.max_tasks;
   build.max_graph_bytes = options.max_graph_bytes;
   build.cancelled = options.cancelled;
+  build.periodic = options.periodic;
   Prediction p;
   IterationSimulation sim;
   if (options.granularity == Granularity::kKernel) {
@@ -88,10 +97,16 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
     sim.num_micro_batches = graph.num_micro_batches;
     sim.num_tasks = graph.graph.num_tasks();
     p.graph_bytes = graph.graph.MemoryBytes();
+    sim.actions_stepped = 2 * job.plan.pipeline_parallel * graph.num_micro_batches;
   } else {
     // The fast path merges operators and runs tasks as they are generated.
     VTRAIN_ASSIGN_OR_RETURN(sim, SimulateIteration(job, lookup, build));
   }
+  p.simulation.predictions = 1;
+  p.simulation.tasks = sim.num_tasks - sim.tasks_skipped;
+  p.simulation.actions = sim.actions_stepped;
+  p.simulation.actions_skipped = sim.actions_skipped;
+  p.simulation.periods_skipped = sim.periods_skipped;
   const SimulationResult& result = sim.result;
   p.iteration_time_ns = result.makespan_ns;
   p.num_micro_batches = sim.num_micro_batches;
@@ -167,6 +182,7 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
     p.interval_coverage = band.coverage;
   }
   p.fidelity.missing_keys = lookup.MissingKeys();
+  p.simulation.wall_ns = SteadyNowNs() - started_ns;
   return p;
 }
 

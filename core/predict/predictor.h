@@ -40,6 +40,32 @@ struct FidelitySummary {
   std::vector<std::string> missing_keys;
 };
 
+// What one answer cost to compute, in process: its wall time and how much
+// was simulated.
+struct SimulationCost {
+  int64_t wall_ns = 0;  // wall time of the whole computation (steady clock)
+  int64_t tasks = 0;    // tasks run on stream timelines
+  // Pipeline actions (a forward or backward pass of one micro-batch on one
+  // stage) run one by one, and those the periodic fast path accounted for by
+  // jumping over repeating periods (engine/periodic.h).
+  int64_t actions = 0;
+  int64_t actions_skipped = 0;
+  int64_t periods_skipped = 0;
+  int64_t predictions = 0;  // 1 for a prediction; summed by searches and curves
+
+  // Adds `other`'s counts (not its wall time: callers time the whole).
+  void Add(const SimulationCost& other) {
+    tasks += other.tasks;
+    actions += other.actions;
+    actions_skipped += other.actions_skipped;
+    periods_skipped += other.periods_skipped;
+    predictions += other.predictions;
+  }
+};
+
+// Nanoseconds on the steady clock since an arbitrary epoch, for wall times.
+int64_t SteadyNowNs();
+
 struct Prediction {
   int64_t iteration_time_ns = 0;
   std::vector<StageBreakdown> stages;
@@ -75,6 +101,7 @@ struct Prediction {
   double interval_low_ns = 0;
   double interval_high_ns = 0;
   double interval_coverage = 0;
+  SimulationCost simulation;
 
   double iteration_time_ms() const { return static_cast<double>(iteration_time_ns) * 1e-6; }
 };
@@ -90,6 +117,9 @@ struct PredictOptions {
   // anything is allocated).
   int64_t max_graph_bytes = int64_t{16} << 30;
   double train_tokens = 0;  // 0 or in (0, kMaxTrainTokens]
+  // Jump over repeating periods of the schedule (operator granularity; same
+  // result either way, see engine/periodic.h).
+  bool periodic = true;
   std::function<bool()> cancelled;
 };
 

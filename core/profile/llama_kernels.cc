@@ -21,9 +21,11 @@ constexpr double kFlashBackwardEfficiency = 0.45;
 
 // The shape of one Llama operator on one GPU.
 struct Shape {
-  // Context parallelism: sq = s/c queries (tokens) per rank against all s
-  // keys; sequence parallelism: norms and residual adds on tokens / t.
-  double t, h, s, b, c, sq, tokens, norm_tokens, d, heads_local, kv_local, ffn_local, vocab_local;
+  // c: context-parallel ranks (a rank holds s / c of the sequence, its
+  // queries, and attends to all s keys); norm_tokens: the tokens layer norms
+  // and residual adds run on, tokens / t with sequence parallelism
+  // (Korthikanti et al. 2022, §4.2.2).
+  double t, h, s, b, c, tokens, norm_tokens, d, heads_local, kv_local, ffn_local, vocab_local;
 
   explicit Shape(const OperatorKey& key)
       : t(static_cast<double>(key.tensor_parallel)),
@@ -31,8 +33,7 @@ struct Shape {
         s(static_cast<double>(key.seq)),
         b(static_cast<double>(key.micro_batch)),
         c(static_cast<double>(std::max<int64_t>(1, key.context_parallel))),
-        sq(s / c),
-        tokens(b * sq),
+        tokens(b * s / c),
         norm_tokens(key.sequence_parallel ? tokens / t : tokens),
         d(key.heads > 0 ? h / static_cast<double>(key.heads) : 0),
         heads_local(static_cast<double>(key.heads) / t),
@@ -51,10 +52,11 @@ struct Shape {
 // biases; dropout is 0 in Llama recipes and launches nothing.
 void AttentionForward(KernelSequence& seq, bool fp8, const Shape& x, const OperatorKey& key) {
   const double e = kElem;
-  const double lse = x.b * x.heads_local * x.sq * 4;  // fp32 log-sum-exp per row
-  if (key.attention_core_only) {                      // selective recomputation's core
+  const double lse = x.tokens * x.heads_local * 4;  // fp32 log-sum-exp per row
+  // Selective recomputation re-runs the attention core alone.
+  if (key.attention_core_only) {
     seq.FusedTensorCore("flash_attention_fwd", FlashAttentionForwardFlops(key),
-                        2 * x.q_bytes() + 2 * x.kv_bytes() + lse, kFlashForwardEfficiency);
+                        2 * x.q_bytes() + 2 * x.c * x.kv_bytes() + lse, kFlashForwardEfficiency);
     return;
   }
   seq.Memory("rmsnorm_fwd", x.norm_tokens * x.h * 2 * e);
@@ -62,7 +64,7 @@ void AttentionForward(KernelSequence& seq, bool fp8, const Shape& x, const Opera
   seq.Memory("rotary_q_fwd", 2 * x.q_bytes());
   seq.Memory("rotary_k_fwd", 2 * x.kv_bytes());
   seq.FusedTensorCore("flash_attention_fwd", FlashAttentionForwardFlops(key),
-                      2 * x.q_bytes() + 2 * x.kv_bytes() + lse, kFlashForwardEfficiency);
+                      2 * x.q_bytes() + 2 * x.c * x.kv_bytes() + lse, kFlashForwardEfficiency);
   LinearForward(seq, fp8, "gemm_projection_fwd", x.tokens, x.h, x.heads_local * x.d);
   seq.Memory("residual_add_fwd", x.norm_tokens * x.h * 3 * e);
   Fp8ScaleUpdate(seq, fp8);
@@ -70,7 +72,7 @@ void AttentionForward(KernelSequence& seq, bool fp8, const Shape& x, const Opera
 
 void AttentionBackward(KernelSequence& seq, bool fp8, const Shape& x, const OperatorKey& key) {
   const double e = kElem;
-  const double rows = x.b * x.heads_local * x.sq;
+  const double rows = x.tokens * x.heads_local;
   const double dq_fp32 = x.q_bytes() / e * 4;
   LinearBackward(seq, fp8, "gemm_projection_dgrad", "gemm_projection_wgrad", x.tokens, x.h,
                  x.heads_local * x.d);
@@ -146,12 +148,14 @@ void Fp8ScaleUpdate(KernelSequence& seq, bool fp8) {
 
 double FlashAttentionForwardFlops(const OperatorKey& key) {
   const Shape x(key);
-  return 2 * x.sq * x.s * x.d * x.b * x.heads_local;
+  // Causal: half of QK^T and PV; with context parallelism each rank's
+  // s / c queries (load-balanced chunks) against all s keys.
+  return 2 * (x.s / x.c) * x.s * x.d * x.b * x.heads_local;
 }
 
 double FlashAttentionBackwardFlops(const OperatorKey& key) {
   const Shape x(key);
-  return 5 * x.sq * x.s * x.d * x.b * x.heads_local;
+  return 5 * (x.s / x.c) * x.s * x.d * x.b * x.heads_local;
 }
 
 std::vector<KernelRecord> GenerateLlamaKernels(const GpuSpec& gpu, const OperatorKey& key,

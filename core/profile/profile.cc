@@ -90,7 +90,8 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
     return absl::InvalidArgumentError(absl::StrCat(
         "operator key '", text, "': ", why,
         "; expected GPU/DTYPE/OP [arch=llama] h=.. [a=..] [kv=..] [f=..] s=.. b=.. t=.. "
-        "[v=..] [sp=1] [c=..] [core=1] or GPU/DTYPE/optimizer_step params=.."));
+        "[v=..] [sp=1] [c=..] [core=1] or "
+        "GPU/DTYPE/optimizer_step params=.."));
   };
   const std::vector<absl::string_view> words = absl::StrSplit(text, ' ', absl::SkipEmpty());
   if (words.empty()) return bad("it is empty");

@@ -75,7 +75,7 @@ struct OperatorKey {
   // "a100-sxm4-80gb/fp16/attention_fwd h=2048 a=16 f=8192 s=2048 b=1 t=1";
   // Llama keys carry "arch=llama" and, for attention, "kv=N":
   // "h100-sxm5-80gb/bf16/attention_fwd arch=llama h=4096 a=32 kv=8 s=8192 b=1 t=1";
-  // parallel splits add " sp=1", " c=N" and " core=1" when set.
+  // with " sp=1", " c=N" and " core=1" when set.
   std::string ToString() const;
 };
 

@@ -5,6 +5,7 @@
 #include "benchmark/benchmark.h"
 #include "core/engine/timeline.h"
 #include "core/plan/curve.h"
+#include "core/plan/search.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
@@ -24,20 +25,28 @@ Job MakeJob(const char* preset, int64_t t, int64_t d, int64_t p, int64_t mb, int
   return job;
 }
 
-void RunPredict(benchmark::State& state, const Job& job, Granularity granularity) {
+// `periodic`: jump over repeating periods (engine/periodic.h), or step every
+// pipeline action (the same result; run side by side for the ratio).
+void RunPredict(benchmark::State& state, const Job& job, Granularity granularity,
+                bool periodic = true) {
   const ProfileSet profiles = DefaultProfileSet(job.cluster.gpu);
   PredictOptions options;
   options.granularity = granularity;
+  options.periodic = periodic;
   int64_t tasks = 0, bytes = 0;
+  SimulationCost cost;
   for (auto _ : state) {
     absl::StatusOr<Prediction> p = Predict(job, profiles, options);
     VTRAIN_CHECK(p.ok());
     tasks = p->num_tasks;
+    cost = p->simulation;
     // The engine adds one Completion per task to the graph.
     bytes = p->graph_bytes + static_cast<int64_t>(sizeof(Completion)) * p->num_tasks;
     benchmark::DoNotOptimize(p->iteration_time_ns);
   }
   state.counters["tasks"] = static_cast<double>(tasks);
+  state.counters["actions"] = static_cast<double>(cost.actions);
+  state.counters["skipped"] = static_cast<double>(cost.actions_skipped);
   state.counters["bytes_per_task"] = static_cast<double>(bytes) / static_cast<double>(tasks);
   state.counters["ns_per_task"] =
       benchmark::Counter(static_cast<double>(tasks) * static_cast<double>(state.iterations()),
@@ -75,6 +84,49 @@ void BM_MtNlg530B_Operator_D1(benchmark::State& state) {
 void BM_MtNlg530B_Operator_Baseline(benchmark::State& state) {
   RunPredict(state, MakeJob("mtnlg-530b", 8, 4, 105, 1, 1920), Granularity::kOperator);
 }
+// t=16 d=2 p=105 under GPipe: forwards, then backwards, each periodic.
+void BM_MtNlg530B_Operator_Gpipe(benchmark::State& state) {
+  Job job = MakeJob("mtnlg-530b", 16, 2, 105, 1, 1920);
+  job.plan.schedule = PipelineSchedule::kGpipe;
+  RunPredict(state, job, Granularity::kOperator);
+}
+// The three 530B plans again, stepping every action (no periodic jumps).
+void BM_MtNlg530B_Operator_Stepped(benchmark::State& state) {
+  RunPredict(state, MakeJob("mtnlg-530b", 16, 2, 105, 1, 1920), Granularity::kOperator, false);
+}
+void BM_MtNlg530B_Operator_D1_Stepped(benchmark::State& state) {
+  RunPredict(state, MakeJob("mtnlg-530b", 8, 1, 105, 1, 1920), Granularity::kOperator, false);
+}
+void BM_MtNlg530B_Operator_Baseline_Stepped(benchmark::State& state) {
+  RunPredict(state, MakeJob("mtnlg-530b", 8, 4, 105, 1, 1920), Granularity::kOperator, false);
+}
+
+// The README's MT-NLG 530B search (8,789 plans, 343 that fit) on one thread
+// (arg 0: stepping every action, 1: periodic jumps).
+void BM_MtNlg530B_Search(benchmark::State& state) {
+  SearchSpace space;
+  space.model = *ModelPreset("mtnlg-530b");
+  space.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), 0);
+  space.cluster.price_usd_per_gpu_hour = 4.09625;
+  space.global_batch = 1920;
+  space.max_gpus = 3360;
+  space.tensor_parallel = {1, 2, 4, 8, 16};
+  space.max_data_parallel = 32;
+  space.train_tokens = 270e9;
+  const ProfileSet profiles = DefaultProfileSet(space.cluster.gpu);
+  SearchOptions options;
+  options.objective = Objective::kCost;
+  options.periodic = state.range(0) == 1;
+  int64_t plans = 0, actions = 0;
+  for (auto _ : state) {
+    absl::StatusOr<SearchResult> r = Search(space, profiles, options);
+    VTRAIN_CHECK(r.ok());
+    plans = r->considered;
+    actions = r->simulation.actions;
+  }
+  state.counters["plans"] = static_cast<double>(plans);
+  state.counters["actions"] = static_cast<double>(actions);
+}
 
 // Issue 13's scheduler curve: GPT-3 175B, global batch 1536, every multiple
 // of 8 GPUs up to 1,024, under one policy (first arg 0: best, 1:
@@ -107,6 +159,7 @@ BENCHMARK(BM_Gpt175B_Curve)
     ->Args({1, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK(BM_MtNlg530B_Search)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Gpt13B_Operator)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Gpt175B_Kernel)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Gpt175B_Operator)->Unit(benchmark::kMillisecond);
@@ -114,6 +167,10 @@ BENCHMARK(BM_MtNlg530B_Kernel)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_MtNlg530B_Operator)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_D1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_Baseline)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MtNlg530B_Operator_Gpipe)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MtNlg530B_Operator_Stepped)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MtNlg530B_Operator_D1_Stepped)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MtNlg530B_Operator_Baseline_Stepped)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace vtrain

@@ -53,48 +53,6 @@ TEST(ConvertTest, DefaultsAndFieldPathsInErrors) {
   EXPECT_NE(job.status().message().find("plan.tensor_parallel"), std::string::npos);
 }
 
-TEST(ConvertTest, NewPlanFieldsRoundTripAndDeriveTheDataParallelDegree) {
-  v1::PredictRequest r;
-  r.mutable_model()->set_preset("gpt3-1.3b");
-  r.mutable_cluster()->set_num_gpus(32);
-  v1::ParallelPlan* p = r.mutable_plan();
-  p->set_global_batch(64);
-  p->set_tensor_parallel(2);
-  p->set_pipeline_parallel(4);
-  p->set_context_parallel(2);
-  p->set_virtual_stages(2);
-  p->set_sequence_parallel(true);
-  p->set_recompute(v1::RECOMPUTE_SELECTIVE);
-  p->set_data_parallel_sharding(v1::DATA_PARALLEL_SHARDING_OPTIMIZER);
-  absl::StatusOr<Job> job = JobFromProto(r);
-  ASSERT_TRUE(job.ok()) << job.status();
-  EXPECT_EQ(job->plan.data_parallel, 2);  // 32 / (2 * 4 * 2)
-  EXPECT_EQ(job->plan.context_parallel, 2);
-  EXPECT_EQ(job->plan.virtual_stages, 2);
-  EXPECT_TRUE(job->plan.sequence_parallel);
-  EXPECT_EQ(job->plan.recompute, Recompute::kSelective);
-  EXPECT_EQ(job->plan.data_parallel_sharding, DataParallelSharding::kOptimizer);
-  absl::StatusOr<Job> back = JobFromProto(JobToProto(*job));
-  ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->plan.context_parallel, 2);
-  EXPECT_EQ(back->plan.virtual_stages, 2);
-  EXPECT_TRUE(back->plan.sequence_parallel);
-  EXPECT_EQ(back->plan.data_parallel_sharding, DataParallelSharding::kOptimizer);
-  // Unset fields take their defaults; a GPU count t * p * c does not divide
-  // is refused naming --cp.
-  v1::PredictRequest plain;
-  plain.mutable_model()->set_preset("gpt3-1.3b");
-  plain.mutable_cluster()->set_num_gpus(8);
-  plain.mutable_plan()->set_global_batch(64);
-  job = JobFromProto(plain);
-  ASSERT_TRUE(job.ok()) << job.status();
-  EXPECT_EQ(job->plan.context_parallel, 1);
-  EXPECT_EQ(job->plan.virtual_stages, 1);
-  EXPECT_EQ(job->plan.data_parallel_sharding, DataParallelSharding::kNone);
-  plain.mutable_plan()->set_context_parallel(3);
-  EXPECT_THAT(JobFromProto(plain).status().message(), ::testing::HasSubstr("--cp"));
-}
-
 TEST(ConvertTest, LlamaModelsAndFp8ConvertAndValidate) {
   v1::PredictRequest r;
   r.mutable_model()->set_preset("llama3-70b");
@@ -141,6 +99,48 @@ TEST(ConvertTest, LlamaModelsAndFp8ConvertAndValidate) {
   job = JobFromProto(custom);
   ASSERT_FALSE(job.ok());
   EXPECT_NE(job.status().message().find("model.arch"), std::string::npos) << job.status();
+}
+
+TEST(ConvertTest, NewPlanFieldsRoundTripAndDeriveTheDataParallelDegree) {
+  v1::PredictRequest r;
+  r.mutable_model()->set_preset("gpt3-1.3b");
+  r.mutable_cluster()->set_num_gpus(32);
+  v1::ParallelPlan* p = r.mutable_plan();
+  p->set_global_batch(64);
+  p->set_tensor_parallel(2);
+  p->set_pipeline_parallel(4);
+  p->set_context_parallel(2);
+  p->set_virtual_stages(2);
+  p->set_sequence_parallel(true);
+  p->set_recompute(v1::RECOMPUTE_SELECTIVE);
+  p->set_data_parallel_sharding(v1::DATA_PARALLEL_SHARDING_OPTIMIZER);
+  absl::StatusOr<Job> job = JobFromProto(r);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->plan.data_parallel, 2);  // 32 / (2 * 4 * 2)
+  EXPECT_EQ(job->plan.context_parallel, 2);
+  EXPECT_EQ(job->plan.virtual_stages, 2);
+  EXPECT_TRUE(job->plan.sequence_parallel);
+  EXPECT_EQ(job->plan.recompute, Recompute::kSelective);
+  EXPECT_EQ(job->plan.data_parallel_sharding, DataParallelSharding::kOptimizer);
+  absl::StatusOr<Job> back = JobFromProto(JobToProto(*job));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->plan.context_parallel, 2);
+  EXPECT_EQ(back->plan.virtual_stages, 2);
+  EXPECT_TRUE(back->plan.sequence_parallel);
+  EXPECT_EQ(back->plan.data_parallel_sharding, DataParallelSharding::kOptimizer);
+  // Unset fields take their defaults; a GPU count t * p * c does not divide
+  // is refused naming --cp.
+  v1::PredictRequest plain;
+  plain.mutable_model()->set_preset("gpt3-1.3b");
+  plain.mutable_cluster()->set_num_gpus(8);
+  plain.mutable_plan()->set_global_batch(64);
+  job = JobFromProto(plain);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->plan.context_parallel, 1);
+  EXPECT_EQ(job->plan.virtual_stages, 1);
+  EXPECT_EQ(job->plan.data_parallel_sharding, DataParallelSharding::kNone);
+  plain.mutable_plan()->set_context_parallel(3);
+  EXPECT_THAT(JobFromProto(plain).status().message(), ::testing::HasSubstr("--cp"));
 }
 
 TEST(ConvertTest, PredictionRoundTripKeepsTheNumbers) {

@@ -104,12 +104,21 @@ TEST(MetricsTest, HealthChecksAndOversizedRequestsAreCounted) {
   grpc::Status s = v1::Simulator::NewStub(channel)->Predict(Ctx().get(), big, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
   EXPECT_NE(s.error_message().find("--max-message-bytes"), std::string::npos) << s.error_message();
+  // A prediction that runs is timed, and its time goes into the histogram.
+  resp.Clear();
+  s = v1::Simulator::NewStub(channel)->Predict(Ctx().get(), Gpt13bRequest(), &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_GT(resp.simulation().wall_ns(), 0);
+  EXPECT_EQ(resp.simulation().predictions(), 1);
 
   const std::string metrics = Scrape(metrics_port);
   ASSERT_FALSE(metrics.empty()) << "nothing answered on the metrics port";
   EXPECT_EQ(Calls(metrics, "/grpc.health.v1.Health/Check", "OK"), 3) << metrics;
   EXPECT_EQ(Calls(metrics, "/vtrain.v1.Simulator/Predict", "RESOURCE_EXHAUSTED"), 1) << metrics;
   EXPECT_NE(metrics.find("vtrain_requests_total{code=\"RESOURCE_EXHAUSTED\",method=\"Predict\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("vtrain_simulation_duration_seconds_count{method=\"Predict\"} 1"),
             std::string::npos)
       << metrics;
 }

@@ -297,12 +297,12 @@ TEST(PlanEnumsTest, NamesRoundTrip) {
   for (Recompute r : {Recompute::kNone, Recompute::kFull, Recompute::kSelective}) {
     EXPECT_EQ(*ParseRecompute(RecomputeName(r)), r);
   }
+  for (DType d : {DType::kFp16, DType::kBf16, DType::kFp8}) {
+    EXPECT_EQ(*ParseDType(DTypeName(d)), d);
+  }
   for (DataParallelSharding s : {DataParallelSharding::kNone, DataParallelSharding::kOptimizer,
                                  DataParallelSharding::kFull}) {
     EXPECT_EQ(*ParseSharding(ShardingName(s)), s);
-  }
-  for (DType d : {DType::kFp16, DType::kBf16, DType::kFp8}) {
-    EXPECT_EQ(*ParseDType(DTypeName(d)), d);
   }
 }
 
