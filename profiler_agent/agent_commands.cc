@@ -51,7 +51,8 @@ constexpr char kUsage[] =
     "  vtrain-agent import vtrain-trace FILE --gpu NAME --hidden H --heads A --seq-len S\n"
     "                     --micro-batch B --tp T [--ffn F] [--vocab V] -o OUT.json\n"
     "  vtrain-agent push FILE --server HOST:PORT --token-file F [--retries N]\n"
-    "  vtrain-agent info | profile ... | nccl ... | reduce ...   (run vtrain-agent-gpu, the CUDA "
+    "  vtrain-agent info | profile ... | nccl ... | reduce ... | selftest   (run vtrain-agent-gpu, "
+    "the CUDA "
     "part;\n"
     "                     see `vtrain-agent-gpu help`)\n"
     "  vtrain-agent serve --server HOST:PORT --token-file F [--gpu NAME] [--gpus N] [--once]\n"
@@ -451,7 +452,8 @@ int RunAgent(const std::vector<std::string>& args, const std::atomic<bool>& stop
     return common::kExitOk;
   }
   if (args[0] == "serve") return RunServe(rest, stop, out, err);
-  if (args[0] == "profile" || args[0] == "nccl" || args[0] == "info" || args[0] == "reduce") {
+  if (args[0] == "profile" || args[0] == "nccl" || args[0] == "info" || args[0] == "reduce" ||
+      args[0] == "selftest") {
     const std::string gpu_binary = FindAgentGpu();
     if (gpu_binary.empty()) {
       err << "vtrain-agent " << args[0] << ": " << kNoGpuPart << "\n";

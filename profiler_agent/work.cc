@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -14,16 +15,18 @@
 namespace vtrain::agent {
 namespace {
 
-// Layer runs are shared by keys with equal (dtype, hidden, seq, b, t).
-using LayerGroup = std::tuple<DType, int64_t, int64_t, int64_t, int64_t>;
+// Layer runs are shared by keys with equal (dtype, arch, hidden, seq, b, t).
+using LayerGroup = std::tuple<DType, Architecture, int64_t, int64_t, int64_t, int64_t>;
 
 struct LayerWork {
-  std::vector<int64_t> heads, ffn, vocab;  // distinct values the keys ask for
+  std::vector<std::pair<int64_t, int64_t>> heads;  // distinct (heads, kv_heads) asked for
+  std::vector<int64_t> ffn, vocab;                 // distinct values the keys ask for
   std::vector<std::string> keys;
 };
 
-void AddDistinct(std::vector<int64_t>& v, int64_t x) {
-  for (int64_t y : v) {
+template <class V>
+void AddDistinct(std::vector<V>& v, const V& x) {
+  for (const V& y : v) {
     if (y == x) return;
   }
   v.push_back(x);
@@ -107,23 +110,21 @@ class WorkSorter {
     absl::StatusOr<OperatorKey> key = ParseOperatorKey(text);
     if (!key.ok()) return Skip(text, key.status().message());
     if (key->gpu != gpu_) return Skip(text, absl::StrCat("measured on ", key->gpu, ", not ", gpu_));
-    // The GPU workloads run Megatron's GPT layer in 16 bits; measuring them
-    // under a Llama or fp8 key would file the wrong kernels under it.
-    if (key->arch != Architecture::kGpt) {
-      return Skip(text,
-                  "the GPU workloads have no Llama layer (RMSNorm, rotary, FlashAttention, "
-                  "SwiGLU) yet; it stays analytical");
-    }
-    if (key->dtype == DType::kFp8) {
-      return Skip(text, "the GPU workloads have no fp8 GEMMs yet; fp8 operators stay analytical");
-    }
     if (key->op == OperatorKind::kOptimizerStep) {
       optimizer_[{key->dtype, key->num_parameters}].push_back(text);
       return;
     }
+    // Loss keys carry no architecture (core's MakeOperatorKey): they ride
+    // with a GPT run of their shape, which runs the same kernels.
+    const Architecture arch = key->arch;
     LayerWork& w =
-        layers_[{key->dtype, key->hidden, key->seq, key->micro_batch, key->tensor_parallel}];
-    if (key->heads > 0) AddDistinct(w.heads, key->heads);
+        layers_[{key->dtype, arch, key->hidden, key->seq, key->micro_batch, key->tensor_parallel}];
+    if (key->heads > 0) {
+      AddDistinct(
+          w.heads,
+          std::pair<int64_t, int64_t>{
+              key->heads, arch == Architecture::kLlama && key->kv_heads > 0 ? key->kv_heads : 0});
+    }
     if (key->ffn > 0) AddDistinct(w.ffn, key->ffn);
     if (key->vocab > 0) AddDistinct(w.vocab, key->vocab);
     w.keys.push_back(text);
@@ -131,11 +132,13 @@ class WorkSorter {
 
   // One run per distinct heads/ffn/vocab value a group's keys ask for.
   void AddLayerRuns(const LayerGroup& group, const LayerWork& w) {
-    const auto [dtype, hidden, seq, b, t] = group;
+    const auto [dtype, arch, hidden, seq, b, t] = group;
     const size_t runs = std::max({w.heads.size(), w.ffn.size(), w.vocab.size(), size_t{1}});
     for (size_t i = 0; i < runs; ++i) {
       ProfilingRun run;
-      const int64_t heads = i < w.heads.size() ? w.heads[i] : DefaultHeads(hidden, t);
+      const int64_t heads = i < w.heads.size() ? w.heads[i].first : DefaultHeads(hidden, t);
+      const int64_t kv_heads =
+          i < w.heads.size() && w.heads[i].second > 0 ? w.heads[i].second : heads;
       const int64_t ffn = i < w.ffn.size() ? w.ffn[i] : 4 * hidden;
       const int64_t vocab = i < w.vocab.size() ? w.vocab[i] : 50257;
       run.args = {"profile",
@@ -157,6 +160,9 @@ class WorkSorter {
                   std::string(DTypeName(dtype)),
                   "--gpu",
                   gpu_};
+      if (arch == Architecture::kLlama) {
+        run.args.insert(run.args.end(), {"--arch", "llama", "--kv-heads", absl::StrCat(kv_heads)});
+      }
       if (i == 0) run.keys = w.keys;
       // One pending optimizer key of the same dtype rides along.
       for (auto it = optimizer_.begin(); it != optimizer_.end(); ++it) {

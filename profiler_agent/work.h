@@ -23,9 +23,11 @@ struct WorkPlan {
 };
 
 // Plans runs for `keys` on a node with `local_gpus` GPUs of model `gpu`.
-// Operator keys of one (dtype, hidden, seq, micro-batch, t) share a layer
-// run; fields a key does not fix get valid defaults (heads hidden/128 or t,
-// ffn 4 x hidden, vocab 50257). Optimizer keys ride along with a layer run
+// Operator keys of one (dtype, arch, hidden, seq, micro-batch, t) share a
+// layer run; fields a key does not fix get valid defaults (heads hidden/128
+// or t, KV heads = heads, ffn 4 x hidden, vocab 50257). Llama keys get
+// Llama runs (--arch llama --kv-heads N); fp8 keys fp8 runs of either
+// architecture. Optimizer keys ride along with a layer run
 // (or a small one of their own). Intra-node collectives over at most
 // `local_gpus` ranks become NCCL sweeps at that rank count; other keys
 // (inter-node collectives, another GPU model, unparsable text) are skipped

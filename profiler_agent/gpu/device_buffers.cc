@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "profiler_agent/gpu/cuda_util.h"
+#include "profiler_agent/gpu/llama_buffers.h"
 #include "profiler_agent/gpu/workloads.h"
 
 namespace vtrain::gpu {
@@ -25,6 +26,25 @@ Dims MakeDims(const LayerShape& shape) {
   dims.v = CeilDiv(shape.vocab, t);
   dims.vocab = shape.vocab;
   dims.adam = shape.adam_params;
+  dims.fp8 = shape.fp8;
+  return dims;
+}
+
+LlamaDims MakeLlamaDims(const LayerShape& shape) {
+  LlamaDims dims;
+  const int64_t t = shape.tensor_parallel;
+  dims.h = shape.hidden;
+  dims.a = shape.heads / t;
+  dims.kv = (shape.kv_heads > 0 ? shape.kv_heads : shape.heads) / t;
+  dims.d = shape.hidden / shape.heads;
+  dims.f = (shape.ffn > 0 ? shape.ffn : 4 * shape.hidden) / t;
+  dims.s = shape.seq;
+  dims.b = shape.micro_batch;
+  dims.n = shape.seq * shape.micro_batch;
+  dims.v = CeilDiv(shape.vocab, t);
+  dims.vocab = shape.vocab;
+  dims.adam = shape.adam_params;
+  dims.fp8 = shape.fp8;
   return dims;
 }
 
@@ -44,8 +64,13 @@ void DeviceArena::Release() {
 int64_t WorkloadBytes(const LayerShape& shape) {
   if (!ValidateShape(shape).empty()) return std::numeric_limits<int64_t>::max();
   internal::DeviceArena counter(false);
-  internal::Buffers<__half> layout{};  // same sizes for bf16
-  layout.Layout(internal::MakeDims(shape), &counter);
+  if (shape.llama) {
+    internal::LlamaBuffers<__half> layout{};  // same sizes for bf16
+    layout.Layout(internal::MakeLlamaDims(shape), &counter);
+  } else {
+    internal::Buffers<__half> layout{};  // same sizes for bf16
+    layout.Layout(internal::MakeDims(shape), &counter);
+  }
   if (counter.bytes() >= internal::kMaxBytes) return std::numeric_limits<int64_t>::max();
   return static_cast<int64_t>(counter.bytes());
 }

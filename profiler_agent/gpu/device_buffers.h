@@ -16,6 +16,7 @@
 
 #include "profiler_agent/gpu/cuda_util.h"
 #include "profiler_agent/gpu/gemm.h"
+#include "profiler_agent/gpu/llama_plan.h"
 #include "profiler_agent/gpu/workloads.h"
 
 namespace vtrain::gpu::internal {
@@ -24,6 +25,48 @@ namespace vtrain::gpu::internal {
 // beyond any GPU, and small enough that every size fits in int64 and
 // double exactly.
 constexpr double kMaxBytes = 1125899906842624.0;
+
+// Transformer Engine's delayed-scaling amax history (NeMo's Llama recipes
+// use 1024 steps with the "max" algorithm).
+constexpr int64_t kAmaxHistory = 1024;
+// fp8 tensors per linear layer: its input, its weight, its output gradient.
+constexpr int64_t kFp8TensorsPerLinear = 3;
+constexpr int64_t kFp8Tensors = kNumFp8Linears * kFp8TensorsPerLinear;
+
+// The fp8 copies of one linear layer (uint8_t storage; E4M3 for x and w,
+// E5M2 for dy): the input and its transpose, the weight and its transpose
+// (cast once at start-up, as Transformer Engine caches them across
+// micro-batches), the output gradient and its transpose.
+struct Fp8Linear {
+  uint8_t* x;     // [n, in]
+  uint8_t* x_t;   // [in, n]
+  uint8_t* w;     // [out, in]
+  uint8_t* w_t;   // [in, out]
+  uint8_t* dy;    // [n, out]
+  uint8_t* dy_t;  // [out, n]
+};
+
+// Lays out the fp8 state of buffers `b` (members fp8[], amax_history, scale,
+// scale_inv) for dimensions `x` (n tokens, in(l)/out(l) features of linear
+// layer l, fp8): nothing unless x.fp8.
+template <class X, class B, class Arena>
+void LayoutFp8(const X& x, Arena* arena, B* b) {
+  b->amax_history = b->scale = b->scale_inv = nullptr;
+  for (Fp8Linear& f : b->fp8) f = Fp8Linear{};
+  if (!x.fp8) return;
+  for (int l = 0; l < kNumFp8Linears; ++l) {
+    Fp8Linear& f = b->fp8[l];
+    arena->Take(&f.x, "fp8_x", {x.n, x.in(l)});
+    arena->Take(&f.x_t, "fp8_x_t", {x.in(l), x.n});
+    arena->Take(&f.w, "fp8_w", {x.out(l), x.in(l)});
+    arena->Take(&f.w_t, "fp8_w_t", {x.in(l), x.out(l)});
+    arena->Take(&f.dy, "fp8_dy", {x.n, x.out(l)});
+    arena->Take(&f.dy_t, "fp8_dy_t", {x.out(l), x.n});
+  }
+  arena->Take(&b->amax_history, "fp8_amax_history", {kAmaxHistory, kFp8Tensors});
+  arena->Take(&b->scale, "fp8_scale", {kFp8Tensors});
+  arena->Take(&b->scale_inv, "fp8_scale_inv", {kFp8Tensors});
+}
 
 // Per-rank dimensions of a (validated) shape.
 struct Dims {
@@ -37,10 +80,21 @@ struct Dims {
   int64_t v = 0;      // vocabulary shard = ceil(vocab / t)
   int64_t vocab = 0;  // whole vocabulary (token ids and labels)
   int64_t adam = 0;   // optimizer_step parameters
+  bool fp8 = false;   // QKV, projection, FC1 and FC2 in fp8
 
   int64_t ad() const { return a * d; }       // attention width on this rank (h / t)
   int64_t qkv() const { return 3 * a * d; }  // QKV GEMM output width
   int64_t bh() const { return b * a; }       // attention batch count
+  // Input and output features of each fp8 linear layer (a Linear below
+  // kNumFp8Linears: QKV, projection, FC1, FC2).
+  int64_t in(int l) const {
+    const int64_t v_in[] = {h, ad(), h, f};
+    return v_in[l];
+  }
+  int64_t out(int l) const {
+    const int64_t v_out[] = {qkv(), h, f, h};
+    return v_out[l];
+  }
 };
 
 // The dimensions of `shape` on one rank; `shape` must be valid
@@ -205,8 +259,19 @@ struct Buffers {
   float* adam_grad;  // Megatron's fp32 main grads, which the backward accumulates into
   T* adam_param;
   float* adam_scalars;
+  // fp8 (null unless fp8; llama_buffers.h's LlamaBuffers has the same).
+  Fp8Linear fp8[kNumFp8Linears];
+  float* amax_history;
+  float* scale;
+  float* scale_inv;
   // cuBLASLt.
   void* workspace;
+
+  // The 16-bit weight of an fp8 Linear.
+  T* weight(int l) const {
+    T* const w[] = {w_qkv, w_proj, w_fc1, w_fc2};
+    return w[l];
+  }
 
   // Arena: DeviceArena, or anything with the same Take.
   template <class Arena>
@@ -318,6 +383,7 @@ struct Buffers {
       arena->Take(&adam_param, "adam_param", {x.adam});
       arena->Take(&adam_scalars, "adam_scalars", {2});
     }
+    LayoutFp8(x, arena, this);
     unsigned char* ws = nullptr;
     arena->Take(&ws, "cublaslt_workspace", {static_cast<int64_t>(kWorkspaceBytes)});
     workspace = ws;

@@ -67,6 +67,13 @@ std::string Gemm::SetDesc(cublasLtMatmulDescAttributes_t attr, const V& value,
 
 std::string Gemm::Plan(cublasLtHandle_t lt, const GemmSpec& spec, cudaDataType_t type,
                        size_t element_bytes) {
+  GemmTypes types;
+  types.a = types.b = types.d = type;
+  types.a_bytes = types.b_bytes = types.d_bytes = element_bytes;
+  return Plan(lt, spec, types);
+}
+
+std::string Gemm::Plan(cublasLtHandle_t lt, const GemmSpec& spec, const GemmTypes& types) {
   spec_ = spec;
   call_ = ToColumnMajor(spec);
   const std::string tag = std::string("(") + spec.name + ")";
@@ -75,9 +82,16 @@ std::string Gemm::Plan(cublasLtHandle_t lt, const GemmSpec& spec, cudaDataType_t
                   cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F)));
   VTRAIN_GPU_RETURN_IF_ERROR(SetDesc(CUBLASLT_MATMUL_DESC_TRANSA, call_.a.op, tag));
   VTRAIN_GPU_RETURN_IF_ERROR(SetDesc(CUBLASLT_MATMUL_DESC_TRANSB, call_.b.op, tag));
-  VTRAIN_GPU_RETURN_IF_ERROR(MakeLayout(&layout_a_, type, call_.a, "A" + tag));
-  VTRAIN_GPU_RETURN_IF_ERROR(MakeLayout(&layout_b_, type, call_.b, "B" + tag));
-  VTRAIN_GPU_RETURN_IF_ERROR(MakeLayout(&layout_d_, type, call_.d, "D" + tag));
+  // cuBLASLt's A is our B and its B our A (ToColumnMajor).
+  VTRAIN_GPU_RETURN_IF_ERROR(MakeLayout(&layout_a_, types.b, call_.a, "A" + tag));
+  VTRAIN_GPU_RETURN_IF_ERROR(MakeLayout(&layout_b_, types.a, call_.b, "B" + tag));
+  VTRAIN_GPU_RETURN_IF_ERROR(MakeLayout(&layout_d_, types.d, call_.d, "D" + tag));
+  if (types.b_scale != nullptr) {
+    VTRAIN_GPU_RETURN_IF_ERROR(SetDesc(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, types.b_scale, tag));
+  }
+  if (types.a_scale != nullptr) {
+    VTRAIN_GPU_RETURN_IF_ERROR(SetDesc(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, types.a_scale, tag));
+  }
   if (spec.bias != nullptr) {
     VTRAIN_GPU_RETURN_IF_ERROR(SetDesc(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS, tag));
     VTRAIN_GPU_RETURN_IF_ERROR(SetDesc(CUBLASLT_MATMUL_DESC_BIAS_POINTER, spec.bias, tag));
@@ -87,13 +101,13 @@ std::string Gemm::Plan(cublasLtHandle_t lt, const GemmSpec& spec, cudaDataType_t
   cublasLtMatmulPreference_t pref = nullptr;
   VTRAIN_GPU_RETURN_IF_ERROR(
       CheckCublas("cublasLtMatmulPreferenceCreate" + tag, cublasLtMatmulPreferenceCreate(&pref)));
-  std::string error = Choose(lt, pref, element_bytes, tag);
+  std::string error = Choose(lt, pref, types, tag);
   if (!error.empty() && bias_fused_) {
     // No algorithm with the epilogue for this shape: plain GEMM, and the
     // caller adds the bias with bias_add_kernel.
     bias_fused_ = false;
     error = SetDesc(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_DEFAULT, tag);
-    if (error.empty()) error = Choose(lt, pref, element_bytes, tag);
+    if (error.empty()) error = Choose(lt, pref, types, tag);
   }
   const cublasStatus_t destroyed = cublasLtMatmulPreferenceDestroy(pref);
   if (!error.empty()) return error;
@@ -129,12 +143,12 @@ std::string Gemm::MakeLayout(cublasLtMatrixLayout_t* layout, cudaDataType_t type
                                        &stride, sizeof(stride)));
 }
 
-std::string Gemm::Choose(cublasLtHandle_t lt, cublasLtMatmulPreference_t pref, size_t element_bytes,
-                         const std::string& tag) {
+std::string Gemm::Choose(cublasLtHandle_t lt, cublasLtMatmulPreference_t pref,
+                         const GemmTypes& types, const std::string& tag) {
   const uint64_t workspace = kWorkspaceBytes;
-  const uint32_t align_a = Alignment(call_.a, spec_.batch, element_bytes);
-  const uint32_t align_b = Alignment(call_.b, spec_.batch, element_bytes);
-  const uint32_t align_d = Alignment(call_.d, spec_.batch, element_bytes);
+  const uint32_t align_a = Alignment(call_.a, spec_.batch, types.b_bytes);
+  const uint32_t align_b = Alignment(call_.b, spec_.batch, types.a_bytes);
+  const uint32_t align_d = Alignment(call_.d, spec_.batch, types.d_bytes);
   const std::string set = "cublasLtMatmulPreferenceSetAttribute" + tag;
   VTRAIN_GPU_RETURN_IF_ERROR(CheckCublas(
       set, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,

@@ -74,6 +74,23 @@ struct LtCall {
 // each transposed exactly when ours is.
 LtCall ToColumnMajor(const GemmSpec& g);
 
+// The element types of one GEMM's operands, and for fp8 the device
+// pointers of A's and B's dequantisation scales (scale_inv; null: 1).
+// cuBLASLt's fp8 GEMMs need compute capability 8.9 or newer, both operands
+// stored with k contiguous (row-major A [m, k] and B stored [n, k], i.e.
+// trans_a false and trans_b true), dimensions and leading dimensions
+// multiples of 16, and not both operands E5M2.
+struct GemmTypes {
+  cudaDataType_t a = CUDA_R_16F;
+  cudaDataType_t b = CUDA_R_16F;
+  cudaDataType_t d = CUDA_R_16F;
+  size_t a_bytes = 2;
+  size_t b_bytes = 2;
+  size_t d_bytes = 2;
+  const float* a_scale = nullptr;
+  const float* b_scale = nullptr;
+};
+
 // One GEMM planned for cuBLASLt: descriptors, layouts and algorithm are
 // chosen once by Plan; Run enqueues it. Not thread-safe.
 class Gemm {
@@ -89,6 +106,8 @@ class Gemm {
   // or the failing cuBLASLt call.
   std::string Plan(cublasLtHandle_t lt, const GemmSpec& spec, cudaDataType_t type,
                    size_t element_bytes);
+  // The same with operands of different types (fp8 inputs, 16-bit output).
+  std::string Plan(cublasLtHandle_t lt, const GemmSpec& spec, const GemmTypes& types);
 
   // Enqueues the GEMM on `stream` with `workspace` (kWorkspaceBytes);
   // returns "" or the cuBLASLt error.
@@ -101,7 +120,7 @@ class Gemm {
   std::string SetDesc(cublasLtMatmulDescAttributes_t attr, const V& value, const std::string& tag);
   std::string MakeLayout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, const LtOperand& x,
                          const std::string& tag);
-  std::string Choose(cublasLtHandle_t lt, cublasLtMatmulPreference_t pref, size_t element_bytes,
+  std::string Choose(cublasLtHandle_t lt, cublasLtMatmulPreference_t pref, const GemmTypes& types,
                      const std::string& tag);
 
   GemmSpec spec_;

@@ -9,6 +9,8 @@
 
 #include "profiler_agent/gpu/device_buffers.h"
 #include "profiler_agent/gpu/gemm.h"
+#include "profiler_agent/gpu/llama_gemm_specs.h"
+#include "profiler_agent/gpu/llama_plan.h"
 
 namespace vtrain::gpu::internal {
 
@@ -37,6 +39,46 @@ enum GemmId : int {
   kGemmQkvWgrad,
   kGemmCount,
 };
+
+// The forward, data-gradient and weight-gradient GEMMs of each linear layer
+// that runs in fp8 under fp8 (a Linear: QKV, projection, FC1, FC2).
+constexpr GemmId kFp8LinearGemms[kNumFp8Linears][kGemmPasses] = {
+    {kGemmQkvFwd, kGemmQkvDgrad, kGemmQkvWgrad},
+    {kGemmProjectionFwd, kGemmProjectionDgrad, kGemmProjectionWgrad},
+    {kGemmFc1Fwd, kGemmFc1Dgrad, kGemmFc1Wgrad},
+    {kGemmFc2Fwd, kGemmFc2Dgrad, kGemmFc2Wgrad}};
+
+// Whether GEMM `id` belongs to an fp8-capable linear layer; then *linear
+// and *pass say which.
+inline bool Fp8LinearOf(int id, int* linear, int* pass) {
+  for (int l = 0; l < kNumFp8Linears; ++l) {
+    for (int p = 0; p < kGemmPasses; ++p) {
+      if (kFp8LinearGemms[l][p] == id) {
+        *linear = l;
+        *pass = p;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Under fp8, the linear layers' GEMMs read the fp8 copies instead, both
+// operands k-contiguous (llama_gemm_specs.h has the forms); the forward
+// keeps its shape, leading dimensions and QKV bias, only the operands change.
+template <class T>
+void UseFp8Operands(const Buffers<T>& b, std::array<GemmSpec, kGemmCount>* specs) {
+  for (int l = 0; l < kNumFp8Linears; ++l) {
+    const Fp8Linear& f = b.fp8[l];
+    GemmSpec& fwd = (*specs)[kFp8LinearGemms[l][0]];
+    fwd.a = f.x;
+    fwd.b = f.w;
+    GemmSpec& dgrad = (*specs)[kFp8LinearGemms[l][1]];
+    dgrad = DenseGemm(dgrad.name, dgrad.m, dgrad.n, dgrad.k, false, true, f.dy, f.w_t, dgrad.c);
+    GemmSpec& wgrad = (*specs)[kFp8LinearGemms[l][2]];
+    wgrad = DenseGemm(wgrad.name, wgrad.m, wgrad.n, wgrad.k, false, true, f.dy_t, f.x_t, wgrad.c);
+  }
+}
 
 // Each GEMM's spec, in Megatron's terms (weights [out, in]):
 //   forward  Y[n, out]   = X[n, in] W^T      (trans_b)
@@ -154,6 +196,7 @@ std::array<GemmSpec, kGemmCount> MakeGemmSpecs(const Dims& x, const Buffers<T>& 
       dense("gemm_qkv_dgrad", n, h, x.qkv(), false, false, b.d_qkv, b.w_qkv, b.d_ln1);
   g[kGemmQkvWgrad] =
       dense("gemm_qkv_wgrad", x.qkv(), h, n, true, false, b.d_qkv, b.ln1_out, b.dw_qkv);
+  if (x.fp8) UseFp8Operands(b, &g);
   return g;
 }
 

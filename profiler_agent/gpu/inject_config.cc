@@ -21,19 +21,28 @@ std::string ParseShapeSpec(const std::string& spec, LayerShape* shape) {
     }
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
     if (key == "dtype") {
-      if (value != "fp16" && value != "bf16") {
-        return "VTRAIN_PROFILE_SHAPE: dtype='" + value + "' must be fp16 or bf16";
+      if (value != "fp16" && value != "bf16" && value != "fp8") {
+        return "VTRAIN_PROFILE_SHAPE: dtype='" + value + "' must be fp16, bf16 or fp8";
       }
-      s.bf16 = value == "bf16";
+      s.bf16 = value != "fp16";  // fp8: Transformer Engine's linear layers, bf16 elsewhere
+      s.fp8 = value == "fp8";
       continue;
     }
-    static const char* const kKeys[] = {"hidden", "heads", "seq",   "micro_batch",
-                                        "tp",     "ffn",   "vocab", "adam_params"};
+    if (key == "arch") {
+      if (value != "gpt" && value != "llama") {
+        return "VTRAIN_PROFILE_SHAPE: arch='" + value + "' must be gpt or llama";
+      }
+      s.llama = value == "llama";
+      continue;
+    }
+    static const char* const kKeys[] = {"hidden", "heads", "seq",         "micro_batch", "tp",
+                                        "ffn",    "vocab", "adam_params", "kv_heads"};
     bool known = false;
     for (const char* k : kKeys) known = known || key == k;
     if (!known) {
       return "VTRAIN_PROFILE_SHAPE: unknown key '" + key +
-             "'; use hidden, heads, seq, micro_batch, tp, ffn, vocab, dtype, adam_params";
+             "'; use hidden, heads, seq, micro_batch, tp, ffn, vocab, dtype, arch, kv_heads, "
+             "adam_params";
     }
     char* end = nullptr;
     const long long n = std::strtoll(value.c_str(), &end, 10);
@@ -58,6 +67,8 @@ std::string ParseShapeSpec(const std::string& spec, LayerShape* shape) {
       s.ffn = n;
     } else if (key == "vocab") {
       s.vocab = n;
+    } else if (key == "kv_heads") {
+      s.kv_heads = n;
     } else {
       s.adam_params = n;
     }
@@ -67,6 +78,7 @@ std::string ParseShapeSpec(const std::string& spec, LayerShape* shape) {
            "hidden=2048,heads=16,seq=2048,micro_batch=1,tp=1)";
   }
   if (s.ffn == 0) s.ffn = 4 * s.hidden;
+  if (s.kv_heads > 0 && !s.llama) return "VTRAIN_PROFILE_SHAPE: kv_heads needs arch=llama";
   if (std::string e = ValidateShape(s); !e.empty()) return "VTRAIN_PROFILE_SHAPE: " + e;
   *shape = s;
   return "";

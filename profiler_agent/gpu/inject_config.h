@@ -12,7 +12,8 @@
 namespace vtrain::gpu {
 
 // Parses "hidden=2048,heads=16,seq=2048,micro_batch=1,tp=1[,ffn=8192]
-// [,vocab=50257][,dtype=fp16|bf16][,adam_params=N]" into *shape (ffn
+// [,vocab=50257][,dtype=fp16|bf16|fp8][,arch=gpt|llama][,kv_heads=N][,adam_params=N]"
+// into *shape (ffn
 // defaults to 4 x hidden). Returns "" or a message naming the bad key.
 std::string ParseShapeSpec(const std::string& spec, LayerShape* shape);
 

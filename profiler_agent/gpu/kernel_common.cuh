@@ -175,6 +175,16 @@ std::string Launch(const char* name, void (*kernel)(KernelArgs...), dim3 grid, d
   return CheckCuda(name, cudaGetLastError());
 }
 
+// The same with `shared_bytes` of dynamic shared memory (above 48 KiB the
+// kernel's cudaFuncAttributeMaxDynamicSharedMemorySize must have been set).
+template <class... KernelArgs, class... Args>
+std::string LaunchShared(const char* name, void (*kernel)(KernelArgs...), dim3 grid, dim3 block,
+                         size_t shared_bytes, cudaStream_t stream, Args... args) {
+  static_assert(sizeof...(KernelArgs) == sizeof...(Args), "kernel argument count");
+  kernel<<<grid, block, shared_bytes, stream>>>(static_cast<KernelArgs>(args)...);
+  return CheckCuda(name, cudaGetLastError());
+}
+
 // Grid of the column-reduction kernels: one block per 32-column tile and
 // enough row chunks to give a large GPU a few hundred blocks, without many
 // atomics per gradient element.

@@ -18,6 +18,7 @@
 #include "profiler_agent/gpu/layer_profiler.h"
 #include "profiler_agent/gpu/nccl_sweep.h"
 #include "profiler_agent/gpu/profile_json.h"
+#include "profiler_agent/gpu/selftest.h"
 
 namespace vtrain::gpu {
 namespace {
@@ -29,16 +30,19 @@ constexpr char kUsage[] =
     "usage:\n"
     "  vtrain-agent-gpu info\n"
     "  vtrain-agent-gpu profile --hidden H --heads A --seq-len S --micro-batch B [--tp T]\n"
-    "        [--ffn F] [--vocab V] [--dtype fp16|bf16] [--adam-params N] [--warmup N]\n"
+    "        [--ffn F] [--vocab V] [--dtype fp16|bf16|fp8] [--arch gpt|llama] [--kv-heads K]\n"
+    "        [--adam-params N] [--warmup N]\n"
     "        [--repetitions N] [--device I] [--gpu NAME] [--check] [--trace-out RAW.txt]\n"
     "        -o OUT.json\n"
     "  vtrain-agent-gpu reduce RAW.txt --gpu NAME --hidden H --heads A --seq-len S\n"
-    "        --micro-batch B [--tp T] [--ffn F] [--vocab V] [--dtype D] [--adam-params N]\n"
+    "        --micro-batch B [--tp T] [--ffn F] [--vocab V] [--dtype D] [--arch A]\n"
+    "        [--kv-heads K] [--adam-params N]\n"
     "        [--check] -o OUT.json      (no GPU needed: a kept recording, reduced again)\n"
     "  vtrain-agent-gpu nccl [--min-gpus N] [--max-gpus N] [--min-bytes B] [--max-bytes B]\n"
     "        [--collectives all_reduce,all_gather,reduce_scatter,send_recv] [--iterations N]\n"
     "        [--gpu NAME] -o OUT.json\n"
-    "  vtrain-agent-gpu nccl --check [--gpus N]\n\n"
+    "  vtrain-agent-gpu nccl --check [--gpus N]\n"
+    "  vtrain-agent-gpu selftest [--device I]   (our Llama/fp8 kernels against CPU references)\n\n"
     "exit codes: 0 ok, 1 no usable GPU or a failed measurement or check, 2 bad input\n";
 
 // --name value / --name=value flags; every flag must be known. (The rest of
@@ -170,8 +174,9 @@ int RunInfo() {
   return kExitOk;
 }
 
-const std::vector<std::string> kShapeFlags = {"hidden", "heads", "seq-len", "micro-batch", "tp",
-                                              "ffn",    "vocab", "dtype",   "adam-params"};
+const std::vector<std::string> kShapeFlags = {"hidden", "heads",    "seq-len",    "micro-batch",
+                                              "tp",     "ffn",      "vocab",      "dtype",
+                                              "arch",   "kv-heads", "adam-params"};
 
 // The layer shape from the flags; "" or the message naming the bad flag.
 std::string ParseShape(const Flags& flags, LayerShape* s) {
@@ -184,14 +189,22 @@ std::string ParseShape(const Flags& flags, LayerShape* s) {
   } ints[] = {{"hidden", &s->hidden},      {"heads", &s->heads},
               {"seq-len", &s->seq},        {"micro-batch", &s->micro_batch},
               {"tp", &s->tensor_parallel}, {"ffn", &s->ffn},
-              {"vocab", &s->vocab},        {"adam-params", &s->adam_params}};
+              {"vocab", &s->vocab},        {"adam-params", &s->adam_params},
+              {"kv-heads", &s->kv_heads}};
   for (auto& f : ints) {
     if (std::string e = flags.Int(f.flag, f.field); !e.empty()) return e;
   }
   if (s->ffn == 0) s->ffn = 4 * s->hidden;
   const std::string dtype = flags.Get("dtype", "fp16");
-  if (dtype != "fp16" && dtype != "bf16") return "--dtype='" + dtype + "' must be fp16 or bf16";
-  s->bf16 = dtype == "bf16";
+  if (dtype != "fp16" && dtype != "bf16" && dtype != "fp8") {
+    return "--dtype='" + dtype + "' must be fp16, bf16 or fp8";
+  }
+  s->fp8 = dtype == "fp8";
+  s->bf16 = dtype != "fp16";  // fp8 runs all but its GEMMs in bf16
+  const std::string arch = flags.Get("arch", "gpt");
+  if (arch != "gpt" && arch != "llama") return "--arch='" + arch + "' must be gpt or llama";
+  s->llama = arch == "llama";
+  if (flags.Has("kv-heads") && !s->llama) return "--kv-heads needs --arch llama";
   return ValidateShape(*s);
 }
 
@@ -220,8 +233,9 @@ std::string PrintTables(const std::vector<OperatorTable>& tables) {
 // The --check verdict: prints each problem; true when there is none.
 bool CheckTables(const std::vector<OperatorTable>& tables, const std::vector<std::string>& ops,
                  const LayerShape& s, double peak) {
-  // The MLP's h -> f/t GEMM (2 n h f / t FLOPs) is its longest kernel.
-  GemmProbe probe{"mlp_fwd", 2.0 * s.seq * s.micro_batch * s.hidden *
+  // The MLP's h -> f/t GEMM (2 n h f / t FLOPs; Llama's gate-and-up GEMM
+  // twice that) is its longest kernel.
+  GemmProbe probe{"mlp_fwd", (s.llama ? 2.0 : 1.0) * 2.0 * s.seq * s.micro_batch * s.hidden *
                                  static_cast<double>(s.ffn / s.tensor_parallel)};
   if (peak > 0) {
     std::printf("check: mlp_fwd GEMM %.1f TFLOP/s of a %.1f TFLOP/s peak\n",
@@ -235,11 +249,15 @@ bool CheckTables(const std::vector<OperatorTable>& tables, const std::vector<std
 }
 
 std::string ShapeText(const LayerShape& s) {
+  const std::string dtype = s.fp8 ? "fp8" : s.bf16 ? "bf16" : "fp16";
+  const std::string arch =
+      s.llama ? " --arch llama --kv-heads " + std::to_string(s.kv_heads > 0 ? s.kv_heads : s.heads)
+              : "";
   return "--hidden " + std::to_string(s.hidden) + " --heads " + std::to_string(s.heads) +
          " --ffn " + std::to_string(s.ffn) + " --seq-len " + std::to_string(s.seq) +
          " --micro-batch " + std::to_string(s.micro_batch) + " --tp " +
          std::to_string(s.tensor_parallel) + " --vocab " + std::to_string(s.vocab) + " --dtype " +
-         (s.bf16 ? "bf16" : "fp16") + " --adam-params " + std::to_string(s.adam_params);
+         dtype + arch + " --adam-params " + std::to_string(s.adam_params);
 }
 
 int RunReduce(const std::vector<std::string>& args) {
@@ -300,7 +318,10 @@ int RunProfile(const std::vector<std::string>& args) {
   if (!flags.Has("o")) return BadInput("profile", "-o OUT.json is required");
   options.warmup = static_cast<int>(warmup);
   options.repetitions = static_cast<int>(reps);
-  const std::string dtype = s.bf16 ? "bf16" : "fp16";
+  const std::string dtype = std::string(s.fp8    ? "fp8"
+                                        : s.bf16 ? "bf16"
+                                                 : "fp16") +
+                            (s.llama ? " llama" : "");
 
   DeviceInfo info;
   if (std::string e = QueryDevice(static_cast<int>(device), &info); !e.empty()) {
@@ -351,9 +372,11 @@ int RunProfile(const std::vector<std::string>& args) {
   file.operators = profile.entries;
 
   int rc = kExitOk;
-  if (flags.Has("check") &&
-      !CheckTables(profile.tables, profile.operators, s,
-                   PeakTensorFlops(info.cc_major, info.cc_minor, info.sm_count, info.clock_khz))) {
+  // fp8 tensor cores run twice the 16-bit dense rate (Ada, Hopper, Blackwell
+  // datasheets), so an fp8 GEMM may legitimately pass the 16-bit peak.
+  const double peak = PeakTensorFlops(info.cc_major, info.cc_minor, info.sm_count, info.clock_khz) *
+                      (s.fp8 ? 2 : 1);
+  if (flags.Has("check") && !CheckTables(profile.tables, profile.operators, s, peak)) {
     rc = kExitFailure;
   }
   if (flags.Has("trace-out") &&
@@ -444,6 +467,26 @@ int RunNccl(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// Our Llama and fp8 kernels against CPU references, then a small Llama
+// workload run whole (selftest.h).
+int RunSelfTest(const std::vector<std::string>& args) {
+  Flags flags(args, {"device"}, {});
+  if (!flags.error().empty()) return BadInput("selftest", flags.error() + "\n\n" + kUsage);
+  int64_t device = 0;
+  if (std::string e = flags.Int("device", &device); !e.empty()) return BadInput("selftest", e);
+  DeviceInfo info;
+  if (std::string e = QueryDevice(static_cast<int>(device), &info); !e.empty()) {
+    return Failure("selftest", e);
+  }
+  if (cudaError_t e = cudaSetDevice(static_cast<int>(device)); e != cudaSuccess) {
+    return Failure("selftest", std::string("cudaSetDevice: ") + cudaGetErrorString(e));
+  }
+  std::cout << "selftest on " << info.name << " (sm_" << info.cc_major << info.cc_minor << ")\n";
+  if (std::string e = RunKernelSelfTest(std::cout); !e.empty()) return Failure("selftest", e);
+  std::cout << "selftest: all checks passed\n";
+  return kExitOk;
+}
+
 }  // namespace
 }  // namespace vtrain::gpu
 
@@ -459,6 +502,7 @@ int main(int argc, char** argv) {
   if (args[0] == "profile") return RunProfile(rest);
   if (args[0] == "nccl") return RunNccl(rest);
   if (args[0] == "reduce") return RunReduce(rest);
+  if (args[0] == "selftest") return RunSelfTest(rest);
   if (args[0] == "help" || args[0] == "--help") {
     std::cout << kUsage;
     return kExitOk;

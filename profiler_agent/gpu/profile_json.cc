@@ -84,6 +84,12 @@ std::vector<OperatorEntry> OperatorEntries(const std::vector<OperatorTable>& tab
     OperatorEntry e;
     e.op = t.op;
     e.bf16 = shape.bf16;
+    e.fp8 = shape.fp8;
+    // The loss and the optimizer step are keyed without an architecture
+    // (core's MakeOperatorKey).
+    const bool arch_free = t.op == "optimizer_step" || t.op == "loss_fwd" || t.op == "loss_bwd";
+    e.llama = shape.llama && !arch_free;
+    if (e.llama) e.kv_heads = shape.kv_heads > 0 ? shape.kv_heads : shape.heads;
     if (t.op == "optimizer_step") {
       e.num_parameters = shape.adam_params;
     } else {
@@ -116,9 +122,12 @@ std::string ToProfileSetJson(const ProfileSetFile& set) {
   for (size_t i = 0; i < set.operators.size(); ++i) {
     const OperatorEntry& e = set.operators[i];
     o += i ? ",\n" : "\n";
-    o += "    {\"key\": {\"gpu\": " + JsonString(set.gpu) + ", \"dtype\": \"" +
-         (e.bf16 ? "DTYPE_BF16" : "DTYPE_FP16") +
-         "\", \"op\": " + EnumValue("OPERATOR_KIND_", e.op) +
+    const char* dtype = e.fp8 ? "DTYPE_FP8" : e.bf16 ? "DTYPE_BF16" : "DTYPE_FP16";
+    const std::string arch =
+        e.llama ? ", \"arch\": \"ARCHITECTURE_LLAMA\", \"kv_heads\": " + std::to_string(e.kv_heads)
+                : "";
+    o += "    {\"key\": {\"gpu\": " + JsonString(set.gpu) + ", \"dtype\": \"" + dtype + "\"" +
+         arch + ", \"op\": " + EnumValue("OPERATOR_KIND_", e.op) +
          ", \"hidden\": " + std::to_string(e.hidden) + ", \"heads\": " + std::to_string(e.heads) +
          ", \"ffn\": " + std::to_string(e.ffn) + ", \"seq\": " + std::to_string(e.seq) +
          ", \"micro_batch\": " + std::to_string(e.micro_batch) +

@@ -32,6 +32,9 @@ struct Provenance {
 struct OperatorEntry {
   std::string op;  // embedding_fwd ... optimizer_step
   bool bf16 = false;
+  bool fp8 = false;      // dtype fp8 (the shape's fp8 linear layers)
+  bool llama = false;    // arch llama (never on loss and optimizer keys)
+  int64_t kv_heads = 0;  // Llama keys: key/value heads
   int64_t hidden = 0, heads = 0, ffn = 0, seq = 0, micro_batch = 0, tensor_parallel = 1;
   int64_t vocab = 0, num_parameters = 0;
   std::vector<KernelStats> kernels;

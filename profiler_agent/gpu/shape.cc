@@ -22,6 +22,55 @@ std::string Positive(const char* field, int64_t value) {
   return std::string();
 }
 
+std::string Str(int64_t v) { return std::to_string(v); }
+
+// Llama's grouped-query heads and the flash kernels' head-dim bound.
+std::string ValidateLlama(const LayerShape& shape) {
+  const int64_t t = shape.tensor_parallel;
+  const int64_t kv = shape.kv_heads > 0 ? shape.kv_heads : shape.heads;
+  if (shape.kv_heads < 0 || shape.kv_heads > kMaxDim) {
+    return "kv_heads=" + Str(shape.kv_heads) + " must be >= 0 (0 means heads)";
+  }
+  if (shape.heads % kv != 0) {
+    return "kv_heads=" + Str(kv) + " does not divide heads=" + Str(shape.heads) +
+           "; choose kv_heads dividing heads";
+  }
+  if (kv % t != 0) {
+    return "kv_heads=" + Str(kv) + " is not divisible by tensor_parallel=" + Str(t) +
+           "; choose t dividing kv_heads";
+  }
+  const int64_t d = shape.hidden / shape.heads;
+  if (d > 256 || d % 2 != 0) {
+    return "hidden/heads=" + Str(d) +
+           " is not an even head dim of at most 256 (the flash-style attention kernels' bound); "
+           "choose more heads";
+  }
+  return std::string();
+}
+
+// cuBLASLt's fp8 GEMMs need dimensions and leading dimensions that are
+// multiples of 16: every linear layer's input and output features and the
+// token count.
+std::string ValidateFp8(const LayerShape& shape) {
+  const int64_t t = shape.tensor_parallel;
+  const int64_t d = shape.hidden / shape.heads;
+  const int64_t kv = shape.llama && shape.kv_heads > 0 ? shape.kv_heads : shape.heads;
+  const int64_t ffn = shape.ffn > 0 ? shape.ffn : 4 * shape.hidden;
+  const std::pair<const char*, int64_t> dims[] = {
+      {"hidden", shape.hidden},
+      {"seq*micro_batch", shape.seq * shape.micro_batch},
+      {"ffn/tensor_parallel", ffn / t},
+      {"heads/tensor_parallel*head_dim", shape.heads / t * d},
+      {"kv_heads/tensor_parallel*head_dim", kv / t * d}};
+  for (const auto& [field, value] : dims) {
+    if (value % 16 != 0) {
+      return std::string(field) + "=" + Str(value) +
+             " is not a multiple of 16, which cuBLASLt's fp8 GEMMs need; adjust the shape";
+    }
+  }
+  return std::string();
+}
+
 }  // namespace
 
 std::string ValidateShape(const LayerShape& shape) {
@@ -66,6 +115,13 @@ std::string ValidateShape(const LayerShape& shape) {
     return std::string("micro_batch*heads/tensor_parallel*seq=") + count +
            " attention rows exceed " + std::to_string(kMaxDim) + "; lower micro_batch or seq";
   }
+  if (shape.fp8 && !shape.bf16) {
+    return "fp8 runs everything but its GEMMs in bf16: set bf16 with fp8";
+  }
+  if (shape.llama) {
+    if (std::string e = ValidateLlama(shape); !e.empty()) return e;
+  }
+  if (shape.fp8) return ValidateFp8(shape);
   return std::string();
 }
 

@@ -8,6 +8,10 @@
 // reduction kernels; lookups compare whole operators, not kernels.
 //
 // GEMMs go through cuBLASLt; everything else is a small kernel of our own.
+// Under fp8 (bf16 elsewhere) QKV, projection, FC1 and FC2 run as
+// Transformer Engine runs them: the input's (the output gradient's)
+// cast-transpose before the GEMMs, fp8 GEMMs on the copies
+// (gemm_specs.h's UseFp8Operands), a scale update after each block and pass.
 // The kernels are deliberately simple (one block per row for row
 // reductions, grid-stride loops for element-wise work): they stand in for
 // Megatron's fused kernels (fused layer-norm, scaled-upper-triangular-
@@ -22,6 +26,7 @@
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -37,12 +42,15 @@
 #include "profiler_agent/gpu/adam_kernels.cuh"
 #include "profiler_agent/gpu/cuda_util.h"
 #include "profiler_agent/gpu/device_buffers.h"
+#include "profiler_agent/gpu/fp8_kernels.cuh"
 #include "profiler_agent/gpu/gemm.h"
 #include "profiler_agent/gpu/gemm_specs.h"
 #include "profiler_agent/gpu/init_kernels.cuh"
 #include "profiler_agent/gpu/kernel_common.cuh"
 #include "profiler_agent/gpu/layer_kernels.cuh"
+#include "profiler_agent/gpu/llama_buffers.h"
 #include "profiler_agent/gpu/operator_names.h"
+#include "profiler_agent/gpu/tail_operators.cuh"
 #include "profiler_agent/gpu/vocab_kernels.cuh"
 #include "profiler_agent/gpu/workloads.h"
 
@@ -52,17 +60,6 @@ namespace {
 
 constexpr float kDropout = 0.1f;  // Megatron's default hidden and attention dropout
 constexpr float kLayerNormEps = 1e-5f;
-// The gradient of the loss with respect to each token's loss, loss scale
-// included. Chosen so that the softmax-minus-one-hot gradients of a 50k-256k
-// vocabulary stay normal fp16 numbers (~kLossGradScale / vocab) and the
-// weight gradients summed over thousands of tokens stay far below the fp16
-// maximum.
-constexpr float kLossGradScale = 32.0f;
-// apex's multi_tensor_apply launches at most 320 chunks of 65536 elements
-// per kernel; the optimizer step launches one kernel per such slice, like
-// Megatron's fused Adam.
-constexpr int64_t kAdamElementsPerLaunch = 65536LL * 320;
-
 // ---------------------------------------------------------------------------
 // The workload
 // ---------------------------------------------------------------------------
@@ -133,9 +130,11 @@ class Workload final : public LayerWorkload {
     VTRAIN_GPU_RETURN_IF_ERROR(CheckCuda(
         "cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)));
     VTRAIN_GPU_RETURN_IF_ERROR(CheckCublas("cublasLtCreate", cublasLtCreate(&lt_)));
+    if (dims_.fp8) VTRAIN_GPU_RETURN_IF_ERROR(CheckFp8Device());
     buf_.Layout(dims_, &arena_);
     if (!arena_.error().empty()) return arena_.error();
     VTRAIN_GPU_RETURN_IF_ERROR(InitBuffers());
+    VTRAIN_GPU_RETURN_IF_ERROR(InitFp8());
     VTRAIN_GPU_RETURN_IF_ERROR(PlanGemms());
     // One pass over every operator so that saved statistics, masks and
     // probabilities are the ones the forward produces, and every backward
@@ -192,12 +191,61 @@ class Workload final : public LayerWorkload {
     return std::string();
   }
 
+  // Under fp8: scales 1, an empty amax history, and the weights' fp8
+  // copies (cast once, as Transformer Engine caches them).
+  std::string InitFp8() {
+    if (!dims_.fp8) return std::string();
+    Buffers<T>& b = buf_;
+    VTRAIN_GPU_RETURN_IF_ERROR(Fill(b.amax_history, kAmaxHistory * kFp8Tensors, 0, 0));
+    VTRAIN_GPU_RETURN_IF_ERROR(Fill(b.scale, kFp8Tensors, 1, 0));
+    VTRAIN_GPU_RETURN_IF_ERROR(Fill(b.scale_inv, kFp8Tensors, 1, 0));
+    for (int l = 0; l < kNumFp8Linears; ++l) {
+      const int tensor = 3 * l + 1;
+      VTRAIN_GPU_RETURN_IF_ERROR(LaunchCastTranspose<__nv_fp8_e4m3>(
+          stream_, b.weight(l), dims_.out(l), dims_.in(l), b.scale + tensor,
+          b.amax_history + tensor, b.fp8[l].w, b.fp8[l].w_t));
+    }
+    return std::string();
+  }
+
   std::string PlanGemms() {
     const std::array<GemmSpec, kGemmCount> specs = MakeGemmSpecs(dims_, buf_);
     for (int i = 0; i < kGemmCount; ++i) {
+      int linear = 0;
+      int pass = 0;
+      if (dims_.fp8 && Fp8LinearOf(i, &linear, &pass)) {
+        const Fp8Operands o = Fp8OperandsOf(dims_, linear, pass);
+        VTRAIN_GPU_RETURN_IF_ERROR(
+            gemms_[i].Plan(lt_, specs[i], Fp8GemmTypes(o, buf_.scale_inv, kDataType, sizeof(T))));
+        continue;
+      }
       VTRAIN_GPU_RETURN_IF_ERROR(gemms_[i].Plan(lt_, specs[i], kDataType, sizeof(T)));
     }
     return std::string();
+  }
+
+  // fp8 only (nothing otherwise): linear layer l's input, or its output
+  // gradient, cast to fp8 with its transpose before its GEMMs (core's
+  // fp8_cast_transpose and fp8_cast_transpose_grad), and one block's scale
+  // update after a pass (fp8_amax_scale_update).
+  std::string CastInput(int l, const T* src) {
+    if (!dims_.fp8) return std::string();
+    Buffers<T>& b = buf_;
+    return LaunchCastTranspose<__nv_fp8_e4m3>(stream_, src, dims_.n, dims_.in(l), b.scale + 3 * l,
+                                              b.amax_history + 3 * l, b.fp8[l].x, b.fp8[l].x_t);
+  }
+  std::string CastGrad(int l, const T* src) {
+    if (!dims_.fp8) return std::string();
+    Buffers<T>& b = buf_;
+    const int tensor = 3 * l + 2;
+    return LaunchCastTranspose<__nv_fp8_e5m2>(stream_, src, dims_.n, dims_.out(l), b.scale + tensor,
+                                              b.amax_history + tensor, b.fp8[l].dy, b.fp8[l].dy_t);
+  }
+  std::string ScaleUpdate(Module m) {
+    if (!dims_.fp8) return std::string();
+    const int64_t per_module = 2 * kFp8TensorsPerLinear;
+    return LaunchAmaxScaleUpdate(stream_, buf_.amax_history, buf_.scale, buf_.scale_inv,
+                                 per_module * m, per_module, kFp8Tensors, kAmaxHistory);
   }
 
   std::string RunGemm(GemmId id) { return gemms_[id].Run(lt_, stream_, buf_.workspace); }
@@ -260,6 +308,7 @@ class Workload final : public LayerWorkload {
     const int64_t sc = x.bh() * x.s * x.s;
     VTRAIN_GPU_RETURN_IF_ERROR(
         LayerNormFwd(b.h0, b.ln1_gamma, b.ln1_beta, b.ln1_out, b.ln1_mean, b.ln1_rstd));
+    VTRAIN_GPU_RETURN_IF_ERROR(CastInput(kLinearQkv, b.ln1_out));
     VTRAIN_GPU_RETURN_IF_ERROR(RunGemm(kGemmQkvFwd));
     if (!gemms_[kGemmQkvFwd].bias_fused()) {
       VTRAIN_GPU_RETURN_IF_ERROR(Launch("bias_add_kernel", bias_add_kernel<T>,
@@ -277,10 +326,13 @@ class Workload final : public LayerWorkload {
     VTRAIN_GPU_RETURN_IF_ERROR(Launch("context_transpose_copy_kernel",
                                       context_transpose_copy_kernel<T>, GridFor(x.n * x.ad()),
                                       kThreads, stream_, b.ctx_bsd, b.ctx, x.s, x.b, x.a, x.d));
+    VTRAIN_GPU_RETURN_IF_ERROR(CastInput(kLinearProjection, b.ctx));
     VTRAIN_GPU_RETURN_IF_ERROR(RunGemm(kGemmProjectionFwd));
-    return Launch("bias_dropout_add_fwd_kernel", bias_dropout_add_fwd_kernel<T>, GridFor(x.n * x.h),
-                  kThreads, stream_, b.proj_out, b.b_proj, b.h0, b.h1, b.attn_resid_mask, x.n, x.h,
-                  kDropout, NextSeed());
+    VTRAIN_GPU_RETURN_IF_ERROR(Launch("bias_dropout_add_fwd_kernel", bias_dropout_add_fwd_kernel<T>,
+                                      GridFor(x.n * x.h), kThreads, stream_, b.proj_out, b.b_proj,
+                                      b.h0, b.h1, b.attn_resid_mask, x.n, x.h, kDropout,
+                                      NextSeed()));
+    return ScaleUpdate(kModuleAttention);
   }
 
   std::string MlpFwd() {
@@ -288,14 +340,17 @@ class Workload final : public LayerWorkload {
     Buffers<T>& b = buf_;
     VTRAIN_GPU_RETURN_IF_ERROR(
         LayerNormFwd(b.h1, b.ln2_gamma, b.ln2_beta, b.ln2_out, b.ln2_mean, b.ln2_rstd));
+    VTRAIN_GPU_RETURN_IF_ERROR(CastInput(kLinearFc1, b.ln2_out));
     VTRAIN_GPU_RETURN_IF_ERROR(RunGemm(kGemmFc1Fwd));
     VTRAIN_GPU_RETURN_IF_ERROR(Launch("bias_gelu_fwd_kernel", bias_gelu_fwd_kernel<T>,
                                       GridFor(x.n * x.f), kThreads, stream_, b.fc1_out, b.b_fc1,
                                       b.gelu_out, x.n, x.f));
+    VTRAIN_GPU_RETURN_IF_ERROR(CastInput(kLinearFc2, b.gelu_out));
     VTRAIN_GPU_RETURN_IF_ERROR(RunGemm(kGemmFc2Fwd));
-    return Launch("bias_dropout_add_fwd_kernel", bias_dropout_add_fwd_kernel<T>, GridFor(x.n * x.h),
-                  kThreads, stream_, b.fc2_out, b.b_fc2, b.h1, b.h2, b.mlp_mask, x.n, x.h, kDropout,
-                  NextSeed());
+    VTRAIN_GPU_RETURN_IF_ERROR(Launch("bias_dropout_add_fwd_kernel", bias_dropout_add_fwd_kernel<T>,
+                                      GridFor(x.n * x.h), kThreads, stream_, b.fc2_out, b.b_fc2,
+                                      b.h1, b.h2, b.mlp_mask, x.n, x.h, kDropout, NextSeed()));
+    return ScaleUpdate(kModuleMlp);
   }
 
   std::string LogitFwd() {
@@ -305,39 +360,10 @@ class Workload final : public LayerWorkload {
     return RunGemm(kGemmLogitFwd);
   }
 
-  std::string LossFwd() {
-    const Dims& x = dims_;
-    Buffers<T>& b = buf_;
-    const int64_t nv = x.n * x.v;
-    const unsigned rows = static_cast<unsigned>(x.n);
-    VTRAIN_GPU_RETURN_IF_ERROR(Launch("logits_to_fp32_kernel", logits_to_fp32_kernel<T>,
-                                      GridFor(nv), kThreads, stream_, b.logits, b.logits32, nv));
-    VTRAIN_GPU_RETURN_IF_ERROR(Launch("cross_entropy_max_kernel", cross_entropy_max_kernel, rows,
-                                      kThreads, stream_, b.logits32, b.row_max, x.v));
-    VTRAIN_GPU_RETURN_IF_ERROR(Launch("cross_entropy_sub_exp_kernel", cross_entropy_sub_exp_kernel,
-                                      GridFor(nv), kThreads, stream_, b.logits32, b.row_max, nv,
-                                      x.v));
-    VTRAIN_GPU_RETURN_IF_ERROR(Launch("cross_entropy_sum_kernel", cross_entropy_sum_kernel, rows,
-                                      kThreads, stream_, b.logits32, b.sum_exp, x.v));
-    VTRAIN_GPU_RETURN_IF_ERROR(Launch(
-        "cross_entropy_target_gather_kernel", cross_entropy_target_gather_kernel<T>, GridFor(x.n),
-        kThreads, stream_, b.labels, b.logits, b.row_max, b.predicted, x.n, x.v, int64_t{0}));
-    return Launch("cross_entropy_log_kernel", cross_entropy_log_kernel, GridFor(x.n), kThreads,
-                  stream_, b.sum_exp, b.predicted, b.loss, x.n);
-  }
-
-  std::string LossBwd() {
-    const Dims& x = dims_;
-    Buffers<T>& b = buf_;
-    const int64_t nv = x.n * x.v;
-    VTRAIN_GPU_RETURN_IF_ERROR(Launch("cross_entropy_softmax_grad_kernel",
-                                      cross_entropy_softmax_grad_kernel, GridFor(nv), kThreads,
-                                      stream_, b.logits32, b.sum_exp, b.grad32, nv, x.v));
-    VTRAIN_GPU_RETURN_IF_ERROR(Launch("cross_entropy_target_sub_kernel",
-                                      cross_entropy_target_sub_kernel, GridFor(x.n), kThreads,
-                                      stream_, b.labels, b.grad32, x.n, x.v, int64_t{0}));
-    return Launch("logit_grad_to_half_kernel", logit_grad_to_half_kernel<T>, GridFor(nv), kThreads,
-                  stream_, b.grad32, b.d_logits, nv, kLossGradScale);
+  std::string LossFwd() { return LossFwdKernels(stream_, dims_, buf_); }
+  std::string LossBwd() { return LossBwdKernels(stream_, dims_, buf_); }
+  std::string OptimizerStep() {
+    return OptimizerStepKernels(stream_, dims_.adam, buf_, ++adam_step_);
   }
 
   std::string LogitBwd() {
@@ -357,6 +383,7 @@ class Workload final : public LayerWorkload {
     VTRAIN_GPU_RETURN_IF_ERROR(Launch("bias_dropout_add_bwd_kernel", bias_dropout_add_bwd_kernel<T>,
                                       GridFor(x.n * x.h), kThreads, stream_, b.d_h2, b.mlp_mask,
                                       b.dy_fc2, x.n * x.h, keep_scale));
+    VTRAIN_GPU_RETURN_IF_ERROR(CastGrad(kLinearFc2, b.dy_fc2));
     VTRAIN_GPU_RETURN_IF_ERROR(RunGemm(kGemmFc2Dgrad));
     VTRAIN_GPU_RETURN_IF_ERROR(RunGemm(kGemmFc2Wgrad));
     // The FC1 bias gradient needs bias_gelu_bwd's output, so the reduction
@@ -365,12 +392,15 @@ class Workload final : public LayerWorkload {
                                       GridFor(x.n * x.f), kThreads, stream_, b.d_gelu, b.fc1_out,
                                       b.b_fc1, b.d_fc1, x.n, x.f));
     VTRAIN_GPU_RETURN_IF_ERROR(BiasGradReduce(b.d_fc1, x.f, b.db_fc1, b.dy_fc2, x.h, b.db_fc2));
+    VTRAIN_GPU_RETURN_IF_ERROR(CastGrad(kLinearFc1, b.d_fc1));
     VTRAIN_GPU_RETURN_IF_ERROR(RunGemm(kGemmFc1Dgrad));
     VTRAIN_GPU_RETURN_IF_ERROR(RunGemm(kGemmFc1Wgrad));
     VTRAIN_GPU_RETURN_IF_ERROR(LayerNormBwd(b.d_ln2, b.h1, b.ln2_gamma, b.ln2_mean, b.ln2_rstd,
                                             b.dx_ln2, b.d_ln2_gamma, b.d_ln2_beta));
-    return Launch("residual_add_bwd_kernel", residual_add_bwd_kernel<T>, GridFor(x.n * x.h),
-                  kThreads, stream_, b.d_h2, b.dx_ln2, b.d_h1, x.n * x.h);
+    VTRAIN_GPU_RETURN_IF_ERROR(Launch("residual_add_bwd_kernel", residual_add_bwd_kernel<T>,
+                                      GridFor(x.n * x.h), kThreads, stream_, b.d_h2, b.dx_ln2,
+                                      b.d_h1, x.n * x.h));
+    return ScaleUpdate(kModuleMlp);
   }
 
   std::string AttentionBwd() {
@@ -381,6 +411,7 @@ class Workload final : public LayerWorkload {
     VTRAIN_GPU_RETURN_IF_ERROR(Launch("bias_dropout_add_bwd_kernel", bias_dropout_add_bwd_kernel<T>,
                                       GridFor(x.n * x.h), kThreads, stream_, b.d_h1,
                                       b.attn_resid_mask, b.dy_proj, x.n * x.h, keep_scale));
+    VTRAIN_GPU_RETURN_IF_ERROR(CastGrad(kLinearProjection, b.dy_proj));
     VTRAIN_GPU_RETURN_IF_ERROR(RunGemm(kGemmProjectionDgrad));
     VTRAIN_GPU_RETURN_IF_ERROR(RunGemm(kGemmProjectionWgrad));
     VTRAIN_GPU_RETURN_IF_ERROR(Launch("context_transpose_copy_bwd_kernel",
@@ -396,14 +427,17 @@ class Workload final : public LayerWorkload {
         static_cast<unsigned>(x.bh() * x.s), kThreads, stream_, b.probs, b.scores, x.s, 1.0f));
     VTRAIN_GPU_RETURN_IF_ERROR(RunGemm(kGemmScoresDgradQuery));  // dQ into d_qkv
     VTRAIN_GPU_RETURN_IF_ERROR(RunGemm(kGemmScoresDgradKey));    // dK into d_qkv
+    VTRAIN_GPU_RETURN_IF_ERROR(CastGrad(kLinearQkv, b.d_qkv));
     VTRAIN_GPU_RETURN_IF_ERROR(RunGemm(kGemmQkvDgrad));
     VTRAIN_GPU_RETURN_IF_ERROR(RunGemm(kGemmQkvWgrad));
     VTRAIN_GPU_RETURN_IF_ERROR(
         BiasGradReduce(b.d_qkv, x.qkv(), b.db_qkv, b.dy_proj, x.h, b.db_proj));
     VTRAIN_GPU_RETURN_IF_ERROR(LayerNormBwd(b.d_ln1, b.h0, b.ln1_gamma, b.ln1_mean, b.ln1_rstd,
                                             b.dx_ln1, b.d_ln1_gamma, b.d_ln1_beta));
-    return Launch("residual_add_bwd_kernel", residual_add_bwd_kernel<T>, GridFor(x.n * x.h),
-                  kThreads, stream_, b.d_h1, b.dx_ln1, b.d_h0, x.n * x.h);
+    VTRAIN_GPU_RETURN_IF_ERROR(Launch("residual_add_bwd_kernel", residual_add_bwd_kernel<T>,
+                                      GridFor(x.n * x.h), kThreads, stream_, b.d_h1, b.dx_ln1,
+                                      b.d_h0, x.n * x.h));
+    return ScaleUpdate(kModuleAttention);
   }
 
   std::string EmbeddingBwd() {
@@ -421,64 +455,6 @@ class Workload final : public LayerWorkload {
         GridFor(x.v * x.h), kThreads, stream_, b.word_dense_grad, b.word_main_grad, x.v * x.h));
     return Launch("position_embedding_bwd_kernel", position_embedding_bwd_kernel<T>,
                   GridFor(x.s * x.h), kThreads, stream_, b.d_emb, b.pos_grad, x.s, x.b, x.h);
-  }
-
-  // Per kernel kind, one launch per apex-sized slice of the flat buffer,
-  // kinds in Megatron's order: overflow check, gradient norm, Adam, copy of
-  // the master weights into the fp16/bf16 parameters; then the fp32 main
-  // grads are reset (core/profile/analytical.cc has the same sequence and
-  // traffic: 18 bytes of state per parameter, Korthikanti et al. 2022).
-  std::string OptimizerStep() {
-    const Dims& x = dims_;
-    Buffers<T>& b = buf_;
-    constexpr float kInvLossScale = 1.0f;  // gradients are stored unscaled
-    VTRAIN_GPU_RETURN_IF_ERROR(Launch("optimizer_state_reset_kernel", optimizer_state_reset_kernel,
-                                      1, 32, stream_, b.adam_scalars));
-    const int64_t slices = CeilDiv(x.adam, kAdamElementsPerLaunch);
-    auto slice_len = [&](int64_t i) {
-      return std::min(kAdamElementsPerLaunch, x.adam - i * kAdamElementsPerLaunch);
-    };
-    for (int64_t i = 0; i < slices; ++i) {
-      const int64_t off = i * kAdamElementsPerLaunch;
-      VTRAIN_GPU_RETURN_IF_ERROR(Launch("grad_unscale_inf_check_kernel",
-                                        grad_unscale_inf_check_kernel<float>, GridFor(slice_len(i)),
-                                        kThreads, stream_, b.adam_grad + off, slice_len(i),
-                                        kInvLossScale, b.adam_scalars + 1));
-    }
-    for (int64_t i = 0; i < slices; ++i) {
-      const int64_t off = i * kAdamElementsPerLaunch;
-      VTRAIN_GPU_RETURN_IF_ERROR(Launch("grad_norm_kernel", grad_norm_kernel<float>,
-                                        GridFor(slice_len(i)), kThreads, stream_, b.adam_grad + off,
-                                        slice_len(i), kInvLossScale, b.adam_scalars));
-    }
-    ++adam_step_;
-    AdamHyper hp;
-    hp.lr = 1e-4f;
-    hp.beta1 = 0.9f;
-    hp.beta2 = 0.95f;
-    hp.eps = 1e-8f;
-    hp.weight_decay = 0.1f;
-    hp.max_grad_norm = 1.0f;
-    hp.inv_loss_scale = kInvLossScale;
-    hp.bias_correction1 =
-        static_cast<float>(1.0 - std::pow(static_cast<double>(hp.beta1), adam_step_));
-    hp.bias_correction2 =
-        static_cast<float>(1.0 - std::pow(static_cast<double>(hp.beta2), adam_step_));
-    for (int64_t i = 0; i < slices; ++i) {
-      const int64_t off = i * kAdamElementsPerLaunch;
-      VTRAIN_GPU_RETURN_IF_ERROR(Launch("adam_step_kernel", adam_step_kernel<float>,
-                                        GridFor(slice_len(i)), kThreads, stream_, b.adam_grad + off,
-                                        b.master + off, b.exp_avg + off, b.exp_avg_sq + off,
-                                        slice_len(i), b.adam_scalars, hp));
-    }
-    for (int64_t i = 0; i < slices; ++i) {
-      const int64_t off = i * kAdamElementsPerLaunch;
-      VTRAIN_GPU_RETURN_IF_ERROR(Launch("master_to_half_copy_kernel", master_to_half_copy_kernel<T>,
-                                        GridFor(slice_len(i)), kThreads, stream_, b.master + off,
-                                        b.adam_param + off, slice_len(i)));
-    }
-    return Launch("zero_main_grad_kernel", zero_main_grad_kernel, GridFor(x.adam), kThreads,
-                  stream_, b.adam_grad, x.adam);
   }
 
   Dims dims_;
@@ -507,6 +483,7 @@ std::unique_ptr<LayerWorkload> LayerWorkload::Create(const LayerShape& shape, st
     *error = "shape needs more than 1 PiB of device memory";
     return nullptr;
   }
+  if (shape.llama) return internal::MakeLlamaWorkload(shape, error);
   if (shape.bf16) return internal::Workload<__nv_bfloat16>::Make(shape, error);
   return internal::Workload<__half>::Make(shape, error);
 }

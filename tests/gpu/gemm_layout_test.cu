@@ -22,27 +22,11 @@
 #include "profiler_agent/gpu/gemm.h"
 #include "profiler_agent/gpu/gemm_specs.h"
 #include "profiler_agent/gpu/workloads.h"
+#include "tests/gpu/lt_emulator.h"
 
 using vtrain::gpu::LayerShape;
 using vtrain::gpu::ValidateShape;
 using vtrain::gpu::WorkloadBytes;
-namespace g = vtrain::gpu::internal;
-using H = __half;
-
-struct HostArena {
-  std::vector<void*> ptrs;
-  template <class P>
-  void Take(P** ptr, const char*, std::initializer_list<int64_t> dims) {
-    size_t n = 1;
-    for (auto d : dims) n *= d;
-    *ptr = static_cast<P*>(calloc(n, sizeof(P)));
-    ptrs.push_back(*ptr);
-  }
-};
-
-static float F(const H& x) { return __half2float(x); }
-
-using Expect = std::map<const H*, float>;
 
 // The shape the GEMMs are checked at; false if it does not validate.
 static bool MakeTestShape(LayerShape* shape) {
@@ -102,39 +86,6 @@ static H* QkvAt(H* qkv, const g::Dims& x, int64_t si, int64_t z, int64_t e, int 
 
 // The attention scaling 1/sqrt(d).
 static float InvSqrtD(const g::Dims& x) { return 1.0f / std::sqrt((float)x.d); }
-
-// out[t][o] = sum_i in[t][i] * W[o][i]  (+bias)
-static void Linear(Expect& e, const H* in, const H* w, const H* bias, H* out, int64_t rows,
-                   int64_t in_f, int64_t out_f) {
-  for (int64_t t = 0; t < rows; ++t)
-    for (int64_t o = 0; o < out_f; ++o) {
-      float acc = bias ? F(bias[o]) : 0;
-      for (int64_t i = 0; i < in_f; ++i) acc += F(in[t * in_f + i]) * F(w[o * in_f + i]);
-      e[&out[t * out_f + o]] = acc;
-    }
-}
-
-// dX[t][i] = sum_o dY[t][o] W[o][i]
-static void Dgrad(Expect& e, const H* dy, const H* w, H* dx, int64_t rows, int64_t in_f,
-                  int64_t out_f) {
-  for (int64_t t = 0; t < rows; ++t)
-    for (int64_t i = 0; i < in_f; ++i) {
-      float acc = 0;
-      for (int64_t o = 0; o < out_f; ++o) acc += F(dy[t * out_f + o]) * F(w[o * in_f + i]);
-      e[&dx[t * in_f + i]] = acc;
-    }
-}
-
-// dW[o][i] = sum_t dY[t][o] X[t][i]
-static void Wgrad(Expect& e, const H* dy, const H* xin, H* dw, int64_t rows, int64_t in_f,
-                  int64_t out_f) {
-  for (int64_t o = 0; o < out_f; ++o)
-    for (int64_t i = 0; i < in_f; ++i) {
-      float acc = 0;
-      for (int64_t t = 0; t < rows; ++t) acc += F(dy[t * out_f + o]) * F(xin[t * in_f + i]);
-      e[&dw[o * in_f + i]] = acc;
-    }
-}
 
 // scores[z][i][j] = Q_i . K_j / sqrt(d), Q and K read in place from qkv.
 static void ScoresFwd(Expect& e, const g::Dims& x, const g::Buffers<H>& b) {
@@ -269,84 +220,6 @@ static void Reference(int id, const g::Dims& x, const g::Buffers<H>& b, Expect& 
   }
 }
 
-// The inner dimension of cuBLASLt's op(A).
-static int64_t InnerDim(const g::LtCall& c) { return c.a.op == CUBLAS_OP_N ? c.a.cols : c.a.rows; }
-
-// Whether the column-major call's operand shapes agree and no leading
-// dimension is smaller than its matrix.
-static bool LtShapesAgree(const g::LtCall& c) {
-  const int64_t m_cu = c.d.rows, n_cu = c.d.cols;
-  const int64_t k_cu = InnerDim(c);
-  const int64_t k_b = c.b.op == CUBLAS_OP_N ? c.b.rows : c.b.cols;
-  const int64_t m_a = c.a.op == CUBLAS_OP_N ? c.a.rows : c.a.cols;
-  const int64_t n_b = c.b.op == CUBLAS_OP_N ? c.b.cols : c.b.rows;
-  return k_cu == k_b && m_a == m_cu && n_b == n_cu && c.a.ld >= c.a.rows && c.b.ld >= c.b.rows &&
-         c.d.ld >= c.d.rows;
-}
-
-// Emulates cuBLASLt on host memory: column-major
-// D[m_cu, n_cu] = alpha op(A) op(B) (+ bias[row]) per batch, into `got`
-// (nothing is written); false if two outputs overlap.
-static bool EmulateLt(const g::GemmSpec& sp, const g::LtCall& c, Expect* got) {
-  const int64_t m_cu = c.d.rows, n_cu = c.d.cols, k_cu = InnerDim(c);
-  const H* A = static_cast<const H*>(c.a.ptr);
-  const H* Bm = static_cast<const H*>(c.b.ptr);
-  const H* D = static_cast<const H*>(c.d.ptr);
-  bool ok = true;
-  for (int64_t z = 0; z < sp.batch; ++z)
-    for (int64_t i = 0; i < m_cu; ++i)
-      for (int64_t j = 0; j < n_cu; ++j) {
-        float acc = 0;
-        for (int64_t l = 0; l < k_cu; ++l) {
-          const H ea = c.a.op == CUBLAS_OP_N ? A[z * c.a.stride + i + l * c.a.ld]
-                                             : A[z * c.a.stride + l + i * c.a.ld];
-          const H eb = c.b.op == CUBLAS_OP_N ? Bm[z * c.b.stride + l + j * c.b.ld]
-                                             : Bm[z * c.b.stride + j + l * c.b.ld];
-          acc += F(ea) * F(eb);
-        }
-        acc *= sp.alpha;
-        if (sp.bias) acc += F(static_cast<const H*>(sp.bias)[i]);
-        const H* addr = &D[z * c.d.stride + i + j * c.d.ld];
-        if (got->count(addr)) ok = false;  // overlapping outputs
-        (*got)[addr] = acc;
-      }
-  return ok;
-}
-
-// Compares the emulated outputs with the reference: false if they cover
-// different elements or one is off by more than 1e-3; *max_err is the
-// largest difference seen.
-static bool MatchesReference(const Expect& got, const Expect& expect, double* max_err) {
-  bool ok = got.size() == expect.size();
-  *max_err = 0;
-  for (auto& [addr, val] : expect) {
-    auto it = got.find(addr);
-    if (it == got.end()) {
-      ok = false;
-      break;
-    }
-    *max_err = std::max(*max_err, (double)std::fabs(it->second - val));
-  }
-  return ok && *max_err <= 1e-3;
-}
-
-// Checks one GEMM spec's column-major mapping against its direct reference
-// and prints its line; writes its outputs, which later GEMMs read.
-static bool CheckGemm(const g::GemmSpec& sp, const Expect& expect) {
-  const g::LtCall c = g::ToColumnMajor(sp);
-  bool ok = LtShapesAgree(c);
-  Expect got;
-  if (!EmulateLt(sp, c, &got)) ok = false;
-  // Write after computing (the real GEMM's outputs never alias its inputs here).
-  for (auto& [addr, val] : got) *const_cast<H*>(addr) = __float2half(val);
-  double max_err = 0;
-  if (!MatchesReference(got, expect, &max_err)) ok = false;
-  printf("%-28s m=%ld n=%ld k=%ld batch=%ld opA=%c opB=%c  elements=%zu max_err=%.2e %s\n", sp.name,
-         sp.m, sp.n, sp.k, sp.batch, c.a.op == CUBLAS_OP_N ? 'N' : 'T',
-         c.b.op == CUBLAS_OP_N ? 'N' : 'T', expect.size(), max_err, ok ? "OK" : "FAIL");
-  return ok;
-}
-
 // Checks every GEMM spec in order; the number that fail.
 static int CheckAllGemms(const g::Dims& x, const g::Buffers<H>& b) {
   const auto specs = g::MakeGemmSpecs(x, b);
@@ -355,6 +228,52 @@ static int CheckAllGemms(const g::Dims& x, const g::Buffers<H>& b) {
     Expect expect;
     Reference(id, x, b, expect);
     failures += !CheckGemm(specs[id], expect);
+  }
+  return failures;
+}
+
+// Under fp8 the QKV, projection, FC1 and FC2 GEMMs read host-made fp8
+// copies of their inputs (as the cast-transpose kernels write them) and must
+// equal the reference over the dequantised values, in cuBLASLt's fp8 form.
+static int CheckFp8Gemms() {
+  LayerShape shape;
+  shape.hidden = 64;
+  shape.heads = 4;
+  shape.tensor_parallel = 2;  // a = 2, d = 16
+  shape.ffn = 64;             // f = 32
+  shape.seq = 8;
+  shape.micro_batch = 2;  // n = 16
+  shape.vocab = 20;
+  shape.bf16 = shape.fp8 = true;
+  if (!ValidateShape(shape).empty()) {
+    printf("bad fp8 shape: %s\n", ValidateShape(shape).c_str());
+    return 1;
+  }
+  const g::Dims x = g::MakeDims(shape);
+  g::Buffers<H> b{};
+  HostArena arena;
+  b.Layout(x, &arena);
+  FillInputs(x, &b);
+  const auto specs = g::MakeGemmSpecs(x, b);
+  const H* xs[] = {b.ln1_out, b.ctx, b.ln2_out, b.gelu_out};
+  const H* dys[] = {b.d_qkv, b.dy_proj, b.d_fc1, b.dy_fc2};
+  const H* biases[] = {b.b_qkv, nullptr, nullptr, nullptr};  // the others are added after
+  int failures = 0;
+  for (int l = 0; l < vtrain::gpu::kNumFp8Linears; ++l) {
+    const g::Fp8Linear& f = b.fp8[l];
+    const int64_t in = x.in(l), out = x.out(l);
+    const std::vector<H> xq = CastTranspose(xs[l], x.n, in, false, f.x, f.x_t);
+    const std::vector<H> wq = CastTranspose(b.weight(l), out, in, false, f.w, f.w_t);
+    const std::vector<H> dyq = CastTranspose(dys[l], x.n, out, true, f.dy, f.dy_t);
+    for (int pass = 0; pass < g::kGemmPasses; ++pass) {
+      const g::GemmSpec& sp = specs[g::kFp8LinearGemms[l][pass]];
+      H* c = static_cast<H*>(sp.c);
+      Expect e;
+      if (pass == 0) Linear(e, xq.data(), wq.data(), biases[l], c, x.n, in, out);
+      if (pass == 1) Dgrad(e, dyq.data(), wq.data(), c, x.n, in, out);
+      if (pass == 2) Wgrad(e, dyq.data(), xq.data(), c, x.n, in, out);
+      failures += !CheckFp8Gemm(sp, g::Fp8OperandsOf(x, l, pass).a_e5m2, e);
+    }
   }
   return failures;
 }
@@ -408,6 +327,8 @@ int main() {
   FillInputs(x, &b);
 
   int failures = CheckAllGemms(x, b);
+  printf("== fp8\n");
+  failures += CheckFp8Gemms();
   failures += !CheckAdamBytes();
   failures += !CheckMemoryGrowsWithSequence();
 

@@ -2,7 +2,9 @@
 # GPU sanity run for the agent's CUDA part, for a machine with an NVIDIA GPU.
 # Builds profiler_agent/gpu with CMake and the CUDA Toolkit alone (no gRPC,
 # SQLite or abseil), profiles one small layer shape with CUPTI, runs a
-# single-GPU NCCL check (and a short sweep when there are 2+ GPUs), checks
+# single-GPU NCCL check (and a short sweep when there are 2+ GPUs), runs the
+# Llama/fp8 kernels' self-test and profiles a small Llama layer (in fp8 too,
+# and a GPT layer in fp8, on sm_89 or newer), checks
 # the numbers (positive durations, stable kernel sequences, GEMM throughput
 # under the GPU's peak) and prints a summary. Takes a few minutes.
 #
@@ -33,6 +35,21 @@ step profile "$bin" profile --hidden 2048 --heads 16 --seq-len 1024 --micro-batc
   --adam-params 10000000 --warmup 3 --repetitions 10 --check -o "$out/layer.json"
 step profile-tp2-bf16 "$bin" profile --hidden 2048 --heads 16 --seq-len 512 --micro-batch 2 \
   --tp 2 --dtype bf16 --repetitions 5 --check -o "$out/layer_tp2_bf16.json"
+# Our Llama and fp8 kernels against CPU references, then a small Llama
+# layer in bf16 (and fp8 where the GPU has it) run whole.
+step selftest "$bin" selftest
+# A Llama 3 8B-like layer at a short sequence (h 4096, 32 heads, 8 KV heads).
+step profile-llama-bf16 "$bin" profile --hidden 4096 --heads 32 --kv-heads 8 --ffn 14336 \
+  --seq-len 1024 --micro-batch 1 --vocab 128256 --arch llama --dtype bf16 --repetitions 5 \
+  --check -o "$out/llama_bf16.json"
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
+if [ "${cc:-0}" -ge 89 ]; then
+  step profile-llama-fp8 "$bin" profile --hidden 4096 --heads 32 --kv-heads 8 --ffn 14336 \
+    --seq-len 1024 --micro-batch 1 --vocab 128256 --arch llama --dtype fp8 --repetitions 5 \
+    --check -o "$out/llama_fp8.json"
+  step profile-gpt-fp8 "$bin" profile --hidden 2048 --heads 16 --seq-len 1024 --micro-batch 1 \
+    --dtype fp8 --repetitions 5 --check -o "$out/gpt_fp8.json"
+fi
 step nccl-check "$bin" nccl --check --gpus 1
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [ "${gpus:-0}" -ge 2 ]; then

@@ -226,18 +226,38 @@ TEST(WorkPlanTest, KeysBecomeLayerAndNcclRuns) {
   EXPECT_NE(plan.skipped[1].find("spans nodes"), std::string::npos);
 }
 
-// No GPU workload runs a Llama layer or fp8 GEMMs yet: such keys are skipped
-// with the reason, never measured with the GPT workload.
-TEST(WorkPlanTest, LlamaAndFp8KeysAreSkippedNotMismeasured) {
+// Llama keys get Llama runs (their KV heads from the attention key), fp8
+// keys fp8 runs of their architecture; the loss and optimizer keys, which
+// carry no architecture, ride with a GPT run of their dtype.
+TEST(WorkPlanTest, LlamaAndFp8KeysBecomeRunsOfTheirArchitecture) {
   const std::string g = "h100-sxm5-80gb";
-  const WorkPlan plan =
-      PlanProfilingWork({g + "/bf16/attention_fwd arch=llama h=4096 a=32 kv=8 s=8192 b=1 t=1",
-                         g + "/fp8/mlp_fwd h=4096 f=16384 s=2048 b=1 t=1"},
-                        g, 8);
-  EXPECT_TRUE(plan.runs.empty());
-  ASSERT_EQ(plan.skipped.size(), 2u);
-  EXPECT_NE(plan.skipped[0].find("no Llama layer"), std::string::npos) << plan.skipped[0];
-  EXPECT_NE(plan.skipped[1].find("no fp8 GEMMs"), std::string::npos) << plan.skipped[1];
+  const WorkPlan plan = PlanProfilingWork(
+      {g + "/bf16/attention_fwd arch=llama h=4096 a=32 kv=8 s=8192 b=1 t=1",
+       g + "/bf16/mlp_fwd arch=llama h=4096 f=14336 s=8192 b=1 t=1",
+       g + "/fp8/mlp_bwd arch=llama h=4096 f=14336 s=2048 b=1 t=2",
+       g + "/fp8/loss_fwd h=4096 s=2048 b=1 t=2 v=128256",
+       g + "/fp8/mlp_fwd h=4096 f=16384 s=2048 b=1 t=1", g + "/fp8/optimizer_step params=5000"},
+      g, 8);
+  ASSERT_EQ(plan.runs.size(), 4u);
+  EXPECT_TRUE(plan.skipped.empty());
+  const std::vector<std::string> bf16 = {
+      "profile", "--hidden",      "4096", "--heads", "32",    "--ffn",      "14336", "--seq-len",
+      "8192",    "--micro-batch", "1",    "--tp",    "1",     "--vocab",    "50257", "--dtype",
+      "bf16",    "--gpu",         g,      "--arch",  "llama", "--kv-heads", "8"};
+  EXPECT_EQ(plan.runs[0].args, bf16);
+  EXPECT_EQ(plan.runs[0].keys.size(), 2u);
+  // fp8 groups in the map's order (architecture, hidden, seq, b, t): the GPT
+  // mlp_fwd (t 1, the optimizer key riding along), the GPT loss (t 2), then
+  // the Llama mlp_bwd.
+  const std::vector<std::string>& gpt = plan.runs[1].args;
+  EXPECT_EQ(gpt[16], "fp8");
+  EXPECT_EQ(gpt.size(), 21u) << "GPT (no --arch) with --adam-params";
+  EXPECT_EQ(gpt.back(), "5000");
+  EXPECT_EQ(plan.runs[2].args[14], "128256");  // the loss key's vocabulary
+  const std::vector<std::string>& llama = plan.runs[3].args;
+  EXPECT_EQ(llama[16], "fp8");
+  EXPECT_EQ(std::vector<std::string>(llama.begin() + 19, llama.begin() + 21),
+            (std::vector<std::string>{"--arch", "llama"}));
 }
 
 // serve against a real registry, with a stand-in for vtrain-agent-gpu that

@@ -162,7 +162,9 @@ TEST(PeriodicTest, EqualsTheKernelGraphWithThousandsOfMicroBatches) {
           EXPECT_EQ(a.idle_ns, b.idle_ns) << "stream " << i;
           EXPECT_EQ(a.last_finish_ns, b.last_finish_ns) << "stream " << i;
         }
-        if (schedule == PipelineSchedule::k1F1B) EXPECT_GT(jumped.actions_skipped, 0);
+        if (schedule == PipelineSchedule::k1F1B) {
+          EXPECT_GT(jumped.actions_skipped, 0);
+        }
         if (HasFailure()) return;
       }
     }
