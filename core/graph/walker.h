@@ -133,6 +133,11 @@ class IterationWalker {
   // Per stage boundary s -> s+1; with interleaving [p - 1] is the wrap from
   // the last stage to the first.
   std::vector<int64_t> send_ns_;
+  // Where stage s's pipeline sends run: its compute stream (synchronous), or
+  // with interleaving a stream of their own, as Megatron-LM overlaps them
+  // (--overlap-p2p-communication, its default, which only the interleaved
+  // schedule uses).
+  std::vector<StreamId> send_streams_;
   int32_t send_label_ = 0, dp_label_ = 0, emb_label_ = 0;
   int64_t tasks_ = 0;  // CountTasks()
   internal::PipelineState<Handle> ps_;
@@ -168,14 +173,19 @@ void IterationWalker<Sink>::DescribeStages() {
     info.has_logit = s == p_ - 1;
     info.compute_stream = sink_.AddStream(absl::StrCat("stage", s, "/compute"));
     info.data_parallel_stream = sink_.AddStream(absl::StrCat("stage", s, "/data_parallel"));
+    send_streams_.push_back(v_ == 1 ? info.compute_stream
+                                    : sink_.AddStream(absl::StrCat("stage", s, "/pipeline")));
     for (int64_t c = 0; c < v_; ++c) {
       const int64_t vs = c * p_ + s;
       const internal::StageTemplates& st = *stage_templates_[vs];
       info.tensor_parallel_ns +=
           m_ * (st.forward.tensor_parallel_ns + st.backward.tensor_parallel_ns);
-      // Sends out of this chunk, forward and backward.
-      info.pipeline_send_ns += m_ * ((vs + 1 < p_ * v_ ? send_ns_[s + 1 < p_ ? s : p_ - 1] : 0) +
-                                     (vs > 0 ? send_ns_[s > 0 ? s - 1 : p_ - 1] : 0));
+      // Sends out of this chunk, forward and backward, when they hold the
+      // compute stream.
+      if (v_ == 1) {
+        info.pipeline_send_ns += m_ * ((vs + 1 < p_ * v_ ? send_ns_[s + 1 < p_ ? s : p_ - 1] : 0) +
+                                       (vs > 0 ? send_ns_[s > 0 ? s - 1 : p_ - 1] : 0));
+      }
       info.parameters_per_gpu += st.parameters_per_gpu;
     }
   }
@@ -325,7 +335,7 @@ void IterationWalker<Sink>::EmitAction(int64_t s, PipelineAction a, int64_t k) {
     if (vs + 1 < p_ * v_) {
       const bool wraps = s == p_ - 1;
       ps_.forward_sends[s].Push(wraps ? InterleavedWrapIndex(true, p_, v_, k) : k,
-                                sink_.Add(info.compute_stream, send_ns_[s], 0, TaskKind::kPipeline,
+                                sink_.Add(send_streams_[s], send_ns_[s], 0, TaskKind::kPipeline,
                                           send_label_, absl::MakeConstSpan(&last, 1)));
     }
     return;
@@ -344,7 +354,7 @@ void IterationWalker<Sink>::EmitAction(int64_t s, PipelineAction a, int64_t k) {
     const bool wraps = s == 0;
     ps_.backward_sends[s].Push(
         wraps ? InterleavedWrapIndex(true, p_, v_, k) : k,
-        sink_.Add(info.compute_stream, send_ns_[wraps ? p_ - 1 : s - 1], 0, TaskKind::kPipeline,
+        sink_.Add(send_streams_[s], send_ns_[wraps ? p_ - 1 : s - 1], 0, TaskKind::kPipeline,
                   send_label_, absl::MakeConstSpan(&last, 1)));
   }
   if (is_last) last_backward_[s] = last;

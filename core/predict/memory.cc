@@ -16,31 +16,59 @@ double LayerActivationBytes(const ModelSpec& model, int64_t micro_batch, int64_t
   return s * b * h * (10 + 24 / t + 5 * a * s / (h * t));
 }
 
+namespace {
+
+// Bytes per token and per hidden unit a layer keeps, split into the part
+// only sequence parallelism divides by t (norm inputs, dropout masks, the
+// inputs of the column-parallel GEMMs) and the part tensor parallelism
+// divides; `core`: the attention core's share of the latter, which
+// selective recomputation drops.
+struct LayerActivationTerms {
+  double replicated = 0, split = 0, core = 0;
+};
+
+LayerActivationTerms Terms(const ModelSpec& model) {
+  const double h = static_cast<double>(model.hidden_size);
+  const double a = static_cast<double>(model.num_heads);
+  const double s = static_cast<double>(model.seq_len);
+  if (model.arch == Architecture::kLlama) {
+    // FlashAttention keeps no s x s scores, only its output (and a row
+    // log-sum-exp, negligible). Per token, in units of h bytes: two RMSNorm
+    // inputs (2 + 2), the QKV and gate/up GEMM inputs (2 + 2); Q (2), K and
+    // V (2 * 2 * kv/a), the attention output (2, the projection's input),
+    // the gate and up outputs (2 * 2 * f/h) and the SwiGLU output (2 * f/h).
+    const double kv = static_cast<double>(model.kv_heads()) / a;
+    const double f = static_cast<double>(model.ffn()) / h;
+    return {8, 4 + 4 * kv + 6 * f, 2};
+  }
+  // Korthikanti et al. 2022, §4.1: 10 replicated (layer-norm inputs 4, QKV
+  // and MLP inputs 2 + 2, dropout masks 1 + 1), 24 split (Q, K 4, V 2,
+  // projection input 2, GeLU input and output 8 + 8), and the attention
+  // core's 5*a*s/h (scores 2, softmax dropout mask 1, its output 2).
+  return {10, 24 + 5 * a * s / h, 5 * a * s / h};
+}
+
+}  // namespace
+
 double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan) {
   const double s = static_cast<double>(model.seq_len);
   const double b = static_cast<double>(plan.micro_batch);
   const double h = static_cast<double>(model.hidden_size);
-  const double a = static_cast<double>(model.num_heads);
   const double t = static_cast<double>(plan.tensor_parallel);
   const double c = static_cast<double>(plan.context_parallel);
   const bool sp = plan.sequence_parallel_active();
-  // Korthikanti et al. 2022, Table 2: the 10 bytes per element of layer
-  // norms, dropout masks and residual inputs are split only by SP; the 24 of
-  // the GEMM inputs and the 5*a*s/h of the attention core by TP.
-  // FlashAttention (the Llama layers) keeps no s x s scores: only its output
-  // and the softmax statistics, already among the 24 / t.
-  const double core = model.arch == Architecture::kLlama ? 0 : 5 * a * s / h;
-  double per_token;
+  const LayerActivationTerms terms = Terms(model);
+  const double replicated = sp ? terms.replicated / t : terms.replicated;
+  double per_token = 0;
   switch (plan.recompute) {
     case Recompute::kFull:
-      per_token = sp ? 2 / t : 2;
+      per_token = sp ? 2 / t : 2;  // the layer input alone
       break;
     case Recompute::kSelective:
-      per_token = sp ? 34 / t : 10 + 24 / t;
+      per_token = replicated + (terms.split - terms.core) / t;
       break;
     case Recompute::kNone:
-    default:
-      per_token = sp ? (34 + core) / t : 10 + (24 + core) / t;
+      per_token = replicated + terms.split / t;
       break;
   }
   return s * b * h * per_token / c;

@@ -56,6 +56,10 @@ double LayerActivationBytes(const ModelSpec& model, int64_t micro_batch, int64_t
 //  - full recomputation: the layer input alone, 2*s*b*h (2*s*b*h/t with SP).
 // Context parallelism holds s/c of the sequence on each rank and divides each
 // by c (a rank's attention scores are (s/c) x s).
+// Llama layers (FlashAttention, SwiGLU, grouped-query attention) keep no
+// s x s scores: s*b*h*(8 + (4 + 4*kv/a + 6*f/h)/t) without recomputation,
+// the 8 divided by t too with SP; selective recomputation drops the
+// attention output's 2.
 double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan);
 
 // Micro-batch forwards `stage` holds at its peak. 1F1B: min(p - stage, m);

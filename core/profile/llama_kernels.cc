@@ -1,6 +1,8 @@
 #include "core/profile/llama_kernels.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace vtrain::internal {
 namespace {

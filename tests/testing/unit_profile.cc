@@ -25,17 +25,12 @@ double StageParameters(const Job& job, int64_t virtual_stage) {
   // double rounds identically before the cast to int64.
   const int64_t p = job.plan.pipeline_parallel;
   const int64_t last = p * job.plan.virtual_stages - 1;
-  const double h = static_cast<double>(job.model.hidden_size);
-  const double t = static_cast<double>(job.plan.tensor_parallel);
+  const int64_t t = job.plan.tensor_parallel;
   const int64_t layers_per_stage = job.model.num_layers / (last + 1);
-  double params = static_cast<double>(layers_per_stage) * LayerParameterCount(job.model) / t;
-  if (virtual_stage == 0) {
-    params += static_cast<double>(job.model.vocab_size) * h / t +
-              static_cast<double>(job.model.seq_len) * h;
-  }
-  if (virtual_stage == last) {
-    params += 2 * h + (p > 1 ? static_cast<double>(job.model.vocab_size) * h / t : 0);
-  }
+  double params = static_cast<double>(layers_per_stage) * LayerParameterCount(job.model) /
+                  static_cast<double>(t);
+  if (virtual_stage == 0) params += EmbeddingParametersPerGpu(job.model, t);
+  if (virtual_stage == last) params += OutputParametersPerGpu(job.model, t, p);
   return params;
 }
 
@@ -70,10 +65,11 @@ ProfileSet UnitProfileSet(const Job& job, const UnitTimes& times) {
   const ModelSpec& m = job.model;
   const ParallelPlan& plan = job.plan;
   auto key = [&](OperatorKind op, int64_t num_parameters, bool core_only = false) {
-    return WithParallelSplits(MakeOperatorKey(job.cluster.gpu.name, plan.dtype, op, m.hidden_size,
-                                              m.num_heads, m.ffn(), m.seq_len, plan.micro_batch,
-                                              plan.tensor_parallel, m.vocab_size, num_parameters),
-                              plan.sequence_parallel, plan.context_parallel, core_only);
+    return WithParallelSplits(
+        MakeOperatorKey(job.cluster.gpu.name, plan.dtype, op, m.hidden_size, m.num_heads, m.ffn(),
+                        m.seq_len, plan.micro_batch, plan.tensor_parallel,
+                        PaddedVocab(m, plan.tensor_parallel), num_parameters, m.arch, m.kv_heads()),
+        plan.sequence_parallel, plan.context_parallel, core_only);
   };
   const std::vector<KernelRecord> zero = {{"zero", 0, 0}};
   set.operators[key(OperatorKind::kAttentionFwd, 0)] = Measured(times.attention_fwd);

@@ -175,6 +175,15 @@ TEST(BuildIterationGraphTest, InterleavedBubbleHasTheClosedForm) {
       // Pipeline transfers: V chunks of every micro-batch cross p * V - 1
       // boundaries each way.
       EXPECT_EQ(CountKind(built.graph.graph, TaskKind::kPipeline), 2 * c.m * (c.p * c.v - 1));
+      // They run on each stage's own pipeline stream, overlapped with
+      // compute as Megatron's default --overlap-p2p-communication does.
+      const TaskGraph& g = built.graph.graph;
+      EXPECT_EQ(g.num_streams(), 3 * c.p);
+      for (const Task& task : g.tasks()) {
+        if (task.kind != TaskKind::kPipeline) continue;
+        EXPECT_TRUE(absl::EndsWith(g.stream_name(task.stream), "/pipeline"))
+            << g.stream_name(task.stream);
+      }
     }
   }
 }

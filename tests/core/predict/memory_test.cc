@@ -98,6 +98,26 @@ TEST(MemoryTest, LayerActivationsForEachOptionFollowKorthikantiTable2) {
   EXPECT_DOUBLE_EQ(bytes(Recompute::kNone, true, 1), bytes(Recompute::kNone, false, 1));
 }
 
+TEST(MemoryTest, LlamaLayersKeepNoAttentionScores) {
+  // Llama 3 70B: h = 8192, a = 64, 8 KV heads, f = 28672, s = 8192. Per
+  // token in units of h bytes: 8 replicated; split 4 + 4 * 8/64 + 6 * 3.5
+  // = 25.5, of which the attention output's 2 is the core.
+  const ModelSpec model = *ModelPreset("llama3-70b");
+  ParallelPlan plan;
+  plan.tensor_parallel = 4;
+  plan.context_parallel = 2;
+  plan.sequence_parallel = true;
+  plan.recompute = Recompute::kNone;
+  // s/c * b * h = 4096 * 8192 = 33,554,432; (8 + 25.5) / 4 = 8.375.
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), 33'554'432.0 * 8.375);
+  // Selective: (8 + 23.5) / 4 = 7.875.
+  plan.recompute = Recompute::kSelective;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), 33'554'432.0 * 7.875);
+  // Without SP the 8 stays whole: 8 + 23.5 / 4 = 13.875.
+  plan.sequence_parallel = false;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), 33'554'432.0 * 13.875);
+}
+
 TEST(MemoryTest, InterleavingHoldsMegatronsWarmUpOfChunks) {
   // p=4, V=2, m=8: stage 0 warms up 2*(4-0-1) + (2-1)*4 = 10 chunk forwards
   // and holds 11; stage 3 warms up 0 + 4 and holds 5.
