@@ -25,6 +25,11 @@ struct SimulationOptions {
 absl::StatusOr<SimulationResult> Simulate(const TaskGraph& graph,
                                           const SimulationOptions& options = {});
 
+// Bytes Simulate allocates beside the graph: a completion for each task that
+// is some task's parent, and a rank table over the graph's is-parent bits
+// (finish_ns, when asked for, adds 8 bytes a task).
+int64_t SimulationMemoryBytes(const TaskGraph& graph);
+
 }  // namespace vtrain
 
 #endif  // VTRAIN_CORE_ENGINE_ENGINE_H_

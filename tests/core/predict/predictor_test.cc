@@ -288,7 +288,7 @@ TEST(PredictorLimitsTest, KernelGraphsOverTheMemoryLimitAreRefusedBeforeAllocati
   const Job job = testing::Gpt13bJob();
   PredictOptions options;
   options.granularity = Granularity::kKernel;
-  options.max_graph_bytes = 1 << 20;  // far less than this graph needs
+  options.max_graph_bytes = 1 << 16;  // this graph: 22,818 tasks at 8 bytes a task
   absl::StatusOr<Prediction> p = Predict(job, DefaultProfileSet(job.cluster.gpu), options);
   EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(p.status().message().find("MiB at kernel granularity"), std::string::npos)
