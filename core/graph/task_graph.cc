@@ -9,7 +9,7 @@ namespace vtrain {
 
 StreamId TaskGraph::AddStream(std::string name) {
   stream_names_.push_back(std::move(name));
-  last_on_stream_.push_back(-1);
+  guesses_.emplace_back();
   return static_cast<StreamId>(stream_names_.size() - 1);
 }
 
@@ -24,7 +24,6 @@ int32_t TaskGraph::Intern(const Task& t) {
   if (inserted) {
     VTRAIN_CHECK(records_.size() < static_cast<size_t>(INT32_MAX));
     records_.push_back(t);
-    next_record_.push_back(-1);
   }
   return it->second;
 }
@@ -38,13 +37,25 @@ TaskId TaskGraph::AddTask(StreamId stream, int64_t duration_ns, int64_t gap_ns, 
   for (TaskId p : parents) VTRAIN_CHECK(p >= 0 && p < id);
 
   const Task t{duration_ns, gap_ns, stream, label, kind};
-  int32_t& last = last_on_stream_[stream];
-  int32_t record = last >= 0 ? next_record_[last] : -1;
-  if (record < 0 || !(records_[record] == t)) {
-    record = Intern(t);
-    if (last >= 0) next_record_[last] = record;
+  std::vector<Guesses>& by_label = guesses_[stream];
+  if (label < 0 || static_cast<size_t>(label) >= by_label.size()) {
+    VTRAIN_CHECK(label >= 0 && label <= INT32_MAX - 1);
+    by_label.resize(static_cast<size_t>(label) + 1, Guesses{-1, -1, -1, -1});
   }
-  last = record;
+  Guesses& guesses = by_label[label];
+  int32_t record = -1;
+  for (int32_t g : guesses) {
+    if (g >= 0 && records_[g] == t) {
+      record = g;
+      break;
+    }
+  }
+  if (record < 0) {
+    record = Intern(t);
+    // The newest first; the oldest is forgotten.
+    for (size_t i = guesses.size() - 1; i > 0; --i) guesses[i] = guesses[i - 1];
+    guesses[0] = record;
+  }
   record_of_.push_back(record);
   if ((id & 63) == 0) is_parent_.push_back(0);
 
@@ -89,14 +100,15 @@ void TaskGraph::Reserve(int64_t tasks, int64_t edges) {
 
 int64_t TaskGraph::MemoryBytes() const {
   // A flat_hash_map slot holds the pair, plus one control byte.
+  size_t guess_bytes = 0;
+  for (const std::vector<Guesses>& v : guesses_) guess_bytes += v.capacity() * sizeof(Guesses);
   const size_t index_bytes =
       record_index_.capacity() * (sizeof(std::pair<const Task, int32_t>) + 1);
   return static_cast<int64_t>(
       record_of_.capacity() * sizeof(int32_t) + is_parent_.capacity() * sizeof(uint64_t) +
       with_parents_.capacity() * sizeof(TaskId) + parent_begin_.capacity() * sizeof(uint32_t) +
-      parents_.capacity() * sizeof(TaskId) + records_.capacity() * sizeof(Task) +
-      next_record_.capacity() * sizeof(int32_t) + index_bytes +
-      last_on_stream_.capacity() * sizeof(int32_t));
+      parents_.capacity() * sizeof(TaskId) + records_.capacity() * sizeof(Task) + index_bytes +
+      guesses_.capacity() * sizeof(std::vector<Guesses>) + guess_bytes);
 }
 
 }  // namespace vtrain

@@ -4,6 +4,7 @@
 #ifndef VTRAIN_CORE_GRAPH_TASK_GRAPH_H_
 #define VTRAIN_CORE_GRAPH_TASK_GRAPH_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -105,11 +106,12 @@ class TaskGraph {
 
   std::vector<Task> records_;  // distinct
   absl::flat_hash_map<Task, int32_t> record_index_;
-  // Streams repeat their sequence of records (a pass's kernels, micro-batch
-  // after micro-batch): a guess of the next record on a stream, the one that
-  // followed the stream's last record the last time, spares the hash lookup.
-  std::vector<int32_t> next_record_;     // per record; -1: none yet
-  std::vector<int32_t> last_on_stream_;  // per stream; -1: none yet
+  // A stream runs a kernel (a label) with one of a few durations, gaps and
+  // kinds (a TP all-reduce's gap depends on the kernel after it): the last
+  // four records it ran on the stream under that label are the guesses that
+  // spare the hash lookup.
+  using Guesses = std::array<int32_t, 4>;      // records, newest first; -1: none
+  std::vector<std::vector<Guesses>> guesses_;  // [stream][label]
 
   std::vector<std::string> stream_names_;
   std::vector<std::string> labels_;
