@@ -54,12 +54,11 @@ std::string PredictionTable(const Job& job, const Prediction& p, bool show_looku
   absl::StrAppend(&out, absl::StrFormat("iteration time   %.3f ms\n", p.iteration_time_ms()));
   if (p.interval_coverage > 0) {
     absl::StrAppend(
-        &out,
-        absl::StrFormat(
-            "%.0f%% interval     %.1f .. %.1f ms (held-out errors of A100 calibration runs, "
-            "regime %s)\n",
-            100 * p.interval_coverage, p.interval_low_ns * 1e-6, p.interval_high_ns * 1e-6,
-            p.regime));
+        &out, absl::StrFormat(
+                  "%.0f%% interval     %.1f .. %.1f ms (held-out errors of A100 calibration runs, "
+                  "regime %s)\n",
+                  100 * p.interval_coverage, p.interval_low_ns * 1e-6, p.interval_high_ns * 1e-6,
+                  p.regime));
   }
   absl::StrAppend(&out, absl::StrFormat("throughput       %s tokens/s\n", Human(p.tokens_per_s)));
   absl::StrAppend(&out,

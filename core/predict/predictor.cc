@@ -143,8 +143,7 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
           : 0;
   p.hardware_flops = p.model_flops + recompute_flops;
   const double seconds = static_cast<double>(p.iteration_time_ns) * 1e-9;
-  const double peak =
-      static_cast<double>(JobGpus(j)) * j.cluster.gpu.PeakFlops(j.plan.dtype);
+  const double peak = static_cast<double>(JobGpus(j)) * j.cluster.gpu.PeakFlops(j.plan.dtype);
   if (seconds > 0) {
     p.mfu = p.model_flops / (seconds * peak);
     p.hfu = p.hardware_flops / (seconds * peak);
