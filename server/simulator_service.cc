@@ -140,14 +140,18 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
       // Long or queued: off gRPC's thread. The call stays open until Finish,
       // so the server's shutdown waits for this thread's answer (a queued
       // call sees the cancellation within 50 ms).
-      std::thread([this, ctx, resp, reactor, start, p = *std::move(prepared)] {
+      auto p = std::make_unique<PreparedPrediction>(*std::move(prepared));
+      std::thread([this, ctx, resp, reactor, start, p = std::move(p)]() mutable {
         absl::Status s = [&]() -> absl::Status {
           // Held for the simulation only; queued calls wait until their
           // deadline or cancellation.
           VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot waited,
-                                  admission_.Enter(p.options.cancelled));
-          return SimulatePredict(ctx, p, std::move(waited), resp);
+                                  admission_.Enter(p->options.cancelled));
+          return SimulatePredict(ctx, *p, std::move(waited), resp);
         }();
+        // Nothing of the call may outlive Finish: the server's shutdown
+        // returns once every call has finished.
+        p.reset();
         reactor->Finish(runner_.Finish(predict_, start, s));
       }).detach();
       return reactor;
