@@ -5,12 +5,18 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/credentials.h"
 #include "server/flags.h"
 #include "server/server.h"
 
 int main(int argc, char** argv) {
+  // The system's Abseil is built with its debug checks: every absl::Mutex
+  // lock (gRPC's own included) then records lock order in a global graph to
+  // detect deadlocks, a visible share of each call's CPU under load (perf:
+  // GraphCycles). The server binary turns it off; tests keep it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::StatusOr<vtrain::server::CommandLine> command_line =
       vtrain::server::ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
   if (!command_line.ok()) {

@@ -10,7 +10,7 @@
 
 namespace vtrain::server {
 
-absl::Status MethodRunner::Admit(const grpc::ServerContext& context, const Method& method,
+absl::Status MethodRunner::Admit(const grpc::ServerContextBase& context, const Method& method,
                                  const google::protobuf::Message& request) const {
   if (const size_t bytes = request.ByteSizeLong();
       bytes > static_cast<size_t>(policy_.max_message_bytes)) {
@@ -29,7 +29,7 @@ absl::Status MethodRunner::Admit(const grpc::ServerContext& context, const Metho
   return absl::InternalError("unknown access kind");
 }
 
-absl::Status MethodRunner::CheckToken(const grpc::ServerContext& context,
+absl::Status MethodRunner::CheckToken(const grpc::ServerContextBase& context,
                                       const Method& method) const {
   const auto& metadata = context.client_metadata();
   std::optional<absl::string_view> authorization;

@@ -53,7 +53,7 @@ class MethodRunner {
   // does not serve is refused before authentication (the refusal reveals
   // nothing either).
   template <typename Body>
-  grpc::Status Run(const grpc::ServerContext& context, const Method& method,
+  grpc::Status Run(const grpc::ServerContextBase& context, const Method& method,
                    const google::protobuf::Message& request, Body&& body) const {
     const absl::Time start = absl::Now();
     absl::Status status = Admit(context, method, request);
@@ -61,12 +61,16 @@ class MethodRunner {
     return Finish(method, start, status);
   }
 
- private:
-  absl::Status Admit(const grpc::ServerContext& context, const Method& method,
+  // Run's two halves, for a callback handler whose body may end on another
+  // thread: Admit at the start (with `start` = absl::Now() taken before it),
+  // then Finish with the body's status (or Admit's refusal) once it is known.
+  absl::Status Admit(const grpc::ServerContextBase& context, const Method& method,
                      const google::protobuf::Message& request) const;
-  // The bearer token check; a refusal is logged with the method and peer.
-  absl::Status CheckToken(const grpc::ServerContext& context, const Method& method) const;
   grpc::Status Finish(const Method& method, absl::Time start, const absl::Status& status) const;
+
+ private:
+  // The bearer token check; a refusal is logged with the method and peer.
+  absl::Status CheckToken(const grpc::ServerContextBase& context, const Method& method) const;
 
   const AccessPolicy policy_;
   Metrics& metrics_;

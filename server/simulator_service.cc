@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -25,7 +26,7 @@ absl::Status RefusedByRegistry(Role role, const char* what) {
 
 // Core reports a stopped run as CANCELLED; when the caller's deadline is what
 // stopped it, say so.
-absl::Status ExplainCancellation(const grpc::ServerContext& ctx, absl::Status status,
+absl::Status ExplainCancellation(const grpc::ServerContextBase& ctx, absl::Status status,
                                  const char* during) {
   if (status.code() == absl::StatusCode::kCancelled &&
       ctx.deadline() < std::chrono::system_clock::now()) {
@@ -123,9 +124,42 @@ absl::Status SimulatorService::RunCurve(const grpc::ServerContext* ctx,
   return absl::OkStatus();
 }
 
-grpc::Status SimulatorService::Predict(grpc::ServerContext* ctx, const v1::PredictRequest* req,
-                                       v1::PredictResponse* resp) {
-  return runner_.Run(*ctx, predict_, *req, [&] { return RunPredict(ctx, req, resp); });
+grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext* ctx,
+                                                    const v1::PredictRequest* req,
+                                                    v1::PredictResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  const absl::Time start = absl::Now();
+  absl::Status status = runner_.Admit(*ctx, predict_, *req);
+  absl::StatusOr<PreparedPrediction> prepared =
+      status.ok() ? PreparePredict(ctx, req) : absl::StatusOr<PreparedPrediction>(status);
+  status = prepared.status();
+  if (status.ok()) {
+    std::optional<AdmissionGate::Slot> slot;
+    if (prepared->options.granularity == Granularity::kOperator) slot = admission_.TryEnter();
+    if (!slot.has_value()) {
+      // Long or queued: off gRPC's thread. The call stays open until Finish,
+      // so the server's shutdown waits for this thread's answer (a queued
+      // call sees the cancellation within 50 ms).
+      auto p = std::make_unique<PreparedPrediction>(*std::move(prepared));
+      std::thread([this, ctx, resp, reactor, start, p = std::move(p)]() mutable {
+        absl::Status s = [&]() -> absl::Status {
+          // Held for the simulation only; queued calls wait until their
+          // deadline or cancellation.
+          VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot waited,
+                                  admission_.Enter(p->options.cancelled));
+          return SimulatePredict(ctx, *p, std::move(waited), resp);
+        }();
+        // Nothing of the call may outlive Finish: the server's shutdown
+        // returns once every call has finished.
+        p.reset();
+        reactor->Finish(runner_.Finish(predict_, start, s));
+      }).detach();
+      return reactor;
+    }
+    status = SimulatePredict(ctx, *prepared, *std::move(slot), resp);
+  }
+  reactor->Finish(runner_.Finish(predict_, start, status));
+  return reactor;
 }
 
 grpc::Status SimulatorService::Search(grpc::ServerContext* ctx, const v1::SearchRequest* req,
@@ -133,24 +167,25 @@ grpc::Status SimulatorService::Search(grpc::ServerContext* ctx, const v1::Search
   return runner_.Run(*ctx, search_, *req, [&] { return RunSearch(ctx, req, writer); });
 }
 
-absl::Status SimulatorService::RunPredict(const grpc::ServerContext* ctx,
-                                          const v1::PredictRequest* req,
-                                          v1::PredictResponse* resp) {
-  VTRAIN_ASSIGN_OR_RETURN(const Job job, convert::JobFromProto(*req));
+absl::StatusOr<SimulatorService::PreparedPrediction> SimulatorService::PreparePredict(
+    const grpc::ServerContextBase* ctx, const v1::PredictRequest* req) const {
+  VTRAIN_ASSIGN_OR_RETURN(Job job, convert::JobFromProto(*req));
   VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
                           registry_.TablesFor(req->profile_set_id(), job.cluster.gpu));
   VTRAIN_ASSIGN_OR_RETURN(PredictOptions options, convert::OptionsFromProto(*req));
   options.max_tasks = max_tasks_;
   options.max_graph_bytes = max_graph_bytes_;
   options.cancelled = [ctx] { return ctx->IsCancelled(); };
+  return PreparedPrediction{std::move(job), std::move(tables), std::move(options)};
+}
 
-  absl::StatusOr<Prediction> p;
-  {
-    // Held for the simulation only; queued calls wait until their deadline
-    // or cancellation.
-    VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot slot, admission_.Enter(options.cancelled));
-    p = vtrain::Predict(job, *tables, options);
-  }
+absl::Status SimulatorService::SimulatePredict(const grpc::ServerContextBase* ctx,
+                                               const PreparedPrediction& prepared,
+                                               AdmissionGate::Slot slot,
+                                               v1::PredictResponse* resp) {
+  const Job& job = prepared.job;
+  absl::StatusOr<Prediction> p = vtrain::Predict(job, *prepared.tables, prepared.options);
+  slot.Release();
   if (!p.ok()) return ExplainCancellation(*ctx, p.status(), "simulation");
   convert::PredictionToProto(job, *p, resp);
   metrics_.SimulatedTasks(static_cast<double>(p->simulation.tasks));

@@ -5,8 +5,11 @@
 #define VTRAIN_SERVER_SIMULATOR_SERVICE_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/predict/predictor.h"
 #include "grpcpp/grpcpp.h"
 #include "server/admission.h"
 #include "server/curve_cache.h"
@@ -19,13 +22,22 @@
 namespace vtrain::server {
 
 // Thread-safe. Every reference must outlive the service.
-class SimulatorService final : public v1::Simulator::Service {
+//
+// Predict is a callback method: an operator-granularity prediction (tens of
+// microseconds) runs on the gRPC thread that read the request when an
+// admission slot is free at once, so the answer costs no thread hand-off (a
+// synchronous method is handed from the polling thread to a handler thread
+// and back, which took most of a Predict call's time). A kernel-granularity
+// prediction, or one that must wait for a slot, moves to a thread of its own,
+// so gRPC's threads never block.
+class SimulatorService final
+    : public v1::Simulator::WithCallbackMethod_Predict<v1::Simulator::Service> {
  public:
   SimulatorService(const ServerOptions& options, Registry& registry, AdmissionGate& admission,
                    const MethodRunner& runner, Metrics& metrics);
 
-  grpc::Status Predict(grpc::ServerContext* ctx, const v1::PredictRequest* req,
-                       v1::PredictResponse* resp) override;
+  grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* ctx, const v1::PredictRequest* req,
+                                    v1::PredictResponse* resp) override;
   grpc::Status Search(grpc::ServerContext* ctx, const v1::SearchRequest* req,
                       grpc::ServerWriter<v1::SearchResponse>* writer) override;
   grpc::Status ThroughputCurve(grpc::ServerContext* ctx, const v1::ThroughputCurveRequest* req,
@@ -34,8 +46,18 @@ class SimulatorService final : public v1::Simulator::Service {
                          grpc::ServerWriter<v1::PlanModelResponse>* writer) override;
 
  private:
-  absl::Status RunPredict(const grpc::ServerContext* ctx, const v1::PredictRequest* req,
-                          v1::PredictResponse* resp);
+  // A Predict request converted and validated, ready to simulate.
+  struct PreparedPrediction {
+    Job job;
+    std::shared_ptr<const ProfileSet> tables;
+    PredictOptions options;
+  };
+  absl::StatusOr<PreparedPrediction> PreparePredict(const grpc::ServerContextBase* ctx,
+                                                    const v1::PredictRequest* req) const;
+  // Simulates `p` holding `slot` (released as soon as the simulation ends)
+  // and fills `resp`.
+  absl::Status SimulatePredict(const grpc::ServerContextBase* ctx, const PreparedPrediction& p,
+                               AdmissionGate::Slot slot, v1::PredictResponse* resp);
   absl::Status RunSearch(const grpc::ServerContext* ctx, const v1::SearchRequest* req,
                          grpc::ServerWriter<v1::SearchResponse>* writer);
   absl::Status RunPlanModel(const grpc::ServerContext* ctx, const v1::PlanModelRequest* req,

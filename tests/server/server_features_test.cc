@@ -4,11 +4,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -266,6 +268,48 @@ TEST(ServerTest, ServesTlsAndMutualTls) {
   EXPECT_EQ(ctl->exit_code, 2) << ctl->err;
   EXPECT_NE(ctl->err.find("need --tls-ca-file"), std::string::npos) << ctl->err;
   (*mtls)->Shutdown(absl::Seconds(1));
+}
+
+// Predict runs on gRPC's thread when a slot is free at once and otherwise
+// (queued, or kernel granularity) on a thread of its own that waits for one:
+// through a single slot, many concurrent clients mixing both granularities
+// all get the in-process answers.
+TEST(ServerTest, ConcurrentPredictionsThroughOneSlotAllAnswerAsInProcess) {
+  TempDir dir;
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.db_path = dir.File("q.db");
+  o.max_concurrent_simulations = 1;
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::StatusOr<Job> job = convert::JobFromProto(Gpt13bRequest());
+  ASSERT_TRUE(job.ok());
+  const ProfileSet tables = DefaultProfileSet(job->cluster.gpu);
+  absl::StatusOr<Prediction> op = Predict(*job, tables);
+  PredictOptions kernel_options;
+  kernel_options.granularity = Granularity::kKernel;
+  absl::StatusOr<Prediction> kernel = Predict(*job, tables, kernel_options);
+  ASSERT_TRUE(op.ok() && kernel.ok());
+  constexpr int kClients = 12;
+  constexpr int kCalls = 10;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      auto sim = v1::Simulator::NewStub(ChannelTo(**server));
+      for (int i = 0; i < kCalls; ++i) {
+        v1::PredictRequest r = Gpt13bRequest();
+        const bool use_kernel = (c + i) % 3 == 0;
+        if (use_kernel) r.set_granularity(v1::GRANULARITY_KERNEL);
+        v1::PredictResponse resp;
+        grpc::Status s = sim->Predict(Ctx().get(), r, &resp);
+        const int64_t want = use_kernel ? kernel->iteration_time_ns : op->iteration_time_ns;
+        if (!s.ok() || resp.iteration_time_ns() != want) ++wrong;
+      }
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 }  // namespace

@@ -111,8 +111,8 @@ TEST(UncalibratedGpuTest, IntervalIsWiderAndLabelled) {
   const Job h100 = LlamaJob("llama3-8b", "h100-sxm5-80gb", 1, 8, 1, 1, 64);
   VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction a, PredictAt(a100, Granularity::kOperator));
   VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction h, PredictAt(h100, Granularity::kOperator));
-  EXPECT_EQ(a.regime, "single_node");
-  EXPECT_EQ(h.regime, "uncalibrated_gpu/single_node");
+  EXPECT_EQ(a.regime, RegimeOf(a100));
+  EXPECT_EQ(h.regime, absl::StrCat("uncalibrated_gpu/", RegimeOf(h100)));
   auto relative_width = [](const Prediction& p) {
     return (p.interval_high_ns - p.interval_low_ns) / static_cast<double>(p.iteration_time_ns);
   };
