@@ -5,7 +5,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/job_flags.h"
 #include "client/prediction_format.h"
@@ -69,12 +68,6 @@ absl::StatusOr<v1::ThroughputCurveRequest> CurveRequestFromFlags(const common::F
   }
   r.set_monotone(f.Switch("monotone"));
   VTRAIN_RETURN_IF_ERROR(AddList(f, "tp-values", r.mutable_tensor_parallel()));
-  if (auto list = f.Get("recompute-values")) {
-    for (absl::string_view v : absl::StrSplit(*list, ',', absl::SkipEmpty())) {
-      VTRAIN_ASSIGN_OR_RETURN(Recompute x, ParseRecompute(v));
-      r.add_recomputes(convert::ToProto(x));
-    }
-  }
   VTRAIN_ASSIGN_OR_RETURN(TrainingSpaceLists training, TrainingSpaceFromFlags(f));
   SetTrainingSpace(training, r);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_mb, f.GetInt("max-micro-batch"));
@@ -190,7 +183,6 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
   flags.AddSwitch("compare", "both policies (table, --csv)");
   flags.AddSwitch("monotone", "the best achievable at or below each count");
   flags.AddValue("tp-values", "A,B,..", "tensor-parallel degrees (best policy)");
-  flags.AddValue("recompute-values", "R,..", "none,selective,full (default full)");
   AddTrainingSpaceFlags(flags);
   flags.AddValue("max-micro-batch", "N", "largest micro-batch");
   flags.AddValue("threads", "N", "parallel predictions (default: all cores)");

@@ -173,6 +173,7 @@ void AddJobFlags(common::FlagParser& p) {
 }
 
 void AddTrainingSpaceFlags(common::FlagParser& p) {
+  p.AddValue("recompute-values", "R,..", "none,selective,full (default full)");
   p.AddValue("cp-values", "A,B,..", "context-parallel degrees to try (default 1)");
   p.AddValue("virtual-stages-values", "A,B,..", "interleaving chunks per stage to try (default 1)");
   p.AddValue("sequence-parallel-values", "on,off", "sequence parallelism to try (default off)");
@@ -182,6 +183,12 @@ void AddTrainingSpaceFlags(common::FlagParser& p) {
 
 absl::StatusOr<TrainingSpaceLists> TrainingSpaceFromFlags(const common::FlagParser& flags) {
   TrainingSpaceLists lists;
+  if (auto list = flags.Get("recompute-values")) {
+    for (absl::string_view v : absl::StrSplit(*list, ',', absl::SkipEmpty())) {
+      VTRAIN_ASSIGN_OR_RETURN(Recompute x, ParseRecompute(v));
+      lists.recomputes.push_back(convert::ToProto(x));
+    }
+  }
   VTRAIN_ASSIGN_OR_RETURN(lists.context_parallel, flags.GetIntList("cp-values"));
   VTRAIN_ASSIGN_OR_RETURN(lists.virtual_stages, flags.GetIntList("virtual-stages-values"));
   if (auto sp = flags.Get("sequence-parallel-values")) {

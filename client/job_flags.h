@@ -23,11 +23,13 @@ void AddClusterFlags(common::FlagParser& parser);
 // plan flags (--tp, --pp, --dp, --micro-batch, --global-batch, --schedule...).
 void AddJobFlags(common::FlagParser& parser);
 
-// The training-option lists of search, curve and plan-model: --cp-values,
+// The training-option lists of search, curve and plan-model:
+// --recompute-values none,selective,full, --cp-values,
 // --virtual-stages-values, --sequence-parallel-values on,off and
 // --sharding-values none,optimizer,full.
 void AddTrainingSpaceFlags(common::FlagParser& parser);
 struct TrainingSpaceLists {
+  std::vector<v1::Recompute> recomputes;
   std::vector<int64_t> context_parallel, virtual_stages;
   std::vector<bool> sequence_parallel;
   std::vector<v1::DataParallelSharding> shardings;
@@ -38,6 +40,7 @@ absl::StatusOr<TrainingSpaceLists> TrainingSpaceFromFlags(const common::FlagPars
 // PlanModelRequest (the fields have the same names in each).
 template <typename Request>
 void SetTrainingSpace(const TrainingSpaceLists& lists, Request& r) {
+  for (v1::Recompute x : lists.recomputes) r.add_recomputes(x);
   r.mutable_context_parallel_values()->Add(lists.context_parallel.begin(),
                                            lists.context_parallel.end());
   r.mutable_virtual_stages_values()->Add(lists.virtual_stages.begin(), lists.virtual_stages.end());

@@ -7,7 +7,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/job_flags.h"
 #include "client/prediction_format.h"
@@ -81,12 +80,6 @@ absl::StatusOr<v1::PlanModelRequest> PlanRequestFromFlags(const common::FlagPars
   }
   VTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> tps, f.GetIntList("tp-values"));
   r.mutable_tensor_parallel()->Add(tps.begin(), tps.end());
-  if (auto list = f.Get("recompute-values")) {
-    for (absl::string_view v : absl::StrSplit(*list, ',', absl::SkipEmpty())) {
-      VTRAIN_ASSIGN_OR_RETURN(Recompute x, ParseRecompute(v));
-      r.add_recomputes(convert::ToProto(x));
-    }
-  }
   VTRAIN_ASSIGN_OR_RETURN(TrainingSpaceLists training, TrainingSpaceFromFlags(f));
   SetTrainingSpace(training, r);
   return r;
@@ -211,7 +204,6 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
   flags.AddValue("max-params", "N", "largest candidate (default 1e12)");
   flags.AddValue("max-tp", "N", "tensor-parallel degrees 1, 2, 4, ... up to N (default 8)");
   flags.AddValue("tp-values", "A,B,..", "tensor-parallel degrees to search (default 1,2,4,8)");
-  flags.AddValue("recompute-values", "R,..", "none,selective,full (default full)");
   AddTrainingSpaceFlags(flags);
   flags.AddValue("params", "N", "the inverse question: a model of about N parameters ...");
   flags.AddValue("tokens", "T", "... training T tokens within --days: the fewest GPUs");

@@ -76,12 +76,6 @@ absl::StatusOr<v1::SearchRequest> SearchRequestFromFlags(const common::FlagParse
     r.add_schedules(convert::ToProto(x));
     return absl::OkStatus();
   }));
-  VTRAIN_RETURN_IF_ERROR(
-      ForEachItem(f, "recompute-values", [&](absl::string_view v) -> absl::Status {
-        VTRAIN_ASSIGN_OR_RETURN(Recompute x, ParseRecompute(v));
-        r.add_recomputes(convert::ToProto(x));
-        return absl::OkStatus();
-      }));
   if (auto d = f.Get("dtype")) {
     VTRAIN_ASSIGN_OR_RETURN(DType dtype, ParseDType(*d));
     r.set_dtype(convert::ToProto(dtype));
@@ -232,7 +226,6 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   flags.AddValue("max-dp", "N", "largest data-parallel degree");
   flags.AddValue("max-micro-batch", "N", "largest micro-batch");
   flags.AddValue("schedules", "S,..", "gpipe,1f1b (default 1f1b)");
-  flags.AddValue("recompute-values", "R,..", "none,selective,full (default full)");
   AddTrainingSpaceFlags(flags);
   flags.AddValue("objective", "O", "time (default), cost, deadline-cost, deadline-gpus");
   flags.AddValue("deadline-days", "D", "for the deadline objectives");
