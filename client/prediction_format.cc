@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "core/profile/default_profiles.h"
 #include "core/spec/model.h"
 #include "proto/job_convert.h"
 #include "proto/prediction_convert.h"
@@ -75,13 +76,16 @@ std::string PredictionTable(const Job& job, const Prediction& p, bool show_looku
   if (p.interval_coverage > 0) {
     // "uncalibrated_gpu/single_node": A100 bands widened for another GPU.
     absl::string_view regime = p.regime;
-    const bool uncalibrated = absl::ConsumePrefix(&regime, "uncalibrated_gpu/");
+    const bool uncalibrated = absl::ConsumePrefix(&regime, kUncalibratedGpuRegimePrefix);
     absl::StrAppend(
-        &out, absl::StrFormat(
-                  "%.0f%% interval     %.1f .. %.1f ms (held-out errors of A100 calibration runs, "
-                  "regime %s%s)\n",
-                  100 * p.interval_coverage, p.interval_low_ns * 1e-6, p.interval_high_ns * 1e-6,
-                  regime, uncalibrated ? ", widened 1.3x: this GPU has no calibration" : ""));
+        &out,
+        absl::StrFormat(
+            "%.0f%% interval     %.1f .. %.1f ms (held-out errors of A100 calibration runs, "
+            "regime %s%s)\n",
+            100 * p.interval_coverage, p.interval_low_ns * 1e-6, p.interval_high_ns * 1e-6, regime,
+            uncalibrated ? absl::StrFormat(", widened %gx: this GPU has no calibration",
+                                           kUncalibratedGpuSpread)
+                         : ""));
   }
   absl::StrAppend(&out, absl::StrFormat("throughput       %s tokens/s\n", Human(p.tokens_per_s)));
   absl::StrAppend(&out,
