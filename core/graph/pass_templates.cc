@@ -10,13 +10,21 @@
 namespace vtrain::internal {
 namespace {
 
+// Writes the items of one pass. At kernel granularity it keeps every item;
+// at operator granularity it keeps only what the merged segments need (each
+// segment's first item, the times of its first start and last end, and the
+// plain sums for measured gaps), computed as the items arrive: a pass of a
+// few thousand kernels then costs a few additions per kernel and no
+// allocation. Both give the same templates (the merge is exact either way).
 class TemplateWriter {
  public:
   // `collective_host_ns`: host time to launch a collective.
   // `collective_host_wait`: the fraction of a TP collective the host waits
   // for before dispatching on (AnalyticalParams::tp_host_blocking).
-  TemplateWriter(LabelFn label, int64_t collective_host_ns, double collective_host_wait = 0)
+  TemplateWriter(LabelFn label, Granularity granularity, int64_t collective_host_ns,
+                 double collective_host_wait = 0)
       : label_(label),
+        merge_(granularity == Granularity::kOperator),
         collective_host_ns_(collective_host_ns),
         collective_host_wait_(collective_host_wait) {
     segments_.emplace_back();
@@ -24,17 +32,31 @@ class TemplateWriter {
 
   void Operator(const OperatorProfile& profile) {
     for (const KernelRecord& k : profile.kernels) {
-      segments_.back().items.push_back(
-          Item{k.duration_ns, k.gap_ns, label_(k.name), TaskKind::kCompute, k.host_ns});
+      if (merge_) {
+        Add(Item{k.duration_ns, k.gap_ns, 0, TaskKind::kCompute, k.host_ns}, &k.name);
+      } else {
+        segments_.back().items.push_back(
+            Item{k.duration_ns, k.gap_ns, label_(k.name), TaskKind::kCompute, k.host_ns});
+      }
     }
   }
   void TensorParallel(int64_t duration_ns, int32_t label) {
-    segments_.back().items.push_back(
-        Item{duration_ns, 0, label, TaskKind::kTensorParallel, collective_host_ns_});
+    const Item item{duration_ns, 0, label, TaskKind::kTensorParallel, collective_host_ns_};
+    if (merge_) {
+      Add(item, nullptr);
+    } else {
+      segments_.back().items.push_back(item);
+    }
     tensor_parallel_ns_ += duration_ns;
   }
   // Ends the current segment; a bucket all-reduce of `bucket_bytes` follows it.
   void EndSegment(double bucket_bytes) {
+    if (merge_) {
+      if (merged_.empty() || merged_.back().closed) return;
+      merged_.back().bucket_bytes = bucket_bytes;
+      merged_.back().closed = true;
+      return;
+    }
     if (segments_.back().items.empty()) return;
     segments_.back().bucket_bytes = bucket_bytes;
     segments_.emplace_back();
@@ -43,31 +65,103 @@ class TemplateWriter {
   // In operator granularity each segment becomes one item: its tasks run back
   // to back on one stream with nothing entering or leaving in the middle, so
   // start(i+1) = finish(i) + gap(i) and the merged task is exact.
-  ActionTemplate Take(Granularity granularity, int32_t merged_label) && {
+  ActionTemplate Take(int32_t merged_label) && {
+    if (merge_) return TakeMerged(merged_label);
     ReplayHost();
     ActionTemplate t;
     t.tensor_parallel_ns = tensor_parallel_ns_;
     for (Segment& s : segments_) {
       if (s.items.empty()) continue;
-      if (granularity == Granularity::kOperator && s.items.size() > 1) {
-        Item merged{0, 0, merged_label, TaskKind::kCompute};
-        for (const Item& i : s.items) merged.duration_ns += i.duration_ns + i.gap_ns;
-        merged.gap_ns = s.items.back().gap_ns;
-        merged.duration_ns -= merged.gap_ns;
-        s.items.assign(1, merged);
-      }
       t.segments.push_back(std::move(s));
     }
     return t;
   }
 
  private:
+  // One segment at operator granularity, as far as its merged item needs.
+  struct MergedSegment {
+    Item first;                         // its first item (kept whole if alone)
+    const std::string* name = nullptr;  // the first item's kernel name, if a kernel
+    int64_t count = 0;
+    int64_t plain_ns = 0;              // sum of durations and measured gaps
+    int64_t plain_last_gap_ns = 0;     // the last item's measured gap
+    int64_t start_ns = 0, end_ns = 0;  // replayed: first start, last end
+    int64_t replay_gap_ns = 0;         // replayed gap after the last item
+    double bucket_bytes = 0;
+    bool closed = false;
+  };
+
   // DESIGN.md §5: the host runs ahead of the GPU through a whole pass. When
   // every item's host time is known, the gaps are recomputed for the pass as
   // one sequence: item i is dispatched once the host has spent the host time
   // of items 0..i, and starts when dispatched and its predecessor is done.
   // The host and the GPU start the pass together (the synchronous pipeline
-  // exchange, or the optimizer, has just synchronised them).
+  // exchange, or the optimizer, has just synchronised them). Times are
+  // relative to the first kernel's dispatch.
+  struct Replay {
+    int64_t host = 0, gpu = 0;
+    // Places `i`; returns its start.
+    int64_t Place(const Item& i, double collective_host_wait) {
+      host += i.host_ns;
+      const int64_t start = std::max(gpu, host);
+      gpu = start + i.duration_ns;
+      if (i.kind == TaskKind::kTensorParallel && collective_host_wait > 0) {
+        host = std::max<int64_t>(
+            host, start + std::llround(collective_host_wait * static_cast<double>(i.duration_ns)));
+      }
+      return start;
+    }
+  };
+
+  void Add(const Item& item, const std::string* name) {
+    if (item.host_ns <= 0) replay_ok_ = false;  // measured gaps without host times: keep them
+    if (first_host_ns_ < 0) {
+      first_host_ns_ = item.host_ns;
+      replay_.host = -item.host_ns;
+    }
+    const int64_t end_before = replay_.gpu;
+    const int64_t start = replay_.Place(item, collective_host_wait_);
+    if (merged_.empty() || merged_.back().closed) {
+      if (!merged_.empty()) merged_.back().replay_gap_ns = start - end_before;
+      merged_.emplace_back();
+      merged_.back().first = item;
+      merged_.back().name = name;
+      merged_.back().start_ns = start;
+    } else {
+      merged_.back().replay_gap_ns = start - end_before;  // overwritten unless last
+    }
+    MergedSegment& m = merged_.back();
+    ++m.count;
+    m.plain_ns += item.duration_ns + item.gap_ns;
+    m.plain_last_gap_ns = item.gap_ns;
+    m.end_ns = replay_.gpu;
+  }
+
+  ActionTemplate TakeMerged(int32_t merged_label) {
+    ActionTemplate t;
+    t.tensor_parallel_ns = tensor_parallel_ns_;
+    // What follows the pass waits for its own dispatch; like the first
+    // kernel here, charge it one lead-in of this pass's first dispatch.
+    if (replay_ok_ && !merged_.empty()) merged_.back().replay_gap_ns = first_host_ns_;
+    for (const MergedSegment& m : merged_) {
+      Segment s;
+      s.bucket_bytes = m.closed ? m.bucket_bytes : 0;
+      Item item = m.first;
+      if (m.count == 1) {
+        if (m.name != nullptr) item.label = label_(*m.name);
+        if (replay_ok_) item.gap_ns = m.replay_gap_ns;
+      } else {
+        item = Item{0, 0, merged_label, TaskKind::kCompute};
+        item.gap_ns = replay_ok_ ? m.replay_gap_ns : m.plain_last_gap_ns;
+        item.duration_ns = replay_ok_ ? m.end_ns - m.start_ns : m.plain_ns - m.plain_last_gap_ns;
+      }
+      s.items.assign(1, item);
+      t.segments.push_back(std::move(s));
+    }
+    return t;
+  }
+
+  // Kernel granularity: the same replay over the kept items.
   void ReplayHost() {
     std::vector<Item*> items;
     for (Segment& s : segments_) {
@@ -76,29 +170,28 @@ class TemplateWriter {
         items.push_back(&i);
       }
     }
-    // Times are relative to the first kernel's dispatch.
-    int64_t host = -items.front()->host_ns, gpu = 0;
+    if (items.empty()) return;
+    Replay r;
+    r.host = -items.front()->host_ns;
     Item* previous = nullptr;
     for (Item* i : items) {
-      host += i->host_ns;
-      const int64_t start = std::max(gpu, host);
-      if (previous != nullptr) previous->gap_ns = start - gpu;
-      gpu = start + i->duration_ns;
+      const int64_t end_before = r.gpu;
+      const int64_t start = r.Place(*i, collective_host_wait_);
+      if (previous != nullptr) previous->gap_ns = start - end_before;
       previous = i;
-      if (i->kind == TaskKind::kTensorParallel && collective_host_wait_ > 0) {
-        host = std::max<int64_t>(host, start + std::llround(collective_host_wait_ *
-                                                            static_cast<double>(i->duration_ns)));
-      }
     }
-    // What follows the pass waits for its own dispatch; like the first
-    // kernel here, charge it one lead-in of this pass's first dispatch.
-    if (previous != nullptr) previous->gap_ns = items.front()->host_ns;
+    previous->gap_ns = items.front()->host_ns;
   }
 
   LabelFn label_;
+  const bool merge_;
   const int64_t collective_host_ns_;
   const double collective_host_wait_;
-  std::vector<Segment> segments_;
+  std::vector<Segment> segments_;      // kernel granularity
+  std::vector<MergedSegment> merged_;  // operator granularity
+  Replay replay_;
+  int64_t first_host_ns_ = -1;
+  bool replay_ok_ = true;
   int64_t tensor_parallel_ns_ = 0;
 };
 
@@ -148,7 +241,8 @@ class TemplateMaker {
     const AnalyticalParams& p = lookup_.params();
     const double sync =
         t_ > 1 ? p.tp_host_sync_ns + p.tp_host_sync_per_rank_ns * static_cast<double>(t_ - 1) : 0;
-    return TemplateWriter(label_, std::llround(p.host_dispatch_ns + sync), p.tp_host_blocking);
+    return TemplateWriter(label_, granularity_, std::llround(p.host_dispatch_ns + sync),
+                          p.tp_host_blocking);
   }
   // The TP collectives around a tensor-parallel block of one layer: without
   // sequence parallelism one all-reduce after it (Shoeybi et al. 2019, the
@@ -265,7 +359,7 @@ ActionTemplate TemplateMaker::Forward(StageEnds ends) {
       for (int i = 0; i < 3; ++i) w.TensorParallel(small_ns, reduce_label_);
     }
   }
-  return std::move(w).Take(granularity_, label_("forward"));
+  return std::move(w).Take(label_("forward"));
 }
 
 // `bucketed`: split the pass where a gradient bucket fills (the last
@@ -296,20 +390,25 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   const OperatorProfile& mlp_bwd = Op(OperatorKind::kMlpBwd);
   const OperatorProfile& attention_bwd = Op(OperatorKind::kAttentionBwd);
   const double layer_ns = static_cast<double>(attention_bwd.SpanNs() + mlp_bwd.SpanNs());
+  // Looked up once, not per layer (the lookup's references are stable).
+  const bool full = plan_.recompute == Recompute::kFull;
+  const bool selective = plan_.recompute == Recompute::kSelective;
+  const OperatorProfile* attention_fwd = full ? &Op(OperatorKind::kAttentionFwd) : nullptr;
+  const OperatorProfile* mlp_fwd = full ? &Op(OperatorKind::kMlpFwd) : nullptr;
+  const OperatorProfile* core_fwd =
+      selective ? &Op(OperatorKind::kAttentionFwd, 0, /*core_only=*/true) : nullptr;
   for (int64_t l = 0; l < layers_per_stage_; ++l) {
     ShardedLayer(w, fsdp_gather_ns_ + fsdp_scatter_ns_, l == 0 ? 0 : layer_ns);
-    if (plan_.recompute == Recompute::kFull) {
+    if (full) {
       // Full recomputation re-runs the layer's forward before its backward.
-      Block(w, Op(OperatorKind::kAttentionFwd));
+      Block(w, *attention_fwd);
       ContextRing(w, 1);
-      Block(w, Op(OperatorKind::kMlpFwd));
+      Block(w, *mlp_fwd);
     }
     Block(w, mlp_bwd);
     // Selective recomputation re-runs only the attention core before the
     // attention backward (Korthikanti et al. 2022, §5).
-    if (plan_.recompute == Recompute::kSelective) {
-      w.Operator(Op(OperatorKind::kAttentionFwd, 0, /*core_only=*/true));
-    }
+    if (selective) w.Operator(*core_fwd);
     Block(w, attention_bwd);
     ContextRing(w, 2);
     gradients_ready(layer_params);
@@ -321,7 +420,7 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
     gradients_ready(EmbeddingParametersPerGpu(model_, t_));
   }
   w.EndSegment(bucketed ? pending : 0);
-  return std::move(w).Take(granularity_, label_("backward"));
+  return std::move(w).Take(label_("backward"));
 }
 
 StageTemplates TemplateMaker::Make(StageEnds ends) {
@@ -344,7 +443,7 @@ StageTemplates TemplateMaker::Make(StageEnds ends) {
   const bool sharded = plan_.data_parallel_sharding != DataParallelSharding::kNone && ranks > 1;
   TemplateWriter w = Writer();
   w.Operator(Op(OperatorKind::kOptimizerStep, s.parameters_per_gpu / (sharded ? ranks : 1)));
-  s.optimizer = std::move(w).Take(granularity_, label_("optimizer_step"));
+  s.optimizer = std::move(w).Take(label_("optimizer_step"));
   for (Segment& seg : s.optimizer.segments) {
     for (Item& i : seg.items) i.kind = TaskKind::kOptimizer;
   }
