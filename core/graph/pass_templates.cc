@@ -30,14 +30,14 @@ class TemplateWriter {
     segments_.emplace_back();
   }
 
-  void Operator(const OperatorProfile& profile) {
-    for (const KernelRecord& k : profile.kernels) {
-      if (merge_) {
-        Add(Item{k.duration_ns, k.gap_ns, 0, TaskKind::kCompute, k.host_ns}, &k.name);
-      } else {
-        segments_.back().items.push_back(
-            Item{k.duration_ns, k.gap_ns, label_(k.name), TaskKind::kCompute, k.host_ns});
-      }
+  void Operator(const ResolvedOperator& op) {
+    if (merge_) {
+      AddChain(op);
+      return;
+    }
+    for (const KernelRecord& k : op.profile.kernels) {
+      segments_.back().items.push_back(
+          Item{k.duration_ns, k.gap_ns, label_(k.name), TaskKind::kCompute, k.host_ns});
     }
   }
   void TensorParallel(int64_t duration_ns, int32_t label) {
@@ -113,27 +113,55 @@ class TemplateWriter {
     }
   };
 
-  void Add(const Item& item, const std::string* name) {
-    if (item.host_ns <= 0) replay_ok_ = false;  // measured gaps without host times: keep them
-    if (first_host_ns_ < 0) {
-      first_host_ns_ = item.host_ns;
-      replay_.host = -item.host_ns;
-    }
-    const int64_t end_before = replay_.gpu;
-    const int64_t start = replay_.Place(item, collective_host_wait_);
+  void StartPass(int64_t first_host_ns) {
+    if (first_host_ns_ >= 0) return;
+    first_host_ns_ = first_host_ns;
+    replay_.host = -first_host_ns;
+  }
+  // The segment an item starting at `start` belongs to (the GPU was free
+  // from `end_before`): the open one, or a new one after a closed one.
+  MergedSegment& Begin(const Item& item, const std::string* name, int64_t start,
+                       int64_t end_before) {
+    if (!merged_.empty()) merged_.back().replay_gap_ns = start - end_before;  // unless last
     if (merged_.empty() || merged_.back().closed) {
-      if (!merged_.empty()) merged_.back().replay_gap_ns = start - end_before;
       merged_.emplace_back();
       merged_.back().first = item;
       merged_.back().name = name;
       merged_.back().start_ns = start;
-    } else {
-      merged_.back().replay_gap_ns = start - end_before;  // overwritten unless last
     }
-    MergedSegment& m = merged_.back();
+    return merged_.back();
+  }
+
+  void Add(const Item& item, const std::string* name) {
+    if (item.host_ns <= 0) replay_ok_ = false;  // measured gaps without host times: keep them
+    StartPass(item.host_ns);
+    const int64_t end_before = replay_.gpu;
+    const int64_t start = replay_.Place(item, collective_host_wait_);
+    MergedSegment& m = Begin(item, name, start, end_before);
     ++m.count;
     m.plain_ns += item.duration_ns + item.gap_ns;
     m.plain_last_gap_ns = item.gap_ns;
+    m.end_ns = replay_.gpu;
+  }
+
+  // An operator's kernels at once, through their chain (lookup.h): the same
+  // state as placing them one by one.
+  void AddChain(const ResolvedOperator& op) {
+    const std::vector<KernelRecord>& kernels = op.profile.kernels;
+    if (kernels.empty()) return;
+    const KernelChain& c = op.chain;
+    const KernelRecord& k0 = kernels.front();
+    if (!c.host_known) replay_ok_ = false;
+    StartPass(k0.host_ns);
+    const int64_t h0 = replay_.host, g0 = replay_.gpu;
+    const int64_t start = std::max(g0, h0 + k0.host_ns);
+    MergedSegment& m = Begin(Item{k0.duration_ns, k0.gap_ns, 0, TaskKind::kCompute, k0.host_ns},
+                             &k0.name, start, g0);
+    replay_.host = h0 + c.host_ns;
+    replay_.gpu = std::max(g0 + c.duration_ns, h0 + c.host_lead_ns);
+    m.count += c.count;
+    m.plain_ns += c.plain_ns;
+    m.plain_last_gap_ns = kernels.back().gap_ns;
     m.end_ns = replay_.gpu;
   }
 
@@ -218,8 +246,8 @@ class TemplateMaker {
   StageTemplates Make(StageEnds ends);
 
  private:
-  const OperatorProfile& Op(OperatorKind op, double num_parameters = 0, bool core_only = false) {
-    return lookup_.Operator(WithParallelSplits(
+  const ResolvedOperator& Op(OperatorKind op, double num_parameters = 0, bool core_only = false) {
+    return lookup_.Resolved(WithParallelSplits(
         MakeOperatorKey(job_.cluster.gpu.name, plan_.dtype, op, model_.hidden_size,
                         model_.num_heads, model_.ffn(), model_.seq_len, plan_.micro_batch, t_,
                         PaddedVocab(model_, t_), static_cast<int64_t>(num_parameters), model_.arch,
@@ -249,7 +277,7 @@ class TemplateMaker {
   // g operator); with it an all-gather before and a reduce-scatter after
   // (Korthikanti et al. 2022, §4.2.2), which move the same bytes as the ring
   // all-reduce they replace. The backward pass mirrors the forward.
-  void Block(TemplateWriter& w, const OperatorProfile& op) {
+  void Block(TemplateWriter& w, const ResolvedOperator& op) {
     if (t_ > 1 && sp_) w.TensorParallel(gather_ns_, gather_label_);
     w.Operator(op);
     if (t_ > 1)
@@ -309,7 +337,7 @@ void TemplateMaker::Prepare() {
     reduce_ns_ = TensorParallelNs(Collective::kAllReduce, activation_bytes_);
   }
   if (c_ > 1) {
-    core_ns_ = Op(OperatorKind::kAttentionFwd, 0, /*core_only=*/true).SpanNs();
+    core_ns_ = Op(OperatorKind::kAttentionFwd, 0, /*core_only=*/true).profile.SpanNs();
     // One K and one V block of s/c tokens and h/t channels.
     ring_step_ns_ =
         lookup_
@@ -336,9 +364,9 @@ ActionTemplate TemplateMaker::Forward(StageEnds ends) {
     if (t_ > 1)
       w.TensorParallel(sp_ ? scatter_ns_ : reduce_ns_, sp_ ? scatter_label_ : reduce_label_);
   }
-  const OperatorProfile& attention = Op(OperatorKind::kAttentionFwd);
-  const OperatorProfile& mlp = Op(OperatorKind::kMlpFwd);
-  const double layer_ns = static_cast<double>(attention.SpanNs() + mlp.SpanNs());
+  const ResolvedOperator& attention = Op(OperatorKind::kAttentionFwd);
+  const ResolvedOperator& mlp = Op(OperatorKind::kMlpFwd);
+  const double layer_ns = static_cast<double>(attention.profile.SpanNs() + mlp.profile.SpanNs());
   for (int64_t l = 0; l < layers_per_stage_; ++l) {
     // The stage's first layer has nothing before it to hide its gather.
     ShardedLayer(w, fsdp_gather_ns_, l == 0 ? 0 : layer_ns);
@@ -387,15 +415,16 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
     gradients_ready(OutputParametersPerGpu(model_, t_, p_));
   }
   const double layer_params = LayerParameterCount(model_) / t;
-  const OperatorProfile& mlp_bwd = Op(OperatorKind::kMlpBwd);
-  const OperatorProfile& attention_bwd = Op(OperatorKind::kAttentionBwd);
-  const double layer_ns = static_cast<double>(attention_bwd.SpanNs() + mlp_bwd.SpanNs());
+  const ResolvedOperator& mlp_bwd = Op(OperatorKind::kMlpBwd);
+  const ResolvedOperator& attention_bwd = Op(OperatorKind::kAttentionBwd);
+  const double layer_ns =
+      static_cast<double>(attention_bwd.profile.SpanNs() + mlp_bwd.profile.SpanNs());
   // Looked up once, not per layer (the lookup's references are stable).
   const bool full = plan_.recompute == Recompute::kFull;
   const bool selective = plan_.recompute == Recompute::kSelective;
-  const OperatorProfile* attention_fwd = full ? &Op(OperatorKind::kAttentionFwd) : nullptr;
-  const OperatorProfile* mlp_fwd = full ? &Op(OperatorKind::kMlpFwd) : nullptr;
-  const OperatorProfile* core_fwd =
+  const ResolvedOperator* attention_fwd = full ? &Op(OperatorKind::kAttentionFwd) : nullptr;
+  const ResolvedOperator* mlp_fwd = full ? &Op(OperatorKind::kMlpFwd) : nullptr;
+  const ResolvedOperator* core_fwd =
       selective ? &Op(OperatorKind::kAttentionFwd, 0, /*core_only=*/true) : nullptr;
   for (int64_t l = 0; l < layers_per_stage_; ++l) {
     ShardedLayer(w, fsdp_gather_ns_ + fsdp_scatter_ns_, l == 0 ? 0 : layer_ns);

@@ -117,8 +117,11 @@ absl::StatusOr<std::vector<PlanResult>> PredictAll(const std::vector<Job>& candi
   std::vector<char> ok(candidates.size(), 0);
   std::atomic<int64_t> next{0}, done{0};
   std::atomic<bool> stop{false};
+  LookupMemo own_memo(profiles);
+  LookupMemo* memo = options.memo != nullptr ? options.memo : &own_memo;
   auto work = [&] {
     PredictOptions po;
+    po.memo = memo;
     po.train_tokens = space.train_tokens;
     po.periodic = options.periodic;
     po.cancelled = [&] { return stop.load() || (options.cancelled && options.cancelled()); };
@@ -284,9 +287,12 @@ absl::StatusOr<std::optional<FastestPlanResult>> FastestPlan(const SearchSpace& 
   SimulationCost cost;
   SearchResult counted;
   VTRAIN_ASSIGN_OR_RETURN(std::vector<Job> candidates, EnumeratePlans(space, options, &counted));
+  LookupMemo own_memo(profiles);
+  LookupMemo* memo = options.memo != nullptr ? options.memo : &own_memo;
   ProfileLookup lookup(profiles, space.cluster.gpu,
                        LinkBandwidths{space.cluster.intra_node_bandwidth_bytes_per_s,
-                                      space.cluster.inter_node_bandwidth_bytes_per_s});
+                                      space.cluster.inter_node_bandwidth_bytes_per_s},
+                       memo);
   std::vector<std::pair<double, size_t>> order;
   for (size_t i = 0; i < candidates.size(); ++i) {
     order.emplace_back(LowerBoundMs(candidates[i], lookup), i);
@@ -295,6 +301,7 @@ absl::StatusOr<std::optional<FastestPlanResult>> FastestPlan(const SearchSpace& 
   std::optional<FastestPlanResult> best;
   PredictOptions po;
   po.cancelled = options.cancelled;
+  po.memo = memo;
   for (const auto& [bound_ms, i] : order) {
     if (best && bound_ms >= best->prediction.iteration_time_ms()) break;
     absl::StatusOr<Prediction> p = Predict(candidates[i], profiles, po);

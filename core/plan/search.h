@@ -64,6 +64,9 @@ struct SearchOptions {
   // Called from worker threads with (evaluated, to evaluate); may be empty.
   std::function<void(int64_t, int64_t)> progress;
   std::function<bool()> cancelled;
+  // Resolutions shared by the search's predictions (lookup.h); nullptr: the
+  // search makes its own for the run.
+  LookupMemo* memo = nullptr;
   bool periodic = true;  // PredictOptions::periodic (false only to compare)
 };
 

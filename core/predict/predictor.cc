@@ -102,7 +102,8 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
   }
   ProfileLookup lookup(profiles, job.cluster.gpu,
                        LinkBandwidths{job.cluster.intra_node_bandwidth_bytes_per_s,
-                                      job.cluster.inter_node_bandwidth_bytes_per_s});
+                                      job.cluster.inter_node_bandwidth_bytes_per_s},
+                       options.memo);
   BuildOptions build;
   build.granularity = options.granularity;
   build.max_tasks = options.max_tasks;

@@ -121,6 +121,10 @@ struct PredictOptions {
   // result either way, see engine/periodic.h).
   bool periodic = true;
   std::function<bool()> cancelled;
+  // Operator and collective resolutions shared with other predictions over
+  // the same profile set (lookup.h); nullptr: resolved for this one only.
+  // Same result either way.
+  LookupMemo* memo = nullptr;
 };
 
 // Predicts `job` with `profiles` (whose GPU should be the cluster's; lookups

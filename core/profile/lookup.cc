@@ -1,5 +1,6 @@
 #include "core/profile/lookup.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -35,15 +36,100 @@ int64_t SpanOf(const std::vector<KernelRecord>& kernels) {
 
 }  // namespace
 
-ProfileLookup::ProfileLookup(const ProfileSet& set, const GpuSpec& gpu, LinkBandwidths links)
-    : set_(set), gpu_(gpu), links_(links) {}
+KernelChain ChainOf(const std::vector<KernelRecord>& kernels) {
+  KernelChain c;
+  // host_lead = max_j host(0..j) + duration(j..n-1), as one forward sweep:
+  // lead_j = host(0..j) + duration(j..n-1) = lead_{j-1} + host_j - duration_{j-1}.
+  int64_t total_duration = 0;
+  for (const KernelRecord& k : kernels) total_duration += k.duration_ns;
+  int64_t host = 0, before = 0;  // before: durations of kernels 0..j-1
+  for (const KernelRecord& k : kernels) {
+    host += k.host_ns;
+    const int64_t lead = host + total_duration - before;
+    c.host_lead_ns = c.count == 0 ? lead : std::max(c.host_lead_ns, lead);
+    before += k.duration_ns;
+    c.plain_ns += k.duration_ns + k.gap_ns;
+    if (k.host_ns <= 0) c.host_known = false;
+    ++c.count;
+  }
+  c.host_ns = host;
+  c.duration_ns = total_duration;
+  return c;
+}
 
-const OperatorProfile& ProfileLookup::Operator(const OperatorKey& key) {
+size_t LookupMemo::operators() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return operators_.size();
+}
+
+bool LookupMemo::SameGpuLocked(const GpuSpec& gpu) const {
+  for (const GpuSpec& g : gpus_) {
+    if (g.name == gpu.name) return g == gpu;
+  }
+  return true;  // not seen yet
+}
+
+const ResolvedOperator* LookupMemo::FindOperator(const OperatorKey& key, const GpuSpec& gpu) const {
+  absl::ReaderMutexLock lock(&mu_);
+  if (!SameGpuLocked(gpu)) return nullptr;
   auto it = operators_.find(key);
-  if (it != operators_.end()) return it->second;
-  OperatorProfile resolved = Resolve(key);
-  records_.push_back({key.ToString(), resolved.fidelity, resolved.fidelity != Fidelity::kMeasured});
-  return operators_.emplace(key, std::move(resolved)).first->second;
+  return it == operators_.end() ? nullptr : &it->second;
+}
+
+const ResolvedOperator* LookupMemo::AddOperator(const OperatorKey& key, const GpuSpec& gpu,
+                                                ResolvedOperator resolved) {
+  absl::MutexLock lock(&mu_);
+  if (!SameGpuLocked(gpu) || operators_.size() >= max_entries_) return nullptr;
+  if (std::none_of(gpus_.begin(), gpus_.end(),
+                   [&](const GpuSpec& g) { return g.name == gpu.name; })) {
+    gpus_.push_back(gpu);
+  }
+  // Another thread may have added it meanwhile: equal content either way.
+  return &operators_.try_emplace(key, std::move(resolved)).first->second;
+}
+
+const ResolvedCollective* LookupMemo::FindCollective(const CollectiveQuery& q) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = collectives_.find(q);
+  return it == collectives_.end() ? nullptr : &it->second;
+}
+
+const ResolvedCollective* LookupMemo::AddCollective(const CollectiveQuery& q,
+                                                    ResolvedCollective resolved) {
+  absl::MutexLock lock(&mu_);
+  if (collectives_.size() >= max_entries_) return nullptr;
+  return &collectives_.try_emplace(q, std::move(resolved)).first->second;
+}
+
+ProfileLookup::ProfileLookup(const ProfileSet& set, const GpuSpec& gpu, LinkBandwidths links,
+                             LookupMemo* memo)
+    : set_(set),
+      gpu_(gpu),
+      links_(links),
+      memo_(memo != nullptr && &memo->set() == &set ? memo : nullptr) {
+  // A prediction resolves a few dozen keys.
+  operators_.reserve(32);
+  collectives_.reserve(16);
+  records_.reserve(48);
+}
+
+const ResolvedOperator& ProfileLookup::Resolved(const OperatorKey& key) {
+  auto it = operators_.find(key);
+  if (it != operators_.end()) return *it->second;
+  // The memo's entries were generated for their key's GPU.
+  LookupMemo* memo = key.gpu == gpu_.name ? memo_ : nullptr;
+  const ResolvedOperator* r = memo != nullptr ? memo->FindOperator(key, gpu_) : nullptr;
+  if (r == nullptr) {
+    ResolvedOperator fresh;
+    fresh.profile = Resolve(key);
+    fresh.chain = ChainOf(fresh.profile.kernels);
+    fresh.key = key.ToString();
+    if (memo != nullptr) r = memo->AddOperator(key, gpu_, fresh);
+    if (r == nullptr) r = &owned_operators_.try_emplace(key, std::move(fresh)).first->second;
+  }
+  operators_.emplace(key, r);
+  records_.push_back({r->key, r->profile.fidelity, r->profile.fidelity != Fidelity::kMeasured});
+  return *r;
 }
 
 OperatorProfile ProfileLookup::Resolve(const OperatorKey& key) const {
@@ -90,15 +176,36 @@ OperatorProfile ProfileLookup::Resolve(const OperatorKey& key) const {
 
 ProfileLookup::CollectiveTime ProfileLookup::CollectiveNs(Collective collective, double bytes,
                                                           const CommGroup& group) {
+  // Analytical latency also depends on the group's placement, NIC share and
+  // use, and on the links.
+  const CollectiveQuery q{gpu_.name,
+                          collective,
+                          bytes,
+                          group.ranks,
+                          group.ranks_per_node,
+                          group.nic_fraction,
+                          group.use,
+                          links_.intra_node_bytes_per_s,
+                          links_.inter_node_bytes_per_s};
+  if (auto it = collectives_.find(q); it != collectives_.end()) {
+    return {it->second->latency_ns, it->second->fidelity};
+  }
+  const ResolvedCollective* r = memo_ != nullptr ? memo_->FindCollective(q) : nullptr;
+  if (r == nullptr) {
+    ResolvedCollective fresh = ResolveCollective(collective, bytes, group);
+    if (memo_ != nullptr) r = memo_->AddCollective(q, fresh);
+    if (r == nullptr) r = &owned_collectives_.try_emplace(q, std::move(fresh)).first->second;
+  }
+  collectives_.emplace(q, r);
+  records_.push_back({r->key, r->fidelity, r->missing});
+  return {r->latency_ns, r->fidelity};
+}
+
+ResolvedCollective ProfileLookup::ResolveCollective(Collective collective, double bytes,
+                                                    const CommGroup& group) const {
   const LinkScope scope = group.nodes() > 1 ? LinkScope::kInterNode : LinkScope::kIntraNode;
   CollectiveKey key{set_.gpu, scope, collective, group.ranks};
-  // Analytical latency also depends on the group's placement and NIC share.
-  const std::string memo =
-      absl::StrCat(key.ToString(), " bytes=", bytes, " per_node=", group.ranks_per_node,
-                   " nic=", group.nic_fraction, " use=", static_cast<int>(group.use));
-  if (auto it = collectives_.find(memo); it != collectives_.end()) return it->second;
-
-  CollectiveTime result;
+  ResolvedCollective result;
   const double analytical = AnalyticalCollectiveNs(collective, bytes, group, links_, set_.params);
   auto table = set_.gpu == gpu_.name ? set_.collectives.find(key) : set_.collectives.end();
   if (table == set_.collectives.end()) {
@@ -119,11 +226,10 @@ ProfileLookup::CollectiveTime ProfileLookup::CollectiveNs(Collective collective,
     result.latency_ns = std::llround(curve.LatencyNs(edge) * analytical / edge_analytical);
     result.fidelity = Fidelity::kInterpolated;
   }
-  collectives_.emplace(memo, result);
   // Sizes between measured points are covered by the curve; only a missing
   // table or a size outside it is worth profiling.
-  const bool missing = table == set_.collectives.end() || !table->second.Covers(bytes);
-  records_.push_back({absl::StrCat(key.ToString(), " bytes=", bytes), result.fidelity, missing});
+  result.missing = table == set_.collectives.end() || !table->second.Covers(bytes);
+  result.key = absl::StrCat(key.ToString(), " bytes=", bytes);
   return result;
 }
 

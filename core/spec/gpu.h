@@ -46,6 +46,7 @@ struct GpuSpec {
     }
     return 0;
   }
+  friend bool operator==(const GpuSpec&, const GpuSpec&) = default;
 };
 
 // Returns the GPU model with this name, or NOT_FOUND listing the known names.

@@ -28,12 +28,16 @@ Job MakeJob(const char* preset, int64_t t, int64_t d, int64_t p, int64_t mb, int
 
 // `periodic`: jump over repeating periods (engine/periodic.h), or step every
 // pipeline action (the same result; run side by side for the ratio).
+// `memo`: share operator resolutions across predictions, as the server and
+// searches do (profile/lookup.h), or resolve them afresh in each.
 void RunPredict(benchmark::State& state, const Job& job, Granularity granularity,
-                bool periodic = true) {
+                bool periodic = true, bool memo = false) {
   const ProfileSet profiles = DefaultProfileSet(job.cluster.gpu);
+  LookupMemo shared(profiles);
   PredictOptions options;
   options.granularity = granularity;
   options.periodic = periodic;
+  if (memo) options.memo = &shared;
   int64_t tasks = 0, bytes = 0;
   SimulationCost cost;
   for (auto _ : state) {
@@ -72,6 +76,10 @@ void RunPredict(benchmark::State& state, const Job& job, Granularity granularity
 // 8-GPU node, t=2, global batch 64.
 void BM_Gpt13B_Operator(benchmark::State& state) {
   RunPredict(state, MakeJob("gpt3-1.3b", 2, 4, 1, 1, 64), Granularity::kOperator);
+}
+// The same with a lookup memo, as the server predicts.
+void BM_Gpt13B_Operator_Memo(benchmark::State& state) {
+  RunPredict(state, MakeJob("gpt3-1.3b", 2, 4, 1, 1, 64), Granularity::kOperator, true, true);
 }
 
 // GPT-3 175B, t=8 d=4 p=16, micro-batch 6, global batch 1536 (512 GPUs):
@@ -176,6 +184,7 @@ BENCHMARK(BM_Gpt175B_Curve)
     ->UseRealTime();
 BENCHMARK(BM_MtNlg530B_Search)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Gpt13B_Operator)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Gpt13B_Operator_Memo)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Gpt175B_Kernel)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Gpt175B_Operator)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Kernel)->Unit(benchmark::kMillisecond)->Iterations(3);
