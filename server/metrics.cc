@@ -65,11 +65,11 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
 }
 
 void Metrics::Request(const std::string& method, const std::string& code, double seconds) {
-  requests_->Add({{"method", method}, {"code", code}}).Increment();
+  Child(*requests_, "method", method, "code", code).Increment();
   static const prometheus::Histogram::BucketBoundaries kBuckets = {
       0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
       0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
-  latency_->Add({{"method", method}}, kBuckets).Observe(seconds);
+  Child(*latency_, "method", method, "", "", kBuckets).Observe(seconds);
 }
 
 void Metrics::SimulationTime(const std::string& method, int64_t wall_ns) {
@@ -77,11 +77,12 @@ void Metrics::SimulationTime(const std::string& method, int64_t wall_ns) {
   static const prometheus::Histogram::BucketBoundaries kBuckets = {
       0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
       0.025,   0.05,     0.1,     0.25,   0.5,     1,      2.5,   5,      10,    60};
-  simulation_->Add({{"method", method}}, kBuckets).Observe(static_cast<double>(wall_ns) * 1e-9);
+  Child(*simulation_, "method", method, "", "", kBuckets)
+      .Observe(static_cast<double>(wall_ns) * 1e-9);
 }
 
 void Metrics::Lookups(const std::string& fidelity, double n) {
-  lookups_->Add({{"fidelity", fidelity}}).Increment(n);
+  Child(*lookups_, "fidelity", fidelity, "", "").Increment(n);
 }
 
 }  // namespace vtrain::server

@@ -3,9 +3,15 @@
 #define VTRAIN_SERVER_METRICS_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -33,10 +39,33 @@ class Metrics {
   void WorkDropped(double n) { work_dropped_->Increment(n); }
   // Every call answered, by full gRPC method name and status code.
   void Call(const std::string& method, const std::string& code) {
-    calls_->Add({{"method", method}, {"code", code}}).Increment();
+    Child(*calls_, "method", method, "code", code).Increment();
   }
 
  private:
+  // The child of `family` with these labels (one label when `name2` is
+  // empty), found in a map of children already made: prometheus-cpp's Add
+  // builds a label map and hashes it on every call.
+  template <typename T, typename... Args>
+  T& Child(prometheus::Family<T>& family, const std::string& name1, const std::string& value1,
+           const std::string& name2, const std::string& value2, Args&&... args) {
+    ChildKey key{&family, value1, value2};
+    {
+      absl::ReaderMutexLock lock(&children_mu_);
+      if (auto it = children_.find(key); it != children_.end()) return *static_cast<T*>(it->second);
+    }
+    std::map<std::string, std::string> labels{{name1, value1}};
+    if (!name2.empty()) labels.emplace(name2, value2);
+    T& child = family.Add(labels, std::forward<Args>(args)...);
+    absl::MutexLock lock(&children_mu_);
+    children_.emplace(std::move(key), &child);
+    return child;
+  }
+  using ChildKey = std::tuple<const void*, std::string, std::string>;
+
+  absl::Mutex children_mu_;
+  // Children live as long as their family (never removed).
+  absl::flat_hash_map<ChildKey, void*> children_ ABSL_GUARDED_BY(children_mu_);
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>* requests_;
   prometheus::Family<prometheus::Histogram>* latency_;

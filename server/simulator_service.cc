@@ -49,7 +49,9 @@ SimulatorService::SimulatorService(const ServerOptions& options, Registry& regis
       registry_(registry),
       admission_(admission),
       runner_(runner),
-      metrics_(metrics) {}
+      metrics_(metrics) {
+  SetMessageAllocatorFor_Predict(&predict_allocator_);
+}
 
 grpc::Status SimulatorService::PlanModel(grpc::ServerContext* ctx, const v1::PlanModelRequest* req,
                                          grpc::ServerWriter<v1::PlanModelResponse>* writer) {
@@ -176,7 +178,9 @@ absl::StatusOr<SimulatorService::PreparedPrediction> SimulatorService::PreparePr
   options.max_tasks = max_tasks_;
   options.max_graph_bytes = max_graph_bytes_;
   options.cancelled = [ctx] { return ctx->IsCancelled(); };
-  return PreparedPrediction{std::move(job), std::move(tables), std::move(options)};
+  std::shared_ptr<LookupMemo> memo = memos_.For(tables);
+  options.memo = memo.get();
+  return PreparedPrediction{std::move(job), std::move(tables), std::move(memo), std::move(options)};
 }
 
 absl::Status SimulatorService::SimulatePredict(const grpc::ServerContextBase* ctx,
@@ -213,6 +217,8 @@ absl::Status SimulatorService::RunSearch(const grpc::ServerContext* ctx,
   VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
                           registry_.TablesFor(/*profile_set_id=*/"", space.cluster.gpu));
   options.cancelled = [ctx] { return ctx->IsCancelled(); };
+  const std::shared_ptr<LookupMemo> memo = memos_.For(tables);
+  options.memo = memo.get();
   // Admission covers searches too: one slot, waited for like a prediction's,
   // then as many more as are free now; the search runs a thread per slot.
   VTRAIN_ASSIGN_OR_RETURN(std::vector<AdmissionGate::Slot> slots,

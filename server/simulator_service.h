@@ -12,7 +12,9 @@
 #include "core/predict/predictor.h"
 #include "grpcpp/grpcpp.h"
 #include "server/admission.h"
+#include "server/arena_allocator.h"
 #include "server/curve_cache.h"
+#include "server/memo_cache.h"
 #include "server/method_runner.h"
 #include "server/metrics.h"
 #include "server/registry.h"
@@ -50,6 +52,7 @@ class SimulatorService final
   struct PreparedPrediction {
     Job job;
     std::shared_ptr<const ProfileSet> tables;
+    std::shared_ptr<LookupMemo> memo;  // of `tables`; options.memo points to it
     PredictOptions options;
   };
   absl::StatusOr<PreparedPrediction> PreparePredict(const grpc::ServerContextBase* ctx,
@@ -72,6 +75,8 @@ class SimulatorService final
   const Method curve_;
   const Method plan_model_;
   CurveCache curve_cache_;
+  ArenaAllocator<v1::PredictRequest, v1::PredictResponse> predict_allocator_;
+  mutable MemoCache memos_;  // a cache: filled by const PreparePredict
   Registry& registry_;
   AdmissionGate& admission_;
   const MethodRunner& runner_;

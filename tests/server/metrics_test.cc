@@ -1,11 +1,15 @@
 // vtrain-server's /metrics on loopback: every call is counted by method and
 // code, health checks and calls refused before a handler ran included.
+#include "server/metrics.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -121,6 +125,60 @@ TEST(MetricsTest, HealthChecksAndOversizedRequestsAreCounted) {
   EXPECT_NE(metrics.find("vtrain_simulation_duration_seconds_count{method=\"Predict\"} 1"),
             std::string::npos)
       << metrics;
+}
+
+}  // namespace
+}  // namespace vtrain::server
+
+namespace vtrain::server {
+namespace {
+
+// The value of family `name`'s child whose labels include all of `labels`.
+double Value(Metrics& m, const std::string& name,
+             const std::vector<std::pair<std::string, std::string>>& labels) {
+  for (const prometheus::MetricFamily& family : m.registry()->Collect()) {
+    if (family.name != name) continue;
+    for (const prometheus::ClientMetric& metric : family.metric) {
+      size_t matched = 0;
+      for (const auto& [k, v] : labels) {
+        for (const prometheus::ClientMetric::Label& l : metric.label) {
+          if (l.name == k && l.value == v) ++matched;
+        }
+      }
+      if (matched != labels.size()) continue;
+      if (family.type == prometheus::MetricType::Histogram) {
+        return static_cast<double>(metric.histogram.sample_count);
+      }
+      return metric.counter.value;
+    }
+  }
+  return -1;
+}
+
+// Children are looked up in the metrics' own map after the first use: each
+// label combination must still land on its own child.
+TEST(MetricsTest, EachLabelCombinationKeepsItsOwnChild) {
+  Metrics m;
+  m.Request("Predict", "OK", 0.001);
+  m.Request("Predict", "OK", 0.002);
+  m.Request("Predict", "INVALID_ARGUMENT", 0.001);
+  m.Request("Search", "OK", 0.5);
+  m.SimulationTime("Predict", 10'000);
+  m.Lookups("analytical", 14);
+  m.Lookups("analytical", 14);
+  m.Lookups("measured", 3);
+  m.Call("/vtrain.v1.Simulator/Predict", "OK");
+  EXPECT_EQ(Value(m, "vtrain_requests_total", {{"method", "Predict"}, {"code", "OK"}}), 2);
+  EXPECT_EQ(
+      Value(m, "vtrain_requests_total", {{"method", "Predict"}, {"code", "INVALID_ARGUMENT"}}), 1);
+  EXPECT_EQ(Value(m, "vtrain_requests_total", {{"method", "Search"}, {"code", "OK"}}), 1);
+  EXPECT_EQ(Value(m, "vtrain_request_duration_seconds", {{"method", "Predict"}}), 3);
+  EXPECT_EQ(Value(m, "vtrain_simulation_duration_seconds", {{"method", "Predict"}}), 1);
+  EXPECT_EQ(Value(m, "vtrain_profile_lookups_total", {{"fidelity", "analytical"}}), 28);
+  EXPECT_EQ(Value(m, "vtrain_profile_lookups_total", {{"fidelity", "measured"}}), 3);
+  EXPECT_EQ(Value(m, "vtrain_grpc_calls_total",
+                  {{"method", "/vtrain.v1.Simulator/Predict"}, {"code", "OK"}}),
+            1);
 }
 
 }  // namespace
