@@ -149,7 +149,9 @@ std::string SimulationLine(const v1::Simulation& s) {
   if (s.actions_skipped() > 0) {
     absl::StrAppend(&out, " (", Thousands(s.actions_skipped()), " by periodic jumps)");
   }
-  absl::StrAppend(&out, " in ", Duration(s.wall_ns()), "\n");
+  absl::StrAppend(&out, " in ", Duration(s.wall_ns()));
+  if (s.cached()) absl::StrAppend(&out, " (the server's cached answer to this same request)");
+  absl::StrAppend(&out, "\n");
   return out;
 }
 

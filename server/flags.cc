@@ -51,6 +51,9 @@ common::FlagParser Declare(const CommandLine& defaults) {
         absl::StrCat(o.max_request_memory_bytes));
   value("max-concurrent-simulations", "N", "simulations at once (0: hardware threads)",
         absl::StrCat(o.max_concurrent_simulations));
+  value("prediction-cache-entries", "N",
+        "Predict answers kept for repeated identical requests (0: off)",
+        absl::StrCat(o.prediction_cache_entries));
   value("grace-seconds", "N", "on SIGTERM, how long in-flight calls may finish",
         absl::StrCat(defaults.grace_seconds));
   f.AddSwitch("help", "this list");
@@ -74,6 +77,11 @@ absl::Status CheckRanges(const CommandLine& c) {
         "--max-message-bytes must be in [1, 2^30], --max-tasks positive, "
         "--max-concurrent-simulations in [0, 4096], --grace-seconds in [0, 3600] and "
         "--max-request-memory-bytes at least 1048576");
+  }
+  if (o.prediction_cache_entries < 0 || o.prediction_cache_entries > 1'000'000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--prediction-cache-entries=", o.prediction_cache_entries,
+                     " must be in [0, 1000000] (0 turns the cache off)"));
   }
   return absl::OkStatus();
 }
@@ -105,6 +113,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "max-tasks", &o.max_tasks));
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "max-request-memory-bytes", &o.max_request_memory_bytes));
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "max-concurrent-simulations", &o.max_concurrent_simulations));
+  VTRAIN_RETURN_IF_ERROR(SetInt(f, "prediction-cache-entries", &o.prediction_cache_entries));
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "grace-seconds", &c.grace_seconds));
   c.help = f.Switch("help");
   VTRAIN_RETURN_IF_ERROR(CheckRanges(c));

@@ -57,6 +57,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                        .Help("Missing profile keys not queued (queue full or client over its rate)")
                        .Register(*registry_)
                        .Add({});
+  prediction_cache_hits_ =
+      &prometheus::BuildCounter()
+           .Name("vtrain_prediction_cache_hits_total")
+           .Help("Predict calls answered from the cache of identical requests (no simulation)")
+           .Register(*registry_)
+           .Add({});
   sync_skipped_ = &prometheus::BuildCounter()
                        .Name("vtrain_registry_sync_skipped_total")
                        .Help("Registry sets a predictor could not take (too large, invalid)")

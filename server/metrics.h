@@ -37,6 +37,7 @@ class Metrics {
   void DatabaseError() { db_errors_->Increment(); }
   void SyncSkipped() { sync_skipped_->Increment(); }
   void WorkDropped(double n) { work_dropped_->Increment(n); }
+  void PredictionCacheHit() { prediction_cache_hits_->Increment(); }
   // Every call answered, by full gRPC method name and status code.
   void Call(const std::string& method, const std::string& code) {
     Child(*calls_, "method", method, "code", code).Increment();
@@ -78,6 +79,7 @@ class Metrics {
   prometheus::Counter* db_errors_;
   prometheus::Counter* sync_skipped_;
   prometheus::Counter* work_dropped_;
+  prometheus::Counter* prediction_cache_hits_;
   prometheus::Family<prometheus::Counter>* calls_;
 };
 

@@ -37,6 +37,8 @@ struct ServerOptions {
   // stores it); with max_concurrent_simulations it bounds the server's memory.
   int64_t max_request_memory_bytes = int64_t{512} << 20;
   int max_concurrent_simulations = 0;  // 0: hardware threads
+  // Predict answers kept for identical requests (0: none; prediction_cache.h).
+  int64_t prediction_cache_entries = 4096;
 };
 
 class Server {

@@ -46,6 +46,7 @@ SimulatorService::SimulatorService(const ServerOptions& options, Registry& regis
       search_{"Search", Access::kRead, RefusedByRegistry(options.role, "search")},
       curve_{"ThroughputCurve", Access::kRead, RefusedByRegistry(options.role, "draw curves")},
       plan_model_{"PlanModel", Access::kRead, RefusedByRegistry(options.role, "plan models")},
+      predictions_(static_cast<size_t>(options.prediction_cache_entries)),
       registry_(registry),
       admission_(admission),
       runner_(runner),
@@ -135,6 +136,19 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
   absl::StatusOr<PreparedPrediction> prepared =
       status.ok() ? PreparePredict(ctx, req) : absl::StatusOr<PreparedPrediction>(status);
   status = prepared.status();
+  if (status.ok() && predictions_.enabled()) {
+    // The same question about the same profile set: the same answer.
+    std::string key = PredictionCache::Key(prepared->tables->id, *req);
+    if (std::shared_ptr<const PredictionCache::Answer> hit = predictions_.Get(key)) {
+      *resp = hit->response;
+      resp->mutable_simulation()->set_cached(true);
+      metrics_.PredictionCacheHit();
+      RecordMissing(ctx, prepared->job.cluster.gpu.name, hit->missing_keys, hit->fits);
+      reactor->Finish(runner_.Finish(predict_, start, absl::OkStatus()));
+      return reactor;
+    }
+    prepared->cache_key = std::move(key);
+  }
   if (status.ok()) {
     std::optional<AdmissionGate::Slot> slot;
     if (prepared->options.granularity == Granularity::kOperator) slot = admission_.TryEnter();
@@ -149,7 +163,7 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
           // deadline or cancellation.
           VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot waited,
                                   admission_.Enter(p->options.cancelled));
-          return SimulatePredict(ctx, *p, std::move(waited), resp);
+          return SimulatePredict(ctx, *p, std::move(waited), resp, p->cache_key);
         }();
         // Nothing of the call may outlive Finish: the server's shutdown
         // returns once every call has finished.
@@ -158,7 +172,7 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
       }).detach();
       return reactor;
     }
-    status = SimulatePredict(ctx, *prepared, *std::move(slot), resp);
+    status = SimulatePredict(ctx, *prepared, *std::move(slot), resp, prepared->cache_key);
   }
   reactor->Finish(runner_.Finish(predict_, start, status));
   return reactor;
@@ -180,13 +194,14 @@ absl::StatusOr<SimulatorService::PreparedPrediction> SimulatorService::PreparePr
   options.cancelled = [ctx] { return ctx->IsCancelled(); };
   std::shared_ptr<LookupMemo> memo = memos_.For(tables);
   options.memo = memo.get();
-  return PreparedPrediction{std::move(job), std::move(tables), std::move(memo), std::move(options)};
+  return PreparedPrediction{std::move(job), std::move(tables), std::move(memo), std::move(options),
+                            /*cache_key=*/""};
 }
 
 absl::Status SimulatorService::SimulatePredict(const grpc::ServerContextBase* ctx,
                                                const PreparedPrediction& prepared,
-                                               AdmissionGate::Slot slot,
-                                               v1::PredictResponse* resp) {
+                                               AdmissionGate::Slot slot, v1::PredictResponse* resp,
+                                               const std::string& cache_key) {
   const Job& job = prepared.job;
   absl::StatusOr<Prediction> p = vtrain::Predict(job, *prepared.tables, prepared.options);
   slot.Release();
@@ -200,12 +215,22 @@ absl::Status SimulatorService::SimulatePredict(const grpc::ServerContextBase* ct
                        static_cast<double>(p->fidelity.lookups[f]));
     }
   }
-  // Only shapes a GPU can run become profiling work: an agent would try to
-  // run them (a plan that does not fit in memory cannot be profiled).
-  if (p->memory.fits) {
-    registry_.RecordMissing(job.cluster.gpu.name, p->fidelity.missing_keys, ctx->peer());
+  RecordMissing(ctx, job.cluster.gpu.name, p->fidelity.missing_keys, p->memory.fits);
+  if (!cache_key.empty()) {
+    auto answer = std::make_shared<PredictionCache::Answer>();
+    answer->response = *resp;
+    answer->missing_keys = std::move(p->fidelity.missing_keys);
+    answer->fits = p->memory.fits;
+    predictions_.Put(cache_key, std::move(answer));
   }
   return absl::OkStatus();
+}
+
+void SimulatorService::RecordMissing(const grpc::ServerContextBase* ctx, const std::string& gpu,
+                                     const std::vector<std::string>& missing_keys, bool fits) {
+  // Only shapes a GPU can run become profiling work: an agent would try to
+  // run them (a plan that does not fit in memory cannot be profiled).
+  if (fits) registry_.RecordMissing(gpu, missing_keys, ctx->peer());
 }
 
 absl::Status SimulatorService::RunSearch(const grpc::ServerContext* ctx,

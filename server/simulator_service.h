@@ -17,6 +17,7 @@
 #include "server/memo_cache.h"
 #include "server/method_runner.h"
 #include "server/metrics.h"
+#include "server/prediction_cache.h"
 #include "server/registry.h"
 #include "server/server.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
@@ -54,13 +55,19 @@ class SimulatorService final
     std::shared_ptr<const ProfileSet> tables;
     std::shared_ptr<LookupMemo> memo;  // of `tables`; options.memo points to it
     PredictOptions options;
+    std::string cache_key;  // empty: the answer is not cached
   };
   absl::StatusOr<PreparedPrediction> PreparePredict(const grpc::ServerContextBase* ctx,
                                                     const v1::PredictRequest* req) const;
   // Simulates `p` holding `slot` (released as soon as the simulation ends)
-  // and fills `resp`.
+  // and fills `resp`; keeps the answer under `cache_key` (when not empty).
   absl::Status SimulatePredict(const grpc::ServerContextBase* ctx, const PreparedPrediction& p,
-                               AdmissionGate::Slot slot, v1::PredictResponse* resp);
+                               AdmissionGate::Slot slot, v1::PredictResponse* resp,
+                               const std::string& cache_key);
+  // Counts the keys a prediction found no measurement for as profiling work
+  // (only plans that fit: an agent could not run the others).
+  void RecordMissing(const grpc::ServerContextBase* ctx, const std::string& gpu,
+                     const std::vector<std::string>& missing_keys, bool fits);
   absl::Status RunSearch(const grpc::ServerContext* ctx, const v1::SearchRequest* req,
                          grpc::ServerWriter<v1::SearchResponse>* writer);
   absl::Status RunPlanModel(const grpc::ServerContext* ctx, const v1::PlanModelRequest* req,
@@ -77,6 +84,7 @@ class SimulatorService final
   CurveCache curve_cache_;
   ArenaAllocator<v1::PredictRequest, v1::PredictResponse> predict_allocator_;
   mutable MemoCache memos_;  // a cache: filled by const PreparePredict
+  PredictionCache predictions_;
   Registry& registry_;
   AdmissionGate& admission_;
   const MethodRunner& runner_;

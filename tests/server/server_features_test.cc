@@ -58,6 +58,61 @@ TEST(ServerTest, MissingKeysBecomeProfilingWork) {
             grpc::StatusCode::INVALID_ARGUMENT);
 }
 
+// The same Predict request about the same profile set is answered from the
+// cache, marked as such and otherwise identical; another request, a newer
+// set for the GPU, or a server with the cache off simulates again.
+TEST(ServerTest, RepeatedPredictionsAreAnsweredFromTheCache) {
+  TempDir dir;
+  auto server = StartServer(dir.File("p.db"));
+  ASSERT_NE(server, nullptr);
+  auto sim = v1::Simulator::NewStub(ChannelTo(*server));
+  auto predict = [&](const v1::PredictRequest& r) {
+    v1::PredictResponse resp;
+    grpc::Status s = sim->Predict(Ctx().get(), r, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp;
+  };
+  const v1::PredictResponse first = predict(Gpt13bRequest());
+  const v1::PredictResponse second = predict(Gpt13bRequest());
+  EXPECT_FALSE(first.simulation().cached());
+  EXPECT_TRUE(second.simulation().cached());
+  v1::PredictResponse a = first, b = second;
+  b.mutable_simulation()->set_cached(false);
+  EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString());  // wall time included
+
+  v1::PredictRequest other = Gpt13bRequest();
+  other.mutable_plan()->set_global_batch(128);
+  const v1::PredictResponse different = predict(other);
+  EXPECT_FALSE(different.simulation().cached());
+  EXPECT_NE(different.iteration_time_ns(), first.iteration_time_ns());
+  EXPECT_TRUE(predict(other).simulation().cached());
+
+  // A newer set for the A100 answers from now on: not the old answer.
+  auto reg = v1::ProfileRegistry::NewStub(ChannelTo(*server));
+  v1::PushProfileSetRequest push;
+  *push.mutable_profile_set() = MeasuredSet(90'000);
+  v1::PushProfileSetResponse pushed;
+  ASSERT_TRUE(reg->PushProfileSet(Ctx(kToken).get(), push, &pushed).ok());
+  const v1::PredictResponse newer = predict(Gpt13bRequest());
+  EXPECT_FALSE(newer.simulation().cached());
+  EXPECT_EQ(newer.profile_set_id(), pushed.id());
+  EXPECT_NE(newer.profile_set_id(), first.profile_set_id());
+
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.db_path = dir.File("off.db");
+  o.prediction_cache_entries = 0;
+  absl::StatusOr<std::unique_ptr<Server>> off = Server::Start(o);
+  ASSERT_TRUE(off.ok()) << off.status();
+  auto off_sim = v1::Simulator::NewStub(ChannelTo(**off));
+  for (int i = 0; i < 2; ++i) {
+    v1::PredictResponse resp;
+    ASSERT_TRUE(off_sim->Predict(Ctx().get(), Gpt13bRequest(), &resp).ok());
+    EXPECT_FALSE(resp.simulation().cached());
+    EXPECT_EQ(resp.iteration_time_ns(), first.iteration_time_ns());
+  }
+}
+
 TEST(ServerTest, ReadsNeedTheTokenWhenRequired) {
   TempDir dir;
   ServerOptions o;
