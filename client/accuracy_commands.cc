@@ -14,7 +14,9 @@
 #include "client/json_writer.h"
 #include "client/measurements.h"
 #include "client/svg_plot.h"
+#include "common/files.h"
 #include "common/flag_parser.h"
+#include "core/calibrate/bands.h"
 #include "core/calibrate/calibration.h"
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
@@ -323,6 +325,23 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
   return common::kExitOk;
 }
 
+// Every held-out row of a cross-validated calibration, for analysis.
+std::string RowsCsv(const std::vector<Measurement>& m, const CalibrationResult& r) {
+  std::string csv =
+      "source,fold,regime,layer_shape,measured_ms,predicted_ms,error,interval_low_ms,"
+      "interval_high_ms\n";
+  const std::vector<ValidationRow>& rows = r.cross_validated.rows;
+  for (size_t i = 0; i < m.size() && i < rows.size(); ++i) {
+    const ValidationRow& row = rows[i];
+    absl::StrAppend(
+        &csv, absl::StrFormat("%s,%d,%s,%s,%.6f,%.6f,%.6f,%.6f,%.6f\n", m[i].source,
+                              i < r.fold_of.size() ? r.fold_of[i] : -1, row.regime,
+                              LayerShapeKey(m[i].job), row.measured_ms, row.predicted_ms, row.error,
+                              row.interval_low_ms, row.interval_high_ms));
+  }
+  return csv;
+}
+
 int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   common::FlagParser flags("vtrainctl calibrate");
   AddSetupFlags(flags);
@@ -335,6 +354,9 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
   flags.AddValue("max-evaluations", "N", "objective evaluations per fit (default 300)");
   flags.AddValue("seed", "N", "shuffles rows into folds (default 1)");
   flags.AddValue("worst", "N", "list the N worst held-out rows (default 10)");
+  flags.AddValue("rows-csv", "FILE",
+                 "also write every held-out row (source, fold, regime, layer shape, measured, "
+                 "predicted, error, interval) as CSV");
   flags.AddSwitch("unbalanced", "weigh every row the same (default: every file the same)");
   flags.AddSwitch("cpp", "print the fitted parameters as C++ (core/profile/a100_params.inc)");
   flags.AddSwitch("help", "show this help");
@@ -428,6 +450,11 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
     }
     out << RegimeTable(result->band_coverage,
                        "held-out interval coverage (each fold against the other folds' bands)");
+    if (std::optional<std::string> path = flags.Get("rows-csv")) {
+      if (absl::Status s = common::WriteFile(*path, RowsCsv(in->measurements, *result)); !s.ok()) {
+        return Fail(err, "calibrate", s);
+      }
+    }
   }
   return common::kExitOk;
 }

@@ -344,6 +344,7 @@ absl::StatusOr<CalibrationResult> Calibrate(absl::Span<const Measurement> measur
     result.bands = BandsOf(measurements, result.cross_validated.rows, 0.9);
     result.band_coverage =
         HeldOutCoverage(measurements, fold_of, folds, result.cross_validated.rows);
+    result.fold_of = fold_of;
     ApplyBands(measurements, result.bands, result.cross_validated.rows);
     result.cross_validated.regimes = CoverageByRegime(measurements, result.cross_validated.rows);
   }

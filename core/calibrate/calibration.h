@@ -118,6 +118,8 @@ struct CalibrationResult {
   // Their coverage, honestly estimated: each fold's rows checked against
   // bands computed from the other folds' held-out errors only.
   std::vector<RegimeCoverage> band_coverage;
+  // The cross-validation fold of every measurement.
+  std::vector<int> fold_of;
 };
 
 // Fits options.params of profiles.params to the measurements, minimising the

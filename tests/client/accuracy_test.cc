@@ -5,8 +5,17 @@
 // fitted on these rows, so these are in-sample figures that guard against
 // regressions, not accuracy claims (those are the cross-validated figures).
 #include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "client/commands.h"
 #include "client/measurements.h"
+#include "common/files.h"
 #include "core/calibrate/calibration.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
@@ -74,6 +83,46 @@ TEST(AccuracyTest, PredictGivesTheNumbersValidateGives) {
     ASSERT_TRUE(p.ok());
     EXPECT_DOUBLE_EQ(p->iteration_time_ms(), r.rows[i].predicted_ms) << multi[i].source;
   }
+}
+
+// calibrate --rows-csv writes every held-out row with its fold, and a layer
+// shape never spans two folds.
+TEST(CalibrateCommandTest, RowsCsvHasEveryHeldOutRowAndItsFold) {
+  const std::string source = DataDir() + "/single_node_calibration.csv";
+  absl::StatusOr<std::string> text = common::ReadFile(source);
+  if (!text.ok()) GTEST_SKIP() << "no measured data under " << DataDir();
+  // The header and 30 runs.
+  std::vector<std::string> lines = absl::StrSplit(*text, '\n');
+  lines.resize(31);
+  const std::string dir = ::testing::TempDir();
+  const std::string csv = dir + "/calib_rows_in.csv", rows = dir + "/calib_rows_out.csv";
+  ASSERT_TRUE(common::WriteFile(csv, absl::StrJoin(lines, "\n") + "\n").ok());
+  std::ostringstream out, err;
+  ASSERT_EQ(RunCalibrate({"--measurements", csv, "--folds", "3", "--max-evaluations", "10",
+                          "--threads", "1", "--rows-csv", rows},
+                         out, err),
+            0)
+      << err.str();
+  absl::StatusOr<std::string> written = common::ReadFile(rows);
+  ASSERT_TRUE(written.ok()) << written.status();
+  std::vector<std::string> got = absl::StrSplit(*written, '\n', absl::SkipEmpty());
+  ASSERT_EQ(got.size(), 31u);
+  EXPECT_EQ(got[0].substr(0, 34), "source,fold,regime,layer_shape,mea");
+  std::map<std::string, std::set<std::string>> folds_of_shape;
+  for (size_t i = 1; i < got.size(); ++i) {
+    std::vector<std::string> cells = absl::StrSplit(got[i], ',');
+    ASSERT_EQ(cells.size(), 9u) << got[i];
+    EXPECT_EQ(cells[0], absl::StrCat("calib_rows_in.csv:", i + 1));
+    EXPECT_TRUE(cells[1] == "0" || cells[1] == "1" || cells[1] == "2") << got[i];
+    folds_of_shape[cells[3]].insert(cells[1]);
+    double measured = 0, predicted = 0;
+    ASSERT_TRUE(absl::SimpleAtod(cells[4], &measured));
+    ASSERT_TRUE(absl::SimpleAtod(cells[5], &predicted));
+    EXPECT_GT(measured, 0);
+    EXPECT_GT(predicted, 0);
+  }
+  EXPECT_GT(folds_of_shape.size(), 3u);
+  for (const auto& [shape, folds] : folds_of_shape) EXPECT_EQ(folds.size(), 1u) << shape;
 }
 
 TEST(MeasurementCsvTest, ParsesCrlfAndNamesBadCells) {
