@@ -8,11 +8,6 @@
 #include "proto/enum_convert.h"
 
 namespace vtrain::convert {
-namespace {
-
-constexpr char kDefaultGpu[] = "a100-sxm4-80gb";
-
-}  // namespace
 
 absl::StatusOr<ModelSpec> ModelFromProto(const v1::ModelSpec& m) {
   ModelSpec model;

@@ -11,6 +11,9 @@
 
 namespace vtrain::convert {
 
+// The GPU of a ClusterSpec that names none.
+inline constexpr char kDefaultGpu[] = "a100-sxm4-80gb";
+
 // The job of a request, defaults filled in (see the comments in
 // vtrain.proto) and validated: INVALID_ARGUMENT lists every violation, each
 // naming the field path ("plan.tensor_parallel") and the fix.

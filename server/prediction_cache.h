@@ -28,6 +28,7 @@ class PredictionCache {
     // profiling work (when the plan fits), as the first answer did.
     std::vector<std::string> missing_keys;
     bool fits = false;
+    std::string gpu;  // the job's GPU, whose work queue they go to
   };
 
   // `max_entries` 0: keeps nothing.

@@ -1,6 +1,7 @@
 #include "server/registry.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -171,6 +172,11 @@ absl::StatusOr<std::shared_ptr<const ProfileSet>> Registry::TablesFor(
   return std::make_shared<const ProfileSet>(DefaultProfileSet(gpu));
 }
 
+std::shared_ptr<const ProfileSet> Registry::LoadedTablesFor(const std::string& profile_set_id,
+                                                            const std::string& gpu) const {
+  return profile_set_id.empty() ? catalog_.NewestTables(gpu) : catalog_.Tables(profile_set_id);
+}
+
 absl::StatusOr<std::vector<v1::ProfileSetEvent>> Registry::WaitForChanges(
     WatchCursor& cursor, absl::Duration timeout) const {
   ProfileCatalog::Changes changes = catalog_.WaitForNewer(cursor.seen_sequence, timeout);
@@ -191,7 +197,13 @@ absl::StatusOr<std::vector<v1::ProfileSetEvent>> Registry::WaitForChanges(
 
 void Registry::RecordMissing(const std::string& gpu, absl::Span<const std::string> keys,
                              const std::string& client) {
+  RecordMissing(gpu, keys, [&client] { return client; });
+}
+
+void Registry::RecordMissing(const std::string& gpu, absl::Span<const std::string> keys,
+                             absl::FunctionRef<std::string()> client_of) {
   if (keys.empty()) return;
+  std::optional<std::string> client;
   int64_t dropped = 0;
   {
     absl::MutexLock lock(&work_mu_);
@@ -201,12 +213,13 @@ void Registry::RecordMissing(const std::string& gpu, absl::Span<const std::strin
       window_start_ = now;
     }
     for (const std::string& key : keys) {
-      auto it = pending_work_.find({gpu, key});
+      auto it = pending_work_.find(WorkView(gpu, key));
       if (it != pending_work_.end()) {
         ++it->second;
         continue;
       }
-      int64_t& added = keys_by_client_[client];
+      if (!client.has_value()) client = client_of();
+      int64_t& added = keys_by_client_[*client];
       if (static_cast<int64_t>(pending_work_.size()) >= kMaxPendingWork ||
           added >= kWorkKeysPerClient) {
         ++dropped;
@@ -220,7 +233,7 @@ void Registry::RecordMissing(const std::string& gpu, absl::Span<const std::strin
 }
 
 void Registry::FlushWork() {
-  absl::flat_hash_map<std::pair<std::string, std::string>, int64_t> work;
+  decltype(pending_work_) work;
   {
     absl::MutexLock lock(&work_mu_);
     work.swap(pending_work_);

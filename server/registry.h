@@ -12,8 +12,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
@@ -80,6 +83,10 @@ class Registry {
   // `gpu`, else the built-in tables of `gpu`.
   absl::StatusOr<std::shared_ptr<const ProfileSet>> TablesFor(const std::string& profile_set_id,
                                                               const GpuSpec& gpu) const;
+  // The loaded set TablesFor would pick for a GPU named `gpu`, or nullptr
+  // (not loaded: TablesFor would refuse or fall back to built-in tables).
+  std::shared_ptr<const ProfileSet> LoadedTablesFor(const std::string& profile_set_id,
+                                                    const std::string& gpu) const;
 
   // What changed after the cursor: sets that arrived (and were created after
   // its time) and deletions, in order, waiting up to `timeout` for a change;
@@ -100,6 +107,9 @@ class Registry {
   // vtrain_profiling_work_dropped_total), existing ones still counted.
   void RecordMissing(const std::string& gpu, absl::Span<const std::string> keys,
                      const std::string& client = "");
+  // The same, asking for the client's address only when a key is new.
+  void RecordMissing(const std::string& gpu, absl::Span<const std::string> keys,
+                     absl::FunctionRef<std::string()> client);
   static constexpr int64_t kMaxPendingWork = 10'000;
   static constexpr int64_t kWorkKeysPerClient = 1'000;
   absl::StatusOr<v1::NextProfilingWorkResponse> NextWork(
@@ -126,7 +136,18 @@ class Registry {
   absl::Mutex work_mu_;
   // Missing keys not yet written to the store, counted: bounded by the number
   // of distinct keys, however many predictions arrive.
-  absl::flat_hash_map<std::pair<std::string, std::string>, int64_t> pending_work_
+  // (gpu, key) pairs, found by string views: counting a known key copies
+  // nothing.
+  using WorkView = std::pair<absl::string_view, absl::string_view>;
+  struct WorkHash {
+    using is_transparent = void;
+    size_t operator()(const WorkView& k) const { return absl::Hash<WorkView>{}(k); }
+  };
+  struct WorkEq {
+    using is_transparent = void;
+    bool operator()(const WorkView& a, const WorkView& b) const { return a == b; }
+  };
+  absl::flat_hash_map<std::pair<std::string, std::string>, int64_t, WorkHash, WorkEq> pending_work_
       ABSL_GUARDED_BY(work_mu_);
   // New keys each client added in the current minute (cleared each minute).
   absl::flat_hash_map<std::string, int64_t> keys_by_client_ ABSL_GUARDED_BY(work_mu_);

@@ -133,21 +133,28 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   const absl::Time start = absl::Now();
   absl::Status status = runner_.Admit(*ctx, predict_, *req);
+  if (status.ok() && predictions_.enabled()) {
+    // The same question about the same profile set: the same answer. Only
+    // valid requests were answered, so a hit needs no conversion.
+    const std::string& gpu = req->cluster().gpu();
+    if (std::shared_ptr<const ProfileSet> tables = registry_.LoadedTablesFor(
+            req->profile_set_id(), gpu.empty() ? convert::kDefaultGpu : gpu)) {
+      if (std::shared_ptr<const PredictionCache::Answer> hit =
+              predictions_.Get(PredictionCache::Key(tables->id, *req))) {
+        *resp = hit->response;
+        resp->mutable_simulation()->set_cached(true);
+        metrics_.PredictionCacheHit();
+        RecordMissing(ctx, hit->gpu, hit->missing_keys, hit->fits);
+        reactor->Finish(runner_.Finish(predict_, start, absl::OkStatus()));
+        return reactor;
+      }
+    }
+  }
   absl::StatusOr<PreparedPrediction> prepared =
       status.ok() ? PreparePredict(ctx, req) : absl::StatusOr<PreparedPrediction>(status);
   status = prepared.status();
   if (status.ok() && predictions_.enabled()) {
-    // The same question about the same profile set: the same answer.
-    std::string key = PredictionCache::Key(prepared->tables->id, *req);
-    if (std::shared_ptr<const PredictionCache::Answer> hit = predictions_.Get(key)) {
-      *resp = hit->response;
-      resp->mutable_simulation()->set_cached(true);
-      metrics_.PredictionCacheHit();
-      RecordMissing(ctx, prepared->job.cluster.gpu.name, hit->missing_keys, hit->fits);
-      reactor->Finish(runner_.Finish(predict_, start, absl::OkStatus()));
-      return reactor;
-    }
-    prepared->cache_key = std::move(key);
+    prepared->cache_key = PredictionCache::Key(prepared->tables->id, *req);
   }
   if (status.ok()) {
     std::optional<AdmissionGate::Slot> slot;
@@ -221,6 +228,7 @@ absl::Status SimulatorService::SimulatePredict(const grpc::ServerContextBase* ct
     answer->response = *resp;
     answer->missing_keys = std::move(p->fidelity.missing_keys);
     answer->fits = p->memory.fits;
+    answer->gpu = job.cluster.gpu.name;
     predictions_.Put(cache_key, std::move(answer));
   }
   return absl::OkStatus();
@@ -230,7 +238,7 @@ void SimulatorService::RecordMissing(const grpc::ServerContextBase* ctx, const s
                                      const std::vector<std::string>& missing_keys, bool fits) {
   // Only shapes a GPU can run become profiling work: an agent would try to
   // run them (a plan that does not fit in memory cannot be profiled).
-  if (fits) registry_.RecordMissing(gpu, missing_keys, ctx->peer());
+  if (fits) registry_.RecordMissing(gpu, missing_keys, [ctx] { return ctx->peer(); });
 }
 
 absl::Status SimulatorService::RunSearch(const grpc::ServerContext* ctx,
