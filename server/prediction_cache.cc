@@ -18,11 +18,33 @@ std::shared_ptr<const PredictionCache::Answer> PredictionCache::Get(const std::s
   return it == entries_.end() ? nullptr : it->second;
 }
 
+namespace {
+
+size_t BytesOf(const std::string& key, const PredictionCache::Answer& a) {
+  size_t n = key.size() + a.response.SpaceUsedLong() + a.gpu.size();
+  for (const std::string& k : a.missing_keys) n += k.size() + sizeof(std::string);
+  return n;
+}
+
+}  // namespace
+
 void PredictionCache::Put(const std::string& key, std::shared_ptr<const Answer> answer) {
   if (!enabled()) return;
+  const size_t n = BytesOf(key, *answer);
+  if (n > max_bytes_) return;
   absl::MutexLock lock(&mu_);
-  if (entries_.size() >= max_entries_) entries_.clear();
-  entries_[key] = std::move(answer);
+  if (entries_.contains(key)) return;  // answered twice at once: the same answer
+  if (entries_.size() >= max_entries_ || bytes_ + n > max_bytes_) {
+    entries_.clear();
+    bytes_ = 0;
+  }
+  entries_.emplace(key, std::move(answer));
+  bytes_ += n;
+}
+
+size_t PredictionCache::bytes() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return bytes_;
 }
 
 size_t PredictionCache::size() const {

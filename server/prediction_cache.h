@@ -31,8 +31,13 @@ class PredictionCache {
     std::string gpu;  // the job's GPU, whose work queue they go to
   };
 
+  // The most bytes of answers kept (responses, keys and missing keys): a
+  // 530B answer with its 105 stages is tens of kB.
+  static constexpr size_t kMaxBytes = size_t{64} << 20;
+
   // `max_entries` 0: keeps nothing.
-  explicit PredictionCache(size_t max_entries) : max_entries_(max_entries) {}
+  explicit PredictionCache(size_t max_entries, size_t max_bytes = kMaxBytes)
+      : max_entries_(max_entries), max_bytes_(max_bytes) {}
 
   bool enabled() const { return max_entries_ > 0; }
   // The cache key of `request` answered with the profile set `set_id`.
@@ -41,11 +46,14 @@ class PredictionCache {
   std::shared_ptr<const Answer> Get(const std::string& key) const;
   void Put(const std::string& key, std::shared_ptr<const Answer> answer);
   size_t size() const;
+  size_t bytes() const;
 
  private:
   const size_t max_entries_;
+  const size_t max_bytes_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<const Answer>> entries_ ABSL_GUARDED_BY(mu_);
+  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace vtrain::server
