@@ -335,6 +335,8 @@ TEST(ServerTest, ConcurrentPredictionsThroughOneSlotAllAnswerAsInProcess) {
   o.listen = "127.0.0.1:0";
   o.db_path = dir.File("q.db");
   o.max_concurrent_simulations = 1;
+  // Every call simulates (and queues for the slot): no cached answers.
+  o.prediction_cache_entries = 0;
   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(o);
   ASSERT_TRUE(server.ok()) << server.status();
   absl::StatusOr<Job> job = convert::JobFromProto(Gpt13bRequest());
