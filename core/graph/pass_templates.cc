@@ -208,6 +208,7 @@ class TemplateWriter {
       if (previous != nullptr) previous->gap_ns = start - end_before;
       previous = i;
     }
+    // What follows the pass waits for its own dispatch (as in TakeMerged).
     previous->gap_ns = items.front()->host_ns;
   }
 
