@@ -68,6 +68,28 @@ void LayoutFp8(const X& x, Arena* arena, B* b) {
   arena->Take(&b->scale_inv, "fp8_scale_inv", {kFp8Tensors});
 }
 
+// Lays out what every workload's buffers end with: the optimizer state of
+// x.adam parameters (nothing when 0), the fp8 state (LayoutFp8) and the
+// cuBLASLt workspace, in that order.
+template <class X, class B, class Arena>
+void LayoutOptimizerFp8Workspace(const X& x, Arena* arena, B* b) {
+  b->master = b->exp_avg = b->exp_avg_sq = b->adam_scalars = nullptr;
+  b->adam_grad = nullptr;
+  b->adam_param = nullptr;
+  if (x.adam > 0) {
+    arena->Take(&b->master, "adam_master", {x.adam});
+    arena->Take(&b->exp_avg, "adam_exp_avg", {x.adam});
+    arena->Take(&b->exp_avg_sq, "adam_exp_avg_sq", {x.adam});
+    arena->Take(&b->adam_grad, "adam_grad", {x.adam});
+    arena->Take(&b->adam_param, "adam_param", {x.adam});
+    arena->Take(&b->adam_scalars, "adam_scalars", {2});
+  }
+  LayoutFp8(x, arena, b);
+  unsigned char* ws = nullptr;
+  arena->Take(&ws, "cublaslt_workspace", {static_cast<int64_t>(kWorkspaceBytes)});
+  b->workspace = ws;
+}
+
 // Per-rank dimensions of a (validated) shape.
 struct Dims {
   int64_t h = 0;      // hidden
@@ -372,21 +394,7 @@ struct Buffers {
     arena->Take(&loss, "loss", {n});
     arena->Take(&d_logits, "d_logits", {n, x.v});
 
-    master = exp_avg = exp_avg_sq = adam_scalars = nullptr;
-    adam_grad = nullptr;
-    adam_param = nullptr;
-    if (x.adam > 0) {
-      arena->Take(&master, "adam_master", {x.adam});
-      arena->Take(&exp_avg, "adam_exp_avg", {x.adam});
-      arena->Take(&exp_avg_sq, "adam_exp_avg_sq", {x.adam});
-      arena->Take(&adam_grad, "adam_grad", {x.adam});
-      arena->Take(&adam_param, "adam_param", {x.adam});
-      arena->Take(&adam_scalars, "adam_scalars", {2});
-    }
-    LayoutFp8(x, arena, this);
-    unsigned char* ws = nullptr;
-    arena->Take(&ws, "cublaslt_workspace", {static_cast<int64_t>(kWorkspaceBytes)});
-    workspace = ws;
+    LayoutOptimizerFp8Workspace(x, arena, this);
   }
 };
 

@@ -215,20 +215,7 @@ struct LlamaBuffers {
     arena->Take(&predicted, "predicted_logit", {n});
     arena->Take(&loss, "loss", {n});
 
-    master = exp_avg = exp_avg_sq = adam_grad = adam_scalars = nullptr;
-    adam_param = nullptr;
-    if (x.adam > 0) {
-      arena->Take(&master, "adam_master", {x.adam});
-      arena->Take(&exp_avg, "adam_exp_avg", {x.adam});
-      arena->Take(&exp_avg_sq, "adam_exp_avg_sq", {x.adam});
-      arena->Take(&adam_grad, "adam_grad", {x.adam});
-      arena->Take(&adam_param, "adam_param", {x.adam});
-      arena->Take(&adam_scalars, "adam_scalars", {2});
-    }
-    LayoutFp8(x, arena, this);
-    unsigned char* ws = nullptr;
-    arena->Take(&ws, "cublaslt_workspace", {static_cast<int64_t>(kWorkspaceBytes)});
-    workspace = ws;
+    LayoutOptimizerFp8Workspace(x, arena, this);
   }
 };
 
