@@ -11,12 +11,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "server/view_key.h"
 
 namespace vtrain::server {
 
@@ -50,23 +52,27 @@ class Metrics {
   template <typename T, typename... Args>
   T& Child(prometheus::Family<T>& family, const std::string& name1, const std::string& value1,
            const std::string& name2, const std::string& value2, Args&&... args) {
-    ChildKey key{&family, value1, value2};
+    const ChildView view{&family, value1, value2};
     {
       absl::ReaderMutexLock lock(&children_mu_);
-      if (auto it = children_.find(key); it != children_.end()) return *static_cast<T*>(it->second);
+      if (auto it = children_.find(view); it != children_.end()) {
+        return *static_cast<T*>(it->second);
+      }
     }
     std::map<std::string, std::string> labels{{name1, value1}};
     if (!name2.empty()) labels.emplace(name2, value2);
     T& child = family.Add(labels, std::forward<Args>(args)...);
     absl::MutexLock lock(&children_mu_);
-    children_.emplace(std::move(key), &child);
+    children_.emplace(ChildKey{&family, value1, value2}, &child);
     return child;
   }
   using ChildKey = std::tuple<const void*, std::string, std::string>;
+  using ChildView = std::tuple<const void*, absl::string_view, absl::string_view>;
 
   absl::Mutex children_mu_;
   // Children live as long as their family (never removed).
-  absl::flat_hash_map<ChildKey, void*> children_ ABSL_GUARDED_BY(children_mu_);
+  absl::flat_hash_map<ChildKey, void*, ViewHash<ChildView>, ViewEq<ChildView>> children_
+      ABSL_GUARDED_BY(children_mu_);
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>* requests_;
   prometheus::Family<prometheus::Histogram>* latency_;

@@ -13,7 +13,6 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
-#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -25,6 +24,7 @@
 #include "server/metrics.h"
 #include "server/profile_catalog.h"
 #include "server/profile_store.h"
+#include "server/view_key.h"
 #include "vtrain/v1/vtrain.pb.h"
 
 namespace vtrain::server {
@@ -139,16 +139,9 @@ class Registry {
   // (gpu, key) pairs, found by string views: counting a known key copies
   // nothing.
   using WorkView = std::pair<absl::string_view, absl::string_view>;
-  struct WorkHash {
-    using is_transparent = void;
-    size_t operator()(const WorkView& k) const { return absl::Hash<WorkView>{}(k); }
-  };
-  struct WorkEq {
-    using is_transparent = void;
-    bool operator()(const WorkView& a, const WorkView& b) const { return a == b; }
-  };
-  absl::flat_hash_map<std::pair<std::string, std::string>, int64_t, WorkHash, WorkEq> pending_work_
-      ABSL_GUARDED_BY(work_mu_);
+  absl::flat_hash_map<std::pair<std::string, std::string>, int64_t, ViewHash<WorkView>,
+                      ViewEq<WorkView>>
+      pending_work_ ABSL_GUARDED_BY(work_mu_);
   // New keys each client added in the current minute (cleared each minute).
   absl::flat_hash_map<std::string, int64_t> keys_by_client_ ABSL_GUARDED_BY(work_mu_);
   absl::Time window_start_ ABSL_GUARDED_BY(work_mu_) = absl::InfinitePast();

@@ -133,14 +133,17 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   const absl::Time start = absl::Now();
   absl::Status status = runner_.Admit(*ctx, predict_, *req);
+  // The cache key and the id of the set it was made with.
+  std::string cache_key, keyed_set_id;
   if (status.ok() && predictions_.enabled()) {
     // The same question about the same profile set: the same answer. Only
     // valid requests were answered, so a hit needs no conversion.
     const std::string& gpu = req->cluster().gpu();
     if (std::shared_ptr<const ProfileSet> tables = registry_.LoadedTablesFor(
             req->profile_set_id(), gpu.empty() ? convert::kDefaultGpu : gpu)) {
-      if (std::shared_ptr<const PredictionCache::Answer> hit =
-              predictions_.Get(PredictionCache::Key(tables->id, *req))) {
+      keyed_set_id = tables->id;
+      cache_key = PredictionCache::Key(keyed_set_id, *req);
+      if (std::shared_ptr<const PredictionCache::Answer> hit = predictions_.Get(cache_key)) {
         *resp = hit->response;
         resp->mutable_simulation()->set_cached(true);
         metrics_.PredictionCacheHit();
@@ -154,7 +157,11 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
       status.ok() ? PreparePredict(ctx, req) : absl::StatusOr<PreparedPrediction>(status);
   status = prepared.status();
   if (status.ok() && predictions_.enabled()) {
-    prepared->cache_key = PredictionCache::Key(prepared->tables->id, *req);
+    // The set conversion picked is normally the one keyed above (unless a
+    // push came in between, or the GPU has only built-in tables).
+    prepared->cache_key = prepared->tables->id == keyed_set_id && !cache_key.empty()
+                              ? std::move(cache_key)
+                              : PredictionCache::Key(prepared->tables->id, *req);
   }
   if (status.ok()) {
     std::optional<AdmissionGate::Slot> slot;
@@ -170,7 +177,7 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
           // deadline or cancellation.
           VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot waited,
                                   admission_.Enter(p->options.cancelled));
-          return SimulatePredict(ctx, *p, std::move(waited), resp, p->cache_key);
+          return SimulatePredict(ctx, *p, std::move(waited), resp);
         }();
         // Nothing of the call may outlive Finish: the server's shutdown
         // returns once every call has finished.
@@ -179,7 +186,7 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
       }).detach();
       return reactor;
     }
-    status = SimulatePredict(ctx, *prepared, *std::move(slot), resp, prepared->cache_key);
+    status = SimulatePredict(ctx, *prepared, *std::move(slot), resp);
   }
   reactor->Finish(runner_.Finish(predict_, start, status));
   return reactor;
@@ -207,8 +214,8 @@ absl::StatusOr<SimulatorService::PreparedPrediction> SimulatorService::PreparePr
 
 absl::Status SimulatorService::SimulatePredict(const grpc::ServerContextBase* ctx,
                                                const PreparedPrediction& prepared,
-                                               AdmissionGate::Slot slot, v1::PredictResponse* resp,
-                                               const std::string& cache_key) {
+                                               AdmissionGate::Slot slot,
+                                               v1::PredictResponse* resp) {
   const Job& job = prepared.job;
   absl::StatusOr<Prediction> p = vtrain::Predict(job, *prepared.tables, prepared.options);
   slot.Release();
@@ -223,13 +230,13 @@ absl::Status SimulatorService::SimulatePredict(const grpc::ServerContextBase* ct
     }
   }
   RecordMissing(ctx, job.cluster.gpu.name, p->fidelity.missing_keys, p->memory.fits);
-  if (!cache_key.empty()) {
+  if (!prepared.cache_key.empty()) {
     auto answer = std::make_shared<PredictionCache::Answer>();
     answer->response = *resp;
     answer->missing_keys = std::move(p->fidelity.missing_keys);
     answer->fits = p->memory.fits;
     answer->gpu = job.cluster.gpu.name;
-    predictions_.Put(cache_key, std::move(answer));
+    predictions_.Put(prepared.cache_key, std::move(answer));
   }
   return absl::OkStatus();
 }

@@ -60,10 +60,9 @@ class SimulatorService final
   absl::StatusOr<PreparedPrediction> PreparePredict(const grpc::ServerContextBase* ctx,
                                                     const v1::PredictRequest* req) const;
   // Simulates `p` holding `slot` (released as soon as the simulation ends)
-  // and fills `resp`; keeps the answer under `cache_key` (when not empty).
+  // and fills `resp`; keeps the answer under p.cache_key (when not empty).
   absl::Status SimulatePredict(const grpc::ServerContextBase* ctx, const PreparedPrediction& p,
-                               AdmissionGate::Slot slot, v1::PredictResponse* resp,
-                               const std::string& cache_key);
+                               AdmissionGate::Slot slot, v1::PredictResponse* resp);
   // Counts the keys a prediction found no measurement for as profiling work
   // (only plans that fit: an agent could not run the others).
   void RecordMissing(const grpc::ServerContextBase* ctx, const std::string& gpu,
