@@ -26,7 +26,7 @@ struct LookupRecord {
 };
 
 // A kernel sequence as a pass's host-dispatch replay sees it
-// (core/graph/pass_templates.cc): with the host at H and the GPU free at G
+// (core/graph/template_writer.h): with the host at H and the GPU free at G
 // before the sequence, the host is at H + host_ns after it and the GPU at
 // max(G + duration_ns, H + host_lead_ns), exactly (a max-plus product of
 // the kernels' steps).

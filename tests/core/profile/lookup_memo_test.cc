@@ -20,7 +20,7 @@ namespace {
 using ::vtrain::testing::DescribeJob;
 using ::vtrain::testing::RandomSmallJob;
 
-// The replay step of pass_templates.cc, one kernel at a time.
+// The replay step of TemplateWriter (template_writer.h), one kernel at a time.
 void Step(const KernelRecord& k, int64_t& host, int64_t& gpu) {
   host += k.host_ns;
   gpu = std::max(gpu, host) + k.duration_ns;
