@@ -55,8 +55,16 @@ class TemplateMaker {
   // the slowest rank (tp_host_sync_*), DESIGN.md §5.
   TemplateWriter Writer() {
     const AnalyticalParams& p = lookup_.params();
-    const double sync =
-        t_ > 1 ? p.tp_host_sync_ns + p.tp_host_sync_per_rank_ns * static_cast<double>(t_ - 1) : 0;
+    // The ranks counted are those inside one node: the calibration runs hold
+    // t <= 8, and a group spread over nodes waits on the network (its
+    // collective's own time) rather than on more hosts, so the power law is
+    // not extrapolated past a node.
+    const double ranks = static_cast<double>(
+        std::min<int64_t>(t_, std::max<int64_t>(1, job_.cluster.gpus_per_node)));
+    const double sync = t_ > 1
+                            ? p.tp_host_sync_ns + p.tp_host_sync_per_rank_ns *
+                                                      std::pow(ranks - 1, p.tp_host_sync_exponent)
+                            : 0;
     return TemplateWriter(label_, granularity_, std::llround(p.host_dispatch_ns + sync),
                           p.tp_host_blocking);
   }

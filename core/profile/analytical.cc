@@ -171,10 +171,13 @@ double AnalyticalCollectiveNs(Collective collective, double bytes, const CommGro
       factor = 1;
       break;
   }
-  if (group.use == CommUse::kTensorParallel) factor /= params.tp_bandwidth_factor;
+  // The TP factor is fitted on NVLink all-reduces (every calibration run but
+  // one keeps t inside a node); a TP group across nodes is bound by the
+  // network, whose efficiency the DP and pipeline traffic fit.
   if (group.use == CommUse::kDataParallel) factor /= params.dp_bandwidth_factor;
-  const double intra_ns =
-      factor * bytes / (links.intra_node_bytes_per_s * params.intra_node_efficiency) * 1e9;
+  const double tp_factor = group.use == CommUse::kTensorParallel ? params.tp_bandwidth_factor : 1;
+  const double intra_ns = factor / tp_factor * bytes /
+                          (links.intra_node_bytes_per_s * params.intra_node_efficiency) * 1e9;
   const double p2p_ns = group.use == CommUse::kPipeline ? params.pipeline_p2p_latency_ns : 0;
   if (group.nodes() <= 1) {
     return p2p_ns + params.intra_node_latency_ns + params.intra_node_latency_per_rank_ns * n +

@@ -30,6 +30,7 @@ constexpr ParamInfo kParams[] = {
     {"dp_bandwidth_factor", &AnalyticalParams::dp_bandwidth_factor, 0.05, 2.0, 1.0},
     {"tp_host_sync_ns", &AnalyticalParams::tp_host_sync_ns, 0, 1e6, 20000},
     {"tp_host_sync_per_rank_ns", &AnalyticalParams::tp_host_sync_per_rank_ns, 0, 1e5, 10000},
+    {"tp_host_sync_exponent", &AnalyticalParams::tp_host_sync_exponent, 0.5, 4, 1},
     {"tp_host_blocking", &AnalyticalParams::tp_host_blocking, 0, 1, 0.5},
     {"pipeline_p2p_latency_ns", &AnalyticalParams::pipeline_p2p_latency_ns, 0, 1e6, 50000},
 };

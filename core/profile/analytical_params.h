@@ -61,10 +61,15 @@ struct AnalyticalParams {
   double dp_bandwidth_factor = 1.0;
   // Host time each TP collective holds its rank (the ranks' hosts meet at
   // it: every rank waits for the slowest one's dispatch), on top of
-  // host_dispatch_ns: tp_host_sync_ns + tp_host_sync_per_rank_ns * (t - 1).
-  // It delays host-bound passes and hides behind GPU-bound ones.
+  // host_dispatch_ns: tp_host_sync_ns + tp_host_sync_per_rank_ns *
+  // (t - 1)^tp_host_sync_exponent. It delays host-bound passes and hides
+  // behind GPU-bound ones. The wait for the slowest of t ranks need not grow
+  // linearly: on the A100 runs, host-bound passes at t = 8 (the whole node)
+  // cost ~1.5 ms more per layer and micro-batch than at t = 4, while t = 2
+  // and t = 4 cost about the same.
   double tp_host_sync_ns = 0;
   double tp_host_sync_per_rank_ns = 0;
+  double tp_host_sync_exponent = 1;
   // The fraction of each TP collective's duration the host waits for before
   // dispatching the next kernel (0: it runs ahead, and a host-bound pass
   // hides the collective in its gaps; 1: the collective completes first).

@@ -38,9 +38,8 @@ struct Made {
 };
 
 // The templates of a middle stage (no embedding, no logit) of `job`.
-Made MakeMiddle(Job job, bool ends = false) {
+Made MakeMiddle(Job job, bool ends = false, const ProfileSet& set = WireByteProfiles()) {
   job.cluster.intra_node_bandwidth_bytes_per_s = 1e9;
-  const ProfileSet set = WireByteProfiles();
   ProfileLookup lookup(set, job.cluster.gpu, {1e9, 1e9});
   Made made;
   made.templates =
@@ -92,6 +91,37 @@ TEST(PassTemplatesTest, SequenceParallelismMovesExactlyKorthikantisBytes) {
   Job job = WithPlan(TinyJob(), 1, 1, 1, 1, 4);
   job.plan.sequence_parallel = true;
   EXPECT_EQ(MakeMiddle(job).templates.forward.tensor_parallel_ns, 0);
+}
+
+// The host time a TP collective holds its rank: host_dispatch_ns plus
+// tp_host_sync_ns + tp_host_sync_per_rank_ns * (ranks - 1)^exponent, the
+// ranks counted inside one node only.
+TEST(PassTemplatesTest, TensorParallelHostSyncFollowsThePowerLawUpToANode) {
+  ProfileSet set = WireByteProfiles();
+  set.params.host_dispatch_ns = 1000;
+  set.params.tp_host_sync_ns = 500;
+  set.params.tp_host_sync_per_rank_ns = 10;
+  set.params.tp_host_sync_exponent = 3;
+  auto tp_host_ns = [&](int64_t t, int64_t gpus_per_node) {
+    Job job = WithPlan(TinyJob(), t, 1, 1, 1, 4);
+    job.model.num_heads = 16;
+    job.cluster.gpus_per_node = gpus_per_node;
+    const Made m = MakeMiddle(job, false, set);
+    for (const Segment& s : m.templates.forward.segments) {
+      for (const Item& i : s.items) {
+        if (i.kind == TaskKind::kTensorParallel) return i.host_ns;
+      }
+    }
+    return int64_t{-1};
+  };
+  EXPECT_EQ(tp_host_ns(2, 8), 1000 + 500 + 10 * 1);
+  EXPECT_EQ(tp_host_ns(4, 8), 1000 + 500 + 10 * 27);
+  EXPECT_EQ(tp_host_ns(8, 8), 1000 + 500 + 10 * 343);
+  // Sixteen ranks over two nodes wait as the eight of one node do.
+  EXPECT_EQ(tp_host_ns(16, 8), tp_host_ns(8, 8));
+  EXPECT_EQ(tp_host_ns(8, 4), tp_host_ns(4, 8));
+  set.params.tp_host_sync_exponent = 1;
+  EXPECT_EQ(tp_host_ns(8, 8), 1000 + 500 + 10 * 7);
 }
 
 TEST(PassTemplatesTest, SequenceParallelismShortensNormAndDropoutKernelsOnly) {

@@ -175,5 +175,22 @@ TEST(KernelModelTest, TensorAndDataParallelBandwidthFactorsAreSeparate) {
               1);
 }
 
+// tp_bandwidth_factor is fitted on NVLink all-reduces: a TP group across
+// nodes that the network bounds takes the network's time, as any group does.
+TEST(KernelModelTest, TensorParallelBandwidthFactorLeavesTheNetworkAlone) {
+  AnalyticalParams p;
+  p.tp_bandwidth_factor = 2;
+  const LinkBandwidths links{150e9, 100e9};
+  const CommGroup other{16, 8, 1.0, CommUse::kOther};
+  const CommGroup tp{16, 8, 1.0, CommUse::kTensorParallel};
+  const double network = AnalyticalCollectiveNs(Collective::kAllReduce, 1e9, other, links, p);
+  EXPECT_DOUBLE_EQ(AnalyticalCollectiveNs(Collective::kAllReduce, 1e9, tp, links, p), network);
+  // Inside a node the factor still speeds the TP all-reduce up.
+  const CommGroup other_node{8, 8, 1.0, CommUse::kOther};
+  const CommGroup tp_node{8, 8, 1.0, CommUse::kTensorParallel};
+  EXPECT_LT(AnalyticalCollectiveNs(Collective::kAllReduce, 1e9, tp_node, links, p),
+            AnalyticalCollectiveNs(Collective::kAllReduce, 1e9, other_node, links, p));
+}
+
 }  // namespace
 }  // namespace vtrain
