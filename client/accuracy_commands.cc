@@ -345,7 +345,8 @@ std::string RowsCsv(const std::vector<Measurement>& m, const CalibrationResult& 
 int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   common::FlagParser flags("vtrainctl calibrate");
   AddSetupFlags(flags);
-  flags.AddValue("params", "A,B,...", "parameters to fit (default: the standard eight)");
+  flags.AddValue("params", "A,B,...",
+                 "parameters to fit (default: the fifteen of the built-in calibration)");
   flags.AddValue("folds", "K", "k-fold cross-validation, folds grouped by layer shape (default 5)");
   flags.AddSwitch("random-folds", "shuffle rows into folds at random instead of by layer shape");
   flags.AddValue(
@@ -427,6 +428,12 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
   absl::StatusOr<CalibrationResult> result = Calibrate(in->measurements, in->profiles, options);
   if (!result.ok()) return Fail(err, "calibrate", result.status());
   const AnalyticalParams& p = result->params;
+  // Written with --cpp too: the rows behind a regenerated parameter file.
+  if (std::optional<std::string> path = flags.Get("rows-csv"); path && !result->fold_mape.empty()) {
+    if (absl::Status s = common::WriteFile(*path, RowsCsv(in->measurements, *result)); !s.ok()) {
+      return Fail(err, "calibrate", s);
+    }
+  }
   if (flags.Switch("cpp")) {
     PrintCpp(*result, options, in->measurements.size(), nccl_mape, out);
     return common::kExitOk;
@@ -450,11 +457,6 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
     }
     out << RegimeTable(result->band_coverage,
                        "held-out interval coverage (each fold against the other folds' bands)");
-    if (std::optional<std::string> path = flags.Get("rows-csv")) {
-      if (absl::Status s = common::WriteFile(*path, RowsCsv(in->measurements, *result)); !s.ok()) {
-        return Fail(err, "calibrate", s);
-      }
-    }
   }
   return common::kExitOk;
 }

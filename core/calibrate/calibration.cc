@@ -276,13 +276,21 @@ ValidationReport Validate(absl::Span<const Measurement> measurements, const Prof
 
 absl::Span<const FittableParam> FittableParams() { return AnalyticalParamInfos(); }
 
+// inter_node_efficiency is not fitted: the calibration runs' network traffic
+// is mostly data-parallel (its own dp_bandwidth_factor) and hidden pipeline
+// sends, so it was free to drift, and a held-out fold that lacked the one
+// run with tensor parallelism across nodes (t = 16) predicted that run 3.7x
+// too slow. The uncalibrated 0.8 of the line rate
+// is what NCCL's ring reaches over InfiniBand.
 std::vector<std::string> DefaultFitParams() {
-  return {
-      "gemm_max_efficiency",     "gemm_overhead_ns",         "gemm_misaligned_factor",
-      "gemm_k_overhead",         "gemm_wave_quantization",   "gemm_small_tile_efficiency",
-      "memory_efficiency",       "memory_overhead_ns",       "host_dispatch_ns",
-      "inter_node_efficiency",   "tp_bandwidth_factor",      "dp_bandwidth_factor",
-      "pipeline_p2p_latency_ns", "tp_host_sync_per_rank_ns", "tp_collective_overhead_per_rank_ns"};
+  return {"gemm_max_efficiency",      "gemm_overhead_ns",
+          "gemm_misaligned_factor",   "gemm_k_overhead",
+          "gemm_wave_quantization",   "gemm_small_tile_efficiency",
+          "memory_efficiency",        "memory_overhead_ns",
+          "host_dispatch_ns",         "tp_bandwidth_factor",
+          "dp_bandwidth_factor",      "pipeline_p2p_latency_ns",
+          "tp_host_sync_per_rank_ns", "tp_collective_overhead_per_rank_ns",
+          "tp_host_sync_exponent"};
 }
 
 absl::StatusOr<CalibrationResult> Calibrate(absl::Span<const Measurement> measurements,

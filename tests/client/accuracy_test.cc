@@ -55,8 +55,8 @@ TEST(AccuracyTest, BuiltInA100ProfilesStayWithinTheirMeasuredError) {
   EXPECT_EQ(rm.failed, 0);
   // Measured with the committed parameters (vtrainctl validate, the rows
   // they were fitted to; the layer-shape cross-validated figures are in
-  // core/profile/a100_params.inc): single-node MAPE 7.29%, R^2 0.967;
-  // multi-node MAPE 7.37%, R^2 0.981. A regression past these thresholds
+  // core/profile/a100_params.inc): single-node MAPE 7.07%, R^2 0.981;
+  // multi-node MAPE 7.44%, R^2 0.980. A regression past these thresholds
   // fails.
   EXPECT_LT(rs.overall.mape, 0.08);
   EXPECT_LT(rm.overall.mape, 0.08);
@@ -64,7 +64,7 @@ TEST(AccuracyTest, BuiltInA100ProfilesStayWithinTheirMeasuredError) {
   EXPECT_GT(rm.overall.r2, 0.97);
   // Every regime has an interval, and the built-in 90% intervals (from
   // held-out errors) hold at least 85% of the calibration runs of each
-  // (88.9% to 100% when committed).
+  // (88.0% to 100% when committed).
   for (const ValidationReport* r : {&rs, &rm}) {
     for (const RegimeCoverage& c : r->regimes) {
       EXPECT_EQ(c.with_interval, c.error.count) << c.regime;
@@ -123,6 +123,19 @@ TEST(CalibrateCommandTest, RowsCsvHasEveryHeldOutRowAndItsFold) {
   }
   EXPECT_GT(folds_of_shape.size(), 3u);
   for (const auto& [shape, folds] : folds_of_shape) EXPECT_EQ(folds.size(), 1u) << shape;
+  // With --cpp (regenerating the built-in parameters) the rows are written too.
+  const std::string cpp_rows = dir + "/calib_rows_cpp.csv";
+  std::ostringstream cpp_out, cpp_err;
+  ASSERT_EQ(RunCalibrate({"--measurements", csv, "--folds", "3", "--max-evaluations", "10",
+                          "--threads", "1", "--rows-csv", cpp_rows, "--cpp"},
+                         cpp_out, cpp_err),
+            0)
+      << cpp_err.str();
+  EXPECT_NE(cpp_out.str().find("params.gemm_max_efficiency = "), std::string::npos);
+  absl::StatusOr<std::string> cpp_written = common::ReadFile(cpp_rows);
+  ASSERT_TRUE(cpp_written.ok()) << cpp_written.status();
+  EXPECT_EQ(std::vector<std::string>(absl::StrSplit(*cpp_written, '\n', absl::SkipEmpty())).size(),
+            31u);
 }
 
 TEST(MeasurementCsvTest, ParsesCrlfAndNamesBadCells) {
