@@ -359,6 +359,9 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
                  "also write every held-out row (source, fold, regime, layer shape, measured, "
                  "predicted, error, interval) as CSV");
   flags.AddSwitch("unbalanced", "weigh every row the same (default: every file the same)");
+  flags.AddValue("balance-power", "A",
+                 "a file of n rows weighs n^(1-A) in total (default 1: every file the same; "
+                 "0: every row, as --unbalanced)");
   flags.AddSwitch("cpp", "print the fitted parameters as C++ (core/profile/a100_params.inc)");
   flags.AddSwitch("help", "show this help");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "calibrate", s);
@@ -379,12 +382,21 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
     out << "\n\nflags:\n" << flags.Usage();
     return common::kExitOk;
   }
+  CalibrateOptions options;
+  if (auto power = flags.Get("balance-power")) {
+    if (!absl::SimpleAtod(*power, &options.balance_power) || !(options.balance_power >= 0) ||
+        options.balance_power > 1) {
+      return Fail(err, "calibrate",
+                  absl::InvalidArgumentError(
+                      "--balance-power must be a number in [0, 1] (1: every file weighs the "
+                      "same, 0: every row)"));
+    }
+  }
   absl::StatusOr<Inputs> in = LoadInputs(flags);
   if (!in.ok()) return Fail(err, "calibrate", in.status());
   // Start from the uncalibrated model, not the built-in calibration, so that
   // regenerating core/profile/a100_params.inc is reproducible.
   in->profiles.params = AnalyticalParams{};
-  CalibrateOptions options;
   options.threads = in->threads;
   if (auto p = flags.Get("params")) options.params = absl::StrSplit(*p, ',', absl::SkipEmpty());
   for (auto [flag, target] : {std::pair<const char*, int*>{"folds", &options.folds},

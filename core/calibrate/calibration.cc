@@ -82,14 +82,17 @@ std::string SourceFile(const Measurement& m) { return m.source.substr(0, m.sourc
 
 // Weights that give every source file the same total weight, so that a small
 // multi-node file is not outvoted by a large single-node one (DESIGN.md §5:
-// fitting one regime transfers poorly to the other).
+// fitting one regime transfers poorly to the other); with power < 1 a file
+// of n rows weighs n^(1 - power) instead (0: every row the same). They sum
+// to 1.
 std::vector<double> BalancedWeights(absl::Span<const Measurement> m,
-                                    const std::vector<size_t>& indices) {
+                                    const std::vector<size_t>& indices, double power) {
   std::map<std::string, double> count;
   for (size_t i : indices) count[SourceFile(m[i])] += 1;
+  double total = 0;
+  for (const auto& [file, n] : count) total += std::pow(n, 1 - power);
   std::vector<double> w(m.size(), 0.0);
-  for (size_t i : indices)
-    w[i] = 1.0 / (count[SourceFile(m[i])] * static_cast<double>(count.size()));
+  for (size_t i : indices) w[i] = std::pow(count[SourceFile(m[i])], -power) / total;
   return w;
 }
 
@@ -136,7 +139,7 @@ AnalyticalParams Fit(absl::Span<const Measurement> m, const std::vector<size_t>&
     return p;
   };
   const std::vector<double> weights = options.balance_sources
-                                          ? BalancedWeights(m, train)
+                                          ? BalancedWeights(m, train, options.balance_power)
                                           : std::vector<double>(m.size(), 1.0 / train.size());
   // Outside a parameter's bounds the model sees the bound, and the loss
   // grows with the distance beyond it, so the simplex comes back instead of

@@ -94,6 +94,10 @@ struct CalibrateOptions {
   // Minimise the mean of the per-file MAPEs (each measurement file weighs the
   // same) instead of the MAPE over all rows.
   bool balance_sources = true;
+  // With balance_sources, a file of n rows weighs n^(1 - balance_power) in
+  // total: 1 weighs every file the same, 0 every row the same (as
+  // balance_sources = false), values between share the weight.
+  double balance_power = 1;
   // The loss per row is Huber's on log(predicted / measured) with this
   // threshold: quadratic within it, linear beyond, so a few runs the model
   // cannot explain pull the fit no more than MAPE would, while rows near the

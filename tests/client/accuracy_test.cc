@@ -138,6 +138,15 @@ TEST(CalibrateCommandTest, RowsCsvHasEveryHeldOutRowAndItsFold) {
             31u);
 }
 
+TEST(CalibrateCommandTest, BadBalancePowerNamesTheFlag) {
+  for (const char* bad : {"2", "-0.5", "nan", "half"}) {
+    std::ostringstream out, err;
+    EXPECT_NE(RunCalibrate({"--measurements", "unused.csv", "--balance-power", bad}, out, err), 0)
+        << bad;
+    EXPECT_NE(err.str().find("--balance-power"), std::string::npos) << err.str();
+  }
+}
+
 TEST(MeasurementCsvTest, ParsesCrlfAndNamesBadCells) {
   const MeasurementSetup setup = MegatronA100Setup();
   absl::StatusOr<std::vector<Measurement>> ok = ParseMeasurementCsv(

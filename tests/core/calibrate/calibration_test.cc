@@ -112,6 +112,46 @@ TEST(CalibrateTest, RecoversSyntheticMeasurements) {
   EXPECT_EQ(covered, 24);
 }
 
+// Two files that disagree (the small one measured 30% slower): weighing
+// every file the same (balance_power 1) pulls the fit further toward the
+// small file than weighing every row the same, power 0 is exactly the
+// unbalanced fit, and 0.5 lies between.
+TEST(CalibrateTest, BalancePowerSharesTheWeightBetweenFiles) {
+  const GpuSpec gpu = *GpuByName("a100-sxm4-80gb");
+  const ProfileSet truth = DefaultProfileSet(gpu);
+  std::vector<Measurement> rows;
+  for (uint64_t seed = 1; rows.size() < 12; ++seed) {
+    Job job = testing::RandomSmallJob(seed);
+    job.cluster.gpu = gpu;
+    if (!ValidateJob(job).ok()) continue;
+    absl::StatusOr<Prediction> p = Predict(job, truth);
+    ASSERT_TRUE(p.ok()) << p.status();
+    const bool small = rows.size() < 2;
+    rows.push_back({job, p->iteration_time_ms() * (small ? 1.3 : 1.0),
+                    (small ? "small.csv:" : "large.csv:") + std::to_string(seed)});
+  }
+  auto fitted_host = [&](bool balance, double power) {
+    CalibrateOptions o;
+    o.params = {"host_dispatch_ns"};
+    o.folds = 1;
+    o.max_evaluations = 80;
+    o.balance_sources = balance;
+    o.balance_power = power;
+    absl::StatusOr<CalibrationResult> r = Calibrate(rows, truth, o);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->params.host_dispatch_ns : 0.0;
+  };
+  const double unbalanced = fitted_host(false, 1);
+  const double every_row = fitted_host(true, 0);
+  const double half = fitted_host(true, 0.5);
+  const double every_file = fitted_host(true, 1);
+  EXPECT_DOUBLE_EQ(every_row, unbalanced);
+  // Slower measurements pull host_dispatch_ns up (the random small jobs are
+  // mostly host-bound), the more the more weight the small file has.
+  EXPECT_GT(every_file, half);
+  EXPECT_GT(half, every_row);
+}
+
 TEST(CalibrateTest, UnknownParameterAndTooFewRowsAreInvalid) {
   ProfileSet set = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
   std::vector<Measurement> rows(3);
