@@ -283,8 +283,8 @@ absl::Span<const FittableParam> FittableParams() { return AnalyticalParamInfos()
 // is mostly data-parallel (its own dp_bandwidth_factor) and hidden pipeline
 // sends, so it was free to drift, and a held-out fold that lacked the one
 // run with tensor parallelism across nodes (t = 16) predicted that run 3.7x
-// too slow. The uncalibrated 0.8 of the line rate
-// is what NCCL's ring reaches over InfiniBand.
+// too slow. The uncalibrated 0.8 of the line rate is roughly what NCCL's
+// ring reaches over InfiniBand.
 std::vector<std::string> DefaultFitParams() {
   return {"gemm_max_efficiency",      "gemm_overhead_ns",
           "gemm_misaligned_factor",   "gemm_k_overhead",

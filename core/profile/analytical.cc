@@ -173,7 +173,7 @@ double AnalyticalCollectiveNs(Collective collective, double bytes, const CommGro
   }
   // The TP factor is fitted on NVLink all-reduces (every calibration run but
   // one keeps t inside a node); a TP group across nodes is bound by the
-  // network, whose efficiency the DP and pipeline traffic fit.
+  // network at inter_node_efficiency, as any group is.
   if (group.use == CommUse::kDataParallel) factor /= params.dp_bandwidth_factor;
   const double tp_factor = group.use == CommUse::kTensorParallel ? params.tp_bandwidth_factor : 1;
   const double intra_ns = factor / tp_factor * bytes /

@@ -147,7 +147,7 @@ TEST(CalibrateTest, BalancePowerSharesTheWeightBetweenFiles) {
   const double every_file = fitted_host(true, 1);
   EXPECT_DOUBLE_EQ(every_row, unbalanced);
   // Slower measurements pull host_dispatch_ns up (the random small jobs are
-  // mostly host-bound), the more the more weight the small file has.
+  // mostly host-bound), and the more weight the small file has, the further.
   EXPECT_GT(every_file, half);
   EXPECT_GT(half, every_row);
 }
