@@ -10,21 +10,11 @@
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
+#include "tests/testing/kernel_graph.h"
+#include "tests/testing/spec_builders.h"
 
 namespace vtrain {
 namespace {
-
-Job MakeJob(const char* preset, int64_t t, int64_t d, int64_t p, int64_t mb, int64_t gb) {
-  Job job;
-  job.model = *ModelPreset(preset);
-  job.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), t * d * p);
-  job.plan.tensor_parallel = t;
-  job.plan.data_parallel = d;
-  job.plan.pipeline_parallel = p;
-  job.plan.micro_batch = mb;
-  job.plan.global_batch = gb;
-  return job;
-}
 
 // `periodic`: jump over repeating periods (engine/periodic.h), or step every
 // pipeline action (the same result; run side by side for the ratio).
@@ -51,17 +41,11 @@ void RunPredict(benchmark::State& state, const Job& job, Granularity granularity
   if (granularity == Granularity::kKernel) {
     // The engine's completions beside the graph, measured on a graph built
     // once more outside the timed loop.
-    ProfileLookup lookup(profiles, job.cluster.gpu,
-                         LinkBandwidths{job.cluster.intra_node_bandwidth_bytes_per_s,
-                                        job.cluster.inter_node_bandwidth_bytes_per_s});
-    BuildOptions build;
-    build.granularity = Granularity::kKernel;
-    absl::StatusOr<IterationGraph> graph = BuildIterationGraph(job, lookup, build);
-    VTRAIN_CHECK(graph.ok());
-    VTRAIN_CHECK(graph->graph.MemoryBytes() == bytes);
-    bytes += SimulationMemoryBytes(graph->graph);
+    const IterationGraph graph = testing::BuildKernelGraph(job);
+    VTRAIN_CHECK(graph.graph.MemoryBytes() == bytes);
+    bytes += SimulationMemoryBytes(graph.graph);
     state.counters["parents_per_task"] =
-        static_cast<double>(graph->graph.num_parent_tasks()) / static_cast<double>(tasks);
+        static_cast<double>(graph.graph.num_parent_tasks()) / static_cast<double>(tasks);
   }
   state.counters["tasks"] = static_cast<double>(tasks);
   state.counters["actions"] = static_cast<double>(cost.actions);
@@ -75,53 +59,57 @@ void RunPredict(benchmark::State& state, const Job& job, Granularity granularity
 // The plan of the server load benchmark (vtrainctl bench): gpt3-1.3b on one
 // 8-GPU node, t=2, global batch 64.
 void BM_Gpt13B_Operator(benchmark::State& state) {
-  RunPredict(state, MakeJob("gpt3-1.3b", 2, 4, 1, 1, 64), Granularity::kOperator);
+  RunPredict(state, testing::PresetJob("gpt3-1.3b", 2, 4, 1, 1, 64), Granularity::kOperator);
 }
 // The same with a lookup memo, as the server predicts.
 void BM_Gpt13B_Operator_Memo(benchmark::State& state) {
-  RunPredict(state, MakeJob("gpt3-1.3b", 2, 4, 1, 1, 64), Granularity::kOperator, true, true);
+  RunPredict(state, testing::PresetJob("gpt3-1.3b", 2, 4, 1, 1, 64), Granularity::kOperator, true,
+             true);
 }
 
 // GPT-3 175B, t=8 d=4 p=16, micro-batch 6, global batch 1536 (512 GPUs):
 // the reference Python implementation takes 3.2 s at kernel granularity.
 void BM_Gpt175B_Kernel(benchmark::State& state) {
-  RunPredict(state, MakeJob("gpt3-175b", 8, 4, 16, 6, 1536), Granularity::kKernel);
+  RunPredict(state, testing::PresetJob("gpt3-175b", 8, 4, 16, 6, 1536), Granularity::kKernel);
 }
 void BM_Gpt175B_Operator(benchmark::State& state) {
-  RunPredict(state, MakeJob("gpt3-175b", 8, 4, 16, 6, 1536), Granularity::kOperator);
+  RunPredict(state, testing::PresetJob("gpt3-175b", 8, 4, 16, 6, 1536), Granularity::kOperator);
 }
 // MT-NLG 530B, t=16 d=2 p=105, micro-batch 1, global batch 1920: the
 // reference takes 53 s and 5.4 GB at kernel granularity.
 void BM_MtNlg530B_Kernel(benchmark::State& state) {
-  RunPredict(state, MakeJob("mtnlg-530b", 16, 2, 105, 1, 1920), Granularity::kKernel);
+  RunPredict(state, testing::PresetJob("mtnlg-530b", 16, 2, 105, 1, 1920), Granularity::kKernel);
 }
 void BM_MtNlg530B_Operator(benchmark::State& state) {
-  RunPredict(state, MakeJob("mtnlg-530b", 16, 2, 105, 1, 1920), Granularity::kOperator);
+  RunPredict(state, testing::PresetJob("mtnlg-530b", 16, 2, 105, 1, 1920), Granularity::kOperator);
 }
 // The largest operator graph of the 530B search space: one replica, 105
 // stages, 1920 micro-batches.
 void BM_MtNlg530B_Operator_D1(benchmark::State& state) {
-  RunPredict(state, MakeJob("mtnlg-530b", 8, 1, 105, 1, 1920), Granularity::kOperator);
+  RunPredict(state, testing::PresetJob("mtnlg-530b", 8, 1, 105, 1, 1920), Granularity::kOperator);
 }
 // Baseline plan of the paper's case study (t=8, d=4, p=105).
 void BM_MtNlg530B_Operator_Baseline(benchmark::State& state) {
-  RunPredict(state, MakeJob("mtnlg-530b", 8, 4, 105, 1, 1920), Granularity::kOperator);
+  RunPredict(state, testing::PresetJob("mtnlg-530b", 8, 4, 105, 1, 1920), Granularity::kOperator);
 }
 // t=16 d=2 p=105 under GPipe: forwards, then backwards, each periodic.
 void BM_MtNlg530B_Operator_Gpipe(benchmark::State& state) {
-  Job job = MakeJob("mtnlg-530b", 16, 2, 105, 1, 1920);
+  Job job = testing::PresetJob("mtnlg-530b", 16, 2, 105, 1, 1920);
   job.plan.schedule = PipelineSchedule::kGpipe;
   RunPredict(state, job, Granularity::kOperator);
 }
 // The three 530B plans again, stepping every action (no periodic jumps).
 void BM_MtNlg530B_Operator_Stepped(benchmark::State& state) {
-  RunPredict(state, MakeJob("mtnlg-530b", 16, 2, 105, 1, 1920), Granularity::kOperator, false);
+  RunPredict(state, testing::PresetJob("mtnlg-530b", 16, 2, 105, 1, 1920), Granularity::kOperator,
+             false);
 }
 void BM_MtNlg530B_Operator_D1_Stepped(benchmark::State& state) {
-  RunPredict(state, MakeJob("mtnlg-530b", 8, 1, 105, 1, 1920), Granularity::kOperator, false);
+  RunPredict(state, testing::PresetJob("mtnlg-530b", 8, 1, 105, 1, 1920), Granularity::kOperator,
+             false);
 }
 void BM_MtNlg530B_Operator_Baseline_Stepped(benchmark::State& state) {
-  RunPredict(state, MakeJob("mtnlg-530b", 8, 4, 105, 1, 1920), Granularity::kOperator, false);
+  RunPredict(state, testing::PresetJob("mtnlg-530b", 8, 4, 105, 1, 1920), Granularity::kOperator,
+             false);
 }
 
 // The README's MT-NLG 530B search (8,789 plans, 343 that fit) on one thread

@@ -1,35 +1,14 @@
 #include "tests/testing/spec_builders.h"
 
-#include <initializer_list>
-#include <random>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/spec/gpu.h"
 #include "core/spec/model.h"
 #include "core/util/status_macros.h"
+#include "tests/testing/random.h"
 
 namespace vtrain::testing {
-namespace {
-
-// Draws without std distributions, whose output differs between libraries.
-class Random {
- public:
-  explicit Random(uint64_t seed) : rng_(seed) {}
-  int64_t Uniform(int64_t lo, int64_t hi) {  // inclusive
-    return lo + static_cast<int64_t>(rng_() % static_cast<uint64_t>(hi - lo + 1));
-  }
-  template <typename T>
-  T Pick(std::initializer_list<T> values) {
-    return *(values.begin() + Uniform(0, static_cast<int64_t>(values.size()) - 1));
-  }
-
- private:
-  std::mt19937_64 rng_;
-};
-
-}  // namespace
-
 Job TinyJob() {
   Job job;
   job.model.name = "tiny";
@@ -56,6 +35,17 @@ Job WithPlan(Job job, int64_t t, int64_t d, int64_t p, int64_t micro_batch, int6
   job.plan.global_batch = global_batch;
   job.cluster.num_gpus = t * d * p;
   return job;
+}
+
+Job PresetJob(const std::string& preset, int64_t t, int64_t d, int64_t p, int64_t micro_batch,
+              int64_t global_batch) {
+  absl::StatusOr<ModelSpec> model = ModelPreset(preset);
+  absl::StatusOr<GpuSpec> gpu = GpuByName("a100-sxm4-80gb");
+  VTRAIN_CHECK(model.ok() && gpu.ok());
+  Job job;
+  job.model = *std::move(model);
+  job.cluster = DefaultCluster(*gpu, 1);
+  return WithPlan(std::move(job), t, d, p, micro_batch, global_batch);
 }
 
 Job Gpt13bJob() {

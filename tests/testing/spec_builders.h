@@ -20,6 +20,11 @@ Job TinyJob();
 // cluster.num_gpus set to t * d * p.
 Job WithPlan(Job job, int64_t t, int64_t d, int64_t p, int64_t micro_batch, int64_t global_batch);
 
+// The model preset `preset` on t * d * p A100-80GB GPUs with the GPU's
+// default bandwidths and the given plan (the other plan fields default).
+Job PresetJob(const std::string& preset, int64_t t, int64_t d, int64_t p, int64_t micro_batch,
+              int64_t global_batch);
+
 // gpt3-1.3b on 8 A100-80GB GPUs, t=2 d=4 p=1, micro-batch 1, global batch
 // 64: a realistic valid job.
 Job Gpt13bJob();

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "core/calibrate/minimize.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
@@ -64,24 +65,31 @@ TEST(DominantParallelismTest, LargestDegreeWins) {
   EXPECT_EQ(DominantParallelism(p), "dp");
 }
 
+// `n` runs of random small valid jobs, measured as `truth` predicts them
+// ("synthetic.csv:SEED").
+std::vector<Measurement> SyntheticRows(const ProfileSet& truth, size_t n) {
+  std::vector<Measurement> rows;
+  for (uint64_t seed = 1; rows.size() < n; ++seed) {
+    Job job = testing::RandomSmallJob(seed);
+    job.cluster.gpu = *GpuByName(truth.gpu);
+    if (!ValidateJob(job).ok()) continue;
+    absl::StatusOr<Prediction> p = Predict(job, truth);
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (!p.ok()) return rows;
+    rows.push_back({job, p->iteration_time_ms(), "synthetic.csv:" + std::to_string(seed)});
+  }
+  return rows;
+}
+
 // Measurements made by the model itself with known parameters: calibration
 // from other starting values must find parameters that reproduce them, and
 // its cross-validated error must be small. This fails if the fit, the
 // parameter plumbing or the fold bookkeeping is broken.
 TEST(CalibrateTest, RecoversSyntheticMeasurements) {
-  const GpuSpec gpu = *GpuByName("a100-sxm4-80gb");
-  ProfileSet truth = DefaultProfileSet(gpu);
+  ProfileSet truth = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
   truth.params.host_dispatch_ns = 40000;
   truth.params.gemm_max_efficiency = 0.7;
-  std::vector<Measurement> rows;
-  for (uint64_t seed = 1; rows.size() < 24; ++seed) {
-    Job job = testing::RandomSmallJob(seed);
-    job.cluster.gpu = gpu;
-    if (!ValidateJob(job).ok()) continue;
-    absl::StatusOr<Prediction> p = Predict(job, truth);
-    ASSERT_TRUE(p.ok()) << p.status();
-    rows.push_back({job, p->iteration_time_ms(), "synthetic.csv:" + std::to_string(seed)});
-  }
+  const std::vector<Measurement> rows = SyntheticRows(truth, 24);
   ProfileSet start = truth;
   start.params.host_dispatch_ns = 15000;
   start.params.gemm_max_efficiency = 0.4;
@@ -117,18 +125,12 @@ TEST(CalibrateTest, RecoversSyntheticMeasurements) {
 // small file than weighing every row the same, power 0 is exactly the
 // unbalanced fit, and 0.5 lies between.
 TEST(CalibrateTest, BalancePowerSharesTheWeightBetweenFiles) {
-  const GpuSpec gpu = *GpuByName("a100-sxm4-80gb");
-  const ProfileSet truth = DefaultProfileSet(gpu);
-  std::vector<Measurement> rows;
-  for (uint64_t seed = 1; rows.size() < 12; ++seed) {
-    Job job = testing::RandomSmallJob(seed);
-    job.cluster.gpu = gpu;
-    if (!ValidateJob(job).ok()) continue;
-    absl::StatusOr<Prediction> p = Predict(job, truth);
-    ASSERT_TRUE(p.ok()) << p.status();
-    const bool small = rows.size() < 2;
-    rows.push_back({job, p->iteration_time_ms() * (small ? 1.3 : 1.0),
-                    (small ? "small.csv:" : "large.csv:") + std::to_string(seed)});
+  const ProfileSet truth = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
+  std::vector<Measurement> rows = SyntheticRows(truth, 12);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const bool small = i < 2;
+    if (small) rows[i].measured_ms *= 1.3;
+    rows[i].source = absl::StrCat(small ? "small.csv:" : "large.csv:", i);
   }
   auto fitted_host = [&](bool balance, double power) {
     CalibrateOptions o;

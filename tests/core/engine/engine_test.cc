@@ -4,12 +4,12 @@
 #include <array>
 #include <cstdint>
 #include <numeric>
-#include <random>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/random.h"
 #include "tests/testing/reference_scheduler.h"
 #include "tests/testing/status_matchers.h"
 
@@ -186,27 +186,24 @@ TEST(SimulateTest, LatestParentBindsAndZeroDurationTasksWork) {
 // A random graph: parents drawn among earlier ids, so ids are topological.
 // Deterministic for a seed with any standard library (no distributions).
 TaskGraph RandomGraph(uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  auto uniform = [&](int64_t lo, int64_t hi) {  // inclusive
-    return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
-  };
+  testing::Random rng(seed);
   TaskGraph g;
-  const int32_t streams = static_cast<int32_t>(uniform(1, 6));
+  const int32_t streams = static_cast<int32_t>(rng.Uniform(1, 6));
   for (int32_t s = 0; s < streams; ++s) g.AddStream(absl::StrCat("s", s));
-  const int64_t n = uniform(1, 250);
-  const int64_t max_duration = uniform(0, 3) == 0 ? 3 : 1000;  // small values make ties
+  const int64_t n = rng.Uniform(1, 250);
+  const int64_t max_duration = rng.Uniform(0, 3) == 0 ? 3 : 1000;  // small values make ties
   for (int64_t id = 0; id < n; ++id) {
     std::vector<TaskId> parents;
-    const int64_t num_parents = id == 0 ? 0 : uniform(0, std::min<int64_t>(id, 4));
+    const int64_t num_parents = id == 0 ? 0 : rng.Uniform(0, std::min<int64_t>(id, 4));
     for (int64_t k = 0; k < num_parents; ++k) {
       // Mostly recent tasks, sometimes any earlier one.
-      const int64_t lo = uniform(0, 1) == 0 ? std::max<int64_t>(0, id - 8) : 0;
-      parents.push_back(static_cast<TaskId>(uniform(lo, id - 1)));
+      const int64_t lo = rng.Uniform(0, 1) == 0 ? std::max<int64_t>(0, id - 8) : 0;
+      parents.push_back(static_cast<TaskId>(rng.Uniform(lo, id - 1)));
     }
-    const auto stream = static_cast<StreamId>(uniform(0, streams - 1));
-    const int64_t duration = uniform(0, max_duration);
-    const int64_t gap = uniform(0, 2) == 0 ? uniform(0, 200) : 0;
-    const auto kind = static_cast<TaskKind>(uniform(0, kNumTaskKinds - 1));
+    const auto stream = static_cast<StreamId>(rng.Uniform(0, streams - 1));
+    const int64_t duration = rng.Uniform(0, max_duration);
+    const int64_t gap = rng.Uniform(0, 2) == 0 ? rng.Uniform(0, 200) : 0;
+    const auto kind = static_cast<TaskKind>(rng.Uniform(0, kNumTaskKinds - 1));
     g.AddTask(stream, duration, gap, kind, 0, parents);
   }
   return g;

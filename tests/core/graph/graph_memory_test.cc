@@ -5,7 +5,6 @@
 // real kernel graphs take.
 #include <array>
 #include <cstdint>
-#include <random>
 #include <set>
 #include <vector>
 
@@ -16,6 +15,9 @@
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
 #include "gtest/gtest.h"
+#include "tests/testing/kernel_graph.h"
+#include "tests/testing/random.h"
+#include "tests/testing/spec_builders.h"
 #include "tests/testing/status_matchers.h"
 
 namespace vtrain {
@@ -31,28 +33,27 @@ struct Explicit {
 };
 
 Explicit RandomRepeatingGraph(uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  auto uniform = [&](int64_t lo, int64_t hi) {  // inclusive
-    return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
-  };
+  testing::Random rng(seed);
   Explicit out;
-  const auto streams = static_cast<int32_t>(uniform(1, 5));
+  const auto streams = static_cast<int32_t>(rng.Uniform(1, 5));
   for (int32_t s = 0; s < streams; ++s) out.graph.AddStream(absl::StrCat("s", s));
-  std::vector<Task> pool(uniform(1, 12));
+  std::vector<Task> pool(rng.Uniform(1, 12));
   for (Task& t : pool) {
-    t = Task{uniform(0, 50), uniform(0, 2) == 0 ? uniform(0, 9) : 0,
-             static_cast<StreamId>(uniform(0, streams - 1)), static_cast<int32_t>(uniform(0, 3)),
-             static_cast<TaskKind>(uniform(0, kNumTaskKinds - 1))};
+    t = Task{rng.Uniform(0, 50), rng.Uniform(0, 2) == 0 ? rng.Uniform(0, 9) : 0,
+             static_cast<StreamId>(rng.Uniform(0, streams - 1)),
+             static_cast<int32_t>(rng.Uniform(0, 3)),
+             static_cast<TaskKind>(rng.Uniform(0, kNumTaskKinds - 1))};
   }
-  const int64_t n = uniform(1, 400);
+  const int64_t n = rng.Uniform(1, 400);
   for (int64_t id = 0; id < n; ++id) {
     // Mostly the pool in order (a repeating pass), sometimes any of it.
-    const Task& t = pool[uniform(0, 3) == 0 ? uniform(0, static_cast<int64_t>(pool.size()) - 1)
-                                            : id % static_cast<int64_t>(pool.size())];
+    const Task& t =
+        pool[rng.Uniform(0, 3) == 0 ? rng.Uniform(0, static_cast<int64_t>(pool.size()) - 1)
+                                    : id % static_cast<int64_t>(pool.size())];
     std::vector<TaskId> parents;
-    const int64_t num_parents = id == 0 || uniform(0, 2) > 0 ? 0 : uniform(1, 3);
+    const int64_t num_parents = id == 0 || rng.Uniform(0, 2) > 0 ? 0 : rng.Uniform(1, 3);
     for (int64_t k = 0; k < num_parents; ++k) {
-      parents.push_back(static_cast<TaskId>(uniform(0, id - 1)));
+      parents.push_back(static_cast<TaskId>(rng.Uniform(0, id - 1)));
     }
     EXPECT_EQ(out.graph.AddTask(t.stream, t.duration_ns, t.gap_ns, t.kind, t.label, parents), id);
     out.tasks.push_back(t);
@@ -147,37 +148,13 @@ TEST(CompactTaskGraphTest, EngineEqualsTheExplicitLayoutOnRandomGraphs) {
   }
 }
 
-Job MakeJob(const char* preset, int64_t t, int64_t d, int64_t p, int64_t mb, int64_t gb) {
-  Job job;
-  job.model = *ModelPreset(preset);
-  job.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), t * d * p);
-  job.plan.tensor_parallel = t;
-  job.plan.data_parallel = d;
-  job.plan.pipeline_parallel = p;
-  job.plan.micro_batch = mb;
-  job.plan.global_batch = gb;
-  return job;
-}
-
-IterationGraph BuildKernelGraph(const Job& job) {
-  const ProfileSet profiles = DefaultProfileSet(job.cluster.gpu);
-  ProfileLookup lookup(profiles, job.cluster.gpu,
-                       LinkBandwidths{job.cluster.intra_node_bandwidth_bytes_per_s,
-                                      job.cluster.inter_node_bandwidth_bytes_per_s});
-  BuildOptions build;
-  build.granularity = Granularity::kKernel;
-  absl::StatusOr<IterationGraph> graph = BuildIterationGraph(job, lookup, build);
-  VTRAIN_CHECK(graph.ok());
-  return *std::move(graph);
-}
-
 TEST(CompactTaskGraphTest, EngineEqualsTheExplicitLayoutOnKernelGraphs) {
-  Job gpipe = MakeJob("gpt3-1.3b", 2, 2, 4, 1, 32);
+  Job gpipe = testing::PresetJob("gpt3-1.3b", 2, 2, 4, 1, 32);
   gpipe.plan.schedule = PipelineSchedule::kGpipe;
-  for (const Job& job :
-       {MakeJob("gpt3-1.3b", 2, 4, 4, 1, 64), gpipe, MakeJob("llama2-7b", 2, 2, 8, 1, 64)}) {
+  for (const Job& job : {testing::PresetJob("gpt3-1.3b", 2, 4, 4, 1, 64), gpipe,
+                         testing::PresetJob("llama2-7b", 2, 2, 8, 1, 64)}) {
     SCOPED_TRACE(job.model.name);
-    const IterationGraph built = BuildKernelGraph(job);
+    const IterationGraph built = testing::BuildKernelGraph(job);
     Explicit e;
     e.graph = built.graph;
     e.tasks = built.graph.tasks();
@@ -197,11 +174,12 @@ TEST(CompactTaskGraphTest, EngineEqualsTheExplicitLayoutOnKernelGraphs) {
 // plans with many micro-batches, where a limit matters (with few, the
 // distinct records add up to ~150 bytes each; see kGraphBytesPerTask).
 TEST(CompactTaskGraphTest, BytesPerTaskEstimateCoversRealGraphs) {
-  for (const Job& job :
-       {MakeJob("gpt3-175b", 8, 4, 16, 6, 1536), MakeJob("gpt3-1.3b", 2, 4, 1, 1, 64),
-        MakeJob("gpt3-13b", 8, 1, 4, 1, 512), MakeJob("llama3-70b", 4, 16, 8, 1, 1024),
-        MakeJob("mtnlg-530b", 8, 12, 35, 1, 1920)}) {
-    const IterationGraph built = BuildKernelGraph(job);
+  for (const Job& job : {testing::PresetJob("gpt3-175b", 8, 4, 16, 6, 1536),
+                         testing::PresetJob("gpt3-1.3b", 2, 4, 1, 1, 64),
+                         testing::PresetJob("gpt3-13b", 8, 1, 4, 1, 512),
+                         testing::PresetJob("llama3-70b", 4, 16, 8, 1, 1024),
+                         testing::PresetJob("mtnlg-530b", 8, 12, 35, 1, 1920)}) {
+    const IterationGraph built = testing::BuildKernelGraph(job);
     const TaskGraph& g = built.graph;
     const int64_t bytes = g.MemoryBytes() + SimulationMemoryBytes(g);
     SCOPED_TRACE(absl::StrCat(job.model.name, ": ", g.num_tasks(), " tasks, ", g.records().size(),

@@ -1,21 +1,10 @@
 #include "core/predict/memory.h"
 
 #include "gtest/gtest.h"
+#include "tests/testing/spec_builders.h"
 
 namespace vtrain {
 namespace {
-
-Job Gpt175B(int64_t t, int64_t d, int64_t p, int64_t mb, int64_t gb) {
-  Job job;
-  job.model = *ModelPreset("gpt3-175b");
-  job.cluster = DefaultCluster(*GpuByName("a100-sxm4-80gb"), t * d * p);
-  job.plan.tensor_parallel = t;
-  job.plan.data_parallel = d;
-  job.plan.pipeline_parallel = p;
-  job.plan.micro_batch = mb;
-  job.plan.global_batch = gb;
-  return job;
-}
 
 TEST(MemoryTest, LayerActivationsFollowKorthikanti) {
   // s*b*h*(10 + 24/t + 5*a*s/(h*t)) for s=2048, b=1, h=12288, a=96, t=8:
@@ -25,7 +14,7 @@ TEST(MemoryTest, LayerActivationsFollowKorthikanti) {
 }
 
 TEST(MemoryTest, StagesHoldTheirShareAndTheMicroBatchesInFlight) {
-  const Job job = Gpt175B(8, 4, 16, 1, 1536);
+  const Job job = testing::PresetJob("gpt3-175b", 8, 4, 16, 1, 1536);
   const MemoryEstimate m = EstimateMemory(job);
   ASSERT_EQ(m.stages.size(), 16u);
   // 1F1B: stage s keeps min(p - s, m) = 16 - s micro-batches.
@@ -46,14 +35,14 @@ TEST(MemoryTest, StagesHoldTheirShareAndTheMicroBatchesInFlight) {
 
 TEST(MemoryTest, TooLittleParallelismDoesNotFit) {
   // 175B parameters * 16 bytes / 8 GPUs = 350 GB per GPU.
-  const MemoryEstimate m = EstimateMemory(Gpt175B(8, 1, 1, 1, 8));
+  const MemoryEstimate m = EstimateMemory(testing::PresetJob("gpt3-175b", 8, 1, 1, 1, 8));
   EXPECT_FALSE(m.fits);
   EXPECT_GT(m.peak_bytes, 300e9);
   EXPECT_EQ(m.capacity_bytes, 80.0 * (1 << 30));
 }
 
 TEST(MemoryTest, RecomputationAndSchedulesChangeActivations) {
-  Job job = Gpt175B(8, 4, 16, 2, 1536);
+  Job job = testing::PresetJob("gpt3-175b", 8, 4, 16, 2, 1536);
   const double full = EstimateMemory(job).stages[0].activations_bytes;
   job.plan.recompute = Recompute::kNone;
   const double none = EstimateMemory(job).stages[0].activations_bytes;
@@ -64,9 +53,11 @@ TEST(MemoryTest, RecomputationAndSchedulesChangeActivations) {
   EXPECT_EQ(gpipe.stages[0].micro_batches_in_flight, job.plan.num_micro_batches());
   EXPECT_GT(gpipe.stages[0].activations_bytes, full);
   // A bigger micro-batch never needs less memory.
-  Job bigger = Gpt175B(8, 4, 16, 4, 1536);
+  Job bigger = testing::PresetJob("gpt3-175b", 8, 4, 16, 4, 1536);
   EXPECT_GT(EstimateMemory(bigger).stages[0].activations_bytes,
-            EstimateMemory(Gpt175B(8, 4, 16, 2, 1536)).stages[0].activations_bytes);
+            EstimateMemory(testing::PresetJob("gpt3-175b", 8, 4, 16, 2, 1536))
+                .stages[0]
+                .activations_bytes);
 }
 
 TEST(MemoryTest, LayerActivationsForEachOptionFollowKorthikantiTable2) {
@@ -121,7 +112,7 @@ TEST(MemoryTest, LlamaLayersKeepNoAttentionScores) {
 TEST(MemoryTest, InterleavingHoldsMegatronsWarmUpOfChunks) {
   // p=4, V=2, m=8: stage 0 warms up 2*(4-0-1) + (2-1)*4 = 10 chunk forwards
   // and holds 11; stage 3 warms up 0 + 4 and holds 5.
-  Job job = Gpt175B(8, 4, 4, 1, 32);
+  Job job = testing::PresetJob("gpt3-175b", 8, 4, 4, 1, 32);
   job.plan.virtual_stages = 2;
   ASSERT_EQ(job.plan.num_micro_batches(), 8);
   const MemoryEstimate m = EstimateMemory(job);
@@ -141,7 +132,7 @@ TEST(MemoryTest, InterleavingHoldsMegatronsWarmUpOfChunks) {
 TEST(MemoryTest, ShardingDividesTheStatesOverDataAndContextRanks) {
   // The middle stage of t=8, d=4, p=16: 1,359,074,304 parameters, a layer
   // 1,812,099,072 / 8 = 226,512,384 on one GPU.
-  Job job = Gpt175B(8, 4, 16, 1, 1536);
+  Job job = testing::PresetJob("gpt3-175b", 8, 4, 16, 1, 1536);
   constexpr double kParams = 1'359'074'304.0;
   job.plan.data_parallel_sharding = DataParallelSharding::kOptimizer;
   // Distributed optimizer: 2 + 2 bytes of fp16 weights and gradients, 12/d
@@ -162,7 +153,7 @@ TEST(MemoryTest, ShardingDividesTheStatesOverDataAndContextRanks) {
 }
 
 TEST(MemoryTest, SequenceAndContextParallelismShrinkTheEndBuffers) {
-  Job job = Gpt175B(8, 4, 16, 1, 1536);
+  Job job = testing::PresetJob("gpt3-175b", 8, 4, 16, 1, 1536);
   const MemoryEstimate base = EstimateMemory(job);
   job.plan.sequence_parallel = true;
   const MemoryEstimate sp = EstimateMemory(job);
