@@ -1,6 +1,9 @@
 #include "proto/job_convert.h"
 
 #include <cmath>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -9,7 +12,40 @@
 
 namespace vtrain::convert {
 
+namespace {
+
+// A field with explicit presence that was given must be at least 1 (or, for
+// a double, positive): a 0 is never read as "the default".
+// `has_default`: whether leaving the field out is an option to suggest.
+template <typename T>
+void CheckGiven(bool has, T value, const char* field, const char* flag,
+                std::vector<std::string>& problems, bool has_default = true) {
+  if (has && !(value >= 1 || (std::is_floating_point_v<T> && value > 0))) {
+    problems.push_back(absl::StrCat(field, "=", value, " (", flag, ") must be ",
+                                    std::is_floating_point_v<T> ? "positive" : "at least 1",
+                                    has_default ? "; leave it out for the default" : ""));
+  }
+}
+
+absl::Status Problems(const std::vector<std::string>& problems) {
+  if (problems.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
+}
+
+}  // namespace
+
 absl::StatusOr<ModelSpec> ModelFromProto(const v1::ModelSpec& m) {
+  std::vector<std::string> problems;
+  CheckGiven(m.has_num_layers(), m.num_layers(), "model.num_layers", "--layers", problems);
+  CheckGiven(m.has_hidden_size(), m.hidden_size(), "model.hidden_size", "--hidden", problems);
+  CheckGiven(m.has_num_heads(), m.num_heads(), "model.num_heads", "--heads", problems);
+  CheckGiven(m.has_seq_len(), m.seq_len(), "model.seq_len", "--seq-len", problems);
+  CheckGiven(m.has_vocab_size(), m.vocab_size(), "model.vocab_size", "--vocab", problems);
+  CheckGiven(m.has_ffn_hidden_size(), m.ffn_hidden_size(), "model.ffn_hidden_size", "--ffn",
+             problems);
+  CheckGiven(m.has_num_kv_heads(), m.num_kv_heads(), "model.num_kv_heads", "--kv-heads",
+             problems);
+  VTRAIN_RETURN_IF_ERROR(Problems(problems));
   ModelSpec model;
   if (!m.preset().empty()) {
     absl::StatusOr<ModelSpec> preset = ModelPreset(m.preset());
@@ -19,36 +55,45 @@ absl::StatusOr<ModelSpec> ModelFromProto(const v1::ModelSpec& m) {
     model = *preset;
   } else {
     model.name = "custom";
-    if (m.num_layers() == 0 || m.hidden_size() == 0 || m.num_heads() == 0 || m.seq_len() == 0) {
+    if (!m.has_num_layers() || !m.has_hidden_size() || !m.has_num_heads() || !m.has_seq_len()) {
       return absl::InvalidArgumentError(
           "model: give model.preset (--model), or model.num_layers, model.hidden_size, "
           "model.num_heads and model.seq_len (--layers, --hidden, --heads, --seq-len)");
     }
   }
-  if (m.num_layers() != 0) model.num_layers = m.num_layers();
-  if (m.hidden_size() != 0) model.hidden_size = m.hidden_size();
-  if (m.num_heads() != 0) model.num_heads = m.num_heads();
-  if (m.seq_len() != 0) model.seq_len = m.seq_len();
-  if (m.vocab_size() != 0) model.vocab_size = m.vocab_size();
-  if (m.ffn_hidden_size() != 0) model.ffn_hidden_size = m.ffn_hidden_size();
+  if (m.has_num_layers()) model.num_layers = m.num_layers();
+  if (m.has_hidden_size()) model.hidden_size = m.hidden_size();
+  if (m.has_num_heads()) model.num_heads = m.num_heads();
+  if (m.has_seq_len()) model.seq_len = m.seq_len();
+  if (m.has_vocab_size()) model.vocab_size = m.vocab_size();
+  if (m.has_ffn_hidden_size()) model.ffn_hidden_size = m.ffn_hidden_size();
   if (m.arch() != v1::ARCHITECTURE_UNSPECIFIED) {
     VTRAIN_ASSIGN_OR_RETURN(model.arch, FromProtoOr(m.arch(), model.arch, "model.arch"));
   }
-  if (m.num_kv_heads() != 0) model.num_kv_heads = m.num_kv_heads();
+  if (m.has_num_kv_heads()) model.num_kv_heads = m.num_kv_heads();
   return model;
 }
 
 absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& c) {
+  std::vector<std::string> problems;
+  CheckGiven(c.has_num_gpus(), c.num_gpus(), "cluster.num_gpus", "--gpus", problems);
+  CheckGiven(c.has_gpus_per_node(), c.gpus_per_node(), "cluster.gpus_per_node",
+             "--gpus-per-node", problems);
+  CheckGiven(c.has_intra_node_bandwidth_bytes_per_s(), c.intra_node_bandwidth_bytes_per_s(),
+             "cluster.intra_node_bandwidth_bytes_per_s", "--intra-node-bandwidth", problems);
+  CheckGiven(c.has_inter_node_bandwidth_bytes_per_s(), c.inter_node_bandwidth_bytes_per_s(),
+             "cluster.inter_node_bandwidth_bytes_per_s", "--inter-node-bandwidth", problems);
+  VTRAIN_RETURN_IF_ERROR(Problems(problems));
   absl::StatusOr<GpuSpec> gpu = GpuByName(c.gpu().empty() ? kDefaultGpu : c.gpu());
   if (!gpu.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("cluster.gpu: ", gpu.status().message()));
   }
   ClusterSpec cluster = DefaultCluster(*gpu, c.num_gpus());
-  if (c.gpus_per_node() != 0) cluster.gpus_per_node = c.gpus_per_node();
-  if (c.intra_node_bandwidth_bytes_per_s() != 0) {
+  if (c.has_gpus_per_node()) cluster.gpus_per_node = c.gpus_per_node();
+  if (c.has_intra_node_bandwidth_bytes_per_s()) {
     cluster.intra_node_bandwidth_bytes_per_s = c.intra_node_bandwidth_bytes_per_s();
   }
-  if (c.inter_node_bandwidth_bytes_per_s() != 0) {
+  if (c.has_inter_node_bandwidth_bytes_per_s()) {
     cluster.inter_node_bandwidth_bytes_per_s = c.inter_node_bandwidth_bytes_per_s();
   }
   cluster.price_usd_per_gpu_hour = c.price_usd_per_gpu_hour();
@@ -59,20 +104,36 @@ namespace {
 
 // The plan's defaults; d comes from the GPU count when not given.
 absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
+  std::vector<std::string> problems;
+  CheckGiven(p.has_tensor_parallel(), p.tensor_parallel(), "plan.tensor_parallel", "--tp",
+             problems);
+  CheckGiven(p.has_data_parallel(), p.data_parallel(), "plan.data_parallel", "--dp", problems);
+  CheckGiven(p.has_pipeline_parallel(), p.pipeline_parallel(), "plan.pipeline_parallel", "--pp",
+             problems);
+  CheckGiven(p.has_micro_batch(), p.micro_batch(), "plan.micro_batch", "--micro-batch", problems);
+  CheckGiven(p.has_global_batch(), p.global_batch(), "plan.global_batch", "--global-batch",
+             problems, /*has_default=*/false);
+  CheckGiven(p.has_bucket_size_bytes(), p.bucket_size_bytes(), "plan.bucket_size_bytes",
+             "--bucket-size", problems);
+  CheckGiven(p.has_context_parallel(), p.context_parallel(), "plan.context_parallel", "--cp",
+             problems);
+  CheckGiven(p.has_virtual_stages(), p.virtual_stages(), "plan.virtual_stages",
+             "--virtual-stages", problems);
+  VTRAIN_RETURN_IF_ERROR(Problems(problems));
   ParallelPlan& plan = job.plan;
-  if (p.tensor_parallel() != 0) plan.tensor_parallel = p.tensor_parallel();
-  if (p.pipeline_parallel() != 0) plan.pipeline_parallel = p.pipeline_parallel();
-  if (p.micro_batch() != 0) plan.micro_batch = p.micro_batch();
-  if (p.context_parallel() != 0) plan.context_parallel = p.context_parallel();
-  if (p.virtual_stages() != 0) plan.virtual_stages = p.virtual_stages();
+  if (p.has_tensor_parallel()) plan.tensor_parallel = p.tensor_parallel();
+  if (p.has_pipeline_parallel()) plan.pipeline_parallel = p.pipeline_parallel();
+  if (p.has_micro_batch()) plan.micro_batch = p.micro_batch();
+  if (p.has_context_parallel()) plan.context_parallel = p.context_parallel();
+  if (p.has_virtual_stages()) plan.virtual_stages = p.virtual_stages();
   plan.sequence_parallel = p.sequence_parallel();
-  if (p.global_batch() == 0) {
+  if (!p.has_global_batch()) {
     return absl::InvalidArgumentError(
         "plan.global_batch (--global-batch) is required; give the batch in sequences");
   }
   plan.global_batch = p.global_batch();
   const int64_t gpus = job.cluster.num_gpus;
-  if (p.data_parallel() != 0) {
+  if (p.has_data_parallel()) {
     plan.data_parallel = p.data_parallel();
   } else if (gpus > 0 && plan.tensor_parallel > 0 && plan.pipeline_parallel > 0 &&
              plan.context_parallel > 0 && plan.tensor_parallel <= (int64_t{1} << 20) &&
@@ -99,9 +160,8 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
     job.cluster.num_gpus = tdp > (int64_t{1} << 40) ? tdp : tdp * plan.context_parallel;
   }
   plan.gradient_bucketing = p.gradient_bucketing();
-  if (p.bucket_size_bytes() != 0) plan.bucket_size_bytes = p.bucket_size_bytes();
+  if (p.has_bucket_size_bytes()) plan.bucket_size_bytes = p.bucket_size_bytes();
   // Enum fields: each problem is reported, not just the first.
-  std::vector<std::string> problems;
   auto take = [&problems](auto status_or, auto& into) {
     if (status_or.ok()) {
       into = *status_or;
