@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
+#include "proto/json_keys.h"
 
 namespace vtrain::convert {
 namespace {
@@ -189,6 +190,11 @@ std::string ToJson(const Message& message) {
 }
 
 absl::Status FromJson(const std::string& json, Message* message) {
+  if (absl::Status keys = CheckNoDuplicateKeys(json); !keys.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("not a valid ",
+                                                   message->GetDescriptor()->full_name(),
+                                                   " in JSON form: ", keys.message()));
+  }
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
   auto status = google::protobuf::util::JsonStringToMessage(json, message, options);

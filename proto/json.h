@@ -19,8 +19,9 @@ namespace vtrain::convert {
 // "-Infinity" (strings, as the protobuf mapping writes them).
 std::string ToJson(const google::protobuf::Message& message);
 
-// Parses protobuf JSON into `message` (unknown fields refused):
-// INVALID_ARGUMENT naming the message type and the parser's complaint.
+// Parses protobuf JSON into `message` (unknown fields and a key given twice
+// in one object refused): INVALID_ARGUMENT naming the message type and the
+// parser's complaint or the repeated key.
 absl::Status FromJson(const std::string& json, google::protobuf::Message* message);
 
 }  // namespace vtrain::convert
