@@ -196,6 +196,7 @@ void SearchResultToProto(const SearchResult& r, const SearchCall& call, v1::Sear
   out->set_evaluated(static_cast<int64_t>(r.plans.size()));
   SimulationToProto(r.simulation, out->mutable_simulation());
   for (const std::string& w : r.warnings) out->add_warnings(w);
+  out->set_no_plan_reason(r.no_plan_reason);
   std::vector<bool> on_frontier(r.plans.size(), false);
   for (int i : r.pareto) on_frontier[static_cast<size_t>(i)] = true;
   auto add = [&](int i, v1::PlanSummary* summary) {

@@ -45,7 +45,10 @@ absl::Status Enumerate(const SearchSpace& space, const SearchOptions& options, S
   const TrainingOptionSpace& options_space = space.training;
   // Adds the job of one point of the space, if valid and fitting.
   auto consider = [&](Job job) -> absl::Status {
-    if (!ValidateJob(job).ok()) return absl::OkStatus();
+    if (absl::Status valid = ValidateJob(job); !valid.ok()) {
+      if (result->invalid++ == 0) result->first_invalid_reason = std::string(valid.message());
+      return absl::OkStatus();
+    }
     ++result->considered;
     if (result->considered > options.max_candidates) {
       return absl::ResourceExhaustedError(
@@ -216,6 +219,41 @@ void Rank(const SearchSpace& space, const SearchOptions& options, SearchResult* 
 
 }  // namespace
 
+std::string NoPlanReason(const SearchSpace& space, const SearchOptions& options,
+                         const SearchResult& result) {
+  if (result.best >= 0) return "";
+  const int64_t limit = space.gpus > 0 ? space.gpus : space.max_gpus;
+  if (result.considered == 0 && result.invalid == 0) {
+    return absl::StrCat(
+        "no combination of t, c, p, d and micro-batch in the space uses ",
+        space.gpus > 0 ? "exactly " : "at most ", limit, " GPUs with d dividing global_batch=",
+        space.global_batch, " and p dividing the model's ", space.model.num_layers,
+        " layers; change the GPU count, the batch or the tensor-parallel degrees");
+  }
+  if (result.considered == 0) {
+    return absl::StrCat("none of the ", result.invalid,
+                        " points of the space is a valid plan; the first was refused because ",
+                        result.first_invalid_reason);
+  }
+  if (result.out_of_memory == result.considered) {
+    return absl::StrCat("every one of the ", result.considered,
+                        " valid plans is out of memory; allow more GPUs, tensor or pipeline "
+                        "parallelism, recomputation or sharding");
+  }
+  if (result.plans.empty()) {
+    return absl::StrCat("none of the ", result.considered - result.out_of_memory,
+                        " plans that fit in memory could be predicted");
+  }
+  if (options.objective == Objective::kCostUnderDeadline ||
+      options.objective == Objective::kFewestGpusUnderDeadline) {
+    return absl::StrFormat(
+        "none of the %d plans that fit trains within the deadline of %g days (the fastest "
+        "takes %.1f days); allow more GPUs or a later deadline",
+        result.plans.size(), options.deadline_days, result.plans.front().training_days);
+  }
+  return "no plan meets the objective";
+}
+
 std::vector<std::string> SearchWarnings(const SearchSpace& space, const SearchOptions& options,
                                         const SearchResult& result) {
   std::vector<std::string> warnings;
@@ -342,6 +380,7 @@ absl::StatusOr<SearchResult> Search(const SearchSpace& space, const ProfileSet& 
   VTRAIN_ASSIGN_OR_RETURN(result.plans, PredictAll(candidates, space, profiles, options));
   Rank(space, options, &result);
   result.warnings = SearchWarnings(space, options, result);
+  if (result.best < 0) result.no_plan_reason = NoPlanReason(space, options, result);
   for (const PlanResult& plan : result.plans) result.simulation.Add(plan.simulation);
   result.simulation.wall_ns = SteadyNowNs() - started_ns;
   return result;

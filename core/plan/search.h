@@ -89,7 +89,19 @@ struct SearchResult {
   SimulationCost simulation;
   // Caveats the caller should see (SearchWarnings).
   std::vector<std::string> warnings;
+  // When no plan meets the objective (best == -1): why, for people (no point
+  // of the space is a valid plan, and the first reason one was not; every
+  // valid plan is out of memory; none trains within the deadline).
+  std::string no_plan_reason;
+  // Points of the space that are not valid plans (ValidateJob refused them),
+  // and the reason given for the first one.
+  int64_t invalid = 0;
+  std::string first_invalid_reason;
 };
+
+// Why a result has no best plan ("" when it has one), for people.
+std::string NoPlanReason(const SearchSpace& space, const SearchOptions& options,
+                         const SearchResult& result);
 
 // The valid plans of `space` that fit in memory (the candidates Search
 // predicts), counting them in result->considered and result->out_of_memory.

@@ -183,5 +183,55 @@ TEST(SearchCancellationTest, EnumerationStopsWhenCancelled) {
   EXPECT_GT(polls, 0);
 }
 
+// A search with no best plan says why, in the terms of its space.
+TEST(SearchTest, NoPlanSaysWhy) {
+  const ProfileSet profiles = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
+  // Every valid plan of 175B on one node is out of memory.
+  SearchSpace oom = Space();
+  oom.model = *ModelPreset("gpt3-175b");
+  oom.global_batch = 64;
+  oom.max_gpus = 0;
+  oom.gpus = 8;
+  absl::StatusOr<SearchResult> r = Search(oom, profiles, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->best, -1);
+  EXPECT_GT(r->considered, 0);
+  EXPECT_EQ(r->out_of_memory, r->considered);
+  EXPECT_NE(r->no_plan_reason.find("out of memory"), std::string::npos) << r->no_plan_reason;
+  // No t of the list divides the heads: no valid point, and the first reason.
+  SearchSpace heads = Space();
+  heads.tensor_parallel = {3};
+  heads.gpus = 3;
+  heads.max_gpus = 0;
+  heads.global_batch = 3;
+  r = Search(heads, profiles, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->considered, 0);
+  EXPECT_GT(r->invalid, 0);
+  EXPECT_NE(r->no_plan_reason.find("tensor_parallel"), std::string::npos) << r->no_plan_reason;
+  // A GPU count no combination reaches.
+  SearchSpace none = Space();
+  none.gpus = 7;
+  none.max_gpus = 0;
+  none.tensor_parallel = {2};
+  r = Search(none, profiles, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NE(r->no_plan_reason.find("exactly 7 GPUs"), std::string::npos) << r->no_plan_reason;
+  // A deadline no plan meets.
+  SearchOptions late;
+  late.objective = Objective::kCostUnderDeadline;
+  late.deadline_days = 1e-6;
+  r = Search(Space(), profiles, late);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->best, -1);
+  EXPECT_NE(r->no_plan_reason.find("within the deadline"), std::string::npos)
+      << r->no_plan_reason;
+  // With a best plan, no reason.
+  r = Search(Space(), profiles, {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_GE(r->best, 0);
+  EXPECT_TRUE(r->no_plan_reason.empty());
+}
+
 }  // namespace
 }  // namespace vtrain
