@@ -28,6 +28,13 @@ absl::StatusOr<int64_t> ParseBytes(absl::string_view text, absl::string_view fie
   // Reuse the bandwidth parser by appending "/s" to a plain size.
   if (!text.empty() && (text.back() == 'B')) {
     VTRAIN_ASSIGN_OR_RETURN(double bytes, ParseBandwidth(absl::StrCat(text, "/s"), field));
+    // A double past 2^62 does not convert to int64_t: refuse it by name.
+    constexpr double kMaxBytes = 4.0 * (int64_t{1} << 60);
+    if (!(bytes >= 1 && bytes <= kMaxBytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(field, "='", text,
+                                                     "' is out of range; write a size from 1B "
+                                                     "to 4EiB, e.g. 25MiB"));
+    }
     return static_cast<int64_t>(bytes);
   }
   int64_t value = 0;

@@ -42,7 +42,7 @@ int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   absl::StatusOr<Job> job = JobFromFlags(flags);
   if (!job.ok()) return Fail(err, "trace", job.status());
-  absl::StatusOr<std::optional<int64_t>> max_tasks = flags.GetInt("max-tasks");
+  absl::StatusOr<std::optional<int64_t>> max_tasks = flags.GetIntIn("max-tasks", 1, int64_t{1} << 40);
   if (!max_tasks.ok()) return Fail(err, "trace", max_tasks.status());
   const ProfileSet profiles = DefaultProfileSet(job->cluster.gpu);
   ProfileLookup lookup(profiles, job->cluster.gpu,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -87,6 +88,23 @@ absl::StatusOr<std::optional<int64_t>> FlagParser::GetInt(absl::string_view name
     return absl::InvalidArgumentError(absl::StrCat("--", name, "='", *text, "' is not an integer"));
   }
   return std::optional<int64_t>(value);
+}
+
+absl::StatusOr<std::optional<int64_t>> FlagParser::GetIntIn(absl::string_view name, int64_t lo,
+                                                             int64_t hi) const {
+  absl::StatusOr<std::optional<int64_t>> value = GetInt(name);
+  if (value.ok() && value->has_value() && (**value < lo || **value > hi)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, "=", **value, " must be in [", lo, ", ", hi, "]"));
+  }
+  return value;
+}
+
+absl::StatusOr<int> FlagParser::GetThreads(absl::string_view name) const {
+  absl::StatusOr<std::optional<int64_t>> threads = GetIntIn(name, 1, kMaxThreads);
+  if (!threads.ok()) return threads.status();
+  if (threads->has_value()) return static_cast<int>(**threads);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 absl::StatusOr<std::optional<double>> FlagParser::GetDouble(absl::string_view name) const {

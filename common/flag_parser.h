@@ -36,6 +36,13 @@ class FlagParser {
   // the value does not parse.
   absl::StatusOr<std::optional<int64_t>> GetInt(absl::string_view name) const;
   absl::StatusOr<std::optional<double>> GetDouble(absl::string_view name) const;
+  // GetInt, and INVALID_ARGUMENT naming the flag and the range when the
+  // value is outside [lo, hi].
+  absl::StatusOr<std::optional<int64_t>> GetIntIn(absl::string_view name, int64_t lo,
+                                                  int64_t hi) const;
+  // --threads: at most kMaxThreads; all cores when absent.
+  static constexpr int64_t kMaxThreads = 1024;
+  absl::StatusOr<int> GetThreads(absl::string_view name = "threads") const;
   // "8,16,32": the integers of a comma-separated flag (empty when absent);
   // INVALID_ARGUMENT naming the flag and the item that does not parse.
   absl::StatusOr<std::vector<int64_t>> GetIntList(absl::string_view name) const;
