@@ -23,6 +23,7 @@
 #include "core/plan/cluster_sim.h"
 #include "core/util/status_macros.h"
 #include "proto/curve_convert.h"
+#include "service/service.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
 namespace vtrain::cli {
@@ -106,6 +107,7 @@ struct Setup {
   double rescale_overhead_s = 30;
   int threads = 1;
   std::optional<common::Connection> server;  // --server: every table from its ThroughputCurve
+  service::BuiltinProfiles builtin;           // else these tables, made once per GPU
 };
 
 // One throughput table per shape and policy: from this process, or from the
@@ -128,13 +130,8 @@ absl::StatusOr<ThroughputTable> Table(const Setup& setup, const std::string& pre
                          ->ThroughputCurve(setup.server->Context().get(), r, &resp);
     if (!s.ok()) return common::FromGrpc(s);
   } else {
-    VTRAIN_ASSIGN_OR_RETURN(convert::CurveCall call, convert::CurveCallFromProto(r));
-    const ProfileSet profiles = BuiltinProfileSet(call.specs[0].cluster.gpu);
-    CurveOptions options;
-    options.threads = setup.threads;
-    VTRAIN_ASSIGN_OR_RETURN(std::vector<CurvePoint> points,
-                            ThroughputCurve(call.specs[0], profiles, options));
-    convert::CurveToProto(call.names[0], points, resp.add_curves());
+    VTRAIN_ASSIGN_OR_RETURN(resp, service::ThroughputCurve(
+                                      r, setup.builtin, service::CallOptions{.threads = setup.threads}));
   }
   ThroughputTable table;
   for (const v1::CurvePoint& p : resp.curves(0).points()) {
@@ -349,7 +346,7 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
   absl::StatusOr<std::optional<int64_t>> n_jobs = flags.GetInt("jobs");
   absl::StatusOr<std::optional<int64_t>> seed = flags.GetInt("seed");
   absl::StatusOr<std::optional<double>> window_start = flags.GetDouble("window-start");
-  absl::StatusOr<std::optional<int64_t>> threads = flags.GetInt("threads");
+  absl::StatusOr<int> threads = flags.GetThreads();
   for (const absl::Status& s :
        {gpus.status(), n_jobs.status(), seed.status(), window_start.status(), threads.status()}) {
     if (!s.ok()) return bad(s);
@@ -360,13 +357,20 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
     return bad(
         absl::InvalidArgumentError("--gpus must be in [1, 65536] and --jobs in [1, 100000]"));
   }
+  const int64_t per_node = setup.cluster.gpus_per_node() > 0 ? setup.cluster.gpus_per_node() : 8;
+  if (setup.gpus < per_node) {
+    // The throughput tables start at whole nodes' worth of plans and the
+    // study places jobs on them: a smaller cluster runs nothing.
+    return bad(absl::InvalidArgumentError(absl::StrCat(
+        "--gpus=", setup.gpus, " is less than one node (", per_node,
+        " GPUs, --gpus-per-node); give at least ", per_node, " GPUs")));
+  }
   if (flags.Has("server")) {
     absl::StatusOr<common::Connection> c = common::Connect(flags);
     if (!c.ok()) return bad(c.status());
     setup.server = *std::move(c);
   }
-  setup.threads =
-      static_cast<int>(threads->value_or(std::max(1u, std::thread::hardware_concurrency())));
+  setup.threads = *threads;
   if (auto o = flags.Get("rescale-overhead")) {
     absl::StatusOr<double> s = Seconds(*o, "--rescale-overhead");
     if (!s.ok()) return bad(s.status());

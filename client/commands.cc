@@ -17,6 +17,7 @@
 #include "proto/json.h"
 #include "proto/prediction_convert.h"
 #include "proto/profile_set_convert.h"
+#include "service/service.h"
 
 namespace vtrain::cli {
 namespace {
@@ -95,7 +96,7 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (!granularity.ok()) return Fail(err, "predict", granularity.status());
     request->set_granularity(convert::ToProto(*granularity));
   }
-  absl::StatusOr<std::optional<int64_t>> max_tasks = flags.GetInt("max-tasks");
+  absl::StatusOr<std::optional<int64_t>> max_tasks = flags.GetIntIn("max-tasks", 1, int64_t{1} << 40);
   if (!max_tasks.ok()) return Fail(err, "predict", max_tasks.status());
   absl::StatusOr<std::optional<double>> tokens = flags.GetDouble("tokens");
   if (!tokens.ok()) return Fail(err, "predict", tokens.status());
@@ -119,9 +120,11 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
         err, "predict",
         absl::InvalidArgumentError("--max-tasks bounds a local run; a server applies its own"));
   }
+  service::CallOptions local;
+  local.max_tasks = max_tasks->value_or(service::kDefaultMaxTasks);
   absl::StatusOr<v1::PredictResponse> response =
       flags.Has("server") ? PredictRemotely(flags, *request)
-                          : PredictLocally(*request, max_tasks->value_or(kDefaultMaxTasks));
+                          : service::Predict(*request, service::BuiltinProfiles(), local);
   if (!response.ok()) return Fail(err, "predict", response.status());
   if (flags.Switch("json")) {
     out << convert::ToJson(*response);
@@ -131,25 +134,6 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (!table.ok()) return Fail(err, "predict", table.status());
   out << *table;
   return common::kExitOk;
-}
-
-absl::StatusOr<v1::PredictResponse> PredictLocally(const v1::PredictRequest& request,
-                                                   int64_t max_tasks) {
-  VTRAIN_ASSIGN_OR_RETURN(Job job, convert::JobFromProto(request));
-  VTRAIN_ASSIGN_OR_RETURN(PredictOptions options, convert::OptionsFromProto(request));
-  options.max_tasks = max_tasks;
-  const ProfileSet profiles = BuiltinProfileSet(job.cluster.gpu);
-  VTRAIN_ASSIGN_OR_RETURN(Prediction prediction, Predict(job, profiles, options));
-  v1::PredictResponse response;
-  convert::PredictionToProto(job, prediction, &response);
-  return response;
-}
-
-ProfileSet BuiltinProfileSet(const GpuSpec& gpu) {
-  ProfileSet set = DefaultProfileSet(gpu);
-  // Named by content, as a server names the same set when it seeds it.
-  set.id = convert::ContentId(convert::ProfileSetToProto(set));
-  return set;
 }
 
 int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

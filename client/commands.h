@@ -36,26 +36,12 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
 int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
-// The largest simulation a local predict runs unless --max-tasks says otherwise.
-inline constexpr int64_t kDefaultMaxTasks = 100'000'000;
-
-// A prediction in this process on the built-in profiles: exactly what a
-// server does with the request (JobFromProto, Predict, PredictionToProto).
-absl::StatusOr<v1::PredictResponse> PredictLocally(const v1::PredictRequest& request,
-                                                   int64_t max_tasks);
-// The same request asked of the server of --server (connection flags).
+// The same request asked of the server of --server (connection flags). The
+// in-process answers (--local) come from service/service.h.
 absl::StatusOr<v1::PredictResponse> PredictRemotely(const common::FlagParser& flags,
                                                     const v1::PredictRequest& request);
-
-// Throughput curves in this process (built-in profiles, `threads` at once)
-// or from the server of --server: the same response either way.
-absl::StatusOr<v1::ThroughputCurveResponse> CurveLocally(const v1::ThroughputCurveRequest& request,
-                                                         int threads);
 absl::StatusOr<v1::ThroughputCurveResponse> CurveRemotely(
     const common::FlagParser& flags, const v1::ThroughputCurveRequest& request);
-
-// The built-in profile set of `gpu`, its id set to its content hash.
-ProfileSet BuiltinProfileSet(const GpuSpec& gpu);
 
 }  // namespace vtrain::cli
 

@@ -11,11 +11,11 @@
 #include "client/svg_plot.h"
 #include "common/connection.h"
 #include "common/files.h"
-#include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
 #include "proto/curve_convert.h"
 #include "proto/enum_convert.h"
 #include "proto/json.h"
+#include "service/service.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
 namespace vtrain::cli {
@@ -76,23 +76,6 @@ absl::StatusOr<v1::ThroughputCurveRequest> CurveRequestFromFlags(const common::F
 }
 
 }  // namespace
-
-// The curves in this process on the built-in profiles, as a server draws them.
-absl::StatusOr<v1::ThroughputCurveResponse> CurveLocally(const v1::ThroughputCurveRequest& r,
-                                                         int threads) {
-  VTRAIN_ASSIGN_OR_RETURN(convert::CurveCall call, convert::CurveCallFromProto(r));
-  v1::ThroughputCurveResponse resp;
-  resp.set_policy(r.policy() == v1::CURVE_POLICY_UNSPECIFIED ? v1::CURVE_POLICY_BEST : r.policy());
-  CurveOptions options;
-  options.threads = threads;
-  for (size_t i = 0; i < call.specs.size(); ++i) {
-    const ProfileSet profiles = BuiltinProfileSet(call.specs[i].cluster.gpu);
-    VTRAIN_ASSIGN_OR_RETURN(std::vector<CurvePoint> points,
-                            ThroughputCurve(call.specs[i], profiles, options));
-    convert::CurveToProto(call.names[i], points, resp.add_curves());
-  }
-  return resp;
-}
 
 absl::StatusOr<v1::ThroughputCurveResponse> CurveRemotely(const common::FlagParser& flags,
                                                           const v1::ThroughputCurveRequest& r) {
@@ -213,10 +196,9 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   absl::StatusOr<v1::ThroughputCurveRequest> request = CurveRequestFromFlags(flags);
   if (!request.ok()) return Fail(err, "curve", request.status());
-  absl::StatusOr<std::optional<int64_t>> threads = flags.GetInt("threads");
+  absl::StatusOr<int> threads = flags.GetThreads();
   if (!threads.ok()) return Fail(err, "curve", threads.status());
-  const int n_threads =
-      static_cast<int>(threads->value_or(std::max(1u, std::thread::hardware_concurrency())));
+  const int n_threads = *threads;
   std::vector<v1::ThroughputCurveRequest> requests = {*request};
   if (flags.Switch("compare")) {
     requests[0].set_policy(v1::CURVE_POLICY_DATA_PARALLEL);
@@ -224,9 +206,12 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
     requests[1].set_policy(v1::CURVE_POLICY_BEST);
   }
   std::vector<v1::ThroughputCurveResponse> responses;
+  const service::BuiltinProfiles builtin;
+  service::CallOptions local;
+  local.threads = n_threads;
   for (const v1::ThroughputCurveRequest& r : requests) {
     absl::StatusOr<v1::ThroughputCurveResponse> resp =
-        flags.Has("server") ? CurveRemotely(flags, r) : CurveLocally(r, n_threads);
+        flags.Has("server") ? CurveRemotely(flags, r) : service::ThroughputCurve(r, builtin, local);
     if (!resp.ok()) return Fail(err, "curve", resp.status());
     responses.push_back(*std::move(resp));
   }

@@ -18,6 +18,7 @@
 #include "proto/enum_convert.h"
 #include "proto/json.h"
 #include "proto/model_design_convert.h"
+#include "service/service.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
 namespace vtrain::cli {
@@ -83,15 +84,6 @@ absl::StatusOr<v1::PlanModelRequest> PlanRequestFromFlags(const common::FlagPars
   VTRAIN_ASSIGN_OR_RETURN(TrainingSpaceLists training, TrainingSpaceFromFlags(f));
   SetTrainingSpace(training, r);
   return r;
-}
-
-absl::StatusOr<v1::PlanModelResult> PlanLocally(const v1::PlanModelRequest& r) {
-  VTRAIN_ASSIGN_OR_RETURN(DesignSpec spec, convert::DesignSpecFromProto(r));
-  const ProfileSet profiles = BuiltinProfileSet(spec.cluster.gpu);
-  VTRAIN_ASSIGN_OR_RETURN(DesignResult result, DesignModel(spec, profiles));
-  v1::PlanModelResult out;
-  convert::DesignResultToProto(result, &out);
-  return out;
 }
 
 absl::StatusOr<v1::PlanModelResult> PlanRemotely(const common::FlagParser& flags,
@@ -164,7 +156,9 @@ int RunInverse(const common::FlagParser& flags, std::ostream& out, std::ostream&
   job->set_global_batch(batch->value_or(1680));
   r.set_max_gpus(gpus->value_or(4096));
   absl::StatusOr<v1::ThroughputCurveResponse> curve =
-      flags.Has("server") ? CurveRemotely(flags, r) : CurveLocally(r, /*threads=*/2);
+      flags.Has("server") ? CurveRemotely(flags, r)
+                          : service::ThroughputCurve(r, service::BuiltinProfiles(),
+                                                     service::CallOptions{.threads = 2});
   if (!curve.ok()) return bad(curve.status());
   for (const v1::CurvePoint& p : curve->curves(0).points()) {
     if (!p.fits()) continue;
@@ -226,7 +220,8 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
   absl::StatusOr<v1::PlanModelRequest> request = PlanRequestFromFlags(flags);
   if (!request.ok()) return Fail(err, "plan-model", request.status());
   absl::StatusOr<v1::PlanModelResult> r =
-      flags.Has("server") ? PlanRemotely(flags, *request) : PlanLocally(*request);
+      flags.Has("server") ? PlanRemotely(flags, *request)
+                          : service::PlanModel(*request, service::BuiltinProfiles());
   if (!r.ok()) return Fail(err, "plan-model", r.status());
   if (auto plot = flags.Get("plot")) {
     // Tokens trainable in the budget (billions) against parameters (billions),

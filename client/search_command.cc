@@ -19,11 +19,11 @@
 #include "common/connection.h"
 #include "common/flag_parser.h"
 #include "core/plan/search.h"
-#include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
 #include "proto/enum_convert.h"
 #include "proto/json.h"
 #include "proto/search_convert.h"
+#include "service/service.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
 namespace vtrain::cli {
@@ -102,19 +102,6 @@ absl::StatusOr<v1::SearchRequest> SearchRequestFromFlags(const common::FlagParse
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> headroom, f.GetDouble("memory-headroom"));
   if (headroom) r.set_memory_headroom(*headroom);
   return r;
-}
-
-// The search in this process on the built-in profiles, as a server runs it.
-absl::StatusOr<v1::SearchResult> SearchLocally(const v1::SearchRequest& request, int threads,
-                                               std::function<void(int64_t, int64_t)> progress) {
-  VTRAIN_ASSIGN_OR_RETURN(convert::SearchCall call, convert::SearchFromProto(request));
-  call.options.threads = threads;
-  call.options.progress = std::move(progress);
-  const ProfileSet profiles = DefaultProfileSet(call.space.cluster.gpu);
-  VTRAIN_ASSIGN_OR_RETURN(SearchResult result, Search(call.space, profiles, call.options));
-  v1::SearchResult out;
-  convert::SearchResultToProto(result, call, &out);
-  return out;
 }
 
 // The server streams progress, then the result.
@@ -251,7 +238,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
   absl::StatusOr<v1::SearchRequest> request = SearchRequestFromFlags(flags);
   if (!request.ok()) return Fail(err, "search", request.status());
-  absl::StatusOr<std::optional<int64_t>> threads = flags.GetInt("threads");
+  absl::StatusOr<int> threads = flags.GetThreads();
   if (!threads.ok()) return Fail(err, "search", threads.status());
   // A progress bar on a terminal.
   std::mutex progress_mu;
@@ -266,12 +253,12 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
           << "/" << total << (done == total ? "\n" : "") << std::flush;
     };
   }
+  service::CallOptions local;
+  local.threads = *threads;
+  local.progress = progress;
   absl::StatusOr<v1::SearchResult> r =
       flags.Has("server") ? SearchRemotely(flags, *request, progress)
-                          : SearchLocally(*request,
-                                          static_cast<int>(threads->value_or(
-                                              std::max(1u, std::thread::hardware_concurrency()))),
-                                          progress);
+                          : service::Search(*request, service::BuiltinProfiles(), local);
   if (!r.ok()) return Fail(err, "search", r.status());
   // Caveats go to stderr whatever the format, so that a script sees them too.
   for (const std::string& w : r->warnings()) err << "WARNING: " << w << "\n";
@@ -279,13 +266,22 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (auto plot = flags.Get("plot")) {
     if (absl::Status s = Plot(*plot, *request, *r); !s.ok()) return Fail(err, "search", s);
   }
+  // No plan is an answer, not a success: the reason goes to stderr and the
+  // exit code is 1, whatever the format.
+  auto done = [&]() {
+    if (r->has_best()) return common::kExitOk;
+    err << "vtrainctl search: no plan: "
+        << (r->no_plan_reason().empty() ? "no plan meets the objective" : r->no_plan_reason())
+        << "\n";
+    return common::kExitFailure;
+  };
   if (flags.Switch("json")) {
     out << convert::ToJson(*r);
-    return common::kExitOk;
+    return done();
   }
   if (flags.Switch("csv")) {
     out << Csv(*r);
-    return common::kExitOk;
+    return done();
   }
   for (const std::string& w : r->warnings()) out << "WARNING: " << w << "\n\n";
   out << absl::StrFormat("%d plans considered, %d out of memory, %d predicted\n", r->considered(),
@@ -294,13 +290,17 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (r->has_best()) {
     out << PlanLine("best", r->best());
   } else {
-    out << "no plan meets the objective (e.g. none trains within the deadline)\n";
+    out << "no plan meets the objective\n";
   }
-  out << "\nfastest plans:\n";
-  for (const v1::PlanSummary& p : r->fastest()) out << PlanLine("", p);
-  out << "\nPareto frontier (training time against cost):\n";
-  for (const v1::PlanSummary& p : r->pareto()) out << PlanLine("", p);
-  return common::kExitOk;
+  if (r->fastest_size() > 0) {
+    out << "\nfastest plans:\n";
+    for (const v1::PlanSummary& p : r->fastest()) out << PlanLine("", p);
+  }
+  if (r->pareto_size() > 1) {
+    out << "\nPareto frontier (training time against cost):\n";
+    for (const v1::PlanSummary& p : r->pareto()) out << PlanLine("", p);
+  }
+  return done();
 }
 
 }  // namespace vtrain::cli

@@ -10,18 +10,19 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "service/service.h"
 #include "vtrain/v1/vtrain.pb.h"
 
 namespace vtrain::server {
 
-class CurveCache {
+class CurveCache final : public service::CurveStore {
  public:
   // At most this many curves are kept; past it the cache starts over.
   static constexpr size_t kMaxEntries = 1024;
 
   // Copies the curve of `key` into `out`; false when absent.
-  bool Get(const std::string& key, v1::Curve* out) const;
-  void Put(const std::string& key, const v1::Curve& curve);
+  bool Get(const std::string& key, v1::Curve* out) const override;
+  void Put(const std::string& key, const v1::Curve& curve) override;
   int64_t hits() const;
 
  private:

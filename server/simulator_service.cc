@@ -9,12 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "core/plan/curve.h"
-#include "core/plan/model_design.h"
-#include "core/plan/search.h"
 #include "core/predict/predictor.h"
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
+#include "service/service.h"
 
 namespace vtrain::server {
 namespace {
@@ -48,6 +46,7 @@ SimulatorService::SimulatorService(const ServerOptions& options, Registry& regis
       plan_model_{"PlanModel", Access::kRead, RefusedByRegistry(options.role, "plan models")},
       predictions_(static_cast<size_t>(options.prediction_cache_entries)),
       registry_(registry),
+      source_(registry, memos_),
       admission_(admission),
       runner_(runner),
       metrics_(metrics) {
@@ -59,14 +58,23 @@ grpc::Status SimulatorService::PlanModel(grpc::ServerContext* ctx, const v1::Pla
   return runner_.Run(*ctx, plan_model_, *req, [&] { return RunPlanModel(ctx, req, writer); });
 }
 
+service::CallOptions SimulatorService::OptionsFor(const grpc::ServerContextBase* ctx) const {
+  service::CallOptions options;
+  options.max_tasks = max_tasks_;
+  options.max_graph_bytes = max_graph_bytes_;
+  options.cancelled = [ctx] { return ctx->IsCancelled(); };
+  options.simulated = [this](const char* method, int64_t wall_ns) {
+    metrics_.SimulationTime(method, wall_ns);
+  };
+  return options;
+}
+
 absl::Status SimulatorService::RunPlanModel(const grpc::ServerContext* ctx,
                                             const v1::PlanModelRequest* req,
                                             grpc::ServerWriter<v1::PlanModelResponse>* writer) {
-  VTRAIN_ASSIGN_OR_RETURN(DesignSpec spec, convert::DesignSpecFromProto(*req));
-  VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
-                          registry_.TablesFor(/*profile_set_id=*/"", spec.cluster.gpu));
-  DesignOptions options;
-  options.cancelled = [ctx] { return ctx->IsCancelled(); };
+  VTRAIN_ASSIGN_OR_RETURN(service::PreparedPlanModel prepared,
+                          service::PreparePlanModel(*req, source_));
+  service::CallOptions options = OptionsFor(ctx);
   options.progress = [writer](int64_t done, int64_t total) {
     v1::PlanModelResponse msg;
     msg.mutable_progress()->set_evaluated(done);
@@ -74,11 +82,10 @@ absl::Status SimulatorService::RunPlanModel(const grpc::ServerContext* ctx,
     writer->Write(msg);
   };
   VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot slot, admission_.Enter(options.cancelled));
-  absl::StatusOr<DesignResult> result = DesignModel(spec, *tables, options);
+  absl::StatusOr<v1::PlanModelResult> result = service::RunPlanModel(prepared, options);
   if (!result.ok()) return ExplainCancellation(*ctx, result.status(), "model planning");
   v1::PlanModelResponse msg;
-  convert::DesignResultToProto(*result, msg.mutable_result());
-  metrics_.SimulationTime("PlanModel", result->simulation.wall_ns);
+  *msg.mutable_result() = *std::move(result);
   writer->Write(msg);
   return absl::OkStatus();
 }
@@ -92,38 +99,15 @@ grpc::Status SimulatorService::ThroughputCurve(grpc::ServerContext* ctx,
 absl::Status SimulatorService::RunCurve(const grpc::ServerContext* ctx,
                                         const v1::ThroughputCurveRequest* req,
                                         v1::ThroughputCurveResponse* resp) {
-  VTRAIN_ASSIGN_OR_RETURN(convert::CurveCall call, convert::CurveCallFromProto(*req));
-  resp->set_policy(req->policy() == v1::CURVE_POLICY_UNSPECIFIED ? v1::CURVE_POLICY_BEST
-                                                                 : req->policy());
-  CurveOptions options;
-  options.cancelled = [ctx] { return ctx->IsCancelled(); };
+  VTRAIN_ASSIGN_OR_RETURN(service::PreparedCurves prepared, service::PrepareCurves(*req, source_));
+  service::CallOptions options = OptionsFor(ctx);
   VTRAIN_ASSIGN_OR_RETURN(std::vector<AdmissionGate::Slot> slots,
                           admission_.EnterWide(options.cancelled));
   options.threads = static_cast<int>(slots.size());
-  for (size_t i = 0; i < call.specs.size(); ++i) {
-    const CurveSpec& spec = call.specs[i];
-    VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
-                            registry_.TablesFor(/*profile_set_id=*/"", spec.cluster.gpu));
-    // Cached per (job shape, plan space, counts, profile set): schedulers ask
-    // for the same curves again and again.
-    v1::ThroughputCurveRequest key_request = *req;
-    key_request.clear_jobs();
-    *key_request.add_jobs() = req->jobs(static_cast<int>(i));
-    key_request.mutable_jobs(0)->clear_name();
-    const std::string key =
-        absl::StrCat(tables->id, "/", tables->name, "/", key_request.SerializeAsString());
-    v1::Curve* curve = resp->add_curves();
-    if (curve_cache_.Get(key, curve)) {
-      curve->set_name(call.names[i]);
-      continue;
-    }
-    absl::StatusOr<std::vector<CurvePoint>> points =
-        vtrain::ThroughputCurve(spec, *tables, options);
-    if (!points.ok()) return ExplainCancellation(*ctx, points.status(), "curve");
-    convert::CurveToProto(call.names[i], *points, curve);
-    metrics_.SimulationTime("ThroughputCurve", curve->simulation().wall_ns());
-    curve_cache_.Put(key, *curve);
-  }
+  absl::StatusOr<v1::ThroughputCurveResponse> curves =
+      service::RunCurves(prepared, options, &curve_cache_);
+  if (!curves.ok()) return ExplainCancellation(*ctx, curves.status(), "curve");
+  *resp = *std::move(curves);
   return absl::OkStatus();
 }
 
@@ -159,13 +143,16 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
   if (status.ok() && predictions_.enabled()) {
     // The set conversion picked is normally the one keyed above (unless a
     // push came in between, or the GPU has only built-in tables).
-    prepared->cache_key = prepared->tables->id == keyed_set_id && !cache_key.empty()
+    const std::string& set_id = prepared->call.tables->id;
+    prepared->cache_key = set_id == keyed_set_id && !cache_key.empty()
                               ? std::move(cache_key)
-                              : PredictionCache::Key(prepared->tables->id, *req);
+                              : PredictionCache::Key(set_id, *req);
   }
   if (status.ok()) {
     std::optional<AdmissionGate::Slot> slot;
-    if (prepared->options.granularity == Granularity::kOperator) slot = admission_.TryEnter();
+    if (prepared->call.options.granularity == Granularity::kOperator) {
+      slot = admission_.TryEnter();
+    }
     if (!slot.has_value()) {
       // Long or queued: off gRPC's thread. The call stays open until Finish,
       // so the server's shutdown waits for this thread's answer (a queued
@@ -176,7 +163,7 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
           // Held for the simulation only; queued calls wait until their
           // deadline or cancellation.
           VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot waited,
-                                  admission_.Enter(p->options.cancelled));
+                                  admission_.Enter(p->call.options.cancelled));
           return SimulatePredict(ctx, *p, std::move(waited), resp);
         }();
         // Nothing of the call may outlive Finish: the server's shutdown
@@ -199,43 +186,39 @@ grpc::Status SimulatorService::Search(grpc::ServerContext* ctx, const v1::Search
 
 absl::StatusOr<SimulatorService::PreparedPrediction> SimulatorService::PreparePredict(
     const grpc::ServerContextBase* ctx, const v1::PredictRequest* req) const {
-  VTRAIN_ASSIGN_OR_RETURN(Job job, convert::JobFromProto(*req));
-  VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
-                          registry_.TablesFor(req->profile_set_id(), job.cluster.gpu));
-  VTRAIN_ASSIGN_OR_RETURN(PredictOptions options, convert::OptionsFromProto(*req));
-  options.max_tasks = max_tasks_;
-  options.max_graph_bytes = max_graph_bytes_;
-  options.cancelled = [ctx] { return ctx->IsCancelled(); };
-  std::shared_ptr<LookupMemo> memo = memos_.For(tables);
-  options.memo = memo.get();
-  return PreparedPrediction{std::move(job), std::move(tables), std::move(memo), std::move(options),
-                            /*cache_key=*/""};
+  VTRAIN_ASSIGN_OR_RETURN(service::PreparedPredict call,
+                          service::PreparePredict(*req, source_, OptionsFor(ctx)));
+  return PreparedPrediction{std::move(call), /*cache_key=*/""};
 }
 
 absl::Status SimulatorService::SimulatePredict(const grpc::ServerContextBase* ctx,
                                                const PreparedPrediction& prepared,
                                                AdmissionGate::Slot slot,
                                                v1::PredictResponse* resp) {
-  const Job& job = prepared.job;
-  absl::StatusOr<Prediction> p = vtrain::Predict(job, *prepared.tables, prepared.options);
+  absl::Status status = service::RunPredict(prepared.call, OptionsFor(ctx), resp);
   slot.Release();
-  if (!p.ok()) return ExplainCancellation(*ctx, p.status(), "simulation");
-  convert::PredictionToProto(job, *p, resp);
-  metrics_.SimulatedTasks(static_cast<double>(p->simulation.tasks));
-  metrics_.SimulationTime("Predict", p->simulation.wall_ns);
-  for (int f = 0; f < kNumFidelities; ++f) {
-    if (p->fidelity.lookups[f] > 0) {
-      metrics_.Lookups(std::string(FidelityName(static_cast<Fidelity>(f))),
-                       static_cast<double>(p->fidelity.lookups[f]));
-    }
+  if (!status.ok()) return ExplainCancellation(*ctx, status, "simulation");
+  // Metrics and profiling work read the answer, as any client could.
+  const v1::FidelitySummary& fidelity = resp->fidelity();
+  metrics_.SimulatedTasks(static_cast<double>(resp->simulation().tasks()));
+  const std::pair<Fidelity, int64_t> lookups[] = {
+      {Fidelity::kMeasured, fidelity.measured()},
+      {Fidelity::kInterpolated, fidelity.interpolated()},
+      {Fidelity::kAnalytical, fidelity.analytical()}};
+  for (const auto& [f, count] : lookups) {
+    if (count > 0) metrics_.Lookups(std::string(FidelityName(f)), static_cast<double>(count));
   }
-  RecordMissing(ctx, job.cluster.gpu.name, p->fidelity.missing_keys, p->memory.fits);
+  std::vector<std::string> missing(fidelity.missing_keys().begin(),
+                                   fidelity.missing_keys().end());
+  const bool fits = resp->memory().fits();
+  const std::string& gpu = prepared.call.job.cluster.gpu.name;
+  RecordMissing(ctx, gpu, missing, fits);
   if (!prepared.cache_key.empty()) {
     auto answer = std::make_shared<PredictionCache::Answer>();
     answer->response = *resp;
-    answer->missing_keys = std::move(p->fidelity.missing_keys);
-    answer->fits = p->memory.fits;
-    answer->gpu = job.cluster.gpu.name;
+    answer->missing_keys = std::move(missing);
+    answer->fits = fits;
+    answer->gpu = gpu;
     predictions_.Put(prepared.cache_key, std::move(answer));
   }
   return absl::OkStatus();
@@ -251,14 +234,8 @@ void SimulatorService::RecordMissing(const grpc::ServerContextBase* ctx, const s
 absl::Status SimulatorService::RunSearch(const grpc::ServerContext* ctx,
                                          const v1::SearchRequest* req,
                                          grpc::ServerWriter<v1::SearchResponse>* writer) {
-  VTRAIN_ASSIGN_OR_RETURN(convert::SearchCall call, convert::SearchFromProto(*req));
-  const SearchSpace& space = call.space;
-  SearchOptions& options = call.options;
-  VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
-                          registry_.TablesFor(/*profile_set_id=*/"", space.cluster.gpu));
-  options.cancelled = [ctx] { return ctx->IsCancelled(); };
-  const std::shared_ptr<LookupMemo> memo = memos_.For(tables);
-  options.memo = memo.get();
+  VTRAIN_ASSIGN_OR_RETURN(service::PreparedSearch prepared, service::PrepareSearch(*req, source_));
+  service::CallOptions options = OptionsFor(ctx);
   // Admission covers searches too: one slot, waited for like a prediction's,
   // then as many more as are free now; the search runs a thread per slot.
   VTRAIN_ASSIGN_OR_RETURN(std::vector<AdmissionGate::Slot> slots,
@@ -276,11 +253,10 @@ absl::Status SimulatorService::RunSearch(const grpc::ServerContext* ctx,
     msg.mutable_progress()->set_total(total);
     writer->Write(msg);
   };
-  absl::StatusOr<SearchResult> result = vtrain::Search(space, *tables, options);
+  absl::StatusOr<v1::SearchResult> result = service::RunSearch(prepared, options);
   if (!result.ok()) return ExplainCancellation(*ctx, result.status(), "search");
   v1::SearchResponse msg;
-  convert::SearchResultToProto(*result, call, msg.mutable_result());
-  metrics_.SimulationTime("Search", result->simulation.wall_ns);
+  *msg.mutable_result() = *std::move(result);
   {
     absl::MutexLock lock(&write_mu);
     writer->Write(msg);

@@ -1,6 +1,7 @@
-// The Simulator gRPC service: Predict, Search and ThroughputCurve, translated from their
-// messages into core calls over the profile sets a Registry holds, behind the
-// admission gate.
+// The Simulator gRPC service: Predict, Search, ThroughputCurve and PlanModel.
+// Each handler is admission -> cache -> service::X (service/service.h, over the
+// profile sets a Registry holds) -> metrics; the answer itself is computed
+// where vtrainctl --local computes it.
 #ifndef VTRAIN_SERVER_SIMULATOR_SERVICE_H_
 #define VTRAIN_SERVER_SIMULATOR_SERVICE_H_
 
@@ -20,6 +21,7 @@
 #include "server/prediction_cache.h"
 #include "server/registry.h"
 #include "server/server.h"
+#include "service/service.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
 namespace vtrain::server {
@@ -51,12 +53,29 @@ class SimulatorService final
  private:
   // A Predict request converted and validated, ready to simulate.
   struct PreparedPrediction {
-    Job job;
-    std::shared_ptr<const ProfileSet> tables;
-    std::shared_ptr<LookupMemo> memo;  // of `tables`; options.memo points to it
-    PredictOptions options;
+    service::PreparedPredict call;
     std::string cache_key;  // empty: the answer is not cached
   };
+  // The profile sets of the registry, with the lookup memos of this service.
+  class Source final : public service::ProfileSource {
+   public:
+    Source(const Registry& registry, MemoCache& memos) : registry_(registry), memos_(memos) {}
+    absl::StatusOr<std::shared_ptr<const ProfileSet>> TablesFor(
+        const std::string& profile_set_id, const GpuSpec& gpu) const override {
+      return registry_.TablesFor(profile_set_id, gpu);
+    }
+    std::shared_ptr<LookupMemo> MemoFor(
+        const std::shared_ptr<const ProfileSet>& tables) const override {
+      return memos_.For(tables);
+    }
+
+   private:
+    const Registry& registry_;
+    MemoCache& memos_;
+  };
+  // The options of a call: the server's bounds, the caller's cancellation,
+  // simulation times into the metrics.
+  service::CallOptions OptionsFor(const grpc::ServerContextBase* ctx) const;
   absl::StatusOr<PreparedPrediction> PreparePredict(const grpc::ServerContextBase* ctx,
                                                     const v1::PredictRequest* req) const;
   // Simulates `p` holding `slot` (released as soon as the simulation ends)
@@ -82,9 +101,10 @@ class SimulatorService final
   const Method plan_model_;
   CurveCache curve_cache_;
   ArenaAllocator<v1::PredictRequest, v1::PredictResponse> predict_allocator_;
-  mutable MemoCache memos_;  // a cache: filled by const PreparePredict
+  MemoCache memos_;
   PredictionCache predictions_;
   Registry& registry_;
+  const Source source_;  // after memos_ and registry_, which it refers to
   AdmissionGate& admission_;
   const MethodRunner& runner_;
   Metrics& metrics_;

@@ -22,6 +22,27 @@ TEST(BadCommandLineTest, EveryBadCommandLineExitsTwoNamingTheFlag) {
   const std::string bad_json = dir_.File("bad.json");
   std::ofstream(bad_json) << "{\"model\": {\"preset\": 12}";
   const std::string server = absl::StrCat("127.0.0.1:", server_->port());
+  // A job file and a vTrain configuration with one defect each, and a
+  // one-job cluster trace (ITP columns).
+  const std::string twice = dir_.File("twice.json");
+  std::ofstream(twice) << R"({"model": {"preset": "gpt3-1.3b"}, "cluster": {"num_gpus": 8},
+      "plan": {"global_batch": 64, "globalBatch": 32}})";
+  const std::string zero_tp = dir_.File("zero_tp.json");
+  std::ofstream(zero_tp) << R"({"model": {"preset": "gpt3-1.3b"}, "cluster": {"num_gpus": 8},
+      "plan": {"global_batch": 64, "tensor_parallel": 0}})";
+  const std::string config_base =
+      R"("num_gpus": 8, "tensor_parallel_size": 1, "data_parallel_size": 8,
+      "pipeline_parallel_size": 1, "global_batch_size": 64, "micro_batch_size": 1,
+      "num_layers": 2, "hidden_size": 256, "num_attention_heads": 4, "max_length": 128)";
+  const std::string misspelt = dir_.File("misspelt.json");
+  std::ofstream(misspelt) << "{" << config_base << R"(, "micro_batch_sizee": 2})";
+  const std::string string_flag = dir_.File("string_flag.json");
+  std::ofstream(string_flag) << "{" << config_base << R"(, "use_checkpoint": "false"})";
+  const std::string number_schedule = dir_.File("number_schedule.json");
+  std::ofstream(number_schedule) << "{" << config_base << R"(, "pipeline_scheduling": 1})";
+  const std::string trace = dir_.File("trace.csv");
+  std::ofstream(trace) << "job_id,submission_time,num_iteration,model_name,deadline,batch_size,"
+                          "num_gpu,duration\n1,0,1000,resnet50,7200,64,8,3600\n";
   const std::vector<std::string> job = {"--model", "gpt3-1.3b",      "--gpus",
                                         "8",       "--global-batch", "64"};
   struct CliCase {
@@ -85,6 +106,33 @@ TEST(BadCommandLineTest, EveryBadCommandLineExitsTwoNamingTheFlag) {
       {{"cluster-sim", "--trace", bad_json}, "bad.json: no jobs"},
       {{"cluster-sim", "--trace", bad_json, "--policy", "random"}, "bad.json"},
       {{"cluster-sim", "--trace", dir_.File("absent.csv")}, "absent.csv"},
+      // A given 0 is refused, never read as "the default" (issue 28).
+      {Concat({"predict", "--tp", "0"}, job), "plan.tensor_parallel=0"},
+      {Concat({"predict", "--pp", "0"}, job), "plan.pipeline_parallel=0"},
+      {Concat({"predict", "--micro-batch", "0"}, job), "plan.micro_batch=0"},
+      {Concat({"predict", "--seq-len", "0"}, job), "model.seq_len=0"},
+      {{"predict", "--model", "gpt3-1.3b", "--gpus", "0", "--global-batch", "64"},
+       "cluster.num_gpus=0"},
+      {{"predict", "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "0"},
+       "plan.global_batch=0 (--global-batch) must be at least 1"},
+      {Concat({"predict", "--server", server, "--tp", "0"}, job), "plan.tensor_parallel=0"},
+      {{"predict", "-f", zero_tp}, "plan.tensor_parallel=0"},
+      {{"predict", "-f", twice}, "'plan.globalBatch' appears twice"},
+      {{"predict", "--vtrain-config", misspelt}, "unknown key 'micro_batch_sizee'"},
+      {{"predict", "--vtrain-config", string_flag}, "'use_checkpoint' must be true or false"},
+      {{"predict", "--vtrain-config", number_schedule}, "'pipeline_scheduling' must be a string"},
+      // Bounded, regular-file reads; ranges checked before use.
+      {{"predict", "-f", "/dev/zero"}, "not a regular file"},
+      {{"predict", "-f", dir_.File("")}, "is a directory"},
+      {Concat({"predict", "--bucket-size", "1e30B"}, job), "out of range"},
+      {Concat({"predict", "--max-tasks", "-1"}, job), "--max-tasks=-1"},
+      {{"search", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpus", "8", "--threads",
+        "-5"},
+       "--threads=-5"},
+      {{"curve", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpu-counts", "8",
+        "--threads", "0"},
+       "--threads=0"},
+      {{"cluster-sim", "--trace", trace, "--gpus", "4"}, "less than one node"},
   };
   for (const CliCase& c : cases) {
     const testing::ProcessResult r = Vtrainctl(c.args);

@@ -1,0 +1,177 @@
+#include "service/service.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/plan/search.h"
+#include "core/util/status_macros.h"
+#include "proto/job_convert.h"
+#include "proto/model_design_convert.h"
+#include "proto/prediction_convert.h"
+
+namespace vtrain::service {
+namespace {
+
+void ReportSimulation(const CallOptions& options, const char* method, int64_t wall_ns) {
+  if (options.simulated) options.simulated(method, wall_ns);
+}
+
+}  // namespace
+
+// ---- Predict
+
+absl::StatusOr<PreparedPredict> PreparePredict(const v1::PredictRequest& request,
+                                               const ProfileSource& source,
+                                               const CallOptions& options) {
+  VTRAIN_ASSIGN_OR_RETURN(Job job, convert::JobFromProto(request));
+  VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
+                          source.TablesFor(request.profile_set_id(), job.cluster.gpu));
+  VTRAIN_ASSIGN_OR_RETURN(PredictOptions predict_options, convert::OptionsFromProto(request));
+  predict_options.max_tasks = options.max_tasks;
+  predict_options.max_graph_bytes = options.max_graph_bytes;
+  predict_options.cancelled = options.cancelled;
+  std::shared_ptr<LookupMemo> memo = source.MemoFor(tables);
+  predict_options.memo = memo.get();
+  return PreparedPredict{std::move(job), std::move(tables), std::move(memo),
+                         std::move(predict_options)};
+}
+
+absl::Status RunPredict(const PreparedPredict& prepared, const CallOptions& options,
+                        v1::PredictResponse* response) {
+  VTRAIN_ASSIGN_OR_RETURN(Prediction prediction,
+                          vtrain::Predict(prepared.job, *prepared.tables, prepared.options));
+  convert::PredictionToProto(prepared.job, prediction, response);
+  ReportSimulation(options, "Predict", prediction.simulation.wall_ns);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::PredictResponse> Predict(const v1::PredictRequest& request,
+                                            const ProfileSource& source,
+                                            const CallOptions& options) {
+  VTRAIN_ASSIGN_OR_RETURN(PreparedPredict prepared, PreparePredict(request, source, options));
+  v1::PredictResponse response;
+  VTRAIN_RETURN_IF_ERROR(RunPredict(prepared, options, &response));
+  return response;
+}
+
+// ---- Search
+
+absl::StatusOr<PreparedSearch> PrepareSearch(const v1::SearchRequest& request,
+                                             const ProfileSource& source) {
+  VTRAIN_ASSIGN_OR_RETURN(convert::SearchCall call, convert::SearchFromProto(request));
+  VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
+                          source.TablesFor(/*profile_set_id=*/"", call.space.cluster.gpu));
+  std::shared_ptr<LookupMemo> memo = source.MemoFor(tables);
+  return PreparedSearch{std::move(call), std::move(tables), std::move(memo)};
+}
+
+absl::StatusOr<v1::SearchResult> RunSearch(const PreparedSearch& prepared,
+                                           const CallOptions& options) {
+  SearchOptions search_options = prepared.call.options;
+  search_options.threads = options.threads;
+  search_options.progress = options.progress;
+  search_options.cancelled = options.cancelled;
+  search_options.memo = prepared.memo.get();
+  VTRAIN_ASSIGN_OR_RETURN(SearchResult result,
+                          vtrain::Search(prepared.call.space, *prepared.tables, search_options));
+  v1::SearchResult out;
+  convert::SearchResultToProto(result, prepared.call, &out);
+  ReportSimulation(options, "Search", result.simulation.wall_ns);
+  return out;
+}
+
+absl::StatusOr<v1::SearchResult> Search(const v1::SearchRequest& request,
+                                        const ProfileSource& source, const CallOptions& options) {
+  VTRAIN_ASSIGN_OR_RETURN(PreparedSearch prepared, PrepareSearch(request, source));
+  return RunSearch(prepared, options);
+}
+
+// ---- ThroughputCurve
+
+absl::StatusOr<PreparedCurves> PrepareCurves(const v1::ThroughputCurveRequest& request,
+                                             const ProfileSource& source) {
+  PreparedCurves prepared;
+  VTRAIN_ASSIGN_OR_RETURN(prepared.call, convert::CurveCallFromProto(request));
+  for (const CurveSpec& spec : prepared.call.specs) {
+    VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
+                            source.TablesFor(/*profile_set_id=*/"", spec.cluster.gpu));
+    prepared.tables.push_back(std::move(tables));
+  }
+  prepared.request = request;
+  return prepared;
+}
+
+absl::StatusOr<v1::ThroughputCurveResponse> RunCurves(const PreparedCurves& prepared,
+                                                      const CallOptions& options,
+                                                      CurveStore* store) {
+  const v1::ThroughputCurveRequest& request = prepared.request;
+  v1::ThroughputCurveResponse response;
+  response.set_policy(request.policy() == v1::CURVE_POLICY_UNSPECIFIED ? v1::CURVE_POLICY_BEST
+                                                                       : request.policy());
+  CurveOptions curve_options;
+  curve_options.threads = options.threads;
+  curve_options.cancelled = options.cancelled;
+  for (size_t i = 0; i < prepared.call.specs.size(); ++i) {
+    const ProfileSet& tables = *prepared.tables[i];
+    v1::Curve* curve = response.add_curves();
+    std::string key;
+    if (store != nullptr) {
+      // Keyed by the job's shape (not its name), the plan space, the counts
+      // and the profile set.
+      v1::ThroughputCurveRequest key_request = request;
+      key_request.clear_jobs();
+      *key_request.add_jobs() = request.jobs(static_cast<int>(i));
+      key_request.mutable_jobs(0)->clear_name();
+      key = absl::StrCat(tables.id, "/", tables.name, "/", key_request.SerializeAsString());
+      if (store->Get(key, curve)) {
+        curve->set_name(prepared.call.names[i]);
+        continue;
+      }
+    }
+    VTRAIN_ASSIGN_OR_RETURN(std::vector<CurvePoint> points,
+                            vtrain::ThroughputCurve(prepared.call.specs[i], tables, curve_options));
+    convert::CurveToProto(prepared.call.names[i], points, curve);
+    ReportSimulation(options, "ThroughputCurve", curve->simulation().wall_ns());
+    if (store != nullptr) store->Put(key, *curve);
+  }
+  return response;
+}
+
+absl::StatusOr<v1::ThroughputCurveResponse> ThroughputCurve(
+    const v1::ThroughputCurveRequest& request, const ProfileSource& source,
+    const CallOptions& options) {
+  VTRAIN_ASSIGN_OR_RETURN(PreparedCurves prepared, PrepareCurves(request, source));
+  return RunCurves(prepared, options);
+}
+
+// ---- PlanModel
+
+absl::StatusOr<PreparedPlanModel> PreparePlanModel(const v1::PlanModelRequest& request,
+                                                   const ProfileSource& source) {
+  VTRAIN_ASSIGN_OR_RETURN(DesignSpec spec, convert::DesignSpecFromProto(request));
+  VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
+                          source.TablesFor(/*profile_set_id=*/"", spec.cluster.gpu));
+  return PreparedPlanModel{std::move(spec), std::move(tables)};
+}
+
+absl::StatusOr<v1::PlanModelResult> RunPlanModel(const PreparedPlanModel& prepared,
+                                                 const CallOptions& options) {
+  DesignOptions design_options;
+  design_options.cancelled = options.cancelled;
+  design_options.progress = options.progress;
+  VTRAIN_ASSIGN_OR_RETURN(DesignResult result,
+                          DesignModel(prepared.spec, *prepared.tables, design_options));
+  v1::PlanModelResult out;
+  convert::DesignResultToProto(result, &out);
+  ReportSimulation(options, "PlanModel", result.simulation.wall_ns);
+  return out;
+}
+
+absl::StatusOr<v1::PlanModelResult> PlanModel(const v1::PlanModelRequest& request,
+                                              const ProfileSource& source,
+                                              const CallOptions& options) {
+  VTRAIN_ASSIGN_OR_RETURN(PreparedPlanModel prepared, PreparePlanModel(request, source));
+  return RunPlanModel(prepared, options);
+}
+
+}  // namespace vtrain::service

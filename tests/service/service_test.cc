@@ -1,0 +1,172 @@
+// The service layer both front ends call: answers equal to core's, named
+// profile sets refused without a server, a lent curve store consulted, and
+// progress and simulation reports delivered.
+#include "service/service.h"
+
+#include <atomic>
+#include <map>
+#include <string>
+
+#include "core/predict/predictor.h"
+#include "core/profile/default_profiles.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/job_convert.h"
+#include "tests/testing/status_matchers.h"
+
+namespace vtrain::service {
+namespace {
+
+using ::testing::HasSubstr;
+using ::vtrain::testing::StatusIs;
+
+v1::PredictRequest SmallJob() {
+  v1::PredictRequest r;
+  r.mutable_model()->set_preset("gpt3-1.3b");
+  r.mutable_cluster()->set_num_gpus(8);
+  r.mutable_plan()->set_tensor_parallel(2);
+  r.mutable_plan()->set_global_batch(64);
+  return r;
+}
+
+TEST(ServiceTest, PredictAnswersAsCoreDoesOnTheBuiltInTables) {
+  const BuiltinProfiles builtin;
+  absl::StatusOr<v1::PredictResponse> r = Predict(SmallJob(), builtin);
+  ASSERT_TRUE(r.ok()) << r.status();
+  absl::StatusOr<Job> job = convert::JobFromProto(SmallJob());
+  ASSERT_TRUE(job.ok());
+  absl::StatusOr<Prediction> core = vtrain::Predict(*job, DefaultProfileSet(job->cluster.gpu));
+  ASSERT_TRUE(core.ok());
+  EXPECT_EQ(r->iteration_time_ns(), core->iteration_time_ns);
+  EXPECT_EQ(r->plan().tensor_parallel(), 2);
+  EXPECT_EQ(r->plan().data_parallel(), 4);
+  // Named by content, as a server names the seeded set.
+  EXPECT_EQ(r->profile_set_id(), BuiltinProfileSet(job->cluster.gpu).id);
+  EXPECT_THAT(r->profile_set_id(), HasSubstr("sha256:"));
+}
+
+TEST(ServiceTest, BuiltinTablesAreMadeOncePerGpuAndNamedSetsAreRefused) {
+  const BuiltinProfiles builtin;
+  const GpuSpec a100 = *GpuByName("a100-sxm4-80gb");
+  absl::StatusOr<std::shared_ptr<const ProfileSet>> first = builtin.TablesFor("", a100);
+  absl::StatusOr<std::shared_ptr<const ProfileSet>> again = builtin.TablesFor("", a100);
+  ASSERT_TRUE(first.ok() && again.ok());
+  EXPECT_EQ(first->get(), again->get());
+  absl::StatusOr<std::shared_ptr<const ProfileSet>> h100 =
+      builtin.TablesFor("", *GpuByName("h100-sxm5-80gb"));
+  ASSERT_TRUE(h100.ok());
+  EXPECT_NE(first->get(), h100->get());
+  v1::PredictRequest named = SmallJob();
+  named.set_profile_set_id("sha256:abc");
+  EXPECT_THAT(Predict(named, builtin),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("profile_set_id='sha256:abc'")));
+}
+
+TEST(ServiceTest, BadRequestsAreRefusedBeforeAnyWork) {
+  const BuiltinProfiles builtin;
+  std::atomic<int> simulated{0};
+  CallOptions options;
+  options.simulated = [&](const char*, int64_t) { ++simulated; };
+  v1::PredictRequest bad = SmallJob();
+  bad.mutable_plan()->set_tensor_parallel(3);
+  EXPECT_THAT(Predict(bad, builtin, options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("plan.tensor_parallel")));
+  v1::SearchRequest search;
+  search.mutable_model()->set_preset("gpt3-1.3b");
+  EXPECT_THAT(PrepareSearch(search, builtin), StatusIs(absl::StatusCode::kInvalidArgument));
+  v1::ThroughputCurveRequest curve;
+  EXPECT_THAT(PrepareCurves(curve, builtin), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(simulated.load(), 0);
+}
+
+// A curve store that counts what it is asked.
+class CountingStore final : public CurveStore {
+ public:
+  bool Get(const std::string& key, v1::Curve* out) const override {
+    ++gets;
+    auto it = curves.find(key);
+    if (it == curves.end()) return false;
+    *out = it->second;
+    return true;
+  }
+  void Put(const std::string& key, const v1::Curve& curve) override { curves[key] = curve; }
+  mutable int gets = 0;
+  std::map<std::string, v1::Curve> curves;
+};
+
+TEST(ServiceTest, CurvesComeFromALentStoreWhenDrawnBefore) {
+  const BuiltinProfiles builtin;
+  v1::ThroughputCurveRequest request;
+  v1::CurveJob* job = request.add_jobs();
+  job->set_name("first");
+  job->mutable_model()->set_preset("gpt3-1.3b");
+  job->set_global_batch(64);
+  request.add_gpu_counts(8);
+  request.add_gpu_counts(16);
+  int simulated = 0;
+  CallOptions options;
+  options.simulated = [&](const char* method, int64_t) {
+    EXPECT_STREQ(method, "ThroughputCurve");
+    ++simulated;
+  };
+  CountingStore store;
+  absl::StatusOr<PreparedCurves> prepared = PrepareCurves(request, builtin);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  absl::StatusOr<v1::ThroughputCurveResponse> drawn = RunCurves(*prepared, options, &store);
+  ASSERT_TRUE(drawn.ok()) << drawn.status();
+  EXPECT_EQ(simulated, 1);
+  EXPECT_EQ(store.curves.size(), 1u);
+  // The same job under another name: from the store, renamed.
+  request.mutable_jobs(0)->set_name("second");
+  prepared = PrepareCurves(request, builtin);
+  ASSERT_TRUE(prepared.ok());
+  absl::StatusOr<v1::ThroughputCurveResponse> again = RunCurves(*prepared, options, &store);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(simulated, 1);
+  EXPECT_EQ(again->curves(0).name(), "second");
+  ASSERT_EQ(again->curves(0).points_size(), drawn->curves(0).points_size());
+  EXPECT_EQ(again->curves(0).points(1).iteration_time_ms(),
+            drawn->curves(0).points(1).iteration_time_ms());
+  EXPECT_EQ(again->policy(), v1::CURVE_POLICY_BEST);
+}
+
+TEST(ServiceTest, SearchReportsProgressAndItsSimulation) {
+  const BuiltinProfiles builtin;
+  v1::SearchRequest request;
+  request.mutable_model()->set_preset("gpt3-1.3b");
+  request.set_global_batch(64);
+  request.set_gpus(8);
+  std::atomic<int64_t> last_done{0}, last_total{0};
+  int simulated = 0;
+  CallOptions options;
+  options.threads = 2;
+  options.progress = [&](int64_t done, int64_t total) {
+    last_done = done;
+    last_total = total;
+  };
+  options.simulated = [&](const char* method, int64_t) {
+    EXPECT_STREQ(method, "Search");
+    ++simulated;
+  };
+  absl::StatusOr<v1::SearchResult> r = Search(request, builtin, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->has_best());
+  EXPECT_TRUE(r->no_plan_reason().empty());
+  EXPECT_GT(last_total.load(), 0);
+  EXPECT_EQ(last_done.load(), last_total.load());
+  EXPECT_EQ(simulated, 1);
+}
+
+TEST(ServiceTest, CancelledWorkStops) {
+  const BuiltinProfiles builtin;
+  v1::SearchRequest request;
+  request.mutable_model()->set_preset("gpt3-1.3b");
+  request.set_global_batch(64);
+  request.set_gpus(8);
+  CallOptions options;
+  options.cancelled = [] { return true; };
+  EXPECT_THAT(Search(request, builtin, options), StatusIs(absl::StatusCode::kCancelled));
+}
+
+}  // namespace
+}  // namespace vtrain::service
