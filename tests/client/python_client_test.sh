@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The Python client against a real vtrain-server on loopback: the example
 # scheduler asks for throughput curves of two models under both policies and
-# prints the table; a bad request comes back as the server's error.
+# prints the table; a bad request comes back as the server's error; predict,
+# search, curve, plan_model and profiles take and return dicts in JSON form
+# (matching vtrainctl --json when vtrainctl is built next to the server), and
+# an unknown key or enum name is refused before anything is sent.
 # usage: python_client_test.sh VTRAIN_SERVER STUBS_DIR SOURCE_DIR
 set -euo pipefail
 server_bin=$1 stubs=$2 src=$3
+export PYTHONDONTWRITEBYTECODE=1  # no __pycache__ in the source tree
 work=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 "$server_bin" --listen 127.0.0.1:0 --db "$work/v.db" > "$work/out" 2> "$work/err" &
@@ -41,5 +45,160 @@ except VtrainError as e:
     print("bad request refused:", e)
 else:
     sys.exit("a bad request was answered")
+PY
+
+# The dict API: each call on small inputs, timed.
+vtrainctl="$(dirname "$server_bin")/../client/vtrainctl"
+[ -x "$vtrainctl" ] || vtrainctl=""
+PYTHONPATH="$stubs:$src/client/python" /usr/bin/python3 - "$port" "$vtrainctl" "$work" <<'PY'
+import json
+import subprocess
+import sys
+import time
+
+import grpc
+from vtrain_client import VtrainClient, VtrainError
+
+port, vtrainctl, work = sys.argv[1], sys.argv[2], sys.argv[3]
+client = VtrainClient(f"127.0.0.1:{port}", timeout_s=30)
+
+
+def timed(what, call, *args, **kwargs):
+    start = time.monotonic()
+    result = call(*args, **kwargs)
+    took = time.monotonic() - start
+    print(f"{what}: {took:.2f} s")
+    assert took < 10, f"{what} took {took:.1f} s"
+    return result
+
+
+def job(**plan):
+    return {"model": {"preset": "gpt3-1.3b"},
+            "cluster": {"gpu": "h100-sxm5-80gb", "num_gpus": 8},
+            "plan": dict({"global_batch": 64}, **plan)}
+
+
+# predict: a small job answers; the plan, in either spelling, and the dtype count.
+base = timed("predict", client.predict, job())
+assert base["iteration_time_ms"] > 0, base
+assert isinstance(base["iteration_time_ns"], int), base  # numbers, as vtrainctl prints them
+# The job as simulated, defaults filled in: t = 1, fp16.
+assert base["plan"]["tensor_parallel"] == 1 and base["plan"]["dtype"] == "DTYPE_FP16", base["plan"]
+t1 = client.predict(job(tensor_parallel=1))
+t2 = client.predict(job(tensor_parallel=2))
+assert t2["plan"]["tensor_parallel"] == 2, t2["plan"]
+assert t1["iteration_time_ms"] != t2["iteration_time_ms"], (t1, t2)
+camel = client.predict({"model": {"preset": "gpt3-1.3b"},
+                        "cluster": {"gpu": "h100-sxm5-80gb", "numGpus": 8},
+                        "plan": {"globalBatch": 64, "tensorParallel": 2}})
+assert camel["iteration_time_ms"] == t2["iteration_time_ms"], (camel, t2)
+fp8 = client.predict(job(dtype="DTYPE_FP8"))
+assert fp8["plan"]["dtype"] == "DTYPE_FP8", fp8["plan"]
+assert fp8["iteration_time_ms"] != base["iteration_time_ms"], (fp8, base)
+print(f"predict: t=1 {t1['iteration_time_ms']:.2f} ms, t=2 {t2['iteration_time_ms']:.2f} ms, "
+      f"fp8 {fp8['iteration_time_ms']:.2f} ms")
+
+# The same job through vtrainctl --json: the same keys and values (but the
+# simulation's wall time and cache flag).
+if vtrainctl:
+    with open(f"{work}/job.json", "w") as f:
+        json.dump(job(tensor_parallel=2), f)
+    printed = json.loads(subprocess.run(
+        [vtrainctl, "predict", "--server", f"127.0.0.1:{port}", "-f", f"{work}/job.json",
+         "--json"], check=True, capture_output=True, text=True).stdout)
+    for d in (printed, t2):
+        d.pop("simulation", None)
+    assert printed == t2, (printed, t2)
+    print("predict: the same dict as vtrainctl predict --json")
+
+# A server error: the server's code and message.
+try:
+    client.predict(job(dtype="DTYPE_FP8") | {"cluster": {"gpu": "a100-sxm4-80gb", "num_gpus": 8}})
+except VtrainError as e:
+    assert e.code == grpc.StatusCode.INVALID_ARGUMENT and "fp8" in str(e), e
+    print("server error:", e)
+else:
+    sys.exit("fp8 on an A100 was answered")
+
+# Refused before any call: nothing listens on port 1, so reaching the server
+# would be UNAVAILABLE.
+nowhere = VtrainClient("127.0.0.1:1", timeout_s=5)
+try:
+    nowhere.predict(job())
+except VtrainError as e:
+    assert e.code == grpc.StatusCode.UNAVAILABLE, e
+else:
+    sys.exit("127.0.0.1:1 answered")
+for call, request, named in [
+        (nowhere.predict, dict(job(), global_batchh=64), "global_batchh"),
+        (nowhere.predict, job(dtype="DTYPE_FP9"), "DTYPE_FP9"),
+        (nowhere.predict, job(dtype="fp8"), "'fp8'"),
+        (nowhere.search, {"model": {"preset": "gpt3-1.3b"}, "gpus": 8, "global_batch": 64,
+                          "objective": "OBJECTIVE_FASTEST"}, "OBJECTIVE_FASTEST"),
+        (nowhere.curve, {"jobs": [{"model": {"presett": "gpt3-1.3b"}}]}, "presett"),
+        (nowhere.plan_model, {"gpus": 8, "dayz": 1}, "dayz"),
+        (nowhere.predict, [job()], "dict"),
+        (nowhere.predict, '{"model": {"preset": "gpt3-1.3b"}}', "dict")]:
+    try:
+        call(request)
+    except VtrainError as e:
+        assert e.code == grpc.StatusCode.INVALID_ARGUMENT, e
+        assert named in str(e), (named, e)
+        print("refused:", e)
+    else:
+        sys.exit(f"{request!r} was not refused")
+try:
+    nowhere.throughput_curves([{"preset": "gpt3-1.3b", "global_batch": 64, "dtyp": "fp8"}])
+except VtrainError as e:
+    assert e.code == grpc.StatusCode.INVALID_ARGUMENT and "dtyp" in str(e), e
+else:
+    sys.exit("throughput_curves took an unknown key")
+nowhere.close()
+
+# search: streamed progress, then a result with plans.
+seen = []
+result = timed("search", client.search,
+               {"model": {"preset": "gpt3-1.3b"}, "cluster": {"gpu": "a100-sxm4-80gb"},
+                "gpus": 8, "global_batch": 64, "tensor_parallel": [1, 2],
+                "max_micro_batch": 2, "objective": "OBJECTIVE_TIME"},
+               progress=lambda done, total: seen.append((done, total)))
+assert result["evaluated"] > 0 and result["fastest"], result
+assert result["best"]["iteration_time_ms"] > 0 and result["best"]["plan"]["tensor_parallel"] in (1, 2)
+print(f"search: {result['evaluated']} plans predicted, {len(result['fastest'])} fastest, "
+      f"best {result['best']['iteration_time_ms']:.2f} ms, {len(seen)} progress messages")
+
+# curve: one curve per job, a point per count.
+response = timed("curve", client.curve,
+                 {"jobs": [{"name": "small", "model": {"preset": "gpt3-1.3b"},
+                            "global_batch": 64}],
+                  "gpu_counts": [8, 16], "policy": "CURVE_POLICY_DATA_PARALLEL"})
+assert response["policy"] == "CURVE_POLICY_DATA_PARALLEL", response
+[curve] = response["curves"]
+assert curve["name"] == "small" and [p["gpus"] for p in curve["points"]] == [8, 16], curve
+assert all(p["fits"] and p["iterations_per_s"] > 0 for p in curve["points"]), curve
+print("curve:", [(p["gpus"], round(p["iterations_per_s"], 3)) for p in curve["points"]])
+
+# plan_model: a result.
+planned = timed("plan_model", client.plan_model,
+                {"cluster": {"gpu": "a100-sxm4-80gb"}, "gpus": 8, "days": 1,
+                 "global_batch": 64, "min_parameters": 1e8, "max_parameters": 2e9,
+                 "tensor_parallel": [1]})
+assert planned["candidates"] and planned["naive_estimate_parameters"] > 0, planned
+assert planned["optimal"]["fits"], planned
+print(f"plan_model: {len(planned['candidates'])} candidates, optimal "
+      f"{planned['optimal']['parameters']:.3g} parameters")
+
+# profiles: the server's sets.
+sets = timed("profiles", client.profiles)
+assert sets and all(s["id"] and s["gpu"] for s in sets), sets
+assert all(s["gpu"] == "a100-sxm4-80gb" for s in client.profiles(gpu="a100-sxm4-80gb"))
+print(f"profiles: {len(sets)} sets, e.g. {sets[0]['id']}")
+if vtrainctl:
+    printed = json.loads(subprocess.run(
+        [vtrainctl, "profiles", "ls", "--server", f"127.0.0.1:{port}", "--json"],
+        check=True, capture_output=True, text=True).stdout)
+    assert printed == {"profile_sets": sets}, (printed, sets)
+    print("profiles: the same list as vtrainctl profiles ls --json")
+client.close()
 PY
 echo "python client: ok"
