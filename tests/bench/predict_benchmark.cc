@@ -112,7 +112,7 @@ void BM_MtNlg530B_Operator_Baseline_Stepped(benchmark::State& state) {
              false);
 }
 
-// The README's MT-NLG 530B search (8,789 plans, 343 that fit) on one thread
+// The MT-NLG 530B search of docs/accuracy.md (8,789 plans, 303 that fit) on one thread
 // (arg 0: stepping every action, 1: periodic jumps).
 void BM_MtNlg530B_Search(benchmark::State& state) {
   SearchSpace space;
