@@ -14,6 +14,7 @@
 #include "core/calibrate/minimize.h"
 #include "core/predict/predictor.h"
 #include "core/profile/analytical.h"
+#include "core/util/parallel.h"
 
 namespace vtrain {
 namespace {
@@ -51,21 +52,12 @@ void PredictRange(absl::Span<const Measurement> m, absl::Span<const size_t> indi
 void PredictRows(absl::Span<const Measurement> m, const std::vector<size_t>& indices,
                  const ProfileSet& profiles, int threads, std::vector<ValidationRow>& rows) {
   rows.resize(m.size());
-  const size_t n = indices.size();
-  const size_t workers = std::max<size_t>(1, std::min<size_t>(threads, n));
-  if (workers == 1) {
-    PredictRange(m, indices, profiles, rows);
-    return;
-  }
-  // Interleaved chunks balance small and large jobs across threads.
-  std::vector<std::vector<size_t>> parts(workers);
-  for (size_t k = 0; k < n; ++k) parts[k % workers].push_back(indices[k]);
-  std::vector<std::thread> pool;
-  for (size_t w = 1; w < workers; ++w) {
-    pool.emplace_back([&, w] { PredictRange(m, parts[w], profiles, rows); });
-  }
-  PredictRange(m, parts[0], profiles, rows);
-  for (std::thread& t : pool) t.join();
+  // Each row is its own item: the pool hands the next one to a free thread,
+  // which balances small and large jobs.
+  ParallelFor(static_cast<int64_t>(indices.size()), threads, [&](int64_t k) {
+    PredictRange(m, absl::MakeConstSpan(&indices[static_cast<size_t>(k)], 1), profiles, rows);
+    return true;
+  });
 }
 
 double MapeOf(const std::vector<ValidationRow>& rows, const std::vector<size_t>& indices) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/predict/memory.h"
 #include "core/predict/predictor.h"
+#include "core/util/parallel.h"
 #include "core/util/status_macros.h"
 
 namespace vtrain {
@@ -175,45 +176,37 @@ absl::StatusOr<std::vector<CurvePoint>> ThroughputCurve(const CurveSpec& spec,
   // The counts are independent: options.threads workers take the next one.
   const int64_t n = static_cast<int64_t>(spec.gpu_counts.size());
   std::vector<std::optional<absl::StatusOr<CurvePoint>>> points(static_cast<size_t>(n));
-  std::atomic<int64_t> next{0}, done{0};
-  std::atomic<bool> stop{false};
+  std::atomic<int64_t> done{0};
   std::mutex progress_mu;
-  auto work = [&] {
-    for (int64_t i; !stop && (i = next.fetch_add(1)) < n;) {
-      if (options.cancelled && options.cancelled()) {
-        points[static_cast<size_t>(i)] =
-            absl::CancelledError("throughput curve cancelled by the caller");
-        stop = true;
-        return;
-      }
-      const int64_t gpus = spec.gpu_counts[static_cast<size_t>(i)];
-      const int64_t started_ns = SteadyNowNs();
-      absl::StatusOr<CurvePoint> point =
-          spec.policy == CurvePolicy::kBest
-              ? BestAt(spec, gpus, profiles, options)
-              : (footprint ? DataParallelAt(spec, footprint->first, footprint->second, gpus,
-                                            profiles, options)
-                           : absl::StatusOr<CurvePoint>(NoPlan(gpus)));
-      // A count no plan can use (e.g. more GPUs than the batch has sequences)
-      // is a point that does not fit, not an error for the whole curve.
-      if (!point.ok() && point.status().code() == absl::StatusCode::kInvalidArgument) {
-        point = NoPlan(gpus);
-      }
-      if (!point.ok()) stop = true;
-      if (point.ok()) point->simulation.wall_ns = SteadyNowNs() - started_ns;
-      points[static_cast<size_t>(i)] = std::move(point);
-      const int64_t finished = ++done;
-      if (options.progress) {
-        std::lock_guard<std::mutex> lock(progress_mu);
-        options.progress(finished, n);
-      }
+  ParallelFor(n, options.threads, [&](int64_t i) {
+    if (options.cancelled && options.cancelled()) {
+      points[static_cast<size_t>(i)] =
+          absl::CancelledError("throughput curve cancelled by the caller");
+      return false;
     }
-  };
-  const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(n)));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+    const int64_t gpus = spec.gpu_counts[static_cast<size_t>(i)];
+    const int64_t started_ns = SteadyNowNs();
+    absl::StatusOr<CurvePoint> point =
+        spec.policy == CurvePolicy::kBest
+            ? BestAt(spec, gpus, profiles, options)
+            : (footprint ? DataParallelAt(spec, footprint->first, footprint->second, gpus, profiles,
+                                          options)
+                         : absl::StatusOr<CurvePoint>(NoPlan(gpus)));
+    // A count no plan can use (e.g. more GPUs than the batch has sequences)
+    // is a point that does not fit, not an error for the whole curve.
+    if (!point.ok() && point.status().code() == absl::StatusCode::kInvalidArgument) {
+      point = NoPlan(gpus);
+    }
+    const bool fine = point.ok();
+    if (fine) point->simulation.wall_ns = SteadyNowNs() - started_ns;
+    points[static_cast<size_t>(i)] = std::move(point);
+    const int64_t finished = ++done;
+    if (options.progress) {
+      std::lock_guard<std::mutex> lock(progress_mu);
+      options.progress(finished, n);
+    }
+    return fine;
+  });
   std::vector<CurvePoint> curve;
   for (std::optional<absl::StatusOr<CurvePoint>>& point : points) {
     if (!point) return absl::CancelledError("throughput curve cancelled by the caller");

@@ -10,6 +10,7 @@
 #include "core/graph/pass_templates.h"
 #include "core/predict/memory.h"
 #include "core/predict/predictor.h"
+#include "core/util/parallel.h"
 #include "core/util/status_macros.h"
 
 namespace vtrain {
@@ -118,45 +119,38 @@ absl::StatusOr<std::vector<PlanResult>> PredictAll(const std::vector<Job>& candi
                                                    const SearchOptions& options) {
   std::vector<PlanResult> evaluated(candidates.size());
   std::vector<char> ok(candidates.size(), 0);
-  std::atomic<int64_t> next{0}, done{0};
+  std::atomic<int64_t> done{0};
   std::atomic<bool> stop{false};
   LookupMemo own_memo(profiles);
   LookupMemo* memo = options.memo != nullptr ? options.memo : &own_memo;
-  auto work = [&] {
-    PredictOptions po;
-    po.memo = memo;
-    po.train_tokens = space.train_tokens;
-    po.periodic = options.periodic;
-    po.cancelled = [&] { return stop.load() || (options.cancelled && options.cancelled()); };
-    for (int64_t i; (i = next.fetch_add(1)) < static_cast<int64_t>(candidates.size());) {
-      if (po.cancelled()) {
-        stop = true;
-        return;
-      }
-      absl::StatusOr<Prediction> p = Predict(candidates[i], profiles, po);
-      if (p.ok()) {
-        PlanResult& r = evaluated[i];
-        r.job = candidates[i];
-        r.iteration_time_ms = p->iteration_time_ms();
-        r.training_days = p->training_time_s / 86400;
-        r.cost_usd = p->cost_usd;
-        r.peak_memory_bytes = p->memory.peak_bytes;
-        r.simulation = p->simulation;
-        ok[i] = 1;
-      } else if (p.status().code() == absl::StatusCode::kCancelled) {
-        stop = true;
-        return;
-      }
-      const int64_t n = ++done;
-      if (options.progress) options.progress(n, static_cast<int64_t>(candidates.size()));
+  PredictOptions po;
+  po.memo = memo;
+  po.train_tokens = space.train_tokens;
+  po.periodic = options.periodic;
+  po.cancelled = [&] { return stop.load() || (options.cancelled && options.cancelled()); };
+  ParallelFor(static_cast<int64_t>(candidates.size()), options.threads, [&](int64_t i) {
+    if (po.cancelled()) {
+      stop = true;
+      return false;
     }
-  };
-  const int threads =
-      std::max(1, std::min<int>(options.threads, static_cast<int>(candidates.size())));
-  std::vector<std::thread> pool;
-  for (int i = 1; i < threads; ++i) pool.emplace_back(work);
-  work();
-  for (std::thread& th : pool) th.join();
+    absl::StatusOr<Prediction> p = Predict(candidates[i], profiles, po);
+    if (p.ok()) {
+      PlanResult& r = evaluated[i];
+      r.job = candidates[i];
+      r.iteration_time_ms = p->iteration_time_ms();
+      r.training_days = p->training_time_s / 86400;
+      r.cost_usd = p->cost_usd;
+      r.peak_memory_bytes = p->memory.peak_bytes;
+      r.simulation = p->simulation;
+      ok[i] = 1;
+    } else if (p.status().code() == absl::StatusCode::kCancelled) {
+      stop = true;
+      return false;
+    }
+    const int64_t n = ++done;
+    if (options.progress) options.progress(n, static_cast<int64_t>(candidates.size()));
+    return true;
+  });
   if (stop) return absl::CancelledError("search cancelled by the caller");
 
   std::vector<PlanResult> plans;
@@ -224,11 +218,11 @@ std::string NoPlanReason(const SearchSpace& space, const SearchOptions& options,
   if (result.best >= 0) return "";
   const int64_t limit = space.gpus > 0 ? space.gpus : space.max_gpus;
   if (result.considered == 0 && result.invalid == 0) {
-    return absl::StrCat(
-        "no combination of t, c, p, d and micro-batch in the space uses ",
-        space.gpus > 0 ? "exactly " : "at most ", limit, " GPUs with d dividing global_batch=",
-        space.global_batch, " and p dividing the model's ", space.model.num_layers,
-        " layers; change the GPU count, the batch or the tensor-parallel degrees");
+    return absl::StrCat("no combination of t, c, p, d and micro-batch in the space uses ",
+                        space.gpus > 0 ? "exactly " : "at most ", limit,
+                        " GPUs with d dividing global_batch=", space.global_batch,
+                        " and p dividing the model's ", space.model.num_layers,
+                        " layers; change the GPU count, the batch or the tensor-parallel degrees");
   }
   if (result.considered == 0) {
     return absl::StrCat("none of the ", result.invalid,
