@@ -65,9 +65,6 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
     operand = rest[0];
     rest.erase(rest.begin());
   }
-  for (std::string& a : rest) {
-    if (a == "-o") a = "--o";
-  }
   if (absl::Status s = flags.Parse(rest); !s.ok()) return Fail(err, "profiles", s);
   if (verb.empty() || verb == "--help" || verb == "help" || flags.Switch("help")) {
     out << kHelp << flags.Usage();
@@ -95,9 +92,10 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
     out << absl::StrFormat("%-73s %-16s %-20s %5s %5s %s\n", "id", "gpu", "created (UTC)", "ops",
                            "colls", "kind");
     for (const v1::ProfileSetSummary& p : resp.profile_sets()) {
-      out << absl::StrFormat("%-73s %-16s %-20s %5d %5d %s\n", p.id(), p.gpu(),
-                             Time(p.created_at()), p.num_operators(), p.num_collectives(),
-                             p.builtin() ? "built-in" : "measured");
+      out << absl::StrFormat(
+          "%-73s %-16s %-20s %5d %5d %s\n", p.id(), p.gpu(), Time(p.created_at()),
+          p.num_operators(), p.num_collectives(),
+          absl::StrCat(p.builtin() ? "built-in" : "measured", p.complete() ? "" : ", partial"));
     }
     return common::kExitOk;
   }
@@ -130,8 +128,7 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
     v1::PushProfileSetResponse resp;
     grpc::Status s = stub->PushProfileSet(c->Context().get(), *req, &resp);
     if (!s.ok()) return Fail(err, "profiles", common::FromGrpc(s));
-    out << resp.id()
-        << (resp.already_present() ? " (already present; nothing changed)" : " (stored)") << "\n";
+    out << common::PushSummary(resp);
     return common::kExitOk;
   }
   if (verb == "rm") {

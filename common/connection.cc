@@ -74,4 +74,12 @@ absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
+std::string PushSummary(const v1::PushProfileSetResponse& response) {
+  std::string out = absl::StrCat(
+      response.id(),
+      response.already_present() ? " (already present; nothing changed)" : " (stored)", "\n");
+  if (!response.note().empty()) absl::StrAppend(&out, "note: ", response.note(), "\n");
+  return out;
+}
+
 }  // namespace vtrain::common

@@ -37,6 +37,10 @@ struct Connection {
 // not read.
 absl::StatusOr<Connection> Connect(const FlagParser& flags);
 
+// What a push did, for people: "ID (stored)" or "ID (already present;
+// nothing changed)", then the server's note on the GPU's default, if any.
+std::string PushSummary(const v1::PushProfileSetResponse& response);
+
 // A profile-set JSON file (the vtrain.v1.ProfileSet JSON form) as a push
 // request; an error naming the file when it cannot be read or parsed.
 absl::StatusOr<v1::PushProfileSetRequest> ReadProfileSetFile(const std::string& path);

@@ -273,8 +273,7 @@ int PushWithRetries(const v1::PushProfileSetRequest& req, const common::Connecti
     v1::PushProfileSetResponse resp;
     grpc::Status s = stub->PushProfileSet(c.Context().get(), req, &resp);
     if (s.ok()) {
-      out << resp.id()
-          << (resp.already_present() ? " (already present; nothing changed)" : " (stored)") << "\n";
+      out << common::PushSummary(resp);
       return common::kExitOk;
     }
     const bool transient = s.error_code() == grpc::StatusCode::UNAVAILABLE ||

@@ -1,10 +1,20 @@
 #include "server/profile_catalog.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "google/protobuf/util/time_util.h"
 
 namespace vtrain::server {
+namespace {
+
+int64_t CreatedNs(const CatalogEntry& e) {
+  return google::protobuf::util::TimeUtil::TimestampToNanoseconds(e.proto.created_at());
+}
+
+}  // namespace
+
+bool IsComplete(const ProfileSet& set) { return !set.error_bands.empty(); }
 
 void ProfileCatalog::Add(CatalogEntry entry) {
   absl::MutexLock lock(&mu_);
@@ -50,15 +60,33 @@ std::shared_ptr<const ProfileSet> ProfileCatalog::NewestTables(const std::string
 const CatalogEntry* ProfileCatalog::NewestLocked(const std::string& gpu) const {
   const CatalogEntry* best = nullptr;
   for (const auto& [id, e] : entries_) {
-    if (e.proto.gpu() != gpu) continue;
+    if (e.proto.gpu() != gpu || !IsComplete(*e.tables)) continue;
     if (best == nullptr || (best->builtin && !e.builtin) ||
-        (best->builtin == e.builtin &&
-         google::protobuf::util::TimeUtil::TimestampToNanoseconds(e.proto.created_at()) >
-             google::protobuf::util::TimeUtil::TimestampToNanoseconds(best->proto.created_at()))) {
+        (best->builtin == e.builtin && CreatedNs(e) > CreatedNs(*best))) {
       best = &e;
     }
   }
   return best;
+}
+
+ProfileCatalog::DefaultSets ProfileCatalog::DefaultFor(const std::string& gpu) const {
+  absl::MutexLock lock(&mu_);
+  DefaultSets out;
+  const CatalogEntry* base = NewestLocked(gpu);
+  const int64_t after = base == nullptr ? INT64_MIN : CreatedNs(*base);
+  if (base != nullptr) out.base = base->tables;
+  std::vector<const CatalogEntry*> partial;
+  for (const auto& [id, e] : entries_) {
+    if (e.proto.gpu() == gpu && !IsComplete(*e.tables) && CreatedNs(e) > after) {
+      partial.push_back(&e);
+    }
+  }
+  std::sort(partial.begin(), partial.end(), [](const CatalogEntry* a, const CatalogEntry* b) {
+    return CreatedNs(*a) != CreatedNs(*b) ? CreatedNs(*a) < CreatedNs(*b)
+                                          : a->proto.id() < b->proto.id();
+  });
+  for (const CatalogEntry* e : partial) out.overlays.push_back(e->tables);
+  return out;
 }
 
 std::vector<CatalogEntry> ProfileCatalog::List() const {

@@ -28,6 +28,13 @@ struct CatalogEntry {
   int64_t sequence = 0;  // order of arrival in this process
 };
 
+// Whether a set covers its GPU by itself: it carries the error bands of the
+// 90% interval (and the analytical parameters beside them). A set without
+// them (an nccl-tests import, a few profiled operators) is partial: it never
+// becomes a GPU's default alone, its tables are laid over the newest
+// complete set instead (ProfileCatalog::DefaultFor).
+bool IsComplete(const ProfileSet& set);
+
 class ProfileCatalog {
  public:
   // Adds or replaces a set; wakes watchers.
@@ -40,6 +47,16 @@ class ProfileCatalog {
   // for `gpu`, measured sets before built-in ones.
   std::shared_ptr<const ProfileSet> Tables(const std::string& id) const;
   std::shared_ptr<const ProfileSet> NewestTables(const std::string& gpu) const;
+
+  // What requests naming no set get for `gpu`: the newest complete set
+  // (measured sets before built-in ones; null when the GPU has none) and the
+  // partial sets for the GPU created after it, oldest first, whose tables
+  // are laid over it (the newer wins a key both hold).
+  struct DefaultSets {
+    std::shared_ptr<const ProfileSet> base;
+    std::vector<std::shared_ptr<const ProfileSet>> overlays;
+  };
+  DefaultSets DefaultFor(const std::string& gpu) const;
   std::vector<CatalogEntry> List() const;
   // The ids alone (no copy of the entries).
   std::vector<std::string> Ids() const;

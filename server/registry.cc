@@ -74,6 +74,14 @@ absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(v1::ProfileSet set,
   if (!builtin) {
     if (absl::Status sane = CheckPredictionsArePhysical(*tables); !sane.ok()) return sane;
   }
+  const bool complete = IsComplete(*tables);
+  if (!complete && tables->operators.empty() && tables->collectives.empty()) {
+    return absl::InvalidArgumentError(
+        "profile_set holds no operators, no collectives and no error_bands: nothing a "
+        "prediction could use; add tables, or error bands with the parameters to make a "
+        "complete set");
+  }
+  const std::string resp_gpu = set.gpu();
   const std::string id = convert::ContentId(set);
   if (!set.id().empty() && set.id() != id) {
     return absl::InvalidArgumentError(
@@ -89,6 +97,7 @@ absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(v1::ProfileSet set,
   if (options.created_at == CreatedAt::kStampNow || !set.has_created_at()) {
     *set.mutable_created_at() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now()));
   }
+  const std::string default_before = DefaultIdFor(set.gpu());
   absl::StatusOr<ProfileStore::PutResult> put = store_->Put(set, builtin);
   if (!put.ok()) return DatabaseError(put.status());
   v1::PushProfileSetResponse resp;
@@ -112,6 +121,21 @@ absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(v1::ProfileSet set,
     e.proto = std::move(set);
     catalog_.Add(std::move(e));
     PublishSize();
+  }
+  // Say what requests that name no set get now, and whether that changed.
+  const std::string gpu = resp_gpu;
+  resp.set_complete(complete);
+  resp.set_default_profile_set_id(DefaultIdFor(gpu));
+  if (resp.default_profile_set_id() != default_before) {
+    resp.set_note(absl::StrCat(
+        complete ? "a complete set: it is now the default for "
+                 : "a partial set (no error bands, so no interval of its own): its tables are "
+                   "laid over the newest complete set as the default for ",
+        gpu, " (", resp.default_profile_set_id(), ", was ",
+        default_before.empty() ? "the built-in tables" : default_before, ")"));
+  } else if (!complete && !put->already_present) {
+    resp.set_note(absl::StrCat("a partial set, older than the newest complete set for ", gpu,
+                               ": stored, used only when named by id"));
   }
   return resp;
 }
@@ -137,6 +161,7 @@ v1::ListProfileSetsResponse Registry::List(const v1::ListProfileSetsRequest& req
     s->set_num_operators(e.proto.operators_size());
     s->set_num_collectives(e.proto.collectives_size());
     s->set_builtin(e.builtin);
+    s->set_complete(IsComplete(*e.tables));
   }
   return response;
 }
@@ -168,13 +193,62 @@ absl::StatusOr<std::shared_ptr<const ProfileSet>> Registry::TablesFor(
     }
     return tables;
   }
-  if (std::shared_ptr<const ProfileSet> tables = catalog_.NewestTables(gpu.name)) return tables;
+  if (std::shared_ptr<const ProfileSet> tables = DefaultTables(gpu.name, &gpu)) return tables;
   return std::make_shared<const ProfileSet>(DefaultProfileSet(gpu));
 }
 
 std::shared_ptr<const ProfileSet> Registry::LoadedTablesFor(const std::string& profile_set_id,
                                                             const std::string& gpu) const {
-  return profile_set_id.empty() ? catalog_.NewestTables(gpu) : catalog_.Tables(profile_set_id);
+  return profile_set_id.empty() ? DefaultTables(gpu, nullptr) : catalog_.Tables(profile_set_id);
+}
+
+std::string Registry::DefaultIdFor(const std::string& gpu) const {
+  std::shared_ptr<const ProfileSet> tables = DefaultTables(gpu, nullptr);
+  return tables == nullptr ? "" : tables->id;
+}
+
+std::shared_ptr<const ProfileSet> Registry::DefaultTables(const std::string& gpu_name,
+                                                          const GpuSpec* gpu) const {
+  ProfileCatalog::DefaultSets sets = catalog_.DefaultFor(gpu_name);
+  if (sets.overlays.empty()) return sets.base;
+  std::string suffix;
+  for (const auto& overlay : sets.overlays) absl::StrAppend(&suffix, "+", overlay->id);
+  if (sets.base == nullptr) {
+    // Only partial sets for this GPU: over this build's built-in tables
+    // (made once per combination, like any merge).
+    {
+      absl::MutexLock lock(&merged_mu_);
+      auto it = merged_.find(gpu_name);
+      if (it != merged_.end() && absl::EndsWith(it->second->id, suffix)) return it->second;
+    }
+    if (gpu == nullptr) return nullptr;
+    ProfileSet builtin = DefaultProfileSet(*gpu);
+    builtin.id = convert::ContentId(convert::ProfileSetToProto(builtin));
+    sets.base = std::make_shared<const ProfileSet>(std::move(builtin));
+  }
+  const std::string id = absl::StrCat(sets.base->id, suffix);
+  {
+    absl::MutexLock lock(&merged_mu_);
+    auto it = merged_.find(gpu_name);
+    if (it != merged_.end() && it->second->id == id) return it->second;
+  }
+  // The base's parameters and error bands (so the interval stays), every
+  // overlay's operators and collectives over its tables, newest last.
+  auto merged = std::make_shared<ProfileSet>(*sets.base);
+  merged->id = id;
+  for (const auto& overlay : sets.overlays) {
+    for (const auto& [key, profile] : overlay->operators) {
+      merged->operators.insert_or_assign(key, profile);
+    }
+    for (const auto& [key, curve] : overlay->collectives) {
+      merged->collectives.insert_or_assign(key, curve);
+    }
+    absl::StrAppend(&merged->name, " + ", overlay->name.empty() ? overlay->id : overlay->name);
+    absl::StrAppend(&merged->provenance, "; tables of ", overlay->id, " laid over it");
+  }
+  absl::MutexLock lock(&merged_mu_);
+  merged_[gpu_name] = merged;
+  return merged;
 }
 
 absl::StatusOr<std::vector<v1::ProfileSetEvent>> Registry::WaitForChanges(

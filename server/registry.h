@@ -79,14 +79,19 @@ class Registry {
   int64_t size() const { return catalog_.size(); }
 
   // The decoded tables a prediction uses: the set `profile_set_id` names
-  // (NOT_FOUND when not loaded) or, when it is empty, the newest set for
-  // `gpu`, else the built-in tables of `gpu`.
+  // (NOT_FOUND when not loaded) or, when it is empty, the GPU's default: the
+  // newest complete set for `gpu` (else the built-in tables of `gpu`) with
+  // the tables of the partial sets pushed after it laid over it. Such a
+  // merged set's id is "BASE+PARTIAL+..." (the ids of its parts).
   absl::StatusOr<std::shared_ptr<const ProfileSet>> TablesFor(const std::string& profile_set_id,
                                                               const GpuSpec& gpu) const;
   // The loaded set TablesFor would pick for a GPU named `gpu`, or nullptr
   // (not loaded: TablesFor would refuse or fall back to built-in tables).
   std::shared_ptr<const ProfileSet> LoadedTablesFor(const std::string& profile_set_id,
                                                     const std::string& gpu) const;
+  // The id of what requests naming no set get for `gpu` ("" when only this
+  // build's built-in tables would answer).
+  std::string DefaultIdFor(const std::string& gpu) const;
 
   // What changed after the cursor: sets that arrived (and were created after
   // its time) and deletions, in order, waiting up to `timeout` for a change;
@@ -124,6 +129,12 @@ class Registry {
   Registry(std::unique_ptr<ProfileStore> store, Metrics& metrics)
       : metrics_(metrics), store_(std::move(store)) {}
   absl::Status Load();
+  // The GPU's default from the catalog: the base alone, or the base with the
+  // overlays' tables laid over it (made once per combination). nullptr when
+  // the catalog has neither; `gpu` makes the built-in base when it has only
+  // partial sets (and may be null: then nullptr).
+  std::shared_ptr<const ProfileSet> DefaultTables(const std::string& gpu_name,
+                                                  const GpuSpec* gpu) const;
   // Counts and logs a store error; returns it.
   absl::Status DatabaseError(absl::Status status);
   void PublishSize() { metrics_.ProfileSetsLoaded(static_cast<double>(catalog_.size())); }
@@ -133,6 +144,10 @@ class Registry {
   ProfileCatalog catalog_;               // internally synchronised
 
   absl::Mutex arrival_mu_;  // serialises Accept from the creation stamp to the catalog
+  // The merged default of each GPU, by GPU name, with the ids it was made of.
+  mutable absl::Mutex merged_mu_;
+  mutable absl::flat_hash_map<std::string, std::shared_ptr<const ProfileSet>> merged_
+      ABSL_GUARDED_BY(merged_mu_);
   absl::Mutex work_mu_;
   // Missing keys not yet written to the store, counted: bounded by the number
   // of distinct keys, however many predictions arrive.

@@ -249,6 +249,7 @@ std::vector<Case<v1::ProfileSet>> PushCases() {
        kBad, "collectives[0].points"},
       {"band NaN",
        [](R& r) {
+         r.clear_error_bands();  // the one band, at index 0
          auto* b = r.add_error_bands();
          b->set_regime("single_node");
          b->set_error_low(kNan);
@@ -258,6 +259,7 @@ std::vector<Case<v1::ProfileSet>> PushCases() {
        kBad, "error_bands[0]"},
       {"band reversed",
        [](R& r) {
+         r.clear_error_bands();  // the one band, at index 0
          auto* b = r.add_error_bands();
          b->set_regime("single_node");
          b->set_error_low(0.3);
@@ -267,6 +269,7 @@ std::vector<Case<v1::ProfileSet>> PushCases() {
        kBad, "error_bands[0]"},
       {"band coverage",
        [](R& r) {
+         r.clear_error_bands();  // the one band, at index 0
          auto* b = r.add_error_bands();
          b->set_regime("single_node");
          b->set_error_low(-0.1);
@@ -276,6 +279,7 @@ std::vector<Case<v1::ProfileSet>> PushCases() {
        kBad, "error_bands[0].coverage"},
       {"band rows",
        [](R& r) {
+         r.clear_error_bands();  // the one band, at index 0
          auto* b = r.add_error_bands();
          b->set_regime("single_node");
          b->set_error_low(-0.1);
@@ -286,6 +290,7 @@ std::vector<Case<v1::ProfileSet>> PushCases() {
        kBad, "error_bands[0].rows"},
       {"band regime",
        [](R& r) {
+         r.clear_error_bands();  // the one band, at index 0
          auto* b = r.add_error_bands();
          b->set_error_low(-0.1);
          b->set_error_high(0.1);

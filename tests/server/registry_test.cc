@@ -139,6 +139,68 @@ TEST_F(RegistryTest, TablesForANamedSetTheNewestOrTheBuiltIns) {
   EXPECT_EQ(newest->id, pushed.id());
 }
 
+// A partial set (no error bands: an nccl-tests import, a few profiled
+// operators) never replaces a complete one as the default: its tables are
+// laid over the newest complete set, whose bands (the interval) stay; the
+// push says so, and a later complete set supersedes it.
+TEST_F(RegistryTest, PartialSetsAreLaidOverTheNewestCompleteSet) {
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
+  VTRAIN_ASSERT_OK(r->SeedBuiltinsIfEmpty());
+  const GpuSpec gpu = *GpuByName(kGpu);
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ProfileSet> builtin, r->TablesFor("", gpu));
+  ASSERT_FALSE(builtin->error_bands.empty());
+
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const v1::PushProfileSetResponse partial,
+                              r->Accept(::vtrain::testing::PartialSet(1000), kPushed));
+  EXPECT_FALSE(partial.complete());
+  EXPECT_EQ(partial.default_profile_set_id(), absl::StrCat(builtin->id, "+", partial.id()));
+  EXPECT_THAT(partial.note(), HasSubstr("partial set"));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ProfileSet> merged, r->TablesFor("", gpu));
+  EXPECT_EQ(merged->id, partial.default_profile_set_id());
+  EXPECT_EQ(merged->error_bands.size(), builtin->error_bands.size());
+  EXPECT_EQ(merged->operators.size(), builtin->operators.size() + 1);
+  // The same merged set again (made once), and for the prediction cache.
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ProfileSet> again, r->TablesFor("", gpu));
+  EXPECT_EQ(again.get(), merged.get());
+  EXPECT_EQ(r->LoadedTablesFor("", kGpu).get(), merged.get());
+  // Named by id, the partial set is itself.
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ProfileSet> named,
+                              r->TablesFor(partial.id(), gpu));
+  EXPECT_TRUE(named->error_bands.empty());
+
+  // A complete set pushed later is the default alone; the older partial set
+  // is no longer laid over it, and a re-push of it changes nothing.
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const v1::PushProfileSetResponse complete,
+                              r->Accept(::vtrain::testing::MeasuredSet(2000), kPushed));
+  EXPECT_TRUE(complete.complete());
+  EXPECT_EQ(complete.default_profile_set_id(), complete.id());
+  EXPECT_THAT(complete.note(), HasSubstr("now the default"));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ProfileSet> newest, r->TablesFor("", gpu));
+  EXPECT_EQ(newest->id, complete.id());
+
+  // The list says which sets are complete.
+  bool listed = false;
+  const v1::ListProfileSetsResponse list = r->List({});
+  for (const v1::ProfileSetSummary& s : list.profile_sets()) {
+    if (s.id() == partial.id()) {
+      EXPECT_FALSE(s.complete());
+      listed = true;
+    } else {
+      EXPECT_TRUE(s.complete()) << s.id();
+    }
+  }
+  EXPECT_TRUE(listed);
+}
+
+TEST_F(RegistryTest, ASetWithNothingToUseIsRefusedAndNotStored) {
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
+  v1::ProfileSet empty = ::vtrain::testing::PartialSet(1000);
+  empty.clear_operators();
+  EXPECT_THAT(r->Accept(empty, kPushed),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("nothing a prediction")));
+  EXPECT_EQ(r->size(), 0);
+}
+
 // Whether a set is built-in is stored, not guessed from its name: a pushed
 // set named like a built-in stays a measured set across reopening.
 TEST_F(RegistryTest, BuiltinIsStoredNotDerivedFromTheName) {
@@ -150,6 +212,8 @@ TEST_F(RegistryTest, BuiltinIsStoredNotDerivedFromTheName) {
     impostor.set_name("builtin-a100-sxm4-80gb");
     impostor.set_gpu(kGpu);
     impostor.mutable_params()->set_host_dispatch_ns(55'000);
+    *impostor.mutable_error_bands() =
+        convert::ProfileSetToProto(DefaultProfileSet(*GpuByName(kGpu))).error_bands();
     VTRAIN_ASSERT_OK_AND_ASSIGN(const v1::PushProfileSetResponse pushed,
                                 r->Accept(impostor, kPushed));
     impostor_id = pushed.id();

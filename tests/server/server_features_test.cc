@@ -113,6 +113,38 @@ TEST(ServerTest, RepeatedPredictionsAreAnsweredFromTheCache) {
   }
 }
 
+// A partial set (here a kernel table without error bands, like an
+// nccl-tests import) pushed to a server does not take the GPU's default
+// away: predictions keep their 90% interval, use the pushed table, name both
+// sets, and the cached answers of the old default are not reused.
+TEST(ServerTest, APartialSetIsLaidOverTheDefaultAndKeepsTheInterval) {
+  TempDir dir;
+  auto server = StartServer(dir.File("partial.db"));
+  ASSERT_NE(server, nullptr);
+  auto sim = v1::Simulator::NewStub(ChannelTo(*server));
+  v1::PredictRequest request = Gpt13bRequest();
+  v1::PredictResponse before;
+  ASSERT_TRUE(sim->Predict(Ctx().get(), request, &before).ok());
+  ASSERT_GT(before.interval().coverage(), 0);
+
+  auto reg = v1::ProfileRegistry::NewStub(ChannelTo(*server));
+  v1::PushProfileSetRequest push;
+  *push.mutable_profile_set() = PartialSet(90'000);
+  v1::PushProfileSetResponse pushed;
+  ASSERT_TRUE(reg->PushProfileSet(Ctx(kToken).get(), push, &pushed).ok());
+  EXPECT_FALSE(pushed.complete());
+  EXPECT_NE(pushed.note().find("partial set"), std::string::npos) << pushed.note();
+  EXPECT_EQ(pushed.default_profile_set_id(),
+            absl::StrCat(before.profile_set_id(), "+", pushed.id()));
+
+  v1::PredictResponse after;
+  ASSERT_TRUE(sim->Predict(Ctx().get(), request, &after).ok());
+  EXPECT_FALSE(after.simulation().cached());
+  EXPECT_EQ(after.profile_set_id(), pushed.default_profile_set_id());
+  EXPECT_EQ(after.interval().coverage(), before.interval().coverage());
+  EXPECT_EQ(after.interval().regime(), before.interval().regime());
+}
+
 TEST(ServerTest, ReadsNeedTheTokenWhenRequired) {
   TempDir dir;
   ServerOptions o;

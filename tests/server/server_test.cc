@@ -378,6 +378,7 @@ TEST(ServerTest, PushedSetsThatWouldPoisonPredictionsAreRefused) {
        "profile_set.params.gemm_max_efficiency=0"},
       {"NaN band",
        [](v1::ProfileSet& s) {
+         s.clear_error_bands();  // the one band, at index 0
          v1::ErrorBand* b = s.add_error_bands();
          b->set_regime("single_node");
          b->set_error_low(std::nan(""));
@@ -400,11 +401,14 @@ TEST(ServerTest, PushedSetsThatWouldPoisonPredictionsAreRefused) {
   }
   EXPECT_EQ(count(), before) << "a refused set was stored";
 
-  // A set holding one parameter: the others take the built-in defaults
-  // (they used to become 0 and predict 0 ms), written out in the stored set.
+  // A set holding one parameter (and the error bands that make it a
+  // complete set): the others take the built-in defaults (they used to
+  // become 0 and predict 0 ms), written out in the stored set.
   v1::PushProfileSetRequest push;
   push.mutable_profile_set()->set_gpu("a100-sxm4-80gb");
   push.mutable_profile_set()->mutable_params()->set_host_dispatch_ns(60000);
+  *push.mutable_profile_set()->mutable_error_bands() =
+      convert::ProfileSetToProto(DefaultProfileSet(*GpuByName("a100-sxm4-80gb"))).error_bands();
   v1::PushProfileSetResponse pushed;
   ASSERT_TRUE(reg->PushProfileSet(Ctx(kToken).get(), push, &pushed).ok());
   v1::GetProfileSetRequest get;

@@ -43,6 +43,7 @@ std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token = "");
 v1::PredictRequest Gpt13bRequest();
 // A measured-looking set: one attention_fwd kernel table for the A100.
 using ::vtrain::testing::MeasuredSet;
+using ::vtrain::testing::PartialSet;
 
 // Polls `condition` every 50 ms until it holds (true) or `timeout` passes.
 bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout);

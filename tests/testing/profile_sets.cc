@@ -10,7 +10,9 @@ v1::ProfileSet MeasuredSet(int64_t duration_ns) {
   v1::ProfileSet set;
   set.set_name("test-set");
   set.set_gpu(kGpu);
-  *set.mutable_params() = convert::ProfileSetToProto(DefaultProfileSet(*GpuByName(kGpu))).params();
+  const v1::ProfileSet builtin = convert::ProfileSetToProto(DefaultProfileSet(*GpuByName(kGpu)));
+  *set.mutable_params() = builtin.params();
+  *set.mutable_error_bands() = builtin.error_bands();
   v1::OperatorProfile* op = set.add_operators();
   op->mutable_key()->set_op(v1::OPERATOR_KIND_ATTENTION_FWD);
   op->mutable_key()->set_dtype(v1::DTYPE_FP16);
@@ -23,6 +25,13 @@ v1::ProfileSet MeasuredSet(int64_t duration_ns) {
   k->set_name("gemm");
   k->set_duration_ns(duration_ns);
   k->set_gap_ns(1000);
+  return set;
+}
+
+v1::ProfileSet PartialSet(int64_t duration_ns) {
+  v1::ProfileSet set = MeasuredSet(duration_ns);
+  set.set_name("partial-set");
+  set.clear_error_bands();
   return set;
 }
 
