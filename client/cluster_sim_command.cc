@@ -17,6 +17,7 @@
 #include "absl/strings/strip.h"
 #include "client/commands.h"
 #include "client/job_flags.h"
+#include "client/json_writer.h"
 #include "client/svg_plot.h"
 #include "common/connection.h"
 #include "common/files.h"
@@ -107,7 +108,7 @@ struct Setup {
   double rescale_overhead_s = 30;
   int threads = 1;
   std::optional<common::Connection> server;  // --server: every table from its ThroughputCurve
-  service::BuiltinProfiles builtin;           // else these tables, made once per GPU
+  service::BuiltinProfiles builtin;          // else these tables, made once per GPU
 };
 
 // One throughput table per shape and policy: from this process, or from the
@@ -130,8 +131,9 @@ absl::StatusOr<ThroughputTable> Table(const Setup& setup, const std::string& pre
                          ->ThroughputCurve(setup.server->Context().get(), r, &resp);
     if (!s.ok()) return common::FromGrpc(s);
   } else {
-    VTRAIN_ASSIGN_OR_RETURN(resp, service::ThroughputCurve(
-                                      r, setup.builtin, service::CallOptions{.threads = setup.threads}));
+    VTRAIN_ASSIGN_OR_RETURN(
+        resp,
+        service::ThroughputCurve(r, setup.builtin, service::CallOptions{.threads = setup.threads}));
   }
   ThroughputTable table;
   for (const v1::CurvePoint& p : resp.curves(0).points()) {
@@ -194,35 +196,55 @@ absl::StatusOr<Study> RunStudy(const Setup& setup, const std::vector<TraceJob>& 
   return study;
 }
 
+// The study as JSON, through the escaping writer: job ids and shapes come
+// from the trace file and may hold any character.
 std::string Json(const Study& s) {
-  std::string out = "{\"policies\": [";
+  JsonWriter w;
+  w.BeginObject().Key("policies").BeginArray();
   for (size_t i = 0; i < s.policies.size(); ++i) {
     const ClusterOutcome& o = s.outcomes[i];
-    absl::StrAppend(
-        &out, i ? ", " : "",
-        absl::StrFormat("{\"policy\": \"%s\", \"jobs\": %d, \"deadline_satisfaction\": %.6g, "
-                        "\"avg_jct_s\": %.6g, \"p95_jct_s\": %.6g, \"makespan_s\": %.6g, "
-                        "\"gpu_utilization\": %.6g, \"useful_utilization\": %.6g, "
-                        "\"reallocations\": %d}",
-                        s.policies[i], o.jobs.size(), o.deadline_satisfaction, o.avg_jct_s,
-                        o.p95_jct_s, o.makespan_s, o.gpu_utilization, o.useful_utilization,
-                        o.reallocations));
+    w.BeginObject()
+        .Key("policy")
+        .String(s.policies[i])
+        .Key("jobs")
+        .Int(static_cast<int64_t>(o.jobs.size()))
+        .Key("deadline_satisfaction")
+        .Double(o.deadline_satisfaction)
+        .Key("avg_jct_s")
+        .Double(o.avg_jct_s)
+        .Key("p95_jct_s")
+        .Double(o.p95_jct_s)
+        .Key("makespan_s")
+        .Double(o.makespan_s)
+        .Key("gpu_utilization")
+        .Double(o.gpu_utilization)
+        .Key("useful_utilization")
+        .Double(o.useful_utilization)
+        .Key("reallocations")
+        .Int(o.reallocations)
+        .EndObject();
   }
-  out += "], \"jobs\": [";
+  w.EndArray().Key("jobs").BeginArray();
   for (size_t j = 0; !s.outcomes.empty() && j < s.outcomes[0].jobs.size(); ++j) {
-    absl::StrAppend(&out, j ? ", " : "", "{\"id\": \"", s.outcomes[0].jobs[j].id,
-                    "\", \"shape\": \"", s.shapes[j], "\"");
+    w.BeginObject().Key("id").String(s.outcomes[0].jobs[j].id).Key("shape").String(s.shapes[j]);
     for (size_t i = 0; i < s.policies.size(); ++i) {
       const JobOutcome& o = s.outcomes[i].jobs[j];
-      absl::StrAppend(&out, absl::StrFormat(", \"%s\": {\"admitted\": %s, \"met_deadline\": %s, "
-                                            "\"jct_s\": %.6g, \"reallocations\": %d}",
-                                            s.policies[i], o.admitted ? "true" : "false",
-                                            o.met_deadline ? "true" : "false",
-                                            o.finished ? o.jct_s : -1.0, o.reallocations));
+      w.Key(s.policies[i])
+          .BeginObject()
+          .Key("admitted")
+          .Bool(o.admitted)
+          .Key("met_deadline")
+          .Bool(o.met_deadline)
+          .Key("jct_s")
+          .Double(o.finished ? o.jct_s : -1.0)
+          .Key("reallocations")
+          .Int(o.reallocations)
+          .EndObject();
     }
-    out += "}";
+    w.EndObject();
   }
-  return out + "]}\n";
+  w.EndArray().EndObject();
+  return w.str() + "\n";
 }
 
 std::string Summary(const Study& s) {
@@ -361,9 +383,9 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
   if (setup.gpus < per_node) {
     // The throughput tables start at whole nodes' worth of plans and the
     // study places jobs on them: a smaller cluster runs nothing.
-    return bad(absl::InvalidArgumentError(absl::StrCat(
-        "--gpus=", setup.gpus, " is less than one node (", per_node,
-        " GPUs, --gpus-per-node); give at least ", per_node, " GPUs")));
+    return bad(absl::InvalidArgumentError(
+        absl::StrCat("--gpus=", setup.gpus, " is less than one node (", per_node,
+                     " GPUs, --gpus-per-node); give at least ", per_node, " GPUs")));
   }
   if (flags.Has("server")) {
     absl::StatusOr<common::Connection> c = common::Connect(flags);

@@ -22,27 +22,45 @@
 namespace vtrain::cli {
 namespace {
 
-constexpr char kUsage[] =
-    "vtrainctl: predict the iteration time, training time and cost of LLM training\n"
-    "\n"
-    "usage: vtrainctl COMMAND [flags]\n"
-    "\n"
-    "commands:\n"
-    "  predict   simulate one training iteration of a model, plan and cluster\n"
-    "  presets   list the model presets and GPU models\n"
-    "  search    find the fastest or cheapest parallel plan (and the time/cost frontier)\n"
-    "  curve     throughput against GPU count (best or data-parallel plans), for schedulers\n"
-    "  cluster-sim  replay a job trace on a shared cluster: elastic scheduling with and\n"
-    "            without vtrain's plans (the paper's scheduling case study)\n"
-    "  plan-model the compute-optimal model for a budget of GPUs and days\n"
-    "  trace     write the simulated iteration as a Chrome trace / Perfetto JSON file\n"
-    "  profiles  list, show, push, pull and delete a server's profile sets\n"
-    "  bench     load-test a vtrain-server on loopback (throughput, p50/p99)\n"
-    "  validate  compare predictions with measured iteration times (MAPE, R^2)\n"
-    "  calibrate fit the analytical model to measured runs; cross-validated error\n"
-    "  help      show this message\n"
-    "\n"
-    "'vtrainctl COMMAND --help' shows the flags of a command.\n";
+// Every subcommand: the dispatch table, and the usage list made from it.
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>&, std::ostream&, std::ostream&);
+};
+constexpr Command kCommands[] = {
+    {"predict", "simulate one training iteration of a model, plan and cluster", RunPredict},
+    {"presets", "list the model presets and GPU models", RunPresets},
+    {"search", "find the fastest or cheapest parallel plan (and the time/cost frontier)",
+     RunSearch},
+    {"curve", "throughput against GPU count (best or data-parallel plans), for schedulers",
+     RunCurve},
+    {"cluster-sim",
+     "replay a job trace on a shared cluster: elastic scheduling with and without vtrain's "
+     "plans (the paper's scheduling case study)",
+     RunClusterSim},
+    {"plan-model", "the compute-optimal model for a budget of GPUs and days", RunPlanModel},
+    {"trace", "write the simulated iteration as a Chrome trace / Perfetto JSON file", RunTrace},
+    {"profiles", "list, show, push, pull and delete a server's profile sets", RunProfiles},
+    {"bench", "load-test a vtrain-server on loopback (throughput, p50/p99)", RunBench},
+    {"validate", "compare predictions with measured iteration times (MAPE, R^2)", RunValidate},
+    {"calibrate", "fit the analytical model to measured runs; cross-validated error", RunCalibrate},
+};
+
+std::string Usage() {
+  std::string out =
+      "vtrainctl: predict the iteration time, training time and cost of LLM training\n"
+      "\n"
+      "usage: vtrainctl COMMAND [flags]\n"
+      "\n"
+      "commands:\n";
+  for (const Command& c : kCommands) {
+    absl::StrAppend(&out, absl::StrFormat("  %-12s %s\n", c.name, c.summary));
+  }
+  absl::StrAppend(&out, absl::StrFormat("  %-12s %s\n", "help", "show this message"),
+                  "\n'vtrainctl COMMAND --help' shows the flags of a command.\n");
+  return out;
+}
 
 constexpr char kPredictHelp[] =
     "usage: vtrainctl predict [--local | --server HOST:PORT] --model PRESET --gpus N\n"
@@ -96,7 +114,8 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (!granularity.ok()) return Fail(err, "predict", granularity.status());
     request->set_granularity(convert::ToProto(*granularity));
   }
-  absl::StatusOr<std::optional<int64_t>> max_tasks = flags.GetIntIn("max-tasks", 1, int64_t{1} << 40);
+  absl::StatusOr<std::optional<int64_t>> max_tasks =
+      flags.GetIntIn("max-tasks", 1, int64_t{1} << 40);
   if (!max_tasks.ok()) return Fail(err, "predict", max_tasks.status());
   absl::StatusOr<std::optional<double>> tokens = flags.GetDouble("tokens");
   if (!tokens.ok()) return Fail(err, "predict", tokens.status());
@@ -169,27 +188,19 @@ int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ost
 
 int RunVtrainctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (args.empty()) {
-    err << kUsage;
+    err << Usage();
     return common::kExitBadInput;
   }
   const std::string& command = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (command == "predict") return RunPredict(rest, out, err);
-  if (command == "presets") return RunPresets(rest, out, err);
-  if (command == "validate") return RunValidate(rest, out, err);
-  if (command == "profiles") return RunProfiles(rest, out, err);
-  if (command == "search") return RunSearch(rest, out, err);
-  if (command == "curve") return RunCurve(rest, out, err);
-  if (command == "cluster-sim") return RunClusterSim(rest, out, err);
-  if (command == "plan-model") return RunPlanModel(rest, out, err);
-  if (command == "trace") return RunTrace(rest, out, err);
-  if (command == "bench") return RunBench(rest, out, err);
-  if (command == "calibrate") return RunCalibrate(rest, out, err);
+  for (const Command& c : kCommands) {
+    if (command == c.name) return c.run(rest, out, err);
+  }
   if (command == "help" || command == "--help" || command == "-h") {
-    out << kUsage;
+    out << Usage();
     return common::kExitOk;
   }
-  err << "vtrainctl: unknown command '" << command << "'\n\n" << kUsage;
+  err << "vtrainctl: unknown command '" << command << "'\n\n" << Usage();
   return common::kExitBadInput;
 }
 

@@ -23,11 +23,8 @@ int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostre
   flags.AddSwitch("kernels", "one slice per CUDA kernel (default: one per merged pass)");
   flags.AddValue("max-tasks", "N", "refuse larger traces (default 2000000)");
   flags.AddSwitch("help", "show this help");
-  std::vector<std::string> fixed = args;
-  for (std::string& a : fixed) {
-    if (a == "-o") a = "--o";
-  }
-  if (absl::Status s = flags.Parse(fixed); !s.ok()) return Fail(err, "trace", s);
+  // FlagParser reads -o as --o (common/flag_parser.h).
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "trace", s);
   if (flags.Switch("help")) {
     out << "usage: vtrainctl trace [job flags] [-o trace.json] [--kernels]\n\n"
            "Writes the simulated iteration in the Chrome trace event format: open it in\n"
@@ -42,7 +39,8 @@ int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   absl::StatusOr<Job> job = JobFromFlags(flags);
   if (!job.ok()) return Fail(err, "trace", job.status());
-  absl::StatusOr<std::optional<int64_t>> max_tasks = flags.GetIntIn("max-tasks", 1, int64_t{1} << 40);
+  absl::StatusOr<std::optional<int64_t>> max_tasks =
+      flags.GetIntIn("max-tasks", 1, int64_t{1} << 40);
   if (!max_tasks.ok()) return Fail(err, "trace", max_tasks.status());
   const ProfileSet profiles = DefaultProfileSet(job->cluster.gpu);
   ProfileLookup lookup(profiles, job->cluster.gpu,

@@ -51,8 +51,8 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes)
         absl::StrCat("'", path, "' is a directory; give the path of a file in it"));
   }
   if (!S_ISREG(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", path, "' is not a regular file (a device, pipe or socket); give a file"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "' is not a regular file (a device, pipe or socket); give a file"));
   }
   if (st.st_size > max_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("'", path, "' is ", st.st_size,
@@ -83,8 +83,8 @@ absl::Status WriteFile(const std::string& path, const std::string& contents) {
   out << contents;
   out.close();
   if (!out) {
-    return absl::DataLossError(absl::StrCat("writing '", path, "' failed: ",
-                                            errno != 0 ? OsError(errno) : "write error"));
+    return absl::DataLossError(
+        absl::StrCat("writing '", path, "' failed: ", errno != 0 ? OsError(errno) : "write error"));
   }
   return absl::OkStatus();
 }

@@ -91,7 +91,7 @@ absl::StatusOr<std::optional<int64_t>> FlagParser::GetInt(absl::string_view name
 }
 
 absl::StatusOr<std::optional<int64_t>> FlagParser::GetIntIn(absl::string_view name, int64_t lo,
-                                                             int64_t hi) const {
+                                                            int64_t hi) const {
   absl::StatusOr<std::optional<int64_t>> value = GetInt(name);
   if (value.ok() && value->has_value() && (**value < lo || **value > hi)) {
     return absl::InvalidArgumentError(

@@ -25,8 +25,8 @@ int main(int argc, char** argv) {
   // Whatever could still be thrown (an allocation failing under a memory
   // limit) ends the run with a message, never an abort.
   try {
-    return vtrain::agent::RunAgent(std::vector<std::string>(argv + 1, argv + argc),
-                                   stop_requested, std::cout, std::cerr);
+    return vtrain::agent::RunAgent(std::vector<std::string>(argv + 1, argv + argc), stop_requested,
+                                   std::cout, std::cerr);
   } catch (const std::bad_alloc&) {
     std::cerr << "vtrain-agent: out of memory; give a smaller input or raise the memory limit\n";
   } catch (const std::exception& e) {

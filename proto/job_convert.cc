@@ -43,8 +43,7 @@ absl::StatusOr<ModelSpec> ModelFromProto(const v1::ModelSpec& m) {
   CheckGiven(m.has_vocab_size(), m.vocab_size(), "model.vocab_size", "--vocab", problems);
   CheckGiven(m.has_ffn_hidden_size(), m.ffn_hidden_size(), "model.ffn_hidden_size", "--ffn",
              problems);
-  CheckGiven(m.has_num_kv_heads(), m.num_kv_heads(), "model.num_kv_heads", "--kv-heads",
-             problems);
+  CheckGiven(m.has_num_kv_heads(), m.num_kv_heads(), "model.num_kv_heads", "--kv-heads", problems);
   VTRAIN_RETURN_IF_ERROR(Problems(problems));
   ModelSpec model;
   if (!m.preset().empty()) {
@@ -77,8 +76,8 @@ absl::StatusOr<ModelSpec> ModelFromProto(const v1::ModelSpec& m) {
 absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& c) {
   std::vector<std::string> problems;
   CheckGiven(c.has_num_gpus(), c.num_gpus(), "cluster.num_gpus", "--gpus", problems);
-  CheckGiven(c.has_gpus_per_node(), c.gpus_per_node(), "cluster.gpus_per_node",
-             "--gpus-per-node", problems);
+  CheckGiven(c.has_gpus_per_node(), c.gpus_per_node(), "cluster.gpus_per_node", "--gpus-per-node",
+             problems);
   CheckGiven(c.has_intra_node_bandwidth_bytes_per_s(), c.intra_node_bandwidth_bytes_per_s(),
              "cluster.intra_node_bandwidth_bytes_per_s", "--intra-node-bandwidth", problems);
   CheckGiven(c.has_inter_node_bandwidth_bytes_per_s(), c.inter_node_bandwidth_bytes_per_s(),
@@ -117,8 +116,8 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
              "--bucket-size", problems);
   CheckGiven(p.has_context_parallel(), p.context_parallel(), "plan.context_parallel", "--cp",
              problems);
-  CheckGiven(p.has_virtual_stages(), p.virtual_stages(), "plan.virtual_stages",
-             "--virtual-stages", problems);
+  CheckGiven(p.has_virtual_stages(), p.virtual_stages(), "plan.virtual_stages", "--virtual-stages",
+             problems);
   VTRAIN_RETURN_IF_ERROR(Problems(problems));
   ParallelPlan& plan = job.plan;
   if (p.has_tensor_parallel()) plan.tensor_parallel = p.tensor_parallel();

@@ -191,9 +191,8 @@ std::string ToJson(const Message& message) {
 
 absl::Status FromJson(const std::string& json, Message* message) {
   if (absl::Status keys = CheckNoDuplicateKeys(json); !keys.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("not a valid ",
-                                                   message->GetDescriptor()->full_name(),
-                                                   " in JSON form: ", keys.message()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "not a valid ", message->GetDescriptor()->full_name(), " in JSON form: ", keys.message()));
   }
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;

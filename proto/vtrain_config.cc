@@ -24,13 +24,27 @@ using google::protobuf::Value;
 // Every key of vTrain's configuration (VIA-Research/vTrain src/config.py,
 // vTrainConfig's constructor arguments); model_arch and trace_path are read
 // and not used.
-constexpr const char* kKnownKeys[] = {
-    "num_gpus",           "gpu_name",           "tensor_parallel_size", "data_parallel_size",
-    "pipeline_parallel_size", "global_batch_size", "micro_batch_size",  "model_arch",
-    "num_layers",         "hidden_size",        "num_attention_heads",  "max_length",
-    "vocab_size",         "use_gradient_bucket", "use_checkpoint",      "ddp_bucket_size",
-    "inter_node_bandwidth", "intra_node_bandwidth", "pipeline_scheduling", "node_size",
-    "trace_path"};
+constexpr const char* kKnownKeys[] = {"num_gpus",
+                                      "gpu_name",
+                                      "tensor_parallel_size",
+                                      "data_parallel_size",
+                                      "pipeline_parallel_size",
+                                      "global_batch_size",
+                                      "micro_batch_size",
+                                      "model_arch",
+                                      "num_layers",
+                                      "hidden_size",
+                                      "num_attention_heads",
+                                      "max_length",
+                                      "vocab_size",
+                                      "use_gradient_bucket",
+                                      "use_checkpoint",
+                                      "ddp_bucket_size",
+                                      "inter_node_bandwidth",
+                                      "intra_node_bandwidth",
+                                      "pipeline_scheduling",
+                                      "node_size",
+                                      "trace_path"};
 
 const char* KindName(Value::KindCase kind) {
   switch (kind) {
@@ -66,10 +80,9 @@ class ConfigReader {
     }
     if (unknown.empty()) return absl::OkStatus();
     std::sort(unknown.begin(), unknown.end());
-    return absl::InvalidArgumentError(
-        absl::StrCat("vTrain config: unknown key", unknown.size() > 1 ? "s" : "", " '",
-                     absl::StrJoin(unknown, "', '"), "'; the keys are ",
-                     absl::StrJoin(kKnownKeys, ", ")));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "vTrain config: unknown key", unknown.size() > 1 ? "s" : "", " '",
+        absl::StrJoin(unknown, "', '"), "'; the keys are ", absl::StrJoin(kKnownKeys, ", ")));
   }
 
   // The value of `key` when present and not null, checked to be of `kind`.
@@ -199,12 +212,11 @@ absl::StatusOr<v1::PredictRequest> RequestFromVtrainConfig(const std::string& js
   }
   // At most 1e9 MB (a petabyte) and 1e9 Gb/s or GB/s: far above any machine.
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> bucket_mb, c.Amount("ddp_bucket_size", 1e9));
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> inter_gbit,
-                          c.Amount("inter_node_bandwidth", 1e9));
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> intra_gbyte,
-                          c.Amount("intra_node_bandwidth", 1e9));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> inter_gbit, c.Amount("inter_node_bandwidth", 1e9));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> intra_gbyte, c.Amount("intra_node_bandwidth", 1e9));
   if (bucket_mb) {
-    r.mutable_plan()->set_bucket_size_bytes(std::max<int64_t>(1, static_cast<int64_t>(*bucket_mb * 1e6)));
+    r.mutable_plan()->set_bucket_size_bytes(
+        std::max<int64_t>(1, static_cast<int64_t>(*bucket_mb * 1e6)));
   }
   if (inter_gbit) r.mutable_cluster()->set_inter_node_bandwidth_bytes_per_s(*inter_gbit * 1e9 / 8);
   if (intra_gbyte) r.mutable_cluster()->set_intra_node_bandwidth_bytes_per_s(*intra_gbyte * 1e9);

@@ -208,8 +208,7 @@ absl::Status SimulatorService::SimulatePredict(const grpc::ServerContextBase* ct
   for (const auto& [f, count] : lookups) {
     if (count > 0) metrics_.Lookups(std::string(FidelityName(f)), static_cast<double>(count));
   }
-  std::vector<std::string> missing(fidelity.missing_keys().begin(),
-                                   fidelity.missing_keys().end());
+  std::vector<std::string> missing(fidelity.missing_keys().begin(), fidelity.missing_keys().end());
   const bool fits = resp->memory().fits();
   const std::string& gpu = prepared.call.job.cluster.gpu.name;
   RecordMissing(ctx, gpu, missing, fits);

@@ -60,8 +60,8 @@ class SimulatorService final
   class Source final : public service::ProfileSource {
    public:
     Source(const Registry& registry, MemoCache& memos) : registry_(registry), memos_(memos) {}
-    absl::StatusOr<std::shared_ptr<const ProfileSet>> TablesFor(
-        const std::string& profile_set_id, const GpuSpec& gpu) const override {
+    absl::StatusOr<std::shared_ptr<const ProfileSet>> TablesFor(const std::string& profile_set_id,
+                                                                const GpuSpec& gpu) const override {
       return registry_.TablesFor(profile_set_id, gpu);
     }
     std::shared_ptr<LookupMemo> MemoFor(

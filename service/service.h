@@ -33,7 +33,7 @@ inline constexpr int64_t kDefaultMaxTasks = 100'000'000;
 
 // What the caller decides about a call, besides the request itself.
 struct CallOptions {
-  int64_t max_tasks = kDefaultMaxTasks;  // graphs with more tasks: RESOURCE_EXHAUSTED
+  int64_t max_tasks = kDefaultMaxTasks;         // graphs with more tasks: RESOURCE_EXHAUSTED
   int64_t max_graph_bytes = int64_t{16} << 30;  // kernel-granularity graphs above: the same
   int threads = 1;                              // worker threads of a search or curve
   // Polled during long work; true stops it with CANCELLED. May be empty.

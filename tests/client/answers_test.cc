@@ -1,12 +1,19 @@
 // vtrainctl answers that must not pass for success: a search with no plan
 // exits 1 and says why (in text and JSON), and a search that found one leaves
 // out what was not asked for.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "client/commands.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 
 namespace vtrain::cli {
@@ -42,11 +49,43 @@ TEST(AnswersTest, ASearchWithNoPlanExitsOneAndSaysWhy) {
 }
 
 TEST(AnswersTest, ASearchWithAPlanExitsZeroWithoutAFrontierOfOne) {
-  const Result r = Vtrainctl({"search", "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch",
-                              "64", "--threads", "1"});
+  const Result r = Vtrainctl(
+      {"search", "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "64", "--threads", "1"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("best "));
   EXPECT_THAT(r.err, Not(HasSubstr("no plan")));
+}
+
+// Trace fields reach the JSON escaped: a job id with a quote and a
+// backslash still gives a document that parses, holding the id as written.
+TEST(AnswersTest, ClusterSimJsonEscapesTraceFields) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/answers_trace_" +
+                           std::to_string(getpid()) + ".csv";
+  std::ofstream(path) << "job_id,submission_time,num_iteration,model_name,deadline,batch_size,"
+                         "num_gpu,duration\n"
+                         "a\"b\\c,0,1000,resnet50,7200,64,8,3600\n";
+  const Result r = Vtrainctl(
+      {"cluster-sim", "--trace", path, "--gpus", "16", "--jobs", "1", "--threads", "1", "--json"});
+  std::remove(path.c_str());
+  ASSERT_EQ(r.code, 0) << r.err;
+  google::protobuf::Struct doc;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &doc).ok()) << r.out;
+  const auto& jobs = doc.fields().at("jobs").list_value();
+  ASSERT_EQ(jobs.values_size(), 1);
+  EXPECT_EQ(jobs.values(0).struct_value().fields().at("id").string_value(), "a\"b\\c");
+}
+
+TEST(AnswersTest, UsageListsEveryCommand) {
+  const Result r = Vtrainctl({"help"});
+  EXPECT_EQ(r.code, 0);
+  for (const char* c : {"predict", "presets", "search", "curve", "cluster-sim", "plan-model",
+                        "trace", "profiles", "bench", "validate", "calibrate", "help"}) {
+    EXPECT_THAT(r.out, HasSubstr(std::string("  ") + c + " ")) << c;
+  }
+  const Result unknown = Vtrainctl({"frobnicate"});
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_THAT(unknown.err, HasSubstr("unknown command 'frobnicate'"));
 }
 
 }  // namespace

@@ -33,8 +33,8 @@ TEST(FilesTest, ReadsWhatWasWritten) {
 TEST(FilesTest, RefusesDevicesDirectoriesAndFilesOverTheLimit) {
   EXPECT_THAT(ReadFile("/dev/zero"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a regular file")));
-  EXPECT_THAT(ReadFile("/"), StatusIs(absl::StatusCode::kInvalidArgument,
-                                      HasSubstr("is a directory")));
+  EXPECT_THAT(ReadFile("/"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is a directory")));
   const std::string path = TempPath("big.txt");
   VTRAIN_ASSERT_OK(WriteFile(path, std::string(100, 'x')));
   EXPECT_THAT(ReadFile(path, /*max_bytes=*/99),
@@ -46,9 +46,9 @@ TEST(FilesTest, RefusesDevicesDirectoriesAndFilesOverTheLimit) {
 TEST(FilesTest, ErrorsSayTheOsReason) {
   EXPECT_THAT(ReadFile(TempPath("absent")),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("No such file or directory")));
-  EXPECT_THAT(WriteFile("/nonexistent/dir/x", "x"),
-              StatusIs(absl::StatusCode::kPermissionDenied,
-                       HasSubstr("No such file or directory")));
+  EXPECT_THAT(
+      WriteFile("/nonexistent/dir/x", "x"),
+      StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("No such file or directory")));
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/json.h"
-#include "vtrain/v1/vtrain.pb.h"
 #include "tests/testing/status_matchers.h"
+#include "vtrain/v1/vtrain.pb.h"
 
 namespace vtrain::convert {
 namespace {
@@ -39,9 +39,9 @@ TEST(JsonKeysTest, DeepNestingIsRefused) {
 
 TEST(JsonKeysTest, FromJsonRefusesARepeatedKey) {
   v1::PredictRequest r;
-  EXPECT_THAT(FromJson(R"({"plan": {"global_batch": 64, "global_batch": 32}})", &r),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("'plan.global_batch' appears twice")));
+  EXPECT_THAT(
+      FromJson(R"({"plan": {"global_batch": 64, "global_batch": 32}})", &r),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'plan.global_batch' appears twice")));
   VTRAIN_EXPECT_OK(FromJson(R"({"plan": {"global_batch": 64}})", &r));
   EXPECT_EQ(r.plan().global_batch(), 64);
 }

@@ -3,8 +3,8 @@
 // configurations (unknown keys, wrong types and repeated keys refused).
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "proto/json.h"
 #include "proto/job_convert.h"
+#include "proto/json.h"
 #include "proto/vtrain_config.h"
 #include "tests/testing/status_matchers.h"
 
@@ -53,23 +53,20 @@ TEST(PresenceTest, EveryGivenZeroIsRefusedNamingItsField) {
        "plan.virtual_stages=0"},
       {[](v1::PredictRequest& r) { r.mutable_plan()->set_bucket_size_bytes(0); },
        "plan.bucket_size_bytes=0"},
-      {[](v1::PredictRequest& r) { r.mutable_cluster()->set_num_gpus(0); },
-       "cluster.num_gpus=0"},
+      {[](v1::PredictRequest& r) { r.mutable_cluster()->set_num_gpus(0); }, "cluster.num_gpus=0"},
       {[](v1::PredictRequest& r) { r.mutable_cluster()->set_gpus_per_node(0); },
        "cluster.gpus_per_node=0"},
       {[](v1::PredictRequest& r) { r.mutable_cluster()->set_intra_node_bandwidth_bytes_per_s(0); },
        "cluster.intra_node_bandwidth_bytes_per_s=0"},
       {[](v1::PredictRequest& r) { r.mutable_model()->set_seq_len(0); }, "model.seq_len=0"},
-      {[](v1::PredictRequest& r) { r.mutable_model()->set_num_layers(-2); },
-       "model.num_layers=-2"},
+      {[](v1::PredictRequest& r) { r.mutable_model()->set_num_layers(-2); }, "model.num_layers=-2"},
       {[](v1::PredictRequest& r) { r.mutable_model()->set_num_kv_heads(0); },
        "model.num_kv_heads=0"},
   };
   for (const Case& c : cases) {
     v1::PredictRequest r = Minimal();
     c.zero(r);
-    EXPECT_THAT(JobFromProto(r),
-                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.field)))
+    EXPECT_THAT(JobFromProto(r), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.field)))
         << c.field;
   }
 }
@@ -81,8 +78,8 @@ TEST(PresenceTest, AJsonZeroIsTellableFromAMissingField) {
                             &r));
   EXPECT_TRUE(r.plan().has_tensor_parallel());
   EXPECT_FALSE(r.plan().has_pipeline_parallel());
-  EXPECT_THAT(JobFromProto(r), StatusIs(absl::StatusCode::kInvalidArgument,
-                                        HasSubstr("plan.tensor_parallel=0")));
+  EXPECT_THAT(JobFromProto(r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("plan.tensor_parallel=0")));
   // Printed back, only what was given appears.
   const std::string json = ToJson(r);
   EXPECT_THAT(json, HasSubstr("\"tensor_parallel\": 0"));
@@ -112,18 +109,18 @@ TEST(VtrainConfigTest, VtrainsOwnKeysAndNullsAreAccepted) {
 }
 
 TEST(VtrainConfigTest, UnknownKeysWrongTypesAndRepeatsAreRefused) {
-  EXPECT_THAT(RequestFromVtrainConfig(Config(R"(, "micro_batch_sizee": 2)")),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("unknown key 'micro_batch_sizee'")));
+  EXPECT_THAT(
+      RequestFromVtrainConfig(Config(R"(, "micro_batch_sizee": 2)")),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown key 'micro_batch_sizee'")));
   EXPECT_THAT(RequestFromVtrainConfig(Config(R"(, "use_checkpoint": "false")")),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("'use_checkpoint' must be true or false, not a string")));
   EXPECT_THAT(RequestFromVtrainConfig(Config(R"(, "pipeline_scheduling": 1)")),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("'pipeline_scheduling' must be a string, not a number")));
-  EXPECT_THAT(RequestFromVtrainConfig(Config(R"(, "num_layers": 4)")),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("'num_layers' appears twice")));
+  EXPECT_THAT(
+      RequestFromVtrainConfig(Config(R"(, "num_layers": 4)")),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'num_layers' appears twice")));
   EXPECT_THAT(RequestFromVtrainConfig(Config(R"(, "ddp_bucket_size": 0)")),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'ddp_bucket_size'")));
 }

@@ -224,8 +224,7 @@ TEST(SearchTest, NoPlanSaysWhy) {
   r = Search(Space(), profiles, late);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->best, -1);
-  EXPECT_NE(r->no_plan_reason.find("within the deadline"), std::string::npos)
-      << r->no_plan_reason;
+  EXPECT_NE(r->no_plan_reason.find("within the deadline"), std::string::npos) << r->no_plan_reason;
   // With a best plan, no reason.
   r = Search(Space(), profiles, {});
   ASSERT_TRUE(r.ok());
