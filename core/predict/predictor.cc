@@ -77,18 +77,12 @@ double ModelFlopsPerIteration(const Job& job) {
           LogitForwardFlopsPerToken(job.model, job.plan.tensor_parallel));
 }
 
-absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
-                                   const PredictOptions& options) {
-  const int64_t started_ns = SteadyNowNs();
-  VTRAIN_RETURN_IF_ERROR(ValidateJob(job));
-  if (!(options.train_tokens >= 0 && options.train_tokens <= kMaxTrainTokens)) {
-    return absl::InvalidArgumentError(absl::StrCat("train_tokens=", options.train_tokens,
-                                                   " must be in [0, ", kMaxTrainTokens, "]"));
-  }
-  // Cheap checks before expensive work: a plan whose weights alone are many
-  // times a GPU's memory is not a plan (its optimizer step alone would be
-  // millions of kernel launches to generate).
-  const MemoryEstimate memory = EstimateMemory(job);
+namespace {
+
+// Cheap checks before expensive work: a plan whose weights alone are many
+// times a GPU's memory is not a plan (its optimizer step alone would be
+// millions of kernel launches to generate).
+absl::Status CheckWeightsFit(const Job& job, const MemoryEstimate& memory) {
   for (const StageMemory& stage : memory.stages) {
     const double weight_bytes = stage.parameters * 2;
     const double limit = kMaxWeightsOverMemory * static_cast<double>(job.cluster.gpu.memory_bytes);
@@ -100,48 +94,44 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
           "'s memory; raise plan.pipeline_parallel or plan.tensor_parallel"));
     }
   }
-  ProfileLookup lookup(profiles, job.cluster.gpu,
-                       LinkBandwidths{job.cluster.intra_node_bandwidth_bytes_per_s,
-                                      job.cluster.inter_node_bandwidth_bytes_per_s},
-                       options.memo);
+  return absl::OkStatus();
+}
+
+// Runs the iteration at the options' granularity; the kernel path's graph
+// size goes to *graph_bytes.
+absl::StatusOr<IterationSimulation> RunIteration(const Job& job, ProfileLookup& lookup,
+                                                 const PredictOptions& options,
+                                                 int64_t* graph_bytes) {
   BuildOptions build;
   build.granularity = options.granularity;
   build.max_tasks = options.max_tasks;
   build.max_graph_bytes = options.max_graph_bytes;
   build.cancelled = options.cancelled;
   build.periodic = options.periodic;
-  Prediction p;
-  IterationSimulation sim;
-  if (options.granularity == Granularity::kKernel) {
-    // Kernel granularity materialises the whole graph and runs the engine.
-    VTRAIN_ASSIGN_OR_RETURN(IterationGraph graph, BuildIterationGraph(job, lookup, build));
-    SimulationOptions sim_options;
-    sim_options.cancelled = options.cancelled;
-    VTRAIN_ASSIGN_OR_RETURN(sim.result, Simulate(graph.graph, sim_options));
-    sim.stages = std::move(graph.stages);
-    sim.num_micro_batches = graph.num_micro_batches;
-    sim.num_tasks = graph.graph.num_tasks();
-    p.graph_bytes = graph.graph.MemoryBytes();
-    sim.actions_stepped = 2 * job.plan.pipeline_parallel * graph.num_micro_batches;
-  } else {
+  if (options.granularity != Granularity::kKernel) {
     // The fast path merges operators and runs tasks as they are generated.
-    VTRAIN_ASSIGN_OR_RETURN(sim, SimulateIteration(job, lookup, build));
+    return SimulateIteration(job, lookup, build);
   }
-  p.simulation.predictions = 1;
-  p.simulation.tasks = sim.num_tasks - sim.tasks_skipped;
-  p.simulation.actions = sim.actions_stepped;
-  p.simulation.actions_skipped = sim.actions_skipped;
-  p.simulation.periods_skipped = sim.periods_skipped;
-  const SimulationResult& result = sim.result;
-  p.iteration_time_ns = result.makespan_ns;
-  p.num_micro_batches = sim.num_micro_batches;
-  p.granularity = options.granularity;
-  p.num_tasks = sim.num_tasks;
-  p.profile_set = profiles.id.empty() ? profiles.name : profiles.id;
+  // Kernel granularity materialises the whole graph and runs the engine.
+  IterationSimulation sim;
+  VTRAIN_ASSIGN_OR_RETURN(IterationGraph graph, BuildIterationGraph(job, lookup, build));
+  SimulationOptions sim_options;
+  sim_options.cancelled = options.cancelled;
+  VTRAIN_ASSIGN_OR_RETURN(sim.result, Simulate(graph.graph, sim_options));
+  sim.stages = std::move(graph.stages);
+  sim.num_micro_batches = graph.num_micro_batches;
+  sim.num_tasks = graph.graph.num_tasks();
+  *graph_bytes = graph.graph.MemoryBytes();
+  sim.actions_stepped = 2 * job.plan.pipeline_parallel * graph.num_micro_batches;
+  return sim;
+}
 
+// Where each stage's time went, from its compute stream's statistics.
+std::vector<StageBreakdown> Breakdown(const IterationSimulation& sim) {
+  std::vector<StageBreakdown> stages;
   for (size_t s = 0; s < sim.stages.size(); ++s) {
     const StageInfo& info = sim.stages[s];
-    const StreamStats& c = result.streams[info.compute_stream];
+    const StreamStats& c = sim.result.streams[info.compute_stream];
     StageBreakdown b;
     b.stage = static_cast<int64_t>(s);
     b.first_layer = info.first_layer;
@@ -155,10 +145,13 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
     b.pipeline_exposed_ns = sends + c.exposed_wait_ns[static_cast<int>(TaskKind::kPipeline)];
     b.data_parallel_exposed_ns = c.exposed_wait_ns[static_cast<int>(TaskKind::kDataParallel)];
     b.idle_ns = c.idle_ns + c.exposed_wait_ns[static_cast<int>(TaskKind::kTensorParallel)];
-    p.stages.push_back(b);
+    stages.push_back(b);
   }
+  return stages;
+}
 
-  const Job& j = job;
+// FLOPs, utilisation, throughput and, with train_tokens, time and cost.
+void FillRates(const Job& j, double train_tokens, Prediction& p) {
   const double tokens =
       static_cast<double>(j.plan.global_batch) * static_cast<double>(j.model.seq_len);
   p.model_flops = ModelFlopsPerIteration(j);
@@ -180,25 +173,22 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
     p.hfu = p.hardware_flops / (seconds * peak);
     p.tokens_per_s = tokens / seconds;
   }
-  if (options.train_tokens > 0) {
-    p.train_tokens = options.train_tokens;
-    p.iterations = static_cast<int64_t>(std::ceil(options.train_tokens / tokens));
+  if (train_tokens > 0) {
+    p.train_tokens = train_tokens;
+    p.iterations = static_cast<int64_t>(std::ceil(train_tokens / tokens));
     p.training_time_s = static_cast<double>(p.iterations) * seconds;
     // The GPUs the job uses: a larger cluster's idle GPUs are not its cost.
     p.gpu_hours = p.training_time_s / 3600 * static_cast<double>(JobGpus(j));
     p.cost_usd = p.gpu_hours * j.cluster.price_usd_per_gpu_hour;
   }
+}
 
-  for (const LookupRecord& r : lookup.records()) {
-    ++p.fidelity.lookups[static_cast<int>(r.fidelity)];
-    p.fidelity.worst = std::max(p.fidelity.worst, r.fidelity);
-  }
-  p.fidelity.records = lookup.records();
-  p.memory = memory;
+// The interval from the set's error band for the job's regime: its own
+// regime's band, else (a set calibrated before the finer regimes) its base
+// regime's; for a GPU without calibration, the widened A100 band, labelled
+// as such.
+void FillInterval(const Job& job, const ProfileSet& profiles, Prediction& p) {
   p.regime = RegimeOf(job);
-  // The job's own regime's band, else (a set calibrated before the finer
-  // regimes) its base regime's; for a GPU without calibration, the widened
-  // A100 band, labelled as such.
   const ErrorBand* chosen = nullptr;
   const std::string base = BaseRegimeOf(job);
   for (const std::string& regime : {p.regime, absl::StrCat(kUncalibratedGpuRegimePrefix, p.regime),
@@ -207,15 +197,54 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
       if (chosen == nullptr && band.regime == regime) chosen = &band;
     }
   }
-  if (chosen != nullptr) {
-    const ErrorBand& band = *chosen;
-    p.regime = band.regime;  // labels an interval borrowed from another GPU
-    // error = (predicted - measured) / measured, so measured = predicted / (1 + error).
-    const double t = static_cast<double>(p.iteration_time_ns);
-    p.interval_low_ns = t / (1 + band.error_high);
-    p.interval_high_ns = t / (1 + band.error_low);
-    p.interval_coverage = band.coverage;
+  if (chosen == nullptr) return;
+  const ErrorBand& band = *chosen;
+  p.regime = band.regime;  // labels an interval borrowed from another GPU
+  // error = (predicted - measured) / measured, so measured = predicted / (1 + error).
+  const double t = static_cast<double>(p.iteration_time_ns);
+  p.interval_low_ns = t / (1 + band.error_high);
+  p.interval_high_ns = t / (1 + band.error_low);
+  p.interval_coverage = band.coverage;
+}
+
+}  // namespace
+
+absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
+                                   const PredictOptions& options) {
+  const int64_t started_ns = SteadyNowNs();
+  VTRAIN_RETURN_IF_ERROR(ValidateJob(job));
+  if (!(options.train_tokens >= 0 && options.train_tokens <= kMaxTrainTokens)) {
+    return absl::InvalidArgumentError(absl::StrCat("train_tokens=", options.train_tokens,
+                                                   " must be in [0, ", kMaxTrainTokens, "]"));
   }
+  const MemoryEstimate memory = EstimateMemory(job);
+  VTRAIN_RETURN_IF_ERROR(CheckWeightsFit(job, memory));
+  ProfileLookup lookup(profiles, job.cluster.gpu,
+                       LinkBandwidths{job.cluster.intra_node_bandwidth_bytes_per_s,
+                                      job.cluster.inter_node_bandwidth_bytes_per_s},
+                       options.memo);
+  Prediction p;
+  VTRAIN_ASSIGN_OR_RETURN(IterationSimulation sim,
+                          RunIteration(job, lookup, options, &p.graph_bytes));
+  p.simulation.predictions = 1;
+  p.simulation.tasks = sim.num_tasks - sim.tasks_skipped;
+  p.simulation.actions = sim.actions_stepped;
+  p.simulation.actions_skipped = sim.actions_skipped;
+  p.simulation.periods_skipped = sim.periods_skipped;
+  p.iteration_time_ns = sim.result.makespan_ns;
+  p.num_micro_batches = sim.num_micro_batches;
+  p.granularity = options.granularity;
+  p.num_tasks = sim.num_tasks;
+  p.profile_set = profiles.id.empty() ? profiles.name : profiles.id;
+  p.stages = Breakdown(sim);
+  FillRates(job, options.train_tokens, p);
+  for (const LookupRecord& r : lookup.records()) {
+    ++p.fidelity.lookups[static_cast<int>(r.fidelity)];
+    p.fidelity.worst = std::max(p.fidelity.worst, r.fidelity);
+  }
+  p.fidelity.records = lookup.records();
+  p.memory = memory;
+  FillInterval(job, profiles, p);
   p.fidelity.missing_keys = lookup.MissingKeys();
   p.simulation.wall_ns = SteadyNowNs() - started_ns;
   return p;

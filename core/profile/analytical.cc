@@ -28,38 +28,41 @@ void OptimizerStep(KernelSequence& seq, double p) {
 
 }  // namespace
 
-// Kernel lists follow Megatron-LM's GPT layer (Shoeybi et al. 2019, Fig. 3;
-// Narayanan et al. 2021): column-parallel QKV and FFN-up, row-parallel
-// projection and FFN-down, fused scale-mask-softmax, fused bias-GeLU and
-// bias-dropout-add, vocabulary-parallel embedding and cross-entropy.
-// Under fp8 the linear layers run as Transformer Engine runs them
-// (LinearForward/LinearBackward), everything else in bf16.
-std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const OperatorKey& key,
-                                                  const AnalyticalParams& params) {
-  if (key.arch == Architecture::kLlama && key.op != OperatorKind::kLossFwd &&
-      key.op != OperatorKind::kLossBwd && key.op != OperatorKind::kOptimizerStep) {
-    return internal::GenerateLlamaKernels(gpu, key, params);
-  }
-  KernelSequence seq(gpu, internal::ComputeDType(key.dtype), params);
-  const bool fp8 = key.dtype == DType::kFp8;
-  const double t = static_cast<double>(key.tensor_parallel);
-  const double h = static_cast<double>(key.hidden);
-  const double s = static_cast<double>(key.seq);
+namespace {
+
+// The sizes a GPT operator's kernels are made of, per tensor-parallel rank.
+struct GptDims {
+  bool fp8;
+  double t, h, s, sq, tokens, norm_tokens, e, vocab_local, head_dim, batch_heads, ffn_local, scores;
+};
+
+GptDims DimsOf(const OperatorKey& key) {
+  GptDims d;
+  d.fp8 = key.dtype == DType::kFp8;
+  d.t = static_cast<double>(key.tensor_parallel);
+  d.h = static_cast<double>(key.hidden);
+  d.s = static_cast<double>(key.seq);
   // Context parallelism: a rank holds s/c of the sequence (its queries) and
   // attends to all s keys; sequence parallelism runs layer norms and dropout
   // on tokens / t (Korthikanti et al. 2022, §4.2.2).
   const double c = static_cast<double>(std::max<int64_t>(1, key.context_parallel));
-  const double sq = s / c;
-  const double tokens = static_cast<double>(key.micro_batch) * sq;
-  const double norm_tokens = key.sequence_parallel ? tokens / t : tokens;
-  const double e = kElem;
-  const double vocab_local = std::ceil(static_cast<double>(key.vocab) / t);
-  const double heads_local = static_cast<double>(key.heads) / t;
-  const double head_dim = key.heads > 0 ? h / static_cast<double>(key.heads) : 0;
-  const double batch_heads = static_cast<double>(key.micro_batch) * heads_local;
-  const double ffn_local = static_cast<double>(key.ffn) / t;
-  const double scores = batch_heads * sq * s;  // attention-probability elements
+  d.sq = d.s / c;
+  d.tokens = static_cast<double>(key.micro_batch) * d.sq;
+  d.norm_tokens = key.sequence_parallel ? d.tokens / d.t : d.tokens;
+  d.e = kElem;
+  d.vocab_local = std::ceil(static_cast<double>(key.vocab) / d.t);
+  const double heads_local = static_cast<double>(key.heads) / d.t;
+  d.head_dim = key.heads > 0 ? d.h / static_cast<double>(key.heads) : 0;
+  d.batch_heads = static_cast<double>(key.micro_batch) * heads_local;
+  d.ffn_local = static_cast<double>(key.ffn) / d.t;
+  d.scores = d.batch_heads * d.sq * d.s;  // attention-probability elements
+  return d;
+}
 
+// The decoder layer's operators: attention and MLP, forward and backward.
+void GptLayerKernels(KernelSequence& seq, const OperatorKey& key, const GptDims& d) {
+  const auto& [fp8, t, h, s, sq, tokens, norm_tokens, e, vocab_local, head_dim, batch_heads,
+               ffn_local, scores] = d;
   switch (key.op) {
     case OperatorKind::kAttentionFwd:
       if (!key.attention_core_only) {
@@ -111,6 +114,16 @@ std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const Oper
       seq.Memory("residual_add_bwd", norm_tokens * h * 3 * e);
       internal::Fp8ScaleUpdate(seq, fp8);
       break;
+    default:
+      break;
+  }
+}
+
+// The first and last stages' operators and the optimizer step.
+void GptEdgeKernels(KernelSequence& seq, const OperatorKey& key, const GptDims& d) {
+  const auto& [fp8, t, h, s, sq, tokens, norm_tokens, e, vocab_local, head_dim, batch_heads,
+               ffn_local, scores] = d;
+  switch (key.op) {
     case OperatorKind::kEmbeddingFwd:
       seq.Memory("vocab_range_mask", tokens * 8 * 3);
       seq.Memory("word_embedding_gather", tokens * h * 2 * e);
@@ -151,6 +164,36 @@ std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const Oper
     case OperatorKind::kOptimizerStep:
       OptimizerStep(seq, static_cast<double>(key.num_parameters));
       break;
+    default:
+      break;
+  }
+}
+
+bool IsLayerOperator(OperatorKind op) {
+  return op == OperatorKind::kAttentionFwd || op == OperatorKind::kAttentionBwd ||
+         op == OperatorKind::kMlpFwd || op == OperatorKind::kMlpBwd;
+}
+
+}  // namespace
+
+// Kernel lists follow Megatron-LM's GPT layer (Shoeybi et al. 2019, Fig. 3;
+// Narayanan et al. 2021): column-parallel QKV and FFN-up, row-parallel
+// projection and FFN-down, fused scale-mask-softmax, fused bias-GeLU and
+// bias-dropout-add, vocabulary-parallel embedding and cross-entropy.
+// Under fp8 the linear layers run as Transformer Engine runs them
+// (LinearForward/LinearBackward), everything else in bf16.
+std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const OperatorKey& key,
+                                                  const AnalyticalParams& params) {
+  if (key.arch == Architecture::kLlama && key.op != OperatorKind::kLossFwd &&
+      key.op != OperatorKind::kLossBwd && key.op != OperatorKind::kOptimizerStep) {
+    return internal::GenerateLlamaKernels(gpu, key, params);
+  }
+  KernelSequence seq(gpu, internal::ComputeDType(key.dtype), params);
+  const GptDims dims = DimsOf(key);
+  if (IsLayerOperator(key.op)) {
+    GptLayerKernels(seq, key, dims);
+  } else {
+    GptEdgeKernels(seq, key, dims);
   }
   return std::move(seq).Finish();
 }

@@ -175,24 +175,27 @@ absl::StatusOr<DataParallelSharding> ParseSharding(absl::string_view name) {
                                                  "' is unknown; use none, optimizer or full"));
 }
 
-absl::Status ValidateJob(const Job& job) {
-  Violations v;
-  const ModelSpec& m = job.model;
-  const ParallelPlan& p = job.plan;
-  const ClusterSpec& c = job.cluster;
+namespace {
 
-  const bool layers_ok = v.InRange("model.num_layers", m.num_layers, 1, kMaxLayers);
-  const bool hidden_ok = v.InRange("model.hidden_size", m.hidden_size, 1, kMaxHidden);
-  const bool heads_ok = v.InRange("model.num_heads", m.num_heads, 1, kMaxHeads);
+// Which of the model's fields are valid, for the checks that combine them.
+struct ModelFieldsOk {
+  bool layers, hidden, heads, ffn, kv;
+};
+
+ModelFieldsOk ValidateModel(const ModelSpec& m, Violations& v) {
+  ModelFieldsOk ok;
+  ok.layers = v.InRange("model.num_layers", m.num_layers, 1, kMaxLayers);
+  ok.hidden = v.InRange("model.hidden_size", m.hidden_size, 1, kMaxHidden);
+  ok.heads = v.InRange("model.num_heads", m.num_heads, 1, kMaxHeads);
   v.InRange("model.seq_len", m.seq_len, 1, kMaxSeqLen);
   v.InRange("model.vocab_size", m.vocab_size, 1, kMaxVocab);
-  const bool ffn_ok = v.InRange("model.ffn_hidden_size", m.ffn_hidden_size, 0, kMaxFfn);
-  if (hidden_ok && heads_ok && m.hidden_size % m.num_heads != 0) {
+  ok.ffn = v.InRange("model.ffn_hidden_size", m.ffn_hidden_size, 0, kMaxFfn);
+  if (ok.hidden && ok.heads && m.hidden_size % m.num_heads != 0) {
     v.Add(absl::StrCat("model.hidden_size=", m.hidden_size, " is not divisible by model.num_heads=",
                        m.num_heads, "; choose a head count that divides the hidden size"));
   }
-  const bool kv_ok = v.InRange("model.num_kv_heads", m.num_kv_heads, 0, kMaxHeads);
-  if (kv_ok && heads_ok && m.num_heads % m.kv_heads() != 0) {
+  ok.kv = v.InRange("model.num_kv_heads", m.num_kv_heads, 0, kMaxHeads);
+  if (ok.kv && ok.heads && m.num_heads % m.kv_heads() != 0) {
     v.Add(absl::StrCat("model.num_kv_heads=", m.num_kv_heads, " does not divide model.num_heads=",
                        m.num_heads, "; each key/value head must serve a whole group of heads"));
   }
@@ -201,17 +204,12 @@ absl::Status ValidateJob(const Job& job) {
                        " needs model.arch=llama (GPT layers use multi-head attention); set "
                        "--arch llama or leave --kv-heads out"));
   }
+  return ok;
+}
 
-  const bool t_ok = v.InRange("plan.tensor_parallel", p.tensor_parallel, 1, kMaxParallel);
-  const bool d_ok = v.InRange("plan.data_parallel", p.data_parallel, 1, kMaxParallel);
-  const bool pp_ok = v.InRange("plan.pipeline_parallel", p.pipeline_parallel, 1, kMaxParallel);
-  const bool cp_ok = v.InRange("plan.context_parallel", p.context_parallel, 1, kMaxParallel);
-  const bool vs_ok = v.InRange("plan.virtual_stages", p.virtual_stages, 1, kMaxLayers);
-  const bool mb_ok = v.InRange("plan.micro_batch", p.micro_batch, 1, kMaxMicroBatch);
-  const bool gb_ok = v.InRange("plan.global_batch", p.global_batch, 1, kMaxGlobalBatch);
-  // Checked whether or not bucketing is on: a bad value is a mistake either way.
-  v.InRange("plan.bucket_size_bytes", p.bucket_size_bytes, 1, int64_t{1} << 40);
-
+// The cluster's own fields and the plan's dtype on its GPU; returns whether
+// cluster.num_gpus is valid.
+bool ValidateCluster(const ClusterSpec& c, DType dtype, Violations& v) {
   const bool gpus_ok = v.InRange("cluster.num_gpus", c.num_gpus, 1, kMaxGpus);
   v.InRange("cluster.gpus_per_node", c.gpus_per_node, 1, kMaxGpusPerNode);
   v.Positive("cluster.intra_node_bandwidth", c.intra_node_bandwidth_bytes_per_s, kMaxBandwidth);
@@ -224,14 +222,37 @@ absl::Status ValidateJob(const Job& job) {
     v.Add(absl::StrCat("memory_headroom=", c.memory_headroom, " must be in [0, ",
                        kMaxMemoryHeadroom, "] (a fraction of the GPU's memory, e.g. 0.03)"));
   }
-  if (p.dtype == DType::kFp8 && c.gpu.PeakFlops(p.dtype) <= 0) {
+  if (dtype == DType::kFp8 && c.gpu.PeakFlops(dtype) <= 0) {
     v.Add(absl::StrCat("plan.dtype=fp8 is not supported by GPU '", c.gpu.name,
                        "' (no fp8 tensor cores); use bf16, or an fp8 GPU such as h100-sxm5-80gb"));
-  } else if (c.gpu.PeakFlops(p.dtype) <= 0) {
-    v.Add(absl::StrCat("plan.dtype=", DTypeName(p.dtype), " is not supported by GPU '", c.gpu.name,
+  } else if (c.gpu.PeakFlops(dtype) <= 0) {
+    v.Add(absl::StrCat("plan.dtype=", DTypeName(dtype), " is not supported by GPU '", c.gpu.name,
                        "'; use fp16"));
   }
+  return gpus_ok;
+}
 
+}  // namespace
+
+absl::Status ValidateJob(const Job& job) {
+  Violations v;
+  const ModelSpec& m = job.model;
+  const ParallelPlan& p = job.plan;
+  const ClusterSpec& c = job.cluster;
+  const ModelFieldsOk model_ok = ValidateModel(m, v);
+  const bool layers_ok = model_ok.layers, hidden_ok = model_ok.hidden, heads_ok = model_ok.heads,
+             ffn_ok = model_ok.ffn, kv_ok = model_ok.kv;
+  const bool t_ok = v.InRange("plan.tensor_parallel", p.tensor_parallel, 1, kMaxParallel);
+  const bool d_ok = v.InRange("plan.data_parallel", p.data_parallel, 1, kMaxParallel);
+  const bool pp_ok = v.InRange("plan.pipeline_parallel", p.pipeline_parallel, 1, kMaxParallel);
+  const bool cp_ok = v.InRange("plan.context_parallel", p.context_parallel, 1, kMaxParallel);
+  const bool vs_ok = v.InRange("plan.virtual_stages", p.virtual_stages, 1, kMaxLayers);
+  const bool mb_ok = v.InRange("plan.micro_batch", p.micro_batch, 1, kMaxMicroBatch);
+  const bool gb_ok = v.InRange("plan.global_batch", p.global_batch, 1, kMaxGlobalBatch);
+  // Checked whether or not bucketing is on: a bad value is a mistake either way.
+  v.InRange("plan.bucket_size_bytes", p.bucket_size_bytes, 1, int64_t{1} << 40);
+
+  const bool gpus_ok = ValidateCluster(c, p.dtype, v);
   if (t_ok && d_ok && pp_ok && cp_ok && gpus_ok) {
     // Each factor is below 2^20 and the product of three below 2^60; the
     // fourth is checked against the GPU bound first so nothing overflows.
