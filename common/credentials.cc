@@ -1,6 +1,7 @@
 #include "common/credentials.h"
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
 #include "core/util/status_macros.h"
@@ -15,6 +16,15 @@ absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& 
     return absl::InvalidArgumentError(absl::StrCat(
         flag, "=", path,
         " cannot be read; name a readable PEM file (check the path and its permissions)"));
+  }
+  // gRPC reports a file that is not PEM only later and vaguely ("empty
+  // address list", a failed bind): say so here, naming the flag.
+  const bool key = absl::StrContains(flag, "key");
+  const char* kind = key ? "PRIVATE KEY-----" : "-----BEGIN CERTIFICATE-----";
+  if (!absl::StrContains(*pem, kind)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, "=", path, " is not a PEM ", key ? "private key" : "certificate", " (no '",
+        key ? "-----BEGIN ... PRIVATE KEY-----" : kind, "' block); give the PEM file"));
   }
   return pem;
 }

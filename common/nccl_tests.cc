@@ -88,6 +88,12 @@ absl::StatusOr<CollectiveCurve> ParseNcclTests(absl::string_view text, absl::str
       continue;
     }
     double bytes = 0, count = 0;
+    if (cells.size() < 4 && cells.size() > 1 && absl::SimpleAtod(cells[1], &count)) {
+      // Starts like a measurement (two numbers) but is cut short.
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ":", n + 1, ": a measurement line with ", cells.size(),
+          " columns; nccl-tests rows read 'size count type [redop root] time algbw busbw ...'"));
+    }
     if (cells.size() < 4 || !absl::SimpleAtod(cells[0], &bytes) ||
         !absl::SimpleAtod(cells[1], &count)) {
       continue;  // a header or a summary line

@@ -23,6 +23,7 @@
 #include "common/flag_parser.h"
 #include "common/nccl_tests.h"
 #include "core/spec/gpu.h"
+#include "core/util/status_macros.h"
 #include "profiler_agent/importers.h"
 #include "profiler_agent/work.h"
 #include "proto/convert.h"
@@ -149,6 +150,48 @@ absl::Status WriteSet(const ProfileSet& set, const std::string& path, std::ostre
   return absl::OkStatus();
 }
 
+namespace {
+
+// The flags of import (both importers).
+void AddImportFlags(common::FlagParser& flags) {
+  flags.AddValue("gpu", "NAME", "GPU model the data was measured on");
+  flags.AddValue("o", "FILE", "output profile-set JSON");
+  flags.AddValue("ranks", "N", "nccl-tests: ranks of the collective (default: from the file)");
+  flags.AddValue("scope", "S", "nccl-tests: intra_node (default) or inter_node");
+  flags.AddValue("collective", "C",
+                 "nccl-tests: all_reduce, all_gather, reduce_scatter or send_recv (default: what "
+                 "each file says, else all_reduce)");
+  for (const char* f : {"hidden", "heads", "seq-len", "micro-batch", "tp", "ffn", "vocab"}) {
+    flags.AddValue(f, "N", "vtrain-trace: the traced shape");
+  }
+}
+
+// A vTrain CUPTI trace of the shape the flags give, each dimension checked
+// against the range a job may have (core/spec/job.cc) before it is stored.
+absl::StatusOr<ProfileSet> ImportTraceFile(const std::vector<std::string>& files,
+                                           const std::string& gpu,
+                                           const common::FlagParser& flags) {
+  if (files.size() != 1) return absl::InvalidArgumentError("vtrain-trace imports one trace file");
+  VTRAIN_ASSIGN_OR_RETURN(std::string text, common::ReadFile(files[0]));
+  TraceShape shape;
+  struct {
+    const char* flag;
+    int64_t* field;
+    int64_t max;
+  } fields[] = {
+      {"hidden", &shape.hidden, 1 << 18},      {"heads", &shape.heads, 1 << 14},
+      {"seq-len", &shape.seq, 1 << 20},        {"micro-batch", &shape.micro_batch, 1 << 16},
+      {"tp", &shape.tensor_parallel, 1 << 20}, {"ffn", &shape.ffn, 1 << 20},
+      {"vocab", &shape.vocab, 1 << 24}};
+  for (auto& f : fields) {
+    VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> v, flags.GetIntIn(f.flag, 1, f.max));
+    if (v) *f.field = *v;
+  }
+  return ImportVtrainTrace(text, files[0], gpu, shape);
+}
+
+}  // namespace
+
 int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (args.size() < 2 || args[1].rfind("--", 0) == 0) {
     err << kUsage;
@@ -160,16 +203,7 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
   while (first_flag < args.size() && args[first_flag].rfind("-", 0) != 0) ++first_flag;
   const std::vector<std::string> files(args.begin() + 1, args.begin() + first_flag);
   common::FlagParser flags("vtrain-agent import");
-  flags.AddValue("gpu", "NAME", "GPU model the data was measured on");
-  flags.AddValue("o", "FILE", "output profile-set JSON");
-  flags.AddValue("ranks", "N", "nccl-tests: ranks of the collective (default: from the file)");
-  flags.AddValue("scope", "S", "nccl-tests: intra_node (default) or inter_node");
-  flags.AddValue("collective", "C",
-                 "nccl-tests: all_reduce, all_gather, reduce_scatter or send_recv (default: what "
-                 "each file says, else all_reduce)");
-  for (const char* f : {"hidden", "heads", "seq-len", "micro-batch", "tp", "ffn", "vocab"}) {
-    flags.AddValue(f, "N", "vtrain-trace: the traced shape");
-  }
+  AddImportFlags(flags);
   if (absl::Status s = flags.Parse({args.begin() + first_flag, args.end()}); !s.ok()) {
     return Fail(err, "import", s);
   }
@@ -181,7 +215,9 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
   absl::StatusOr<ProfileSet> set;
   if (kind == "nccl-tests") {
-    absl::StatusOr<std::optional<int64_t>> ranks = flags.GetInt("ranks");
+    // The ranks a collective can span: every GPU of the largest cluster
+    // vtrain predicts (2^24).
+    absl::StatusOr<std::optional<int64_t>> ranks = flags.GetIntIn("ranks", 2, int64_t{1} << 24);
     if (!ranks.ok()) return Fail(err, "import", ranks.status());
     const std::string scope = flags.Get("scope").value_or("intra_node");
     if (scope != "intra_node" && scope != "inter_node") {
@@ -233,25 +269,7 @@ int RunImport(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
     if (files.size() > 1) set->name = absl::StrCat("nccl-tests ", files.size(), " files");
   } else if (kind == "vtrain-trace") {
-    if (files.size() != 1) {
-      return Fail(err, "import", absl::InvalidArgumentError("vtrain-trace imports one trace file"));
-    }
-    absl::StatusOr<std::string> text = common::ReadFile(files[0]);
-    if (!text.ok()) return Fail(err, "import", text.status());
-    TraceShape shape;
-    struct {
-      const char* flag;
-      int64_t* field;
-    } fields[] = {{"hidden", &shape.hidden},      {"heads", &shape.heads},
-                  {"seq-len", &shape.seq},        {"micro-batch", &shape.micro_batch},
-                  {"tp", &shape.tensor_parallel}, {"ffn", &shape.ffn},
-                  {"vocab", &shape.vocab}};
-    for (auto& f : fields) {
-      absl::StatusOr<std::optional<int64_t>> v = flags.GetInt(f.flag);
-      if (!v.ok()) return Fail(err, "import", v.status());
-      if (*v) *f.field = **v;
-    }
-    set = ImportVtrainTrace(*text, files[0], *gpu, shape);
+    set = ImportTraceFile(files, *gpu, flags);
   } else {
     return Fail(err, "import",
                 absl::InvalidArgumentError(absl::StrCat("unknown import kind '", kind,

@@ -74,6 +74,26 @@ absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
         DType dtype, FromProtoOr(k.dtype(), DType::kFp16, absl::StrCat(where, ".key.dtype")));
     VTRAIN_ASSIGN_OR_RETURN(Architecture arch, FromProtoOr(k.arch(), Architecture::kGpt,
                                                            absl::StrCat(where, ".key.arch")));
+    // Every dimension non-negative and within the ranges a job may have
+    // (core/spec/job.cc), so a stored key can never be a shape no job has.
+    const struct {
+      const char* name;
+      int64_t value, max;
+    } dims[] = {{"hidden", k.hidden(), 1 << 18},
+                {"heads", k.heads(), 1 << 14},
+                {"ffn", k.ffn(), 1 << 20},
+                {"seq", k.seq(), 1 << 20},
+                {"micro_batch", k.micro_batch(), 1 << 16},
+                {"tensor_parallel", k.tensor_parallel(), 1 << 20},
+                {"vocab", k.vocab(), 1 << 24},
+                {"num_parameters", k.num_parameters(), int64_t{1} << 50},
+                {"context_parallel", k.context_parallel(), 1 << 20}};
+    for (const auto& d : dims) {
+      if (d.value < 0 || d.value > d.max) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ".key.", d.name, "=", d.value, " must be in [0, ", d.max, "]"));
+      }
+    }
     if (k.kv_heads() < 0 || k.kv_heads() > k.heads()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".key.kv_heads=", k.kv_heads(),
                                                      " must be in [0, key.heads=", k.heads(), "]"));
@@ -96,8 +116,9 @@ absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
     }
     for (int j = 0; j < op.kernels_size(); ++j) {
       const v1::Kernel& kernel = op.kernels(j);
+      constexpr int64_t kMaxNs = int64_t{1} << 40;  // 18 minutes: no kernel takes longer
       if (kernel.duration_ns() < 0 || kernel.gap_ns() < 0 || kernel.host_ns() < 0 ||
-          kernel.duration_ns() > (int64_t{1} << 40) || kernel.gap_ns() > (int64_t{1} << 40)) {
+          kernel.duration_ns() > kMaxNs || kernel.gap_ns() > kMaxNs || kernel.host_ns() > kMaxNs) {
         return absl::InvalidArgumentError(absl::StrCat(
             where, ".kernels[", j, "]: duration_ns, gap_ns and host_ns must be in [0, 2^40]"));
       }
@@ -117,7 +138,8 @@ absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
     VTRAIN_ASSIGN_OR_RETURN(LinkScope scope,
                             RequiredFromProto(c.scope(), absl::StrCat(where, ".scope")));
     if (c.ranks() < 2 || c.ranks() > (1 << 24)) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ".ranks must be at least 2"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".ranks=", c.ranks(), " must be in [2, ", 1 << 24, "]"));
     }
     std::vector<CollectivePoint> points;
     for (const v1::CollectivePoint& p : c.points()) points.push_back({p.bytes(), p.latency_ns()});

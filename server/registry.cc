@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/predict/sanity.h"
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
@@ -70,6 +71,16 @@ absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(v1::ProfileSet set,
   // Parameters left out took their defaults: store them written out, so the
   // stored set says what every prediction with it uses.
   convert::ParamsToProto(tables->params, set.mutable_params());
+  // A set for a GPU this build has no datasheet for (peak FLOP/s per dtype,
+  // memory, bandwidth) could answer no prediction: every request for that
+  // GPU is refused at cluster.gpu. Refuse the set rather than store it.
+  if (absl::StatusOr<GpuSpec> gpu = GpuByName(tables->gpu); !gpu.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "profile_set.gpu='", tables->gpu,
+        "' has no datasheet in this build (peak FLOP/s per dtype, memory, bandwidth), so no "
+        "prediction could use the set; use one of the known GPUs: ",
+        absl::StrJoin(GpuNames(), ", ")));
+  }
   // Built-in sets are this build's own; every other set must predict sanely.
   if (!builtin) {
     if (absl::Status sane = CheckPredictionsArePhysical(*tables); !sane.ok()) return sane;

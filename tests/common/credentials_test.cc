@@ -83,5 +83,18 @@ TEST(CredentialsTest, IncompleteServerTlsIsRefused) {
   VTRAIN_EXPECT_OK(LoadServerCredentials({}).status());
 }
 
+// A file that is not PEM is refused naming the flag (gRPC used to report it
+// later as "empty address list" or as a failed bind).
+TEST(CredentialsTest, FilesThatAreNotPemAreRefusedNamingTheFlag) {
+  const std::string garbage = WriteTemp("garbage", "not a certificate\n");
+  EXPECT_THAT(LoadChannelCredentials(Channel(garbage, "", "")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--tls-ca-file=" + garbage + " is not a PEM certificate")));
+  const std::string cert = WriteTemp("cert", "-----BEGIN CERTIFICATE-----\nx\n");
+  EXPECT_THAT(LoadServerCredentials(ServerFiles(cert, garbage, "")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--tls-key-file=" + garbage + " is not a PEM private key")));
+}
+
 }  // namespace
 }  // namespace vtrain::common

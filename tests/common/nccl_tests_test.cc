@@ -23,6 +23,15 @@ TEST(NcclTestsTest, ReadsOutOfPlaceTimes) {
 
 // Regression: a line made only of separators used to index an empty split
 // (a segfault in vtrain-agent import nccl-tests and vtrainctl --nccl-dir).
+// A measurement row cut short says so, not "no measurement lines found".
+TEST(NcclTestsTest, AShortMeasurementRowIsNamed) {
+  absl::StatusOr<CollectiveCurve> curve =
+      ParseNcclTests("#  size count type time\n1048576 262144 float\n", "short.txt");
+  ASSERT_FALSE(curve.ok());
+  EXPECT_THAT(std::string(curve.status().message()),
+              HasSubstr("short.txt:2: a measurement line with 3 columns"));
+}
+
 TEST(NcclTestsTest, LinesOfOnlySeparatorsAreSkipped) {
   absl::StatusOr<CollectiveCurve> curve =
       ParseNcclTests(",,,,\n  \t \n1048576,262144,float,20.5\n , , \n", "commas.txt");

@@ -182,6 +182,12 @@ std::vector<Case<v1::ProfileSet>> PushCases() {
   using R = v1::ProfileSet;
   std::vector<Case<R>> cases = {
       {"no gpu", [](R& r) { r.set_gpu(""); }, kBad, "profile_set.gpu"},
+      {"gpu without a datasheet",
+       [](R& r) {
+         r.set_gpu("mi300x");
+         for (v1::OperatorProfile& op : *r.mutable_operators()) op.mutable_key()->clear_gpu();
+       },
+       kBad, "profile_set.gpu='mi300x' has no datasheet"},
       {"op unspecified",
        [](R& r) { r.mutable_operators(0)->mutable_key()->set_op(v1::OPERATOR_KIND_UNSPECIFIED); },
        kBad, "operators[0].key.op"},
@@ -298,6 +304,20 @@ std::vector<Case<v1::ProfileSet>> PushCases() {
        },
        kBad, "error_bands[0].regime"},
       {"forged id", [](R& r) { r.set_id("sha256:forged"); }, kBad, "profile_set.id"},
+      // Out-of-range numbers are never stored (issue 28).
+      {"negative hidden", [](R& r) { r.mutable_operators(0)->mutable_key()->set_hidden(-12288); },
+       kBad, "key.hidden=-12288"},
+      {"huge host_ns",
+       [](R& r) { r.mutable_operators(0)->mutable_kernels(0)->set_host_ns(int64_t{1} << 62); },
+       kBad, "host_ns"},
+      {"huge ranks",
+       [](R& r) {
+         v1::CollectiveCurve* c = r.add_collectives();
+         c->set_collective(v1::COLLECTIVE_ALL_REDUCE);
+         c->set_scope(v1::LINK_SCOPE_INTRA_NODE);
+         c->set_ranks(99'999'999);
+       },
+       kBad, "ranks=99999999 must be in [2, "},
   };
   for (Case<R>& c : ParamCases()) cases.push_back(std::move(c));
   return cases;
