@@ -342,8 +342,9 @@ std::string RowsCsv(const std::vector<Measurement>& m, const CalibrationResult& 
   return csv;
 }
 
-int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  common::FlagParser flags("vtrainctl calibrate");
+namespace {
+
+void AddCalibrateFlags(common::FlagParser& flags) {
   AddSetupFlags(flags);
   flags.AddValue("params", "A,B,...",
                  "parameters to fit (default: the fifteen of the built-in calibration)");
@@ -364,66 +365,103 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
                  "0: every row, as --unbalanced)");
   flags.AddSwitch("cpp", "print the fitted parameters as C++ (core/profile/a100_params.inc)");
   flags.AddSwitch("help", "show this help");
-  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "calibrate", s);
-  if (flags.Switch("help")) {
-    out << "usage: vtrainctl calibrate --measurements FILE.csv[,FILE.csv] [--nccl-dir DIR]\n\n"
-           "Fits the analytical model's free parameters to measured iteration times and\n"
-           "reports k-fold cross-validated error: every row is predicted by parameters\n"
-           "fitted without it. With --nccl-dir the intra-node all-reduce model is first\n"
-           "fitted to the nccl-tests curves. Progress goes to stderr.\n\n"
-           "example (regenerates the built-in A100 parameters):\n"
-           "  vtrainctl calibrate --measurements ../shared/data/a100-megatron-measured/"
-           "single_node_calibration.csv,\\\n"
-           "      ../shared/data/a100-megatron-measured/multi_node_calibration.csv \\\n"
-           "      --nccl-dir ../shared/data/a100-nccl-allreduce --cpp > "
-           "core/profile/a100_params.inc\n"
-           "\nparameters:";
-    for (const FittableParam& p : FittableParams()) out << " " << p.name;
-    out << "\n\nflags:\n" << flags.Usage();
-    return common::kExitOk;
-  }
+}
+
+std::string CalibrateHelp(const common::FlagParser& flags) {
+  std::string out =
+      "usage: vtrainctl calibrate --measurements FILE.csv[,FILE.csv] [--nccl-dir DIR]\n\n"
+      "Fits the analytical model's free parameters to measured iteration times and\n"
+      "reports k-fold cross-validated error: every row is predicted by parameters\n"
+      "fitted without it. With --nccl-dir the intra-node all-reduce model is first\n"
+      "fitted to the nccl-tests curves. Progress goes to stderr.\n\n"
+      "example (regenerates the built-in A100 parameters):\n"
+      "  vtrainctl calibrate --measurements ../shared/data/a100-megatron-measured/"
+      "single_node_calibration.csv,\\\n"
+      "      ../shared/data/a100-megatron-measured/multi_node_calibration.csv \\\n"
+      "      --nccl-dir ../shared/data/a100-nccl-allreduce --cpp > "
+      "core/profile/a100_params.inc\n"
+      "\nparameters:";
+  for (const FittableParam& p : FittableParams()) absl::StrAppend(&out, " ", p.name);
+  absl::StrAppend(&out, "\n\nflags:\n", flags.Usage());
+  return out;
+}
+
+// The fit's options from the flags (threads and progress are the caller's).
+absl::StatusOr<CalibrateOptions> CalibrateOptionsFromFlags(const common::FlagParser& flags) {
   CalibrateOptions options;
   if (auto power = flags.Get("balance-power")) {
     if (!absl::SimpleAtod(*power, &options.balance_power) || !(options.balance_power >= 0) ||
         options.balance_power > 1) {
-      return Fail(err, "calibrate",
-                  absl::InvalidArgumentError(
-                      "--balance-power must be a number in [0, 1] (1: every file weighs the "
-                      "same, 0: every row)"));
+      return absl::InvalidArgumentError(
+          "--balance-power must be a number in [0, 1] (1: every file weighs the same, 0: every "
+          "row)");
     }
   }
-  absl::StatusOr<Inputs> in = LoadInputs(flags);
-  if (!in.ok()) return Fail(err, "calibrate", in.status());
-  // Start from the uncalibrated model, not the built-in calibration, so that
-  // regenerating core/profile/a100_params.inc is reproducible.
-  in->profiles.params = AnalyticalParams{};
-  options.threads = in->threads;
   if (auto p = flags.Get("params")) options.params = absl::StrSplit(*p, ',', absl::SkipEmpty());
   for (auto [flag, target] : {std::pair<const char*, int*>{"folds", &options.folds},
                               {"max-evaluations", &options.max_evaluations}}) {
-    absl::StatusOr<std::optional<int64_t>> v = flags.GetInt(flag);
-    if (!v.ok()) return Fail(err, "calibrate", v.status());
-    if (*v) {
-      if (**v < 0 || **v > 100000) {
-        return Fail(err, "calibrate",
-                    absl::InvalidArgumentError(absl::StrCat("--", flag, " is out of range")));
-      }
-      *target = static_cast<int>(**v);
-    }
+    VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> v, flags.GetIntIn(flag, 0, 100000));
+    if (v) *target = static_cast<int>(*v);
   }
-  absl::StatusOr<std::optional<int64_t>> seed = flags.GetInt("seed");
-  if (!seed.ok()) return Fail(err, "calibrate", seed.status());
-  if (*seed) options.seed = static_cast<uint64_t>(**seed);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> seed, flags.GetInt("seed"));
+  if (seed) options.seed = static_cast<uint64_t>(*seed);
   options.balance_sources = !flags.Switch("unbalanced");
   options.group_by_shape = !flags.Switch("random-folds");
   if (auto delta = flags.Get("huber-delta")) {
     if (!absl::SimpleAtod(*delta, &options.huber_delta) || !(options.huber_delta >= 0) ||
         options.huber_delta > 1) {
-      return Fail(err, "calibrate",
-                  absl::InvalidArgumentError("--huber-delta must be a number in [0, 1]"));
+      return absl::InvalidArgumentError("--huber-delta must be a number in [0, 1]");
     }
   }
-  options.progress = [&err](const std::string& line) { err << "calibrate: " << line << "\n"; };
+  return options;
+}
+
+// The fitted parameters, the in-sample and held-out errors and the bands.
+std::string CalibrationReport(const CalibrationResult& result, const CalibrateOptions& options,
+                              const std::vector<Measurement>& measurements, int worst) {
+  std::string out = "fitted parameters:\n";
+  for (const FittableParam& f : FittableParams()) {
+    absl::StrAppend(&out, absl::StrFormat("  %-32s %.6g\n", f.name, result.params.*(f.member)));
+  }
+  absl::StrAppend(
+      &out, absl::StrFormat("\nin-sample MAPE %s (fitted on every row; not an accuracy figure)\n",
+                            Pct(result.fit_mape)));
+  if (result.fold_mape.empty()) return out;
+  absl::StrAppend(&out,
+                  absl::StrFormat("%d-fold cross-validated (held-out) error:\n", options.folds),
+                  ReportTable(measurements, result.cross_validated, worst),
+                  "\nprediction intervals (90% quantile of held-out |log error|):\n");
+  for (const ErrorBand& b : result.bands) {
+    absl::StrAppend(&out, absl::StrFormat("  %-26s error from %s to %s over %d rows\n", b.regime,
+                                          Pct(b.error_low), Pct(b.error_high), b.rows));
+  }
+  absl::StrAppend(&out, RegimeTable(result.band_coverage,
+                                    "held-out interval coverage (each fold "
+                                    "against the other folds' bands)"));
+  return out;
+}
+
+}  // namespace
+
+int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  common::FlagParser flags("vtrainctl calibrate");
+  AddCalibrateFlags(flags);
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "calibrate", s);
+  if (flags.Switch("help")) {
+    out << CalibrateHelp(flags);
+    return common::kExitOk;
+  }
+  absl::StatusOr<CalibrateOptions> options = CalibrateOptionsFromFlags(flags);
+  if (!options.ok()) return Fail(err, "calibrate", options.status());
+  absl::StatusOr<std::optional<int64_t>> worst = flags.GetIntIn("worst", 0, 100000);
+  if (!worst.ok()) return Fail(err, "calibrate", worst.status());
+  absl::StatusOr<Inputs> in = LoadInputs(flags);
+  if (!in.ok()) return Fail(err, "calibrate", in.status());
+  // Start from the uncalibrated model, not the built-in calibration, so that
+  // regenerating core/profile/a100_params.inc is reproducible.
+  in->profiles.params = AnalyticalParams{};
+  options->threads = in->threads;
+  options->progress = [&err](const std::string& line) { err << "calibrate: " << line << "\n"; };
 
   double nccl_mape = -1;
   if (!in->nccl_curves.empty()) {
@@ -437,9 +475,8 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
         "MAPE %.2f%%\n",
         in->nccl_curves.size(), 100 * mape);
   }
-  absl::StatusOr<CalibrationResult> result = Calibrate(in->measurements, in->profiles, options);
+  absl::StatusOr<CalibrationResult> result = Calibrate(in->measurements, in->profiles, *options);
   if (!result.ok()) return Fail(err, "calibrate", result.status());
-  const AnalyticalParams& p = result->params;
   // Written with --cpp too: the rows behind a regenerated parameter file.
   if (std::optional<std::string> path = flags.Get("rows-csv"); path && !result->fold_mape.empty()) {
     if (absl::Status s = common::WriteFile(*path, RowsCsv(in->measurements, *result)); !s.ok()) {
@@ -447,29 +484,11 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
     }
   }
   if (flags.Switch("cpp")) {
-    PrintCpp(*result, options, in->measurements.size(), nccl_mape, out);
+    PrintCpp(*result, *options, in->measurements.size(), nccl_mape, out);
     return common::kExitOk;
   }
-  out << "fitted parameters:\n";
-  for (const FittableParam& f : FittableParams()) {
-    out << absl::StrFormat("  %-32s %.6g\n", f.name, p.*(f.member));
-  }
-  out << absl::StrFormat("\nin-sample MAPE %s (fitted on every row; not an accuracy figure)\n",
-                         Pct(result->fit_mape));
-  if (!result->fold_mape.empty()) {
-    absl::StatusOr<std::optional<int64_t>> worst = flags.GetInt("worst");
-    if (!worst.ok()) return Fail(err, "calibrate", worst.status());
-    out << absl::StrFormat("%d-fold cross-validated (held-out) error:\n", options.folds);
-    out << ReportTable(in->measurements, result->cross_validated,
-                       static_cast<int>(worst->value_or(10)));
-    out << "\nprediction intervals (90% quantile of held-out |log error|):\n";
-    for (const ErrorBand& b : result->bands) {
-      out << absl::StrFormat("  %-26s error from %s to %s over %d rows\n", b.regime,
-                             Pct(b.error_low), Pct(b.error_high), b.rows);
-    }
-    out << RegimeTable(result->band_coverage,
-                       "held-out interval coverage (each fold against the other folds' bands)");
-  }
+  out << CalibrationReport(*result, *options, in->measurements,
+                           static_cast<int>(worst->value_or(10)));
   return common::kExitOk;
 }
 

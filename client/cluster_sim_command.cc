@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "client/cluster_trace.h"
 #include "client/commands.h"
 #include "client/job_flags.h"
 #include "client/json_writer.h"
@@ -44,41 +45,6 @@ constexpr char kHelp[] =
     "trace's deadline (so its slack over the duration).\n\n"
     "example:\n  vtrainctl cluster-sim --trace ../shared/data/itp-job-traces/cluster02.csv "
     "--gpus 1024 --jobs 128 --seed 1\n\nflags:\n";
-
-struct TraceJob {
-  std::string id;
-  double submit_s = 0, deadline_s = 0, duration_s = 0;
-  int64_t num_gpu = 0;
-};
-
-absl::StatusOr<std::vector<TraceJob>> ParseTrace(const std::string& text, const std::string& name) {
-  std::vector<TraceJob> jobs;
-  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
-  for (size_t n = 1; n < lines.size(); ++n) {  // line 1 is the header
-    const absl::string_view line = absl::StripAsciiWhitespace(lines[n]);
-    if (line.empty()) continue;
-    const std::vector<absl::string_view> cells = absl::StrSplit(line, ',');
-    TraceJob j;
-    double gpus = 0;
-    if (cells.size() < 8 || !absl::SimpleAtod(cells[1], &j.submit_s) ||
-        !absl::SimpleAtod(cells[4], &j.deadline_s) || !absl::SimpleAtod(cells[6], &gpus) ||
-        !absl::SimpleAtod(cells[7], &j.duration_s) || !(j.duration_s > 0) || !(gpus >= 1) ||
-        gpus > 1e6 || !(j.deadline_s >= j.submit_s)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ":", n + 1,
-          ": expected job_id, submission_time, num_iteration, model_name, deadline, batch_size, "
-          "num_gpu, duration with num_gpu >= 1, duration > 0 and the deadline after the "
-          "submission"));
-    }
-    j.id = std::string(cells[0]);
-    j.num_gpu = static_cast<int64_t>(gpus);
-    jobs.push_back(std::move(j));
-  }
-  if (jobs.empty()) return absl::InvalidArgumentError(absl::StrCat(name, ": no jobs"));
-  std::stable_sort(jobs.begin(), jobs.end(),
-                   [](const TraceJob& a, const TraceJob& b) { return a.submit_s < b.submit_s; });
-  return jobs;
-}
 
 // The documented rule from a trace job's GPU count to an LLM job shape.
 std::pair<std::string, int64_t> LlmShape(int64_t gpus) {
@@ -132,8 +98,8 @@ absl::StatusOr<ThroughputTable> Table(const Setup& setup, const std::string& pre
     if (!s.ok()) return common::FromGrpc(s);
   } else {
     VTRAIN_ASSIGN_OR_RETURN(
-        resp,
-        service::ThroughputCurve(r, setup.builtin, service::CallOptions{.threads = setup.threads}));
+        resp, service::ThroughputCurve(r, setup.builtin,
+                                       service::CallOptions::WithThreads(setup.threads)));
   }
   ThroughputTable table;
   for (const v1::CurvePoint& p : resp.curves(0).points()) {
@@ -329,8 +295,10 @@ absl::StatusOr<double> Seconds(absl::string_view text, absl::string_view flag) {
 
 }  // namespace
 
-int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  common::FlagParser flags("vtrainctl cluster-sim");
+namespace {
+
+// The flags of cluster-sim.
+void AddClusterSimFlags(common::FlagParser& flags) {
   flags.AddValue("trace", "FILE.csv", "an ElasticFlow-format job trace");
   flags.AddValue("gpus", "N", "GPUs in the cluster (default 1024)");
   AddClusterFlags(flags);
@@ -346,6 +314,13 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
   common::AddConnectionFlags(flags);
   flags.AddSwitch("local", "draw the curves in this process (the default without --server)");
   flags.AddSwitch("help", "show this help");
+}
+
+}  // namespace
+
+int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  common::FlagParser flags("vtrainctl cluster-sim");
+  AddClusterSimFlags(flags);
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "cluster-sim", s);
   if (flags.Switch("help")) {
     out << kHelp << flags.Usage();

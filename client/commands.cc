@@ -31,6 +31,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"predict", "simulate one training iteration of a model, plan and cluster", RunPredict},
     {"presets", "list the model presets and GPU models", RunPresets},
+    {"compare", "two or more plans side by side, the differences marked", RunCompare},
     {"search", "find the fastest or cheapest parallel plan (and the time/cost frontier)",
      RunSearch},
     {"curve", "throughput against GPU count (best or data-parallel plans), for schedulers",

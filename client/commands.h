@@ -35,6 +35,7 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
 int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunCompare(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // The same request asked of the server of --server (connection flags). The
 // in-process answers (--local) come from service/service.h.

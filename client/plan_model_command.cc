@@ -158,7 +158,7 @@ int RunInverse(const common::FlagParser& flags, std::ostream& out, std::ostream&
   absl::StatusOr<v1::ThroughputCurveResponse> curve =
       flags.Has("server") ? CurveRemotely(flags, r)
                           : service::ThroughputCurve(r, service::BuiltinProfiles(),
-                                                     service::CallOptions{.threads = 2});
+                                                     service::CallOptions::WithThreads(2));
   if (!curve.ok()) return bad(curve.status());
   for (const v1::CurvePoint& p : curve->curves(0).points()) {
     if (!p.fits()) continue;

@@ -1,17 +1,20 @@
 #include "client/prediction_format.h"
 
+#include <algorithm>
+#include <type_traits>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "core/graph/iteration.h"
 #include "core/profile/default_profiles.h"
+#include "core/profile/profile.h"
+#include "core/spec/job.h"
 #include "core/spec/model.h"
-#include "proto/job_convert.h"
-#include "proto/prediction_convert.h"
+#include "proto/enum_convert.h"
 
 namespace vtrain::cli {
 namespace {
-
-double Ms(int64_t ns) { return static_cast<double>(ns) * 1e-6; }
 
 std::string Human(double value) {
   if (value >= 1e12) return absl::StrFormat("%.2fT", value / 1e12);
@@ -38,103 +41,170 @@ std::string Duration(int64_t ns) {
   return absl::StrFormat("%.2f s", static_cast<double>(ns) * 1e-9);
 }
 
-std::string PredictionTable(const Job& job, const Prediction& p, bool show_lookups) {
-  const ModelSpec& m = job.model;
-  const ParallelPlan& plan = job.plan;
-  const ClusterSpec& c = job.cluster;
-  std::string out;
-  absl::StrAppend(
-      &out,
-      absl::StrFormat(
-          "model    %s%s: %d layers, hidden %d, %d heads%s, seq %d, vocab %d, ffn %d (%s "
-          "parameters)\n",
-          m.name, m.arch == Architecture::kGpt ? "" : " (llama)", m.num_layers, m.hidden_size,
-          m.num_heads, m.kv_heads() == m.num_heads ? "" : absl::StrCat(" (", m.kv_heads(), " kv)"),
-          m.seq_len, m.vocab_size, m.ffn(), Human(ModelParameterCount(m))));
-  absl::StrAppend(
-      &out, absl::StrFormat(
-                "plan     t=%d d=%d p=%d, micro-batch %d, global batch %d (%d micro-batches), %s, "
-                "recompute %s, %s, bucketing %s\n",
-                plan.tensor_parallel, plan.data_parallel, plan.pipeline_parallel, plan.micro_batch,
-                plan.global_batch, p.num_micro_batches, ScheduleName(plan.schedule),
-                RecomputeName(plan.recompute), DTypeName(plan.dtype),
-                plan.gradient_bucketing ? "on" : "off"));
-  absl::StrAppend(
-      &out,
-      absl::StrFormat(
-          "cluster  %d x %s, %d per node, NVLink %.0f GB/s per GPU, network %.0f Gb/s per node\n\n",
-          c.num_gpus, c.gpu.name, c.gpus_per_node, c.intra_node_bandwidth_bytes_per_s / 1e9,
-          c.inter_node_bandwidth_bytes_per_s * 8 / 1e9));
-  if (JobGpus(job) < c.num_gpus) {
+template <typename E>
+std::string EnumName(E value) {
+  // The core names of the response's enums ("1f1b", "fp8", ...), or the
+  // proto's number when this build does not know it.
+  auto core = convert::FromProto(value);
+  if (!core) return absl::StrCat(static_cast<int>(value));
+  if constexpr (std::is_same_v<E, v1::PipelineSchedule>) return std::string(ScheduleName(*core));
+  if constexpr (std::is_same_v<E, v1::Recompute>) return std::string(RecomputeName(*core));
+  if constexpr (std::is_same_v<E, v1::DType>) return std::string(DTypeName(*core));
+  if constexpr (std::is_same_v<E, v1::DataParallelSharding>) {
+    return std::string(ShardingName(*core));
+  }
+  if constexpr (std::is_same_v<E, v1::Architecture>) return std::string(ArchitectureName(*core));
+  if constexpr (std::is_same_v<E, v1::Granularity>) return std::string(GranularityName(*core));
+  if constexpr (std::is_same_v<E, v1::Fidelity>) return std::string(FidelityName(*core));
+}
+
+std::string ModelLine(const v1::PredictResponse& r) {
+  const v1::ModelSpec& m = r.model();
+  const bool gpt = m.arch() == v1::ARCHITECTURE_UNSPECIFIED || m.arch() == v1::ARCHITECTURE_GPT;
+  return absl::StrFormat(
+      "model    %s%s: %d layers, hidden %d, %d heads%s, seq %d, vocab %d, ffn %d (%s "
+      "parameters)\n",
+      m.preset().empty() ? "custom" : m.preset(),
+      gpt ? "" : absl::StrCat(" (", EnumName(m.arch()), ")"), m.num_layers(), m.hidden_size(),
+      m.num_heads(),
+      m.has_num_kv_heads() && m.num_kv_heads() != m.num_heads()
+          ? absl::StrCat(" (", m.num_kv_heads(), " kv)")
+          : "",
+      m.seq_len(), m.vocab_size(), m.ffn_hidden_size(), Human(r.model_parameters()));
+}
+
+// Every option of the plan, those at their defaults only when they are part
+// of the paper's plan line (so that a printed plan can be given back).
+std::string PlanLine(const v1::PredictResponse& r) {
+  const v1::ParallelPlan& q = r.plan();
+  std::string degrees = absl::StrCat("t=", q.tensor_parallel());
+  if (q.context_parallel() > 1) absl::StrAppend(&degrees, " c=", q.context_parallel());
+  absl::StrAppend(&degrees, " d=", q.data_parallel(), " p=", q.pipeline_parallel());
+  if (q.virtual_stages() > 1) absl::StrAppend(&degrees, " v=", q.virtual_stages());
+  std::string extras;
+  if (q.virtual_stages() > 1) absl::StrAppend(&extras, ", interleaved");
+  if (q.sequence_parallel() && q.tensor_parallel() > 1) {
+    absl::StrAppend(&extras, ", sequence parallel");
+  }
+  if (q.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED &&
+      q.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_NONE) {
+    absl::StrAppend(&extras, ", sharding ", EnumName(q.data_parallel_sharding()));
+  }
+  return absl::StrFormat(
+      "plan     %s, micro-batch %d, global batch %d (%d micro-batches), %s%s, recompute %s, %s, "
+      "bucketing %s\n",
+      degrees, q.micro_batch(), q.global_batch(), r.num_micro_batches(), EnumName(q.schedule()),
+      extras, EnumName(q.recompute()), EnumName(q.dtype()), q.gradient_bucketing() ? "on" : "off");
+}
+
+std::string ClusterLines(const v1::PredictResponse& r) {
+  const v1::ClusterSpec& c = r.cluster();
+  const v1::ParallelPlan& q = r.plan();
+  std::string out = absl::StrFormat(
+      "cluster  %d x %s, %d per node, NVLink %.0f GB/s per GPU, network %.0f Gb/s per node\n\n",
+      c.num_gpus(), c.gpu(), c.gpus_per_node(), c.intra_node_bandwidth_bytes_per_s() / 1e9,
+      c.inter_node_bandwidth_bytes_per_s() * 8 / 1e9);
+  const int64_t job_gpus = q.tensor_parallel() * std::max<int64_t>(1, q.context_parallel()) *
+                           q.data_parallel() * q.pipeline_parallel();
+  if (job_gpus < c.num_gpus()) {
     // The cluster is larger than the job: utilisation and cost count the
     // job's GPUs only.
     absl::StrAppend(&out, absl::StrFormat("         the job uses %d of the cluster's %d GPUs\n\n",
-                                          JobGpus(job), c.num_gpus));
+                                          job_gpus, c.num_gpus()));
   }
+  return out;
+}
 
-  absl::StrAppend(&out, absl::StrFormat("iteration time   %.3f ms\n", p.iteration_time_ms()));
-  if (p.interval_coverage > 0) {
+std::string TimeLines(const v1::PredictResponse& r) {
+  std::string out = absl::StrFormat("iteration time   %.3f ms\n", r.iteration_time_ms());
+  if (r.has_interval() && r.interval().coverage() > 0) {
     // "uncalibrated_gpu/single_node": A100 bands widened for another GPU.
-    absl::string_view regime = p.regime;
+    absl::string_view regime = r.interval().regime();
     const bool uncalibrated = absl::ConsumePrefix(&regime, kUncalibratedGpuRegimePrefix);
     absl::StrAppend(
         &out,
         absl::StrFormat(
             "%.0f%% interval     %.1f .. %.1f ms (held-out errors of A100 calibration runs, "
             "regime %s%s)\n",
-            100 * p.interval_coverage, p.interval_low_ns * 1e-6, p.interval_high_ns * 1e-6, regime,
+            100 * r.interval().coverage(), r.interval().low_ms(), r.interval().high_ms(), regime,
             uncalibrated ? absl::StrFormat(", widened %gx: this GPU has no calibration",
                                            kUncalibratedGpuSpread)
                          : ""));
   }
-  absl::StrAppend(&out, absl::StrFormat("throughput       %s tokens/s\n", Human(p.tokens_per_s)));
-  absl::StrAppend(&out,
-                  absl::StrFormat("MFU / HFU        %.1f%% / %.1f%%\n", 100 * p.mfu, 100 * p.hfu));
-  if (p.train_tokens > 0) {
+  absl::StrAppend(&out, absl::StrFormat("throughput       %s tokens/s\n", Human(r.tokens_per_s())));
+  absl::StrAppend(
+      &out, absl::StrFormat("MFU / HFU        %.1f%% / %.1f%%", 100 * r.mfu(), 100 * r.hfu()));
+  if (r.mfu_bf16_peak() > 0) {
+    absl::StrAppend(&out, absl::StrFormat(" of the fp8 peak; MFU %.1f%% of the bf16 peak",
+                                          100 * r.mfu_bf16_peak()));
+  }
+  out += "\n";
+  if (r.has_training() && r.training().tokens() > 0) {
+    const v1::Training& t = r.training();
     absl::StrAppend(
         &out, absl::StrFormat("training         %s tokens: %d iterations, %.2f days, %s GPU-hours",
-                              Human(p.train_tokens), p.iterations, p.training_time_s / 86400,
-                              Human(p.gpu_hours)));
-    if (c.price_usd_per_gpu_hour > 0) {
-      absl::StrAppend(&out, absl::StrFormat(", $%s", Human(p.cost_usd)));
+                              Human(t.tokens()), t.iterations(), t.time_s() / 86400,
+                              Human(t.gpu_hours())));
+    if (r.cluster().price_usd_per_gpu_hour() > 0) {
+      absl::StrAppend(&out, absl::StrFormat(", $%s", Human(t.cost_usd())));
     }
     out += "\n";
   }
   constexpr double kGiB = 1 << 30;
-  if (p.memory.capacity_bytes > 0) {  // an older server sends no memory estimate
+  if (r.memory().capacity_bytes() > 0) {  // an older server sends no memory estimate
     absl::StrAppend(
         &out,
         absl::StrFormat("memory           peak %.1f GiB per GPU of %.1f GiB%s\n",
-                        p.memory.peak_bytes / kGiB, p.memory.capacity_bytes / kGiB,
-                        p.memory.fits ? "" : "  ** OUT OF MEMORY: this plan does not fit **"));
+                        r.memory().peak_bytes() / kGiB, r.memory().capacity_bytes() / kGiB,
+                        r.memory().fits() ? "" : "  ** OUT OF MEMORY: this plan does not fit **"));
   }
-  absl::StrAppend(&out,
-                  "\nstage  layers     compute_ms      tp_ms  pp_exposed_ms  dp_exposed_ms"
-                  "    idle_ms  memory_GiB\n");
-  for (size_t i = 0; i < p.stages.size(); ++i) {
-    const StageBreakdown& s = p.stages[i];
-    const double mem = i < p.memory.stages.size() ? p.memory.stages[i].peak_bytes / kGiB : 0;
-    absl::StrAppend(
-        &out, absl::StrFormat("%5d  %-8s %12.3f %10.3f %14.3f %14.3f %10.3f %11.1f\n", s.stage,
-                              absl::StrCat(s.first_layer, "-", s.first_layer + s.num_layers - 1),
-                              Ms(s.compute_ns), Ms(s.tensor_parallel_ns), Ms(s.pipeline_exposed_ns),
-                              Ms(s.data_parallel_exposed_ns), Ms(s.idle_ns), mem));
+  return out;
+}
+
+// A stage's layers: "0-5", or with interleaving its chunks ("0-1,8-9") or,
+// past four chunks, "6 x 2 layers".
+std::string StageLayers(const v1::StageBreakdown& s, int64_t pipeline_parallel) {
+  const int64_t chunks = std::max<int64_t>(1, s.chunks());
+  if (chunks == 1) return absl::StrCat(s.first_layer(), "-", s.first_layer() + s.num_layers() - 1);
+  const int64_t per = s.layers_per_chunk();
+  if (chunks > 4) return absl::StrCat(chunks, " x ", per, " layers");
+  std::string out;
+  for (int64_t k = 0; k < chunks; ++k) {
+    const int64_t first = (k * pipeline_parallel + s.stage()) * per;
+    absl::StrAppend(&out, k > 0 ? "," : "", first, "-", first + per - 1);
   }
-  const FidelitySummary& f = p.fidelity;
-  absl::StrAppend(&out,
-                  absl::StrFormat("\nprofiles %s, %s granularity, %d tasks\n"
-                                  "fidelity %d measured, %d interpolated, %d analytical lookups",
-                                  p.profile_set, GranularityName(p.granularity), p.num_tasks,
-                                  f.lookups[static_cast<int>(Fidelity::kMeasured)],
-                                  f.lookups[static_cast<int>(Fidelity::kInterpolated)],
-                                  f.lookups[static_cast<int>(Fidelity::kAnalytical)]));
-  if (f.worst == Fidelity::kAnalytical) {
+  return out;
+}
+
+std::string StageTable(const v1::PredictResponse& r) {
+  constexpr double kGiB = 1 << 30;
+  std::string out =
+      "\nstage  layers     compute_ms      tp_ms  pp_exposed_ms  dp_exposed_ms"
+      "    idle_ms  memory_GiB\n";
+  for (const v1::StageBreakdown& s : r.stages()) {
+    absl::StrAppend(&out, absl::StrFormat("%5d  %-8s %12.3f %10.3f %14.3f %14.3f %10.3f %11.1f\n",
+                                          s.stage(), StageLayers(s, r.plan().pipeline_parallel()),
+                                          s.compute_ms(), s.tensor_parallel_ms(),
+                                          s.pipeline_exposed_ms(), s.data_parallel_exposed_ms(),
+                                          s.idle_ms(), s.peak_memory_bytes() / kGiB));
+  }
+  return out;
+}
+
+std::string FidelityLines(const v1::PredictResponse& r, bool show_lookups) {
+  const v1::FidelitySummary& f = r.fidelity();
+  std::string out = absl::StrFormat(
+      "\nprofiles %s, %s granularity, %d tasks\n"
+      "fidelity %d measured, %d interpolated, %d analytical lookups",
+      r.profile_set_id(), EnumName(r.granularity()), r.num_tasks(), f.measured(), f.interpolated(),
+      f.analytical());
+  if (f.worst() == v1::FIDELITY_ANALYTICAL) {
     out += " (the analytical ones are model estimates, not measurements)";
   }
   out += "\n";
   if (show_lookups) {
-    for (const LookupRecord& r : f.records) {
-      absl::StrAppend(&out, absl::StrFormat("  %-12s %s\n", FidelityName(r.fidelity), r.key));
+    for (const v1::Lookup& l : f.lookups()) {
+      absl::StrAppend(&out, absl::StrFormat("  %-12s %s\n", EnumName(l.fidelity()), l.key()));
     }
   }
   return out;
@@ -157,16 +227,11 @@ std::string SimulationLine(const v1::Simulation& s) {
 
 absl::StatusOr<std::string> PredictionTable(const v1::PredictResponse& response,
                                             bool show_lookups) {
-  v1::PredictRequest echo;
-  *echo.mutable_model() = response.model();
-  *echo.mutable_plan() = response.plan();
-  *echo.mutable_cluster() = response.cluster();
-  absl::StatusOr<Job> job = convert::JobFromProto(echo);
-  if (!job.ok()) {
-    return absl::InternalError(
-        absl::StrCat("the response's job does not read back: ", job.status().message()));
+  if (!response.has_model() || !response.has_plan() || !response.has_cluster()) {
+    return absl::InternalError("the response does not echo its job (model, plan and cluster)");
   }
-  return PredictionTable(*job, convert::PredictionFromProto(response), show_lookups) +
+  return ModelLine(response) + PlanLine(response) + ClusterLines(response) + TimeLines(response) +
+         StageTable(response) + FidelityLines(response, show_lookups) +
          SimulationLine(response.simulation());
 }
 

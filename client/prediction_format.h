@@ -12,8 +12,9 @@
 
 namespace vtrain::cli {
 
-// The table; `show_lookups` lists every profile lookup. INTERNAL when the
-// response's echoed job is not a valid job.
+// The table, read from the response alone (the same bytes for a local and a
+// remote answer); `show_lookups` lists every profile lookup. INTERNAL when
+// the response does not echo its job.
 absl::StatusOr<std::string> PredictionTable(const v1::PredictResponse& response, bool show_lookups);
 
 // What an answer cost, as one line: "simulated 201,600 actions (200,242 by

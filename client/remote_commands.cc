@@ -40,24 +40,34 @@ absl::StatusOr<v1::PredictResponse> PredictRemotely(const common::FlagParser& fl
   return response;
 }
 
-int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  constexpr char kHelp[] =
-      "usage: vtrainctl profiles ls|show|push|pull|rm [ID|FILE] --server HOST:PORT [flags]\n\n"
-      "  ls              list the server's profile sets (--gpu to filter)\n"
-      "  show ID         print one set as JSON (the profile-set file format)\n"
-      "  push FILE       push a profile-set JSON file (needs --token-file); idempotent\n"
-      "  pull ID -o FILE save one set as a JSON file\n"
-      "  rm ID           delete a set (needs --token-file)\n\n"
-      "examples:\n"
-      "  vtrainctl profiles ls --server 127.0.0.1:50051\n"
-      "  vtrainctl profiles push a100.json --server 127.0.0.1:50051 --token-file token\n\n"
-      "flags:\n";
-  common::FlagParser flags("vtrainctl profiles");
+namespace {
+
+constexpr char kProfilesHelp[] =
+    "usage: vtrainctl profiles ls|show|push|pull|rm [ID|FILE] --server HOST:PORT [flags]\n\n"
+    "  ls              list the server's profile sets (--gpu to filter)\n"
+    "  show ID         print one set as JSON (the profile-set file format)\n"
+    "  push FILE       push a profile-set JSON file (needs --token-file); idempotent\n"
+    "  pull ID -o FILE save one set as a JSON file\n"
+    "  rm ID           delete a set (needs --token-file)\n\n"
+    "examples:\n"
+    "  vtrainctl profiles ls --server 127.0.0.1:50051\n"
+    "  vtrainctl profiles push a100.json --server 127.0.0.1:50051 --token-file token\n\n"
+    "flags:\n";
+
+// The flags of profiles (every verb).
+void AddProfilesFlags(common::FlagParser& flags) {
   common::AddConnectionFlags(flags);
   flags.AddValue("gpu", "NAME", "ls: only sets of this GPU");
   flags.AddValue("o", "FILE", "pull: where to write the set");
   flags.AddSwitch("json", "ls: print JSON");
   flags.AddSwitch("help", "show this help");
+}
+
+}  // namespace
+
+int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  common::FlagParser flags("vtrainctl profiles");
+  AddProfilesFlags(flags);
   std::string verb = args.empty() ? "" : args[0];
   std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
   std::string operand;
@@ -67,7 +77,7 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
   }
   if (absl::Status s = flags.Parse(rest); !s.ok()) return Fail(err, "profiles", s);
   if (verb.empty() || verb == "--help" || verb == "help" || flags.Switch("help")) {
-    out << kHelp << flags.Usage();
+    out << kProfilesHelp << flags.Usage();
     return verb.empty() ? common::kExitBadInput : common::kExitOk;
   }
   absl::StatusOr<common::Connection> c = common::Connect(flags);

@@ -139,37 +139,49 @@ std::string OptionsTag(const v1::ParallelPlan& q) {
   return out;
 }
 
-std::string PlanLine(const char* tag, const v1::PlanSummary& p) {
+// Which columns a plan line has: days and cost only when they were asked
+// for (--tokens, and --price-usd-per-gpu-hour for the cost).
+struct Columns {
+  bool days = false;
+  bool cost = false;
+};
+
+std::string PlanLine(const char* tag, const v1::PlanSummary& p, const Columns& columns) {
   const v1::ParallelPlan& q = p.plan();
-  return absl::StrFormat(
-      "%-7s t=%-3d d=%-4d p=%-4d mb=%-4d gpus=%-6d %-5s %-4s %12.1f ms %9.2f days $%-12.0f "
-      "%6.1f GiB%s\n",
-      tag, q.tensor_parallel(), q.data_parallel(), q.pipeline_parallel(), q.micro_batch(), p.gpus(),
+  std::string out = absl::StrFormat(
+      "%-7s t=%-3d d=%-4d p=%-4d mb=%-4d gpus=%-6d %-5s %-9s %12.1f ms %5.1f%% MFU", tag,
+      q.tensor_parallel(), q.data_parallel(), q.pipeline_parallel(), q.micro_batch(), p.gpus(),
       ScheduleName(convert::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
       RecomputeName(convert::FromProto(q.recompute()).value_or(Recompute::kFull)),
-      p.iteration_time_ms(), p.training_days(), p.cost_usd(), p.peak_memory_bytes() / (1 << 30),
-      OptionsTag(q));
+      p.iteration_time_ms(), 100 * p.mfu());
+  if (columns.days) absl::StrAppend(&out, absl::StrFormat(" %9.2f days", p.training_days()));
+  if (columns.cost) absl::StrAppend(&out, absl::StrFormat(" $%-12.0f", p.cost_usd()));
+  absl::StrAppend(
+      &out, absl::StrFormat(" %6.1f GiB%s\n", p.peak_memory_bytes() / (1 << 30), OptionsTag(q)));
+  return out;
 }
 
 std::string Csv(const v1::SearchResult& r) {
   std::string out =
       "tensor_parallel,data_parallel,pipeline_parallel,micro_batch,gpus,schedule,recompute,"
       "iteration_time_ms,training_days,cost_usd,peak_memory_gib,pareto,context_parallel,"
-      "virtual_stages,sequence_parallel,data_parallel_sharding\n";
+      "virtual_stages,sequence_parallel,data_parallel_sharding,mfu\n";
   for (const v1::PlanSummary& p : r.plans()) {
     const v1::ParallelPlan& q = p.plan();
     absl::StrAppend(
-        &out, absl::StrFormat(
-                  "%d,%d,%d,%d,%d,%s,%s,%.3f,%.4f,%.2f,%.2f,%d,%d,%d,%d,%s\n", q.tensor_parallel(),
-                  q.data_parallel(), q.pipeline_parallel(), q.micro_batch(), p.gpus(),
-                  ScheduleName(convert::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
-                  RecomputeName(convert::FromProto(q.recompute()).value_or(Recompute::kFull)),
-                  p.iteration_time_ms(), p.training_days(), p.cost_usd(),
-                  p.peak_memory_bytes() / (1 << 30), p.pareto(),
-                  std::max<int64_t>(1, q.context_parallel()),
-                  std::max<int64_t>(1, q.virtual_stages()), q.sequence_parallel() ? 1 : 0,
-                  ShardingName(convert::FromProto(q.data_parallel_sharding())
-                                   .value_or(DataParallelSharding::kNone))));
+        &out,
+        absl::StrFormat(
+            "%d,%d,%d,%d,%d,%s,%s,%.3f,%.4f,%.2f,%.2f,%d,%d,%d,%d,%s,%.4f\n", q.tensor_parallel(),
+            q.data_parallel(), q.pipeline_parallel(), q.micro_batch(), p.gpus(),
+            ScheduleName(convert::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
+            RecomputeName(convert::FromProto(q.recompute()).value_or(Recompute::kFull)),
+            p.iteration_time_ms(), p.training_days(), p.cost_usd(),
+            p.peak_memory_bytes() / (1 << 30), p.pareto(),
+            std::max<int64_t>(1, q.context_parallel()), std::max<int64_t>(1, q.virtual_stages()),
+            q.sequence_parallel() ? 1 : 0,
+            ShardingName(convert::FromProto(q.data_parallel_sharding())
+                             .value_or(DataParallelSharding::kNone)),
+            p.mfu()));
   }
   return out;
 }
@@ -200,8 +212,9 @@ absl::Status Plot(const std::string& path, const v1::SearchRequest& req,
 
 }  // namespace
 
-int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  common::FlagParser flags("vtrainctl search");
+namespace {
+
+void AddSearchFlags(common::FlagParser& flags) {
   AddModelFlags(flags);
   AddClusterFlags(flags);
   flags.AddValue("gpus", "N", "exactly N GPUs");
@@ -227,6 +240,13 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   common::AddConnectionFlags(flags);
   flags.AddSwitch("local", "search in this process (the default without --server)");
   flags.AddSwitch("help", "show this help");
+}
+
+}  // namespace
+
+int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  common::FlagParser flags("vtrainctl search");
+  AddSearchFlags(flags);
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "search", s);
   if (flags.Switch("help")) {
     out << kHelp << flags.Usage();
@@ -287,18 +307,21 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   out << absl::StrFormat("%d plans considered, %d out of memory, %d predicted\n", r->considered(),
                          r->out_of_memory(), r->evaluated())
       << SimulationLine(r->simulation()) << "\n";
+  const Columns columns{
+      .days = request->train_tokens() > 0,
+      .cost = request->train_tokens() > 0 && request->cluster().price_usd_per_gpu_hour() > 0};
   if (r->has_best()) {
-    out << PlanLine("best", r->best());
+    out << PlanLine("best", r->best(), columns);
   } else {
     out << "no plan meets the objective\n";
   }
   if (r->fastest_size() > 0) {
     out << "\nfastest plans:\n";
-    for (const v1::PlanSummary& p : r->fastest()) out << PlanLine("", p);
+    for (const v1::PlanSummary& p : r->fastest()) out << PlanLine("", p, columns);
   }
   if (r->pareto_size() > 1) {
     out << "\nPareto frontier (training time against cost):\n";
-    for (const v1::PlanSummary& p : r->pareto()) out << PlanLine("", p);
+    for (const v1::PlanSummary& p : r->pareto()) out << PlanLine("", p, columns);
   }
   return done();
 }

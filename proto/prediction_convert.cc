@@ -1,5 +1,6 @@
 #include "proto/prediction_convert.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "proto/enum_convert.h"
@@ -21,6 +22,8 @@ void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse*
     b->set_data_parallel_exposed_ms(static_cast<double>(s.data_parallel_exposed_ns) * 1e-6);
     b->set_idle_ms(static_cast<double>(s.idle_ns) * 1e-6);
     b->set_parameters_per_gpu(s.parameters_per_gpu);
+    b->set_chunks(job.plan.virtual_stages);
+    b->set_layers_per_chunk(s.num_layers / std::max<int64_t>(1, job.plan.virtual_stages));
     const size_t i = static_cast<size_t>(out->stages_size() - 1);
     if (i < p.memory.stages.size()) {
       const StageMemory& sm = p.memory.stages[i];
@@ -35,6 +38,11 @@ void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse*
   out->mutable_memory()->set_fits(p.memory.fits);
   out->set_num_micro_batches(p.num_micro_batches);
   out->set_mfu(p.mfu);
+  out->set_model_parameters(ModelParameterCount(job.model));
+  if (job.plan.dtype == DType::kFp8 && job.cluster.gpu.peak_bf16_flops_per_s > 0) {
+    out->set_mfu_bf16_peak(p.mfu * job.cluster.gpu.peak_fp8_flops_per_s /
+                           job.cluster.gpu.peak_bf16_flops_per_s);
+  }
   out->set_hfu(p.hfu);
   out->set_tokens_per_s(p.tokens_per_s);
   out->set_model_flops_per_iteration(p.model_flops);

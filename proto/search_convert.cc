@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/predict/predictor.h"
 #include "proto/enum_convert.h"
 #include "proto/job_convert.h"
 #include "proto/prediction_convert.h"
@@ -43,6 +44,12 @@ void PlanToProto(const PlanResult& p, v1::PlanSummary* out) {
   out->set_training_days(p.training_days);
   out->set_cost_usd(p.cost_usd);
   out->set_peak_memory_bytes(p.peak_memory_bytes);
+  // MFU as Predict reports it: model FLOPs over the job's GPUs' peak.
+  const double peak =
+      static_cast<double>(JobGpus(p.job)) * p.job.cluster.gpu.PeakFlops(p.job.plan.dtype);
+  if (p.iteration_time_ms > 0 && peak > 0) {
+    out->set_mfu(ModelFlopsPerIteration(p.job) / (p.iteration_time_ms * 1e-3 * peak));
+  }
   SimulationToProto(p.simulation, out->mutable_simulation());
 }
 

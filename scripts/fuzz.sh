@@ -14,7 +14,7 @@ scripts/install-deps.sh clang libclang-rt-14-dev
 runs=${FUZZ_RUNS:-20000}
 time_s=${FUZZ_TIME:-0}
 all_targets=(profile_set_json job_json vtrain_config nccl_tests vtrain_trace measurement_csv
-  operator_key bandwidth)
+  operator_key bandwidth cluster_trace)
 read -r -a targets <<<"${FUZZ_TARGETS:-${all_targets[*]}}"
 
 launcher=()

@@ -33,6 +33,13 @@ inline constexpr int64_t kDefaultMaxTasks = 100'000'000;
 
 // What the caller decides about a call, besides the request itself.
 struct CallOptions {
+  // The defaults with `threads` workers.
+  static CallOptions WithThreads(int threads) {
+    CallOptions options;
+    options.threads = threads;
+    return options;
+  }
+
   int64_t max_tasks = kDefaultMaxTasks;         // graphs with more tasks: RESOURCE_EXHAUSTED
   int64_t max_graph_bytes = int64_t{16} << 30;  // kernel-granularity graphs above: the same
   int threads = 1;                              // worker threads of a search or curve

@@ -88,5 +88,48 @@ TEST(AnswersTest, UsageListsEveryCommand) {
   EXPECT_THAT(unknown.err, HasSubstr("unknown command 'frobnicate'"));
 }
 
+TEST(AnswersTest, CompareMarksTheRowsWherePlansDiffer) {
+  const Result r = Vtrainctl({"compare", "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch",
+                              "64", "--", "--tp", "2", "--", "--tp", "4", "--micro-batch", "2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("plan 1"));
+  EXPECT_THAT(r.out, HasSubstr("plan 2"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("\\* t +2 +4"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("\\* d +4 +2"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("\\* micro-batch +1 +2"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("\n  gpus +8 +8"));  // the same: not marked
+  EXPECT_THAT(r.out, HasSubstr("iteration ms"));
+  // One plan is not a comparison; a bad plan is named.
+  Result one = Vtrainctl({"compare", "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "64",
+                          "--", "--tp", "2"});
+  EXPECT_EQ(one.code, 2);
+  EXPECT_THAT(one.err, HasSubstr("two or more plans"));
+  Result bad = Vtrainctl({"compare", "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "64",
+                          "--", "--tp", "2", "--", "--tp", "3"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("plan 2: "));
+}
+
+// The predict table shows every plan option that is not the default, each
+// stage's chunks under interleaving, and fp8 MFU against both peaks.
+TEST(AnswersTest, PredictTableShowsThePlanAsGiven) {
+  const Result r =
+      Vtrainctl({"predict", "--model", "gpt3-1.3b", "--gpus", "8", "--tp", "2", "--pp", "2",
+                 "--virtual-stages", "2", "--global-batch", "64", "--sequence-parallel", "on",
+                 "--data-parallel-sharding", "optimizer"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("t=2 d=2 p=2 v=2"));
+  EXPECT_THAT(r.out, HasSubstr("interleaved, sequence parallel, sharding optimizer"));
+  // 24 layers in 2 x 2 chunks of 6: stage 0 holds 0-5 and 12-17.
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("\n +0  0-5,12-17 "));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("\n +1  6-11,18-23 "));
+  const Result fp8 =
+      Vtrainctl({"predict", "--model", "llama2-7b", "--gpu", "h100-sxm5-80gb", "--gpus", "8",
+                 "--tp", "2", "--global-batch", "64", "--dtype", "fp8"});
+  ASSERT_EQ(fp8.code, 0) << fp8.err;
+  EXPECT_THAT(fp8.out, HasSubstr("of the fp8 peak; MFU"));
+  EXPECT_THAT(fp8.out, HasSubstr("of the bf16 peak"));
+}
+
 }  // namespace
 }  // namespace vtrain::cli
