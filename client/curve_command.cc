@@ -1,5 +1,6 @@
 // vtrainctl curve: throughput against GPU count for a job shape, the curve an
 // elastic cluster scheduler plans with (Simulator.ThroughputCurve).
+#include <cmath>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -100,7 +101,9 @@ std::string Table(const v1::ThroughputCurveResponse& r) {
                                     "iteration_ms", "iter/s", "samples/s", "tokens/s", "mem_GiB"));
     for (const v1::CurvePoint& p : c.points()) {
       if (!p.fits()) {
-        absl::StrAppend(&out, absl::StrFormat("%6d  does not fit\n", p.gpus()));
+        absl::StrAppend(&out, absl::StrFormat("%6d  no plan: %s\n", p.gpus(),
+                                              p.no_plan_reason().empty() ? "does not fit"
+                                                                         : p.no_plan_reason()));
         continue;
       }
       const v1::ParallelPlan& q = p.plan();
@@ -221,7 +224,8 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
       for (const v1::Curve& c : r.curves()) {
         Series line{absl::StrCat(c.name(), " (", PolicyName(r.policy()), ")"), {}, false};
         for (const v1::CurvePoint& p : c.points()) {
-          if (p.fits()) line.points.emplace_back(p.gpus(), p.tokens_per_s());
+          // No line across a count without a plan: a gap.
+          line.points.emplace_back(p.gpus(), p.fits() ? p.tokens_per_s() : std::nan(""));
         }
         series.push_back(std::move(line));
       }

@@ -222,7 +222,10 @@ std::string LinesSvg(const std::vector<Series>& series, const std::string& title
     double last_y = 0;
     bool first = true;
     for (const auto& [x, y] : series[k].points) {
-      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      if (!std::isfinite(x) || !std::isfinite(y)) {
+        first = true;  // a gap: the line starts again after it
+        continue;
+      }
       if (!first && series[k].steps) {
         absl::StrAppend(&path, absl::StrFormat(" L%.1f,%.1f", px(x), py(last_y)));
       }

@@ -34,8 +34,10 @@ std::string TimeVsCostSvg(const std::vector<PlanPoint>& points, const std::strin
 // legend: throughput against GPUs, GPUs allocated over time, JCT CDFs.
 struct Series {
   std::string name;
-  std::vector<std::pair<double, double>> points;  // (x, y), drawn in order
-  bool steps = false;                             // a step function (value holds until the next x)
+  // (x, y), drawn in order; a point with a non-finite y is a gap: the line
+  // stops before it and starts again after it.
+  std::vector<std::pair<double, double>> points;
+  bool steps = false;  // a step function (value holds until the next x)
 };
 std::string LinesSvg(const std::vector<Series>& series, const std::string& title,
                      const std::string& x_label, const std::string& y_label);

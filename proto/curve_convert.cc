@@ -119,7 +119,10 @@ void CurveToProto(const std::string& name, const std::vector<CurvePoint>& points
     q->set_gpus(p.gpus);
     q->set_fits(p.fits);
     SimulationToProto(p.simulation, q->mutable_simulation());
-    if (!p.fits) continue;
+    if (!p.fits) {
+      q->set_no_plan_reason(p.no_plan_reason);
+      continue;
+    }
     *q->mutable_plan() = JobToProto(p.job).plan();
     q->set_plan_gpus(p.job.cluster.num_gpus);
     q->set_iteration_time_ms(p.iteration_time_ms);

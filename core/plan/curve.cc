@@ -16,9 +16,10 @@ namespace vtrain {
 namespace {
 
 // A count at which the policy has no plan that fits.
-CurvePoint NoPlan(int64_t gpus) {
+CurvePoint NoPlan(int64_t gpus, std::string reason = "no plan of the policy") {
   CurvePoint point;
   point.gpus = gpus;
+  point.no_plan_reason = std::move(reason);
   return point;
 }
 
@@ -67,7 +68,13 @@ absl::StatusOr<CurvePoint> BestAt(const CurveSpec& spec, int64_t gpus, const Pro
   SearchOptions so;
   so.cancelled = options.cancelled;
   VTRAIN_ASSIGN_OR_RETURN(std::optional<FastestPlanResult> best, FastestPlan(space, profiles, so));
-  if (!best) return NoPlan(gpus);
+  if (!best) {
+    // Say why: enumerating again (no predictions) counts the invalid and
+    // out-of-memory plans.
+    SearchResult counts;
+    VTRAIN_RETURN_IF_ERROR(EnumeratePlans(space, so, &counts).status());
+    return NoPlan(gpus, NoPlanReason(space, so, counts));
+  }
   CurvePoint point = PointFromPrediction(best->job, gpus, best->prediction);
   point.simulation = best->simulation;
   return point;
@@ -103,10 +110,18 @@ std::optional<std::pair<int64_t, int64_t>> Footprint(const CurveSpec& spec) {
 // The fastest micro-batch for footprint t x p scaled to `gpus` by d.
 absl::StatusOr<CurvePoint> DataParallelAt(const CurveSpec& spec, int64_t t, int64_t p, int64_t gpus,
                                           const ProfileSet& profiles, const CurveOptions& options) {
-  const CurvePoint none = NoPlan(gpus);
-  if (gpus % (t * p) != 0) return none;
+  if (gpus % (t * p) != 0) {
+    return NoPlan(gpus, absl::StrCat("the data-parallel footprint t=", t, " x p=", p, " = ", t * p,
+                                     " GPUs does not divide ", gpus, " GPUs"));
+  }
   const int64_t d = gpus / (t * p);
-  if (spec.global_batch % d != 0) return none;
+  if (spec.global_batch % d != 0) {
+    return NoPlan(gpus, absl::StrCat("global_batch=", spec.global_batch,
+                                     " is not divisible by the data-parallel degree d=", d));
+  }
+  const CurvePoint none =
+      NoPlan(gpus, absl::StrCat("every micro-batch of t=", t, " d=", d, " p=", p,
+                                " is out of memory or not a valid plan"));
   std::optional<CurvePoint> best;
   SimulationCost cost;
   for (int64_t mb = 1; mb <= spec.global_batch / d; ++mb) {
@@ -191,11 +206,14 @@ absl::StatusOr<std::vector<CurvePoint>> ThroughputCurve(const CurveSpec& spec,
             ? BestAt(spec, gpus, profiles, options)
             : (footprint ? DataParallelAt(spec, footprint->first, footprint->second, gpus, profiles,
                                           options)
-                         : absl::StatusOr<CurvePoint>(NoPlan(gpus)));
+                         : absl::StatusOr<CurvePoint>(
+                               NoPlan(gpus,
+                                      "no t x p with one replica and micro-batch 1 fits in "
+                                      "memory (the data-parallel policy's footprint)")));
     // A count no plan can use (e.g. more GPUs than the batch has sequences)
-    // is a point that does not fit, not an error for the whole curve.
+    // is a point without a plan, not an error for the whole curve.
     if (!point.ok() && point.status().code() == absl::StatusCode::kInvalidArgument) {
-      point = NoPlan(gpus);
+      point = NoPlan(gpus, std::string(point.status().message()));
     }
     const bool fine = point.ok();
     if (fine) point->simulation.wall_ns = SteadyNowNs() - started_ns;

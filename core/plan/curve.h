@@ -46,8 +46,12 @@ struct CurveSpec {
 
 struct CurvePoint {
   int64_t gpus = 0;
-  bool fits = false;  // false: no plan of the policy fits in memory at this count
-  Job job;            // the plan (job.cluster.num_gpus GPUs busy; <= gpus with monotone)
+  bool fits = false;  // false: no plan of the policy at this count (see no_plan_reason)
+  // Why there is no plan, for people: no valid plan (and the first reason),
+  // every plan out of memory, the count not a multiple of the data-parallel
+  // footprint, the batch not divisible by the data-parallel degree.
+  std::string no_plan_reason;
+  Job job;  // the plan (job.cluster.num_gpus GPUs busy; <= gpus with monotone)
   double iteration_time_ms = 0;
   double samples_per_s = 0;
   double tokens_per_s = 0;

@@ -3,6 +3,7 @@
 // out what was not asked for.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "client/commands.h"
+#include "client/svg_plot.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -129,6 +131,25 @@ TEST(AnswersTest, PredictTableShowsThePlanAsGiven) {
   ASSERT_EQ(fp8.code, 0) << fp8.err;
   EXPECT_THAT(fp8.out, HasSubstr("of the fp8 peak; MFU"));
   EXPECT_THAT(fp8.out, HasSubstr("of the bf16 peak"));
+}
+
+// A count without a plan says why, and the plot leaves a gap there.
+TEST(AnswersTest, CurvePointsWithoutAPlanSayWhy) {
+  const Result dp =
+      Vtrainctl({"curve", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpu-counts", "8,24",
+                 "--policy", "data-parallel", "--threads", "1"});
+  ASSERT_EQ(dp.code, 0) << dp.err;
+  EXPECT_THAT(dp.out, HasSubstr("24  no plan: global_batch=64 is not divisible by the "
+                                "data-parallel degree d=24"));
+  const Result best = Vtrainctl({"curve", "--model", "gpt3-1.3b", "--global-batch", "64",
+                                 "--gpu-counts", "7,8", "--threads", "1"});
+  ASSERT_EQ(best.code, 0) << best.err;
+  EXPECT_THAT(best.out, HasSubstr("7  no plan: no combination of t, c, p, d and micro-batch"));
+  const std::string svg =
+      LinesSvg({{"s", {{1, 1}, {2, std::nan("")}, {3, 3}}, false}}, "t", "x", "y");
+  // Two pieces: M to the first point, M again after the gap.
+  EXPECT_EQ(svg.find("M", svg.find("M") + 1) != std::string::npos, true);
+  EXPECT_THAT(svg, Not(HasSubstr(" L")));
 }
 
 }  // namespace
