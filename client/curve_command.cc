@@ -68,11 +68,7 @@ absl::StatusOr<v1::ThroughputCurveRequest> CurveRequestFromFlags(const common::F
     }
   }
   r.set_monotone(f.Switch("monotone"));
-  VTRAIN_RETURN_IF_ERROR(AddList(f, "tp-values", r.mutable_tensor_parallel()));
-  VTRAIN_ASSIGN_OR_RETURN(TrainingSpaceLists training, TrainingSpaceFromFlags(f));
-  SetTrainingSpace(training, r);
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_mb, f.GetInt("max-micro-batch"));
-  if (max_mb) r.set_max_micro_batch(*max_mb);
+  VTRAIN_ASSIGN_OR_RETURN(*r.mutable_space(), PlanSpaceFromFlags(f));
   return r;
 }
 

@@ -188,36 +188,58 @@ void AddTrainingSpaceFlags(common::FlagParser& p) {
              "none,optimizer,full data-parallel sharding (default none)");
 }
 
-absl::StatusOr<TrainingSpaceLists> TrainingSpaceFromFlags(const common::FlagParser& flags) {
-  TrainingSpaceLists lists;
-  if (auto list = flags.Get("recompute-values")) {
-    for (absl::string_view v : absl::StrSplit(*list, ',', absl::SkipEmpty())) {
-      VTRAIN_ASSIGN_OR_RETURN(Recompute x, ParseRecompute(v));
-      lists.recomputes.push_back(convert::ToProto(x));
-    }
-  }
-  VTRAIN_ASSIGN_OR_RETURN(lists.context_parallel, flags.GetIntList("cp-values"));
-  VTRAIN_ASSIGN_OR_RETURN(lists.virtual_stages, flags.GetIntList("virtual-stages-values"));
-  if (auto sp = flags.Get("sequence-parallel-values")) {
-    for (absl::string_view v : absl::StrSplit(*sp, ',', absl::SkipEmpty())) {
-      if (v != "on" && v != "off") {
-        return absl::InvalidArgumentError(absl::StrCat("--sequence-parallel-values item '", v,
-                                                       "' must be on or off, e.g. on,off"));
+absl::StatusOr<v1::PlanSpace> PlanSpaceFromFlags(const common::FlagParser& flags) {
+  v1::PlanSpace space;
+  // Each item of a comma-separated flag, parsed by `add`.
+  auto each = [&flags](const char* flag, auto add) -> absl::Status {
+    if (auto list = flags.Get(flag)) {
+      for (absl::string_view v : absl::StrSplit(*list, ',', absl::SkipEmpty())) {
+        VTRAIN_RETURN_IF_ERROR(add(v));
       }
-      lists.sequence_parallel.push_back(v == "on");
     }
+    return absl::OkStatus();
+  };
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_tp, flags.GetIntIn("max-tp", 1, 1024));
+  if (max_tp) {
+    for (int64_t t = 1; t <= *max_tp; t *= 2) space.add_tensor_parallel(t);
   }
-  if (auto sh = flags.Get("sharding-values")) {
-    for (absl::string_view v : absl::StrSplit(*sh, ',', absl::SkipEmpty())) {
-      absl::StatusOr<DataParallelSharding> s = ParseSharding(v);
-      if (!s.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--sharding-values: ", s.status().message()));
-      }
-      lists.shardings.push_back(convert::ToProto(*s));
+  VTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> tps, flags.GetIntList("tp-values"));
+  space.mutable_tensor_parallel()->Add(tps.begin(), tps.end());
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_dp, flags.GetInt("max-dp"));
+  if (max_dp) space.set_max_data_parallel(*max_dp);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_mb, flags.GetInt("max-micro-batch"));
+  if (max_mb) space.set_max_micro_batch(*max_mb);
+  VTRAIN_RETURN_IF_ERROR(each("schedules", [&](absl::string_view v) -> absl::Status {
+    VTRAIN_ASSIGN_OR_RETURN(PipelineSchedule x, ParseSchedule(v));
+    space.add_schedules(convert::ToProto(x));
+    return absl::OkStatus();
+  }));
+  VTRAIN_RETURN_IF_ERROR(each("recompute-values", [&](absl::string_view v) -> absl::Status {
+    VTRAIN_ASSIGN_OR_RETURN(Recompute x, ParseRecompute(v));
+    space.add_recomputes(convert::ToProto(x));
+    return absl::OkStatus();
+  }));
+  VTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> cps, flags.GetIntList("cp-values"));
+  space.mutable_context_parallel_values()->Add(cps.begin(), cps.end());
+  VTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> vs, flags.GetIntList("virtual-stages-values"));
+  space.mutable_virtual_stages_values()->Add(vs.begin(), vs.end());
+  VTRAIN_RETURN_IF_ERROR(each("sequence-parallel-values", [&](absl::string_view v) {
+    if (v != "on" && v != "off") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--sequence-parallel-values item '", v, "' must be on or off, e.g. on,off"));
     }
-  }
-  return lists;
+    space.add_sequence_parallel_values(v == "on");
+    return absl::OkStatus();
+  }));
+  VTRAIN_RETURN_IF_ERROR(each("sharding-values", [&](absl::string_view v) -> absl::Status {
+    absl::StatusOr<DataParallelSharding> x = ParseSharding(v);
+    if (!x.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--sharding-values: ", x.status().message()));
+    }
+    space.add_shardings(convert::ToProto(*x));
+    return absl::OkStatus();
+  }));
+  return space;
 }
 
 absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const common::FlagParser& flags) {

@@ -28,25 +28,12 @@ void AddJobFlags(common::FlagParser& parser);
 // --virtual-stages-values, --sequence-parallel-values on,off and
 // --sharding-values none,optimizer,full.
 void AddTrainingSpaceFlags(common::FlagParser& parser);
-struct TrainingSpaceLists {
-  std::vector<v1::Recompute> recomputes;
-  std::vector<int64_t> context_parallel, virtual_stages;
-  std::vector<bool> sequence_parallel;
-  std::vector<v1::DataParallelSharding> shardings;
-};
-// INVALID_ARGUMENT naming the flag for a value that does not parse.
-absl::StatusOr<TrainingSpaceLists> TrainingSpaceFromFlags(const common::FlagParser& flags);
-// Copies the lists into a SearchRequest, ThroughputCurveRequest or
-// PlanModelRequest (the fields have the same names in each).
-template <typename Request>
-void SetTrainingSpace(const TrainingSpaceLists& lists, Request& r) {
-  for (v1::Recompute x : lists.recomputes) r.add_recomputes(x);
-  r.mutable_context_parallel_values()->Add(lists.context_parallel.begin(),
-                                           lists.context_parallel.end());
-  r.mutable_virtual_stages_values()->Add(lists.virtual_stages.begin(), lists.virtual_stages.end());
-  for (bool sp : lists.sequence_parallel) r.add_sequence_parallel_values(sp);
-  for (v1::DataParallelSharding s : lists.shardings) r.add_shardings(s);
-}
+// The plan space of search, curve and plan-model from whichever of these
+// flags the command has and were given: --tp-values (or curve's --max-tp),
+// --max-dp, --max-micro-batch, --schedules, and the training-space flags
+// above. INVALID_ARGUMENT naming the flag for a value that does not parse;
+// ranges are checked by convert::PlanSpaceFromProto, on either side.
+absl::StatusOr<v1::PlanSpace> PlanSpaceFromFlags(const common::FlagParser& flags);
 
 // The model and cluster messages of their flags (absent flags stay unset).
 absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const common::FlagParser& flags);

@@ -72,17 +72,7 @@ absl::StatusOr<v1::PlanModelRequest> PlanRequestFromFlags(const common::FlagPars
   if (auto family = f.Get("family"); family && *family != "gpt") {
     return absl::InvalidArgumentError(absl::StrCat("--family='", *family, "' is unknown; use gpt"));
   }
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_tp, f.GetInt("max-tp"));
-  if (max_tp) {
-    if (*max_tp < 1 || *max_tp > 1024) {
-      return absl::InvalidArgumentError("--max-tp must be in [1, 1024]");
-    }
-    for (int64_t t = 1; t <= *max_tp; t *= 2) r.add_tensor_parallel(t);
-  }
-  VTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> tps, f.GetIntList("tp-values"));
-  r.mutable_tensor_parallel()->Add(tps.begin(), tps.end());
-  VTRAIN_ASSIGN_OR_RETURN(TrainingSpaceLists training, TrainingSpaceFromFlags(f));
-  SetTrainingSpace(training, r);
+  VTRAIN_ASSIGN_OR_RETURN(*r.mutable_space(), PlanSpaceFromFlags(f));
   return r;
 }
 

@@ -42,17 +42,6 @@ constexpr char kHelp[] =
     "      --price-usd-per-gpu-hour 4.096 --objective cost --top 10\n\n"
     "flags:\n";
 
-// Parses a comma-separated list with `parse` (each item's error names the flag).
-template <typename Parse>
-absl::Status ForEachItem(const common::FlagParser& f, const char* flag, Parse parse) {
-  if (auto list = f.Get(flag)) {
-    for (absl::string_view v : absl::StrSplit(*list, ',', absl::SkipEmpty())) {
-      VTRAIN_RETURN_IF_ERROR(parse(v));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // The request the flags describe; only parsing happens here (the space's
 // defaults and validation are convert::SearchFromProto's, on either side).
 absl::StatusOr<v1::SearchRequest> SearchRequestFromFlags(const common::FlagParser& f) {
@@ -65,23 +54,11 @@ absl::StatusOr<v1::SearchRequest> SearchRequestFromFlags(const common::FlagParse
   if (gpus) r.set_gpus(*gpus);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_gpus, f.GetInt("max-gpus"));
   if (max_gpus) r.set_max_gpus(*max_gpus);
-  VTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> tps, f.GetIntList("tp-values"));
-  r.mutable_tensor_parallel()->Add(tps.begin(), tps.end());
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_dp, f.GetInt("max-dp"));
-  if (max_dp) r.set_max_data_parallel(*max_dp);
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_mb, f.GetInt("max-micro-batch"));
-  if (max_mb) r.set_max_micro_batch(*max_mb);
-  VTRAIN_RETURN_IF_ERROR(ForEachItem(f, "schedules", [&](absl::string_view v) -> absl::Status {
-    VTRAIN_ASSIGN_OR_RETURN(PipelineSchedule x, ParseSchedule(v));
-    r.add_schedules(convert::ToProto(x));
-    return absl::OkStatus();
-  }));
+  VTRAIN_ASSIGN_OR_RETURN(*r.mutable_space(), PlanSpaceFromFlags(f));
   if (auto d = f.Get("dtype")) {
     VTRAIN_ASSIGN_OR_RETURN(DType dtype, ParseDType(*d));
     r.set_dtype(convert::ToProto(dtype));
   }
-  VTRAIN_ASSIGN_OR_RETURN(TrainingSpaceLists training, TrainingSpaceFromFlags(f));
-  SetTrainingSpace(training, r);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> tokens, f.GetDouble("tokens"));
   if (tokens) {
     if (!(*tokens > 0)) return absl::InvalidArgumentError("--tokens must be positive");

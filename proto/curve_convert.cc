@@ -44,18 +44,10 @@ std::vector<int64_t> Counts(const v1::ThroughputCurveRequest& r, int64_t gpus_pe
   return counts;
 }
 
-// The plan-space fields shared by every job of the request.
-void PlanSpace(const v1::ThroughputCurveRequest& r, CurveSpec& spec,
-               std::vector<std::string>& problems) {
-  PlanLists lists;
-  PlanListsFromProto(r.tensor_parallel(), r.schedules(), r.recomputes(), lists, problems);
-  spec.tensor_parallel = std::move(lists.tensor_parallel);
-  spec.schedules = std::move(lists.schedules);
-  spec.recomputes = std::move(lists.recomputes);
-  TrainingSpaceFromProto(r.context_parallel_values(), r.virtual_stages_values(),
-                         r.sequence_parallel_values(), r.shardings(), spec.training, problems);
-  if (r.max_micro_batch() < 0) problems.push_back("max_micro_batch must not be negative");
-  spec.max_micro_batch = r.max_micro_batch();
+// The fields shared by every job of the request: the plan space, the policy.
+void CommonSpec(const v1::ThroughputCurveRequest& r, CurveSpec& spec,
+                std::vector<std::string>& problems) {
+  PlanSpaceFromProto(r.space(), spec, problems);
   auto policy = FromProtoOr(r.policy(), CurvePolicy::kBest, "policy");
   if (policy.ok()) {
     spec.policy = *policy;
@@ -74,7 +66,7 @@ absl::StatusOr<CurveCall> CurveCallFromProto(const v1::ThroughputCurveRequest& r
         absl::StrCat("jobs has ", r.jobs_size(), " entries; give 1 to ", kMaxCurveJobs));
   }
   CurveSpec common;
-  PlanSpace(r, common, problems);
+  CommonSpec(r, common, problems);
   CurveCall call;
   for (int i = 0; i < r.jobs_size() && i < kMaxCurveJobs; ++i) {
     const v1::CurveJob& j = r.jobs(i);

@@ -84,14 +84,8 @@ absl::StatusOr<DesignSpec> DesignSpecFromProto(const v1::PlanModelRequest& r) {
         "min_parameters and max_parameters (--min-params, --max-params) must be "
         "positive with min <= max");
   }
-  PlanLists lists;
-  lists.tensor_parallel = {1, 2, 4, 8};
-  PlanListsFromProto(r.tensor_parallel(), {}, r.recomputes(), lists, problems);
-  spec.plan_space.tensor_parallel = std::move(lists.tensor_parallel);
-  spec.plan_space.recomputes = std::move(lists.recomputes);
-  TrainingSpaceFromProto(r.context_parallel_values(), r.virtual_stages_values(),
-                         r.sequence_parallel_values(), r.shardings(), spec.plan_space.training,
-                         problems);
+  spec.plan_space.tensor_parallel = {1, 2, 4, 8};  // the default of model planning
+  PlanSpaceFromProto(r.space(), spec.plan_space, problems);
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
   spec.candidates = GptFamily(lo, hi, seq, vocab);
   return spec;

@@ -55,63 +55,55 @@ void PlanToProto(const PlanResult& p, v1::PlanSummary* out) {
 
 }  // namespace
 
-void PlanListsFromProto(const google::protobuf::RepeatedField<int64_t>& tensor_parallel,
-                        const google::protobuf::RepeatedField<int>& schedules,
-                        const google::protobuf::RepeatedField<int>& recomputes, PlanLists& lists,
+void PlanSpaceFromProto(const v1::PlanSpace& in, PlanSpace& space,
                         std::vector<std::string>& problems) {
-  if (!tensor_parallel.empty()) lists.tensor_parallel.clear();
-  absl::flat_hash_set<int64_t> seen;
-  for (int64_t t : tensor_parallel) {
-    if (t < 1 || t > 1024) {
-      problems.push_back(
-          absl::StrCat("tensor_parallel value ", t, " (--tp-values) must be in [1, 1024]"));
-    } else if (seen.insert(t).second) {
-      lists.tensor_parallel.push_back(t);
-    }
-  }
-  if (lists.tensor_parallel.size() > static_cast<size_t>(kMaxSearchListSize)) {
-    problems.push_back(absl::StrCat("tensor_parallel has ", lists.tensor_parallel.size(),
-                                    " distinct values; give at most ", kMaxSearchListSize));
-  }
-  EnumList<v1::PipelineSchedule>(schedules, "schedules", PipelineSchedule::k1F1B, lists.schedules,
-                                 problems);
-  EnumList<v1::Recompute>(recomputes, "recomputes", Recompute::kFull, lists.recomputes, problems);
-}
-
-void TrainingSpaceFromProto(const google::protobuf::RepeatedField<int64_t>& context_parallel,
-                            const google::protobuf::RepeatedField<int64_t>& virtual_stages,
-                            const google::protobuf::RepeatedField<bool>& sequence_parallel,
-                            const google::protobuf::RepeatedField<int>& shardings,
-                            TrainingOptionSpace& space, std::vector<std::string>& problems) {
-  auto ints = [&](const google::protobuf::RepeatedField<int64_t>& in, const char* field,
+  // A list of degrees: each in [1, 1024], repeats removed, at most
+  // kMaxSearchListSize of them.
+  auto ints = [&](const google::protobuf::RepeatedField<int64_t>& values, const char* field,
                   const char* flag, std::vector<int64_t>& out) {
-    if (in.empty()) return;
+    if (values.empty()) return;
     out.clear();
-    for (int64_t v : in) {
+    for (int64_t v : values) {
       if (v < 1 || v > 1024) {
-        problems.push_back(absl::StrCat(field, " value ", v, " (", flag, ") must be in [1, 1024]"));
+        problems.push_back(
+            absl::StrCat("space.", field, " value ", v, " (", flag, ") must be in [1, 1024]"));
       } else if (std::find(out.begin(), out.end(), v) == out.end()) {
         out.push_back(v);
       }
     }
     if (out.size() > static_cast<size_t>(kMaxSearchListSize)) {
-      problems.push_back(absl::StrCat(field, " has ", out.size(), " distinct values; give at most ",
-                                      kMaxSearchListSize));
+      problems.push_back(absl::StrCat("space.", field, " has ", out.size(),
+                                      " distinct values; give at most ", kMaxSearchListSize));
     }
   };
-  ints(context_parallel, "context_parallel_values", "--cp-values", space.context_parallel);
-  ints(virtual_stages, "virtual_stages_values", "--virtual-stages-values", space.virtual_stages);
-  if (!sequence_parallel.empty()) {
-    space.sequence_parallel.clear();
-    for (bool v : sequence_parallel) {
-      if (std::find(space.sequence_parallel.begin(), space.sequence_parallel.end(), v) ==
-          space.sequence_parallel.end()) {
-        space.sequence_parallel.push_back(v);
+  ints(in.tensor_parallel(), "tensor_parallel", "--tp-values", space.tensor_parallel);
+  ints(in.context_parallel_values(), "context_parallel_values", "--cp-values",
+       space.training.context_parallel);
+  ints(in.virtual_stages_values(), "virtual_stages_values", "--virtual-stages-values",
+       space.training.virtual_stages);
+  if (in.max_data_parallel() < 0 || in.max_micro_batch() < 0) {
+    problems.push_back(
+        "space.max_data_parallel (--max-dp) and space.max_micro_batch (--max-micro-batch) must "
+        "not be negative (0: no bound)");
+  }
+  space.max_data_parallel = in.max_data_parallel();
+  space.max_micro_batch = in.max_micro_batch();
+  EnumList<v1::PipelineSchedule>(in.schedules(), "space.schedules", PipelineSchedule::k1F1B,
+                                 space.schedules, problems);
+  EnumList<v1::Recompute>(in.recomputes(), "space.recomputes", Recompute::kFull, space.recomputes,
+                          problems);
+  if (!in.sequence_parallel_values().empty()) {
+    space.training.sequence_parallel.clear();
+    for (bool v : in.sequence_parallel_values()) {
+      if (std::find(space.training.sequence_parallel.begin(),
+                    space.training.sequence_parallel.end(),
+                    v) == space.training.sequence_parallel.end()) {
+        space.training.sequence_parallel.push_back(v);
       }
     }
   }
-  EnumList<v1::DataParallelSharding>(shardings, "shardings", DataParallelSharding::kNone,
-                                     space.shardings, problems);
+  EnumList<v1::DataParallelSharding>(in.shardings(), "space.shardings", DataParallelSharding::kNone,
+                                     space.training.shardings, problems);
 }
 
 absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& r) {
@@ -153,20 +145,7 @@ absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& r) {
   s.global_batch = r.global_batch();
   s.gpus = r.gpus();
   s.max_gpus = r.max_gpus();
-  PlanLists lists;
-  PlanListsFromProto(r.tensor_parallel(), r.schedules(), r.recomputes(), lists, problems);
-  s.tensor_parallel = std::move(lists.tensor_parallel);
-  s.schedules = std::move(lists.schedules);
-  s.recomputes = std::move(lists.recomputes);
-  TrainingSpaceFromProto(r.context_parallel_values(), r.virtual_stages_values(),
-                         r.sequence_parallel_values(), r.shardings(), s.training, problems);
-  if (r.max_data_parallel() < 0 || r.max_micro_batch() < 0) {
-    problems.push_back(
-        "max_data_parallel (--max-dp) and max_micro_batch (--max-micro-batch) "
-        "must not be negative");
-  }
-  s.max_data_parallel = r.max_data_parallel();
-  s.max_micro_batch = r.max_micro_batch();
+  PlanSpaceFromProto(r.space(), s, problems);
   absl::StatusOr<DType> dtype = FromProtoOr(r.dtype(), DType::kFp16, "dtype");
   if (dtype.ok()) {
     s.dtype = *dtype;

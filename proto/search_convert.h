@@ -18,30 +18,13 @@ namespace vtrain::convert {
 // recomputes (after removing repeats).
 inline constexpr int kMaxSearchListSize = 64;
 
-// The plan-space lists of a request (tensor-parallel degrees, schedules,
-// recomputation), shared by searches, curves and model planning: repeats
-// removed, at most kMaxSearchListSize tensor-parallel degrees, every bad value
-// reported in `problems` naming the field. An empty list keeps `lists`' value
-// (the caller's default).
-struct PlanLists {
-  std::vector<int64_t> tensor_parallel;
-  std::vector<PipelineSchedule> schedules = {PipelineSchedule::k1F1B};
-  std::vector<Recompute> recomputes = {Recompute::kFull};
-};
-void PlanListsFromProto(const google::protobuf::RepeatedField<int64_t>& tensor_parallel,
-                        const google::protobuf::RepeatedField<int>& schedules,
-                        const google::protobuf::RepeatedField<int>& recomputes, PlanLists& lists,
+// A request's PlanSpace into `space`: repeats removed, at most
+// kMaxSearchListSize values per list, every bad value reported in `problems`
+// naming the field ("space.tensor_parallel value 3000 (--tp-values) must
+// be in [1, 1024]"). An empty list keeps `space`'s value (the caller's
+// default). Shared by searches, curves and model planning.
+void PlanSpaceFromProto(const v1::PlanSpace& in, PlanSpace& space,
                         std::vector<std::string>& problems);
-
-// The training-option lists of a request (context_parallel_values,
-// virtual_stages_values, sequence_parallel_values, shardings): repeats
-// removed, an empty list keeps the default; each bad value is a problem
-// naming the field.
-void TrainingSpaceFromProto(const google::protobuf::RepeatedField<int64_t>& context_parallel,
-                            const google::protobuf::RepeatedField<int64_t>& virtual_stages,
-                            const google::protobuf::RepeatedField<bool>& sequence_parallel,
-                            const google::protobuf::RepeatedField<int>& shardings,
-                            TrainingOptionSpace& space, std::vector<std::string>& problems);
 
 struct SearchCall {
   SearchSpace space;

@@ -55,15 +55,11 @@ absl::StatusOr<CurvePoint> PointOf(const Job& job, int64_t gpus, const ProfileSe
 absl::StatusOr<CurvePoint> BestAt(const CurveSpec& spec, int64_t gpus, const ProfileSet& profiles,
                                   const CurveOptions& options) {
   SearchSpace space;
+  static_cast<PlanSpace&>(space) = spec;  // the curve's plan space, as it is
   space.model = spec.model;
   space.cluster = spec.cluster;
   space.global_batch = spec.global_batch;
   space.gpus = gpus;
-  space.tensor_parallel = spec.tensor_parallel;
-  space.max_micro_batch = spec.max_micro_batch;
-  space.schedules = spec.schedules;
-  space.recomputes = spec.recomputes;
-  space.training = spec.training;
   space.dtype = spec.dtype;
   SearchOptions so;
   so.cancelled = options.cancelled;

@@ -22,23 +22,15 @@ enum class CurvePolicy {
   kDataParallel,  // a fixed t x p footprint (t inside a node first, then p), scaled by d
 };
 
-struct CurveSpec {
+struct CurveSpec : PlanSpace {
   ModelSpec model;
   ClusterSpec cluster;  // GPU, GPUs per node, bandwidths, price; num_gpus is ignored
   int64_t global_batch = 0;
   DType dtype = DType::kFp16;
   std::vector<int64_t> gpu_counts;  // ascending, distinct, positive
   CurvePolicy policy = CurvePolicy::kBest;
-  // The plan space of kBest: tensor-parallel degrees (empty: powers of two up
-  // to twice the GPUs per node), the micro-batch bound (0: none), schedules
-  // and recomputation.
-  std::vector<int64_t> tensor_parallel;
-  int64_t max_micro_batch = 0;
-  std::vector<PipelineSchedule> schedules = {PipelineSchedule::k1F1B};
-  std::vector<Recompute> recomputes = {Recompute::kFull};
-  // Context parallelism, virtual stages, SP and sharding to try (kBest);
-  // kDataParallel takes the first V, SP and sharding, and c = 1.
-  TrainingOptionSpace training;
+  // The plan space (the base, PlanSpace) is kBest's; kDataParallel takes
+  // the first schedule, recomputation, V, SP and sharding, and c = 1.
   // The best achievable at or below each count (3D plans can dip): a count
   // whose own best is slower reuses the plan of a smaller count.
   bool monotone = false;

@@ -30,12 +30,10 @@ struct TrainingOptionSpace {
   std::vector<DataParallelSharding> shardings = {DataParallelSharding::kNone};
 };
 
-struct SearchSpace {
-  ModelSpec model;
-  ClusterSpec cluster;  // GPU, GPUs per node, bandwidths, price; num_gpus is ignored
-  int64_t global_batch = 0;
-  int64_t gpus = 0;      // exactly this many GPUs, or 0
-  int64_t max_gpus = 0;  // at most this many (when gpus == 0)
+// The parallel plans a search, a throughput curve or a model plan
+// considers: every combination of these lists that Megatron's rules allow.
+// One struct for the three (vtrain.v1.PlanSpace on the wire).
+struct PlanSpace {
   // Tensor-parallel degrees to try; empty: powers of two up to twice the
   // GPUs per node.
   std::vector<int64_t> tensor_parallel;
@@ -44,6 +42,15 @@ struct SearchSpace {
   std::vector<PipelineSchedule> schedules = {PipelineSchedule::k1F1B};
   std::vector<Recompute> recomputes = {Recompute::kFull};
   TrainingOptionSpace training;
+};
+
+// A plan search: the plan space over a model, a cluster and a GPU count.
+struct SearchSpace : PlanSpace {
+  ModelSpec model;
+  ClusterSpec cluster;  // GPU, GPUs per node, bandwidths, price; num_gpus is ignored
+  int64_t global_batch = 0;
+  int64_t gpus = 0;      // exactly this many GPUs, or 0
+  int64_t max_gpus = 0;  // at most this many (when gpus == 0)
   DType dtype = DType::kFp16;
   double train_tokens = 0;  // for training time and cost; 0: per iteration only
 };

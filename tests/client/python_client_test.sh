@@ -159,8 +159,9 @@ nowhere.close()
 seen = []
 result = timed("search", client.search,
                {"model": {"preset": "gpt3-1.3b"}, "cluster": {"gpu": "a100-sxm4-80gb"},
-                "gpus": 8, "global_batch": 64, "tensor_parallel": [1, 2],
-                "max_micro_batch": 2, "objective": "OBJECTIVE_TIME"},
+                "gpus": 8, "global_batch": 64,
+                "space": {"tensor_parallel": [1, 2], "max_micro_batch": 2},
+                "objective": "OBJECTIVE_TIME"},
                progress=lambda done, total: seen.append((done, total)))
 assert result["evaluated"] > 0 and result["fastest"], result
 assert result["best"]["iteration_time_ms"] > 0 and result["best"]["plan"]["tensor_parallel"] in (1, 2)
@@ -182,7 +183,7 @@ print("curve:", [(p["gpus"], round(p["iterations_per_s"], 3)) for p in curve["po
 planned = timed("plan_model", client.plan_model,
                 {"cluster": {"gpu": "a100-sxm4-80gb"}, "gpus": 8, "days": 1,
                  "global_batch": 64, "min_parameters": 1e8, "max_parameters": 2e9,
-                 "tensor_parallel": [1]})
+                 "space": {"tensor_parallel": [1]}})
 assert planned["candidates"] and planned["naive_estimate_parameters"] > 0, planned
 assert planned["optimal"]["fits"], planned
 print(f"plan_model: {len(planned['candidates'])} candidates, optimal "
