@@ -49,6 +49,7 @@ int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostre
   BuildOptions build;
   build.granularity = flags.Switch("kernels") ? Granularity::kKernel : Granularity::kOperator;
   build.max_tasks = max_tasks->value_or(2'000'000);
+  build.keep_notes = true;  // micro-batch, chunk, layers and bytes as slice args
   absl::StatusOr<IterationGraph> graph = BuildIterationGraph(*job, lookup, build);
   if (!graph.ok()) return Fail(err, "trace", graph.status());
   SimulationOptions sim;
@@ -90,6 +91,18 @@ int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostre
     w.Key("dur").Double(dur_us);
     w.Key("pid").Int(stage);
     w.Key("tid").Int(t.stream);
+    if (static_cast<size_t>(id) < graph->notes.size()) {
+      // What the slice is: Perfetto shows these under "Arguments".
+      const TaskNote& n = graph->notes[static_cast<size_t>(id)];
+      w.Key("args").BeginObject();
+      if (n.micro_batch >= 0) w.Key("micro_batch").Int(n.micro_batch);
+      if (n.chunk >= 0) w.Key("chunk").Int(n.chunk);
+      if (n.num_layers > 0) {
+        w.Key("layers").String(absl::StrCat(n.first_layer, "-", n.first_layer + n.num_layers - 1));
+      }
+      if (n.bytes > 0) w.Key("bytes").Double(n.bytes);
+      w.EndObject();
+    }
     w.EndObject();
   }
   w.EndArray();

@@ -19,6 +19,7 @@ struct IterationGraph {
   TaskGraph graph;
   std::vector<StageInfo> stages;
   int64_t num_micro_batches = 0;
+  std::vector<TaskNote> notes;  // per task id, with BuildOptions::keep_notes; else empty
 };
 
 // Builds the graph for `job` (validated here), resolving every operator and

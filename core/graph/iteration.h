@@ -70,6 +70,19 @@ struct BuildOptions {
   // (engine/periodic.h); false steps every action (same result, for tests
   // and benchmarks that compare the two).
   bool periodic = true;
+  // BuildIterationGraph: keep a TaskNote per task (IterationGraph::notes), for
+  // traces. Costs memory; predictions leave it off.
+  bool keep_notes = false;
+};
+
+// Where a task comes from, for people reading a trace (kept only with
+// BuildOptions::keep_notes). -1 / 0: not applicable.
+struct TaskNote {
+  int32_t micro_batch = -1;  // the pass's micro-batch
+  int32_t chunk = -1;        // the model chunk (interleaving; 0 without)
+  int32_t first_layer = -1;  // the layers of that chunk
+  int32_t num_layers = 0;
+  double bytes = 0;  // a transfer's or collective's message size
 };
 
 }  // namespace vtrain

@@ -115,6 +115,33 @@ class IterationWalker {
                       absl::Span<const Handle> parents, StreamId bucket_stream,
                       Handle* last_bucket);
   void EmitTail();
+  // Notes on the tasks emitted from now on, for a sink that keeps them (the
+  // graph builder, for traces); the others pay nothing.
+  static constexpr bool kNotes = requires(Sink & sink, const TaskNote& note) {
+    sink.SetNote(note);
+  };
+  void Note(const TaskNote& note) {
+    if constexpr (kNotes) {
+      note_ = note;
+      sink_.SetNote(note);
+    }
+  }
+  // A chunk's tasks: its micro-batch (-1: none), layers and, for a transfer,
+  // its bytes.
+  void NoteChunk(int64_t micro_batch, int64_t chunk, int64_t stage, double bytes = 0) {
+    if constexpr (kNotes) {
+      const int64_t per = internal::LayersPerStage(job_);
+      Note(TaskNote{static_cast<int32_t>(micro_batch), static_cast<int32_t>(chunk),
+                    static_cast<int32_t>((chunk * p_ + stage) * per), static_cast<int32_t>(per),
+                    bytes});
+    }
+  }
+  // A collective's tasks: its bytes only.
+  void NoteBytes(double bytes) {
+    TaskNote note;
+    note.bytes = bytes;
+    Note(note);
+  }
 
   Sink& sink_;
   const Job& job_;
@@ -143,6 +170,8 @@ class IterationWalker {
   internal::PipelineState<Handle> ps_;
   std::vector<Handle> last_backward_, last_dp_;  // per stage
   std::vector<MergedPass> merged_;               // per stage; unused unless kMergesSends
+  double send_bytes_ = 0;                        // a pipeline transfer's message
+  TaskNote note_;                                // Note()
 };
 
 // The pipeline send times, the streams and what each stage holds.
@@ -151,6 +180,7 @@ void IterationWalker<Sink>::DescribeStages() {
   send_ns_.resize(std::max<int64_t>(0, v_ > 1 ? p_ : p_ - 1));
   const double send_bytes = internal::ActivationBytes(job_) /
                             static_cast<double>(plan_.tensor_parallel);  // scatter-gather
+  send_bytes_ = send_bytes;
   CommGroup last;  // neighbouring stage pairs mostly share a group: one lookup
   for (int64_t s = 0; s + 1 < p_; ++s) {
     const CommGroup g = internal::StagePairGroup(job_, s, 1);
@@ -292,8 +322,15 @@ typename Sink::Handle IterationWalker<Sink>::EmitTemplate(const internal::Action
     if (seg.bucket_bytes > 0 && last_bucket != nullptr) {
       const int64_t ns = CollectiveNs(internal::GradientCollective(job_), seg.bucket_bytes,
                                       internal::DataParallelGroup(job_));
+      const TaskNote pass = note_;
+      if constexpr (kNotes) {
+        TaskNote bucket = pass;
+        bucket.bytes = seg.bucket_bytes;
+        Note(bucket);
+      }
       *last_bucket = sink_.Add(bucket_stream, ns, 0, TaskKind::kDataParallel, dp_label_,
                                absl::MakeConstSpan(&last, 1));
+      Note(pass);
     }
   }
   return last;
@@ -320,6 +357,7 @@ void IterationWalker<Sink>::EmitAction(int64_t s, PipelineAction a, int64_t k) {
   const int64_t vs = chunk * p_ + s;  // virtual stage
   const internal::StageTemplates& st = *stage_templates_[vs];
   const StageInfo& info = stages_[s];
+  NoteChunk(a.micro_batch, chunk, s);
   // Indices in the queues: the pass index, or its place in the wrap's FIFO.
   auto pop = [&](internal::SendQueue<Handle>* q, bool wraps) {
     return q->Pop(wraps ? InterleavedWrapIndex(false, p_, v_, k) : k);
@@ -334,6 +372,7 @@ void IterationWalker<Sink>::EmitAction(int64_t s, PipelineAction a, int64_t k) {
         EmitTemplate(st.forward, info.compute_stream, parents, info.data_parallel_stream, nullptr);
     if (vs + 1 < p_ * v_) {
       const bool wraps = s == p_ - 1;
+      NoteChunk(a.micro_batch, chunk, s, send_bytes_);
       ps_.forward_sends[s].Push(wraps ? InterleavedWrapIndex(true, p_, v_, k) : k,
                                 sink_.Add(send_streams_[s], send_ns_[s], 0, TaskKind::kPipeline,
                                           send_label_, absl::MakeConstSpan(&last, 1)));
@@ -352,6 +391,7 @@ void IterationWalker<Sink>::EmitAction(int64_t s, PipelineAction a, int64_t k) {
                    info.data_parallel_stream, bucketed ? &last_dp_[s] : nullptr);
   if (vs > 0) {
     const bool wraps = s == 0;
+    NoteChunk(a.micro_batch, chunk, s, send_bytes_);
     ps_.backward_sends[s].Push(
         wraps ? InterleavedWrapIndex(true, p_, v_, k) : k,
         sink_.Add(send_streams_[s], send_ns_[wraps ? p_ - 1 : s - 1], 0, TaskKind::kPipeline,
@@ -375,6 +415,7 @@ void IterationWalker<Sink>::EmitTail() {
                           internal::DataParallelGroup(job_));
         last_bytes = bytes;
       }
+      NoteBytes(bytes);
       last_dp_[s] = sink_.Add(stages_[s].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
                               dp_label_, absl::MakeConstSpan(&last_backward_[s], 1));
     }
@@ -391,6 +432,7 @@ void IterationWalker<Sink>::EmitTail() {
     const int64_t ns =
         CollectiveNs(Collective::kAllReduce, bytes, internal::StagePairGroup(job_, 0, p_ - 1));
     const Handle ends[2] = {done(0), done(p_ - 1)};
+    NoteBytes(bytes);
     embedding_sync = sink_.Add(stages_[0].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
                                emb_label_, ends);
   }
@@ -399,6 +441,7 @@ void IterationWalker<Sink>::EmitTail() {
     const bool synced = Sink::IsSet(embedding_sync) && (s == 0 || s == p_ - 1);
     // One step per model chunk, one after another on the stream.
     for (int64_t c = 0; c < v_; ++c) {
+      NoteChunk(/*micro_batch=*/-1, c, s);
       EmitTemplate(stage_templates_[c * p_ + s]->optimizer, stages_[s].compute_stream,
                    absl::MakeConstSpan(parents, synced ? 2 : 1), stages_[s].data_parallel_stream,
                    nullptr);

@@ -152,5 +152,40 @@ TEST(AnswersTest, CurvePointsWithoutAPlanSayWhy) {
   EXPECT_THAT(svg, Not(HasSubstr(" L")));
 }
 
+// Trace slices say what they are: micro-batch, chunk, layers, and the bytes
+// of each transfer and collective.
+TEST(AnswersTest, TraceSlicesCarryTheirArguments) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/answers_trace_" +
+                           std::to_string(getpid()) + ".json";
+  const Result r = Vtrainctl({"trace", "--model", "gpt3-1.3b", "--gpus", "16", "--tp", "2", "--pp",
+                              "4", "--global-batch", "32", "-o", path});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(path);
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(path.c_str());
+  google::protobuf::Struct doc;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &doc).ok());
+  bool forward = false, send = false;
+  for (const google::protobuf::Value& e : doc.fields().at("traceEvents").list_value().values()) {
+    const auto& f = e.struct_value().fields();
+    if (f.at("ph").string_value() != "X") continue;
+    const auto& args = f.at("args").struct_value().fields();
+    if (f.at("name").string_value() == "forward" && f.at("pid").number_value() == 1 &&
+        args.at("micro_batch").number_value() == 3) {
+      forward = true;
+      EXPECT_EQ(args.at("layers").string_value(), "6-11");  // 24 layers over 4 stages
+      EXPECT_EQ(args.at("chunk").number_value(), 0);
+    }
+    if (f.at("name").string_value() == "pipeline_send_recv") {
+      send = true;
+      // micro-batch 1 x sequence 2048 x hidden 2048 x 2 bytes, scattered over t = 2.
+      EXPECT_EQ(args.at("bytes").number_value(), 1 * 2048 * 2048 * 2 / 2);
+    }
+  }
+  EXPECT_TRUE(forward);
+  EXPECT_TRUE(send);
+}
+
 }  // namespace
 }  // namespace vtrain::cli
