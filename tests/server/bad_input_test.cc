@@ -37,6 +37,16 @@ std::vector<Case<v1::PredictRequest>> PredictCases() {
   return {
       {"unknown preset", [](R& r) { r.mutable_model()->set_preset("gpt5"); }, kBad, "model.preset"},
       {"no model", [](R& r) { r.clear_model(); }, kBad, "model"},
+      // A given 0 is refused, never read as "the default" (issue 28).
+      {"tp given as 0", [](R& r) { r.mutable_plan()->set_tensor_parallel(0); }, kBad,
+       "plan.tensor_parallel=0"},
+      {"pp given as 0", [](R& r) { r.mutable_plan()->set_pipeline_parallel(0); }, kBad,
+       "plan.pipeline_parallel=0"},
+      {"micro-batch given as 0", [](R& r) { r.mutable_plan()->set_micro_batch(0); }, kBad,
+       "plan.micro_batch=0"},
+      {"gpus given as 0", [](R& r) { r.mutable_cluster()->set_num_gpus(0); }, kBad,
+       "cluster.num_gpus=0"},
+      {"seq given as 0", [](R& r) { r.mutable_model()->set_seq_len(0); }, kBad, "model.seq_len=0"},
       {"layers negative", [](R& r) { r.mutable_model()->set_num_layers(-4); }, kBad,
        "model.num_layers"},
       {"layers huge", [](R& r) { r.mutable_model()->set_num_layers(int64_t{1} << 40); }, kBad,
