@@ -25,6 +25,8 @@
 #include "core/plan/cluster_sim.h"
 #include "core/util/status_macros.h"
 #include "proto/curve_convert.h"
+#include "proto/json.h"
+#include "service/cluster_sim.h"
 #include "service/service.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
@@ -46,228 +48,126 @@ constexpr char kHelp[] =
     "example:\n  vtrainctl cluster-sim --trace ../shared/data/itp-job-traces/cluster02.csv "
     "--gpus 1024 --jobs 128 --seed 1\n\nflags:\n";
 
-// The documented rule from a trace job's GPU count to an LLM job shape.
-std::pair<std::string, int64_t> LlmShape(int64_t gpus) {
-  const char* preset = gpus <= 1    ? "gpt3-350m"
-                       : gpus <= 2  ? "gpt3-1.3b"
-                       : gpus <= 4  ? "gpt3-2.7b"
-                       : gpus <= 8  ? "gpt3-6.7b"
-                       : gpus <= 32 ? "gpt3-13b"
-                                    : "gpt3-175b";
-  int64_t batch = 32;
-  while (batch < 16 * gpus && batch < 1536) batch *= 2;
-  return {preset, std::min<int64_t>(batch, 1536)};
+absl::StatusOr<double> Seconds(absl::string_view text, absl::string_view flag) {
+  absl::string_view number = text;
+  absl::ConsumeSuffix(&number, "s");
+  double v = 0;
+  if (!absl::SimpleAtod(number, &v) || !(v >= 0) || v > 86400) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, "='", text, "' is not a duration in [0, 86400] seconds, e.g. 30s"));
+  }
+  return v;
 }
 
-// The counts a table covers: 1, 2, 4, then every multiple of a node up to
-// `max` (data-parallel footprints such as t8 x p6 = 48 need them).
-std::vector<int64_t> TableCounts(int64_t gpus_per_node, int64_t max) {
-  std::vector<int64_t> counts;
-  for (int64_t g = 1; g < gpus_per_node && g <= max; g *= 2) counts.push_back(g);
-  for (int64_t g = gpus_per_node; g <= max; g += gpus_per_node) counts.push_back(g);
-  return counts;
-}
-
-struct Setup {
-  int64_t gpus = 1024;
-  v1::ClusterSpec cluster;
-  double rescale_overhead_s = 30;
-  int threads = 1;
-  std::optional<common::Connection> server;  // --server: every table from its ThroughputCurve
-  service::BuiltinProfiles builtin;          // else these tables, made once per GPU
-};
-
-// One throughput table per shape and policy: from this process, or from the
-// server's ThroughputCurve with --server.
-absl::StatusOr<ThroughputTable> Table(const Setup& setup, const std::string& preset, int64_t batch,
-                                      int64_t max_gpus, v1::CurvePolicy policy) {
-  v1::ThroughputCurveRequest r;
-  v1::CurveJob* job = r.add_jobs();
-  job->mutable_model()->set_preset(preset);
-  *job->mutable_cluster() = setup.cluster;
-  job->set_global_batch(batch);
-  for (int64_t g : TableCounts(
-           setup.cluster.gpus_per_node() > 0 ? setup.cluster.gpus_per_node() : 8, max_gpus)) {
-    r.add_gpu_counts(g);
-  }
-  r.set_policy(policy);
-  v1::ThroughputCurveResponse resp;
-  if (setup.server) {
-    grpc::Status s = v1::Simulator::NewStub(setup.server->channel)
-                         ->ThroughputCurve(setup.server->Context().get(), r, &resp);
-    if (!s.ok()) return common::FromGrpc(s);
-  } else {
-    VTRAIN_ASSIGN_OR_RETURN(
-        resp, service::ThroughputCurve(r, setup.builtin,
-                                       service::CallOptions::WithThreads(setup.threads)));
-  }
-  ThroughputTable table;
-  for (const v1::CurvePoint& p : resp.curves(0).points()) {
-    table.gpus.push_back(p.gpus());
-    table.iterations_per_s.push_back(p.fits() ? p.iterations_per_s() : 0);
-  }
-  return table;
-}
-
+// The request the flags describe, and the trace row its window starts at.
 struct Study {
-  std::vector<std::string> policies;
-  std::vector<ClusterOutcome> outcomes;
-  std::vector<std::string> shapes;  // per job, "preset/batch"
+  v1::ClusterSimRequest request;
+  int64_t first_row = 0;  // 0-based
 };
 
-absl::StatusOr<Study> RunStudy(const Setup& setup, const std::vector<TraceJob>& window,
-                               const std::vector<std::string>& policies) {
-  // Tables per (shape, policy), computed once.
-  std::map<std::pair<std::string, int64_t>, int> shape_index;
-  std::vector<std::pair<std::string, int64_t>> shapes;
+// Reads the trace, picks the window (--jobs consecutive jobs from a seeded
+// start, or from --window-start) and fills the request; the ranges are
+// service::PrepareClusterSim's to check, on either side.
+absl::StatusOr<Study> StudyFromFlags(const common::FlagParser& flags) {
+  if (!flags.Has("trace")) return absl::InvalidArgumentError("--trace FILE.csv is required");
+  VTRAIN_ASSIGN_OR_RETURN(std::string text, common::ReadFile(*flags.Get("trace")));
+  VTRAIN_ASSIGN_OR_RETURN(std::vector<TraceJob> trace, ParseTrace(text, *flags.Get("trace")));
   Study study;
-  for (const TraceJob& t : window) {
-    const auto shape = LlmShape(t.num_gpu);
-    if (shape_index.emplace(shape, static_cast<int>(shapes.size())).second) shapes.push_back(shape);
-    study.shapes.push_back(absl::StrCat(shape.first, "/", shape.second));
+  v1::ClusterSimRequest& r = study.request;
+  VTRAIN_ASSIGN_OR_RETURN(*r.mutable_cluster(), ClusterSpecFromFlags(flags));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> gpus, flags.GetInt("gpus"));
+  r.set_gpus(gpus.value_or(1024));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> count,
+                          flags.GetIntIn("jobs", 1, service::kMaxClusterJobs));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> seed, flags.GetInt("seed"));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> window_start, flags.GetDouble("window-start"));
+  if (auto o = flags.Get("rescale-overhead")) {
+    VTRAIN_ASSIGN_OR_RETURN(double restart, Seconds(*o, "--rescale-overhead"));
+    r.set_rescale_overhead_s(restart);
   }
-  const int64_t max_gpus = setup.gpus;
-  std::vector<ThroughputTable> dp_tables, best_tables;
-  for (const auto& [preset, batch] : shapes) {
-    VTRAIN_ASSIGN_OR_RETURN(ThroughputTable dp,
-                            Table(setup, preset, batch, max_gpus, v1::CURVE_POLICY_DATA_PARALLEL));
-    VTRAIN_ASSIGN_OR_RETURN(ThroughputTable best,
-                            Table(setup, preset, batch, max_gpus, v1::CURVE_POLICY_BEST));
-    dp_tables.push_back(std::move(dp));
-    best_tables.push_back(std::move(best));
+  for (absl::string_view p :
+       absl::StrSplit(flags.Get("policy").value_or(""), ',', absl::SkipEmpty())) {
+    r.add_policies(std::string(p));
   }
-  std::vector<ClusterJob> jobs;
-  for (size_t i = 0; i < window.size(); ++i) {
-    const TraceJob& t = window[i];
-    const int s = shape_index[LlmShape(t.num_gpu)];
-    // Iterations: what the elasticflow plan at the job's own GPU count runs
-    // in its recorded duration (the best plan when scaling by d has none).
-    double rate = dp_tables[s].At(t.num_gpu);
-    if (rate <= 0) rate = best_tables[s].At(t.num_gpu);
-    if (rate <= 0) rate = best_tables[s].At(max_gpus);
-    jobs.push_back(
-        {t.id, t.submit_s, std::max(1.0, std::round(t.duration_s * rate)), t.deadline_s, s});
+  const int64_t rows = static_cast<int64_t>(trace.size());
+  const int64_t take = std::min(count.value_or(128), rows);
+  int64_t first = 0;
+  if (window_start) {
+    while (first < rows && trace[first].submit_s < *window_start) ++first;
+    first = std::min(first, rows - take);
+  } else {
+    std::mt19937_64 engine(static_cast<uint64_t>(seed.value_or(1)));
+    first = static_cast<int64_t>(engine() % static_cast<uint64_t>(rows - take + 1));
   }
-  const ClusterSimOptions options{
-      .total_gpus = setup.gpus,
-      .rescale_overhead_s = setup.rescale_overhead_s,
-      .gpus_per_node = setup.cluster.gpus_per_node() > 0 ? setup.cluster.gpus_per_node() : 8};
-  for (const std::string& policy : policies) {
-    VTRAIN_ASSIGN_OR_RETURN(
-        ClusterOutcome out,
-        SimulateCluster(jobs, policy == "vtrain" ? best_tables : dp_tables, options));
-    study.policies.push_back(policy);
-    study.outcomes.push_back(std::move(out));
+  for (int64_t i = first; i < first + take; ++i) {
+    const TraceJob& t = trace[static_cast<size_t>(i)];
+    v1::ClusterTraceJob* j = r.add_jobs();
+    j->set_id(t.id);
+    j->set_submit_s(t.submit_s);
+    j->set_deadline_s(t.deadline_s);
+    j->set_duration_s(t.duration_s);
+    j->set_num_gpus(t.num_gpu);
   }
+  study.first_row = first;
   return study;
 }
 
-// The study as JSON, through the escaping writer: job ids and shapes come
-// from the trace file and may hold any character.
-std::string Json(const Study& s) {
-  JsonWriter w;
-  w.BeginObject().Key("policies").BeginArray();
-  for (size_t i = 0; i < s.policies.size(); ++i) {
-    const ClusterOutcome& o = s.outcomes[i];
-    w.BeginObject()
-        .Key("policy")
-        .String(s.policies[i])
-        .Key("jobs")
-        .Int(static_cast<int64_t>(o.jobs.size()))
-        .Key("deadline_satisfaction")
-        .Double(o.deadline_satisfaction)
-        .Key("avg_jct_s")
-        .Double(o.avg_jct_s)
-        .Key("p95_jct_s")
-        .Double(o.p95_jct_s)
-        .Key("makespan_s")
-        .Double(o.makespan_s)
-        .Key("gpu_utilization")
-        .Double(o.gpu_utilization)
-        .Key("useful_utilization")
-        .Double(o.useful_utilization)
-        .Key("reallocations")
-        .Int(o.reallocations)
-        .EndObject();
-  }
-  w.EndArray().Key("jobs").BeginArray();
-  for (size_t j = 0; !s.outcomes.empty() && j < s.outcomes[0].jobs.size(); ++j) {
-    w.BeginObject().Key("id").String(s.outcomes[0].jobs[j].id).Key("shape").String(s.shapes[j]);
-    for (size_t i = 0; i < s.policies.size(); ++i) {
-      const JobOutcome& o = s.outcomes[i].jobs[j];
-      w.Key(s.policies[i])
-          .BeginObject()
-          .Key("admitted")
-          .Bool(o.admitted)
-          .Key("met_deadline")
-          .Bool(o.met_deadline)
-          .Key("jct_s")
-          .Double(o.finished ? o.jct_s : -1.0)
-          .Key("reallocations")
-          .Int(o.reallocations)
-          .EndObject();
-    }
-    w.EndObject();
-  }
-  w.EndArray().EndObject();
-  return w.str() + "\n";
-}
-
-std::string Summary(const Study& s) {
+std::string Summary(const v1::ClusterSimResponse& r) {
   std::string out =
       absl::StrFormat("%-12s %5s %9s %12s %12s %12s %7s %7s %8s\n", "policy", "jobs", "deadline",
                       "avg_jct_s", "p95_jct_s", "makespan_s", "util", "useful", "reallocs");
-  for (size_t i = 0; i < s.policies.size(); ++i) {
-    const ClusterOutcome& o = s.outcomes[i];
-    absl::StrAppend(&out,
-                    absl::StrFormat("%-12s %5d %8.1f%% %12.0f %12.0f %12.0f %6.1f%% %6.1f%% %8d\n",
-                                    s.policies[i], o.jobs.size(), 100 * o.deadline_satisfaction,
-                                    o.avg_jct_s, o.p95_jct_s, o.makespan_s, 100 * o.gpu_utilization,
-                                    100 * o.useful_utilization, o.reallocations));
+  for (const v1::ClusterPolicyOutcome& o : r.outcomes()) {
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("%-12s %5d %8.1f%% %12.0f %12.0f %12.0f %6.1f%% %6.1f%% %8d\n", o.policy(),
+                        o.jobs_size(), 100 * o.deadline_satisfaction(), o.avg_jct_s(),
+                        o.p95_jct_s(), o.makespan_s(), 100 * o.gpu_utilization(),
+                        100 * o.useful_utilization(), o.reallocations()));
   }
-  if (s.policies.size() == 2) {
-    const ClusterOutcome& e = s.outcomes[0];
-    const ClusterOutcome& v = s.outcomes[1];
+  if (r.outcomes_size() == 2) {
+    const v1::ClusterPolicyOutcome& e = r.outcomes(0);
+    const v1::ClusterPolicyOutcome& v = r.outcomes(1);
     absl::StrAppend(
         &out,
         absl::StrFormat(
             "\n%s vs %s: deadline satisfaction %.2fx, average JCT %+.1f%%, makespan %+.1f%%\n",
-            s.policies[1], s.policies[0],
-            e.deadline_satisfaction > 0 ? v.deadline_satisfaction / e.deadline_satisfaction : 0.0,
-            e.avg_jct_s > 0 ? 100 * (v.avg_jct_s / e.avg_jct_s - 1) : 0.0,
-            e.makespan_s > 0 ? 100 * (v.makespan_s / e.makespan_s - 1) : 0.0));
+            v.policy(), e.policy(),
+            e.deadline_satisfaction() > 0 ? v.deadline_satisfaction() / e.deadline_satisfaction()
+                                          : 0.0,
+            e.avg_jct_s() > 0 ? 100 * (v.avg_jct_s() / e.avg_jct_s() - 1) : 0.0,
+            e.makespan_s() > 0 ? 100 * (v.makespan_s() / e.makespan_s() - 1) : 0.0));
   }
   return out;
 }
 
-std::string Csv(const Study& s) {
+std::string Csv(const v1::ClusterSimResponse& r) {
   std::string out = "policy,job_id,shape,admitted,finished,met_deadline,jct_s,reallocations\n";
-  for (size_t i = 0; i < s.policies.size(); ++i) {
-    for (size_t j = 0; j < s.outcomes[i].jobs.size(); ++j) {
-      const JobOutcome& o = s.outcomes[i].jobs[j];
-      absl::StrAppend(&out, absl::StrFormat("%s,%s,%s,%d,%d,%d,%.3f,%d\n", s.policies[i], o.id,
-                                            s.shapes[j], o.admitted, o.finished, o.met_deadline,
-                                            o.finished ? o.jct_s : -1.0, o.reallocations));
+  for (const v1::ClusterPolicyOutcome& o : r.outcomes()) {
+    for (const v1::ClusterJobOutcome& j : o.jobs()) {
+      absl::StrAppend(&out, absl::StrFormat("%s,%s,%s,%d,%d,%d,%.3f,%d\n", o.policy(), j.id(),
+                                            j.shape(), j.admitted(), j.finished(), j.met_deadline(),
+                                            j.jct_s(), j.reallocations()));
     }
   }
   return out;
 }
 
 // FILE.svg: GPUs allocated over time per policy; FILE-jct.svg: the JCT CDFs.
-absl::Status Plot(const std::string& path, const Study& s) {
+absl::Status Plot(const std::string& path, const v1::ClusterSimResponse& r) {
   std::vector<Series> allocated, cdfs;
-  for (size_t i = 0; i < s.policies.size(); ++i) {
-    const ClusterOutcome& o = s.outcomes[i];
-    Series a{s.policies[i], {}, true};
-    const double t0 = o.allocated.empty() ? 0 : o.allocated.front().first;
-    for (const auto& [t, g] : o.allocated) a.points.emplace_back((t - t0) / 3600, g);
+  for (const v1::ClusterPolicyOutcome& o : r.outcomes()) {
+    Series a{o.policy(), {}, true};
+    const double t0 = o.allocated().empty() ? 0 : o.allocated(0).time_s();
+    for (const v1::ClusterAllocation& x : o.allocated()) {
+      a.points.emplace_back((x.time_s() - t0) / 3600, x.gpus());
+    }
     allocated.push_back(std::move(a));
     std::vector<double> jcts;
-    for (const JobOutcome& j : o.jobs) {
-      if (j.finished) jcts.push_back(j.jct_s / 3600);
+    for (const v1::ClusterJobOutcome& j : o.jobs()) {
+      if (j.finished()) jcts.push_back(j.jct_s() / 3600);
     }
     std::sort(jcts.begin(), jcts.end());
-    Series c{s.policies[i], {}, true};
+    Series c{o.policy(), {}, true};
     for (size_t k = 0; k < jcts.size(); ++k) {
       c.points.emplace_back(jcts[k], static_cast<double>(k + 1) / static_cast<double>(jcts.size()));
     }
@@ -282,15 +182,13 @@ absl::Status Plot(const std::string& path, const Study& s) {
       LinesSvg(cdfs, "Job completion time (CDF)", "hours", "fraction of jobs"));
 }
 
-absl::StatusOr<double> Seconds(absl::string_view text, absl::string_view flag) {
-  absl::string_view number = text;
-  absl::ConsumeSuffix(&number, "s");
-  double v = 0;
-  if (!absl::SimpleAtod(number, &v) || !(v >= 0) || v > 86400) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, "='", text, "' is not a duration in [0, 86400] seconds, e.g. 30s"));
-  }
-  return v;
+absl::StatusOr<v1::ClusterSimResponse> ClusterSimRemotely(const common::FlagParser& flags,
+                                                          const v1::ClusterSimRequest& r) {
+  VTRAIN_ASSIGN_OR_RETURN(common::Connection c, common::Connect(flags));
+  v1::ClusterSimResponse resp;
+  grpc::Status s = v1::Simulator::NewStub(c.channel)->ClusterSim(c.Context().get(), r, &resp);
+  if (!s.ok()) return common::FromGrpc(s);
+  return resp;
 }
 
 }  // namespace
@@ -327,86 +225,32 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
     return common::kExitOk;
   }
   auto bad = [&](absl::Status s) { return Fail(err, "cluster-sim", s); };
-  if (!flags.Has("trace")) return bad(absl::InvalidArgumentError("--trace FILE.csv is required"));
   if (flags.Has("server") && flags.Switch("local")) {
     return bad(absl::InvalidArgumentError("give either --local or --server, not both"));
   }
-  absl::StatusOr<std::string> text = common::ReadFile(*flags.Get("trace"));
-  if (!text.ok()) return bad(text.status());
-  absl::StatusOr<std::vector<TraceJob>> trace = ParseTrace(*text, *flags.Get("trace"));
-  if (!trace.ok()) return bad(trace.status());
-  Setup setup;
-  absl::StatusOr<v1::ClusterSpec> cluster = ClusterSpecFromFlags(flags);
-  if (!cluster.ok()) return bad(cluster.status());
-  setup.cluster = *cluster;
-  absl::StatusOr<std::optional<int64_t>> gpus = flags.GetInt("gpus");
-  absl::StatusOr<std::optional<int64_t>> n_jobs = flags.GetInt("jobs");
-  absl::StatusOr<std::optional<int64_t>> seed = flags.GetInt("seed");
-  absl::StatusOr<std::optional<double>> window_start = flags.GetDouble("window-start");
-  absl::StatusOr<int> threads = flags.GetThreads();
-  for (const absl::Status& s :
-       {gpus.status(), n_jobs.status(), seed.status(), window_start.status(), threads.status()}) {
-    if (!s.ok()) return bad(s);
-  }
-  setup.gpus = gpus->value_or(1024);
-  const int64_t count = n_jobs->value_or(128);
-  if (setup.gpus < 1 || setup.gpus > 65536 || count < 1 || count > 100'000) {
-    return bad(
-        absl::InvalidArgumentError("--gpus must be in [1, 65536] and --jobs in [1, 100000]"));
-  }
-  const int64_t per_node = setup.cluster.gpus_per_node() > 0 ? setup.cluster.gpus_per_node() : 8;
-  if (setup.gpus < per_node) {
-    // The throughput tables start at whole nodes' worth of plans and the
-    // study places jobs on them: a smaller cluster runs nothing.
-    return bad(absl::InvalidArgumentError(
-        absl::StrCat("--gpus=", setup.gpus, " is less than one node (", per_node,
-                     " GPUs, --gpus-per-node); give at least ", per_node, " GPUs")));
-  }
-  if (flags.Has("server")) {
-    absl::StatusOr<common::Connection> c = common::Connect(flags);
-    if (!c.ok()) return bad(c.status());
-    setup.server = *std::move(c);
-  }
-  setup.threads = *threads;
-  if (auto o = flags.Get("rescale-overhead")) {
-    absl::StatusOr<double> s = Seconds(*o, "--rescale-overhead");
-    if (!s.ok()) return bad(s.status());
-    setup.rescale_overhead_s = *s;
-  }
-  std::vector<std::string> policies;
-  for (absl::string_view p :
-       absl::StrSplit(flags.Get("policy").value_or("elasticflow,vtrain"), ',', absl::SkipEmpty())) {
-    if (p != "elasticflow" && p != "vtrain") {
-      return bad(absl::InvalidArgumentError(
-          absl::StrCat("--policy: '", p, "' is unknown; use elasticflow and/or vtrain")));
-    }
-    policies.emplace_back(p);
-  }
-  // The window: `count` consecutive jobs from a seeded start (or a time).
-  const int64_t rows = static_cast<int64_t>(trace->size());
-  const int64_t take = std::min(count, rows);
-  int64_t first = 0;
-  if (*window_start) {
-    while (first < rows && (*trace)[first].submit_s < **window_start) ++first;
-    first = std::min(first, rows - take);
-  } else {
-    std::mt19937_64 engine(static_cast<uint64_t>(seed->value_or(1)));
-    first = static_cast<int64_t>(engine() % static_cast<uint64_t>(rows - take + 1));
-  }
-  const std::vector<TraceJob> window(trace->begin() + first, trace->begin() + first + take);
-  absl::StatusOr<Study> study = RunStudy(setup, window, policies);
+  absl::StatusOr<Study> study = StudyFromFlags(flags);
   if (!study.ok()) return bad(study.status());
+  const v1::ClusterSimRequest* request = &study->request;
+  absl::StatusOr<int> threads = flags.GetThreads();
+  if (!threads.ok()) return bad(threads.status());
+  absl::StatusOr<v1::ClusterSimResponse> response =
+      flags.Has("server") ? ClusterSimRemotely(flags, *request)
+                          : service::ClusterSim(*request, service::BuiltinProfiles(),
+                                                service::CallOptions::WithThreads(*threads));
+  if (!response.ok()) return bad(response.status());
   if (auto plot = flags.Get("plot")) {
-    if (absl::Status s = Plot(*plot, *study); !s.ok()) return bad(s);
+    if (absl::Status s = Plot(*plot, *response); !s.ok()) return bad(s);
   }
   if (flags.Switch("json")) {
-    out << Json(*study);
+    out << convert::ToJson(*response);
   } else if (flags.Switch("csv")) {
-    out << Csv(*study);
+    out << Csv(*response);
   } else {
-    out << absl::StrFormat("%d jobs of %s from row %d, %d GPUs, restart %.0f s\n\n", take,
-                           *flags.Get("trace"), first + 1, setup.gpus, setup.rescale_overhead_s)
-        << Summary(*study);
+    out << absl::StrFormat("%d jobs of %s from row %d, %d GPUs, restart %.0f s\n\n",
+                           request->jobs_size(), *flags.Get("trace"), study->first_row + 1,
+                           request->gpus(),
+                           request->has_rescale_overhead_s() ? request->rescale_overhead_s() : 30)
+        << Summary(*response);
   }
   return common::kExitOk;
 }

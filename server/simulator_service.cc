@@ -12,6 +12,7 @@
 #include "core/predict/predictor.h"
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
+#include "service/cluster_sim.h"
 #include "service/service.h"
 
 namespace vtrain::server {
@@ -44,6 +45,8 @@ SimulatorService::SimulatorService(const ServerOptions& options, Registry& regis
       search_{"Search", Access::kRead, RefusedByRegistry(options.role, "search")},
       curve_{"ThroughputCurve", Access::kRead, RefusedByRegistry(options.role, "draw curves")},
       plan_model_{"PlanModel", Access::kRead, RefusedByRegistry(options.role, "plan models")},
+      cluster_sim_{"ClusterSim", Access::kRead,
+                   RefusedByRegistry(options.role, "simulate clusters")},
       predictions_(static_cast<size_t>(options.prediction_cache_entries)),
       registry_(registry),
       source_(registry, memos_),
@@ -87,6 +90,30 @@ absl::Status SimulatorService::RunPlanModel(const grpc::ServerContext* ctx,
   v1::PlanModelResponse msg;
   *msg.mutable_result() = *std::move(result);
   writer->Write(msg);
+  return absl::OkStatus();
+}
+
+grpc::Status SimulatorService::ClusterSim(grpc::ServerContext* ctx,
+                                          const v1::ClusterSimRequest* req,
+                                          v1::ClusterSimResponse* resp) {
+  return runner_.Run(*ctx, cluster_sim_, *req, [&] { return RunClusterSim(ctx, req, resp); });
+}
+
+absl::Status SimulatorService::RunClusterSim(const grpc::ServerContext* ctx,
+                                             const v1::ClusterSimRequest* req,
+                                             v1::ClusterSimResponse* resp) {
+  VTRAIN_ASSIGN_OR_RETURN(service::PreparedClusterSim prepared,
+                          service::PrepareClusterSim(*req, source_));
+  service::CallOptions options = OptionsFor(ctx);
+  VTRAIN_ASSIGN_OR_RETURN(std::vector<AdmissionGate::Slot> slots,
+                          admission_.EnterWide(options.cancelled));
+  options.threads = static_cast<int>(slots.size());
+  // The tables go through the curve cache: a scheduler replaying windows of
+  // one trace asks for the same shapes again.
+  absl::StatusOr<v1::ClusterSimResponse> result =
+      service::RunClusterSim(prepared, options, &curve_cache_);
+  if (!result.ok()) return ExplainCancellation(*ctx, result.status(), "cluster simulation");
+  *resp = *std::move(result);
   return absl::OkStatus();
 }
 

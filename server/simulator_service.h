@@ -1,4 +1,5 @@
-// The Simulator gRPC service: Predict, Search, ThroughputCurve and PlanModel.
+// The Simulator gRPC service: Predict, Search, ThroughputCurve, PlanModel and
+// ClusterSim.
 // Each handler is admission -> cache -> service::X (service/service.h, over the
 // profile sets a Registry holds) -> metrics; the answer itself is computed
 // where vtrainctl --local computes it.
@@ -49,6 +50,8 @@ class SimulatorService final
                                v1::ThroughputCurveResponse* resp) override;
   grpc::Status PlanModel(grpc::ServerContext* ctx, const v1::PlanModelRequest* req,
                          grpc::ServerWriter<v1::PlanModelResponse>* writer) override;
+  grpc::Status ClusterSim(grpc::ServerContext* ctx, const v1::ClusterSimRequest* req,
+                          v1::ClusterSimResponse* resp) override;
 
  private:
   // A Predict request converted and validated, ready to simulate.
@@ -92,6 +95,8 @@ class SimulatorService final
                             grpc::ServerWriter<v1::PlanModelResponse>* writer);
   absl::Status RunCurve(const grpc::ServerContext* ctx, const v1::ThroughputCurveRequest* req,
                         v1::ThroughputCurveResponse* resp);
+  absl::Status RunClusterSim(const grpc::ServerContext* ctx, const v1::ClusterSimRequest* req,
+                             v1::ClusterSimResponse* resp);
 
   const int64_t max_tasks_;
   const int64_t max_graph_bytes_;
@@ -99,6 +104,7 @@ class SimulatorService final
   const Method search_;
   const Method curve_;
   const Method plan_model_;
+  const Method cluster_sim_;
   CurveCache curve_cache_;
   ArenaAllocator<v1::PredictRequest, v1::PredictResponse> predict_allocator_;
   MemoCache memos_;

@@ -157,6 +157,20 @@ class VtrainClient:
         message = _parse(request, vtrain_pb2.ThroughputCurveRequest)
         return _to_dict(self._unary(self._simulator.ThroughputCurve, message))
 
+    def cluster_sim(self, request):
+        """The scheduling study: `request` is a ClusterSimRequest dict, e.g.
+
+            {"gpus": 64, "jobs": [{"id": "a", "submit_s": 0, "deadline_s": 7200,
+                                   "duration_s": 1800, "num_gpus": 8}]}
+
+        Returns the ClusterSimResponse dict: "outcomes", one per policy
+        ("elasticflow", "vtrain"), each with its deadline satisfaction, JCTs,
+        utilisation and per-job outcomes, as `vtrainctl cluster-sim --json`
+        prints it.
+        """
+        message = _parse(request, vtrain_pb2.ClusterSimRequest)
+        return _to_dict(self._unary(self._simulator.ClusterSim, message))
+
     def plan_model(self, request, progress=None):
         """The compute-optimal model for a budget: `request` is a
         PlanModelRequest dict, e.g.

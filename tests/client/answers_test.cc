@@ -73,7 +73,9 @@ TEST(AnswersTest, ClusterSimJsonEscapesTraceFields) {
   ASSERT_EQ(r.code, 0) << r.err;
   google::protobuf::Struct doc;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &doc).ok()) << r.out;
-  const auto& jobs = doc.fields().at("jobs").list_value();
+  const auto& outcomes = doc.fields().at("outcomes").list_value();
+  ASSERT_EQ(outcomes.values_size(), 2);  // elasticflow, vtrain
+  const auto& jobs = outcomes.values(0).struct_value().fields().at("jobs").list_value();
   ASSERT_EQ(jobs.values_size(), 1);
   EXPECT_EQ(jobs.values(0).struct_value().fields().at("id").string_value(), "a\"b\\c");
 }

@@ -179,6 +179,16 @@ assert curve["name"] == "small" and [p["gpus"] for p in curve["points"]] == [8, 
 assert all(p["fits"] and p["iterations_per_s"] > 0 for p in curve["points"]), curve
 print("curve:", [(p["gpus"], round(p["iterations_per_s"], 3)) for p in curve["points"]])
 
+# cluster_sim: one outcome per policy, the jobs in the request's order.
+sim = timed("cluster_sim", client.cluster_sim,
+            {"gpus": 16, "jobs": [{"id": "a", "submit_s": 0, "deadline_s": 7200,
+                                   "duration_s": 1800, "num_gpus": 8},
+                                  {"id": "b", "submit_s": 60, "deadline_s": 3600,
+                                   "duration_s": 600, "num_gpus": 2}]})
+assert [o["policy"] for o in sim["outcomes"]] == ["elasticflow", "vtrain"], sim["outcomes"]
+assert [j["id"] for j in sim["outcomes"][1]["jobs"]] == ["a", "b"], sim
+print(f"cluster_sim: vtrain avg JCT {sim['outcomes'][1]['avg_jct_s']:.0f} s")
+
 # plan_model: a result.
 planned = timed("plan_model", client.plan_model,
                 {"cluster": {"gpu": "a100-sxm4-80gb"}, "gpus": 8, "days": 1,

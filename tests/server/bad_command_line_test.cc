@@ -131,7 +131,7 @@ TEST(BadCommandLineTest, EveryBadCommandLineExitsTwoNamingTheFlag) {
       {{"curve", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpu-counts", "8", "--threads",
         "0"},
        "--threads=0"},
-      {{"cluster-sim", "--trace", trace, "--gpus", "4"}, "less than one node"},
+      {{"cluster-sim", "--trace", trace, "--gpus", "4"}, "at least one node"},
   };
   for (const CliCase& c : cases) {
     const testing::ProcessResult r = Vtrainctl(c.args);

@@ -4,14 +4,17 @@
 #include "service/service.h"
 
 #include <atomic>
+#include <cmath>
 #include <map>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/job_convert.h"
+#include "service/cluster_sim.h"
 #include "tests/testing/status_matchers.h"
 
 namespace vtrain::service {
@@ -166,6 +169,70 @@ TEST(ServiceTest, CancelledWorkStops) {
   CallOptions options;
   options.cancelled = [] { return true; };
   EXPECT_THAT(Search(request, builtin, options), StatusIs(absl::StatusCode::kCancelled));
+}
+
+v1::ClusterSimRequest TwoJobs() {
+  v1::ClusterSimRequest r;
+  r.set_gpus(16);
+  for (int i = 0; i < 2; ++i) {
+    v1::ClusterTraceJob* j = r.add_jobs();
+    j->set_id(absl::StrCat("job", i));
+    j->set_submit_s(100.0 * i);
+    j->set_deadline_s(100.0 * i + 7200);
+    j->set_duration_s(1800);
+    j->set_num_gpus(i == 0 ? 8 : 2);
+  }
+  return r;
+}
+
+TEST(ServiceTest, ClusterSimRunsEachPolicyOnTheSameJobs) {
+  const BuiltinProfiles builtin;
+  absl::StatusOr<v1::ClusterSimResponse> r = ClusterSim(TwoJobs(), builtin);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->outcomes_size(), 2);
+  EXPECT_EQ(r->outcomes(0).policy(), "elasticflow");
+  EXPECT_EQ(r->outcomes(1).policy(), "vtrain");
+  for (const v1::ClusterPolicyOutcome& o : r->outcomes()) {
+    ASSERT_EQ(o.jobs_size(), 2);
+    EXPECT_EQ(o.jobs(0).id(), "job0");
+    EXPECT_EQ(o.jobs(0).shape(), "gpt3-6.7b/128");  // 8 GPUs: 16 x 8 = 128 sequences
+    EXPECT_EQ(o.jobs(1).shape(), "gpt3-1.3b/32");
+    EXPECT_GT(o.makespan_s(), 0);
+    EXPECT_FALSE(o.allocated().empty());
+  }
+  EXPECT_GT(r->simulation().predictions(), 0);
+  // One policy when asked for one.
+  v1::ClusterSimRequest one = TwoJobs();
+  one.add_policies("vtrain");
+  r = ClusterSim(one, builtin);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->outcomes_size(), 1);
+  EXPECT_EQ(r->outcomes(0).policy(), "vtrain");
+}
+
+TEST(ServiceTest, ClusterSimRefusesWhatIsNotAStudy) {
+  const BuiltinProfiles builtin;
+  struct Case {
+    void (*change)(v1::ClusterSimRequest&);
+    const char* says;
+  };
+  const Case cases[] = {
+      {[](v1::ClusterSimRequest& r) { r.set_gpus(4); }, "gpus=4"},
+      {[](v1::ClusterSimRequest& r) { r.clear_jobs(); }, "jobs has 0 entries"},
+      {[](v1::ClusterSimRequest& r) { r.add_policies("random"); }, "policies[0]='random'"},
+      {[](v1::ClusterSimRequest& r) { r.mutable_jobs(1)->set_duration_s(std::nan("")); },
+       "jobs[1]"},
+      {[](v1::ClusterSimRequest& r) { r.mutable_jobs(0)->set_num_gpus(0); }, "jobs[0].num_gpus=0"},
+      {[](v1::ClusterSimRequest& r) { r.set_rescale_overhead_s(-1); }, "rescale_overhead_s"},
+      {[](v1::ClusterSimRequest& r) { r.mutable_cluster()->set_gpu("tpu"); }, "cluster.gpu"},
+  };
+  for (const Case& c : cases) {
+    v1::ClusterSimRequest r = TwoJobs();
+    c.change(r);
+    EXPECT_THAT(PrepareClusterSim(r, builtin).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.says)))
+        << c.says;
+  }
 }
 
 }  // namespace

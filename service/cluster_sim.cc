@@ -1,0 +1,208 @@
+#include "service/cluster_sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/util/status_macros.h"
+#include "proto/job_convert.h"
+#include "proto/prediction_convert.h"
+
+namespace vtrain::service {
+namespace {
+
+// The counts a table covers: 1, 2, 4, then every multiple of a node up to
+// `max` (data-parallel footprints such as t8 x p6 = 48 need them).
+std::vector<int64_t> TableCounts(int64_t gpus_per_node, int64_t max) {
+  std::vector<int64_t> counts;
+  for (int64_t g = 1; g < gpus_per_node && g <= max; g *= 2) counts.push_back(g);
+  for (int64_t g = gpus_per_node; g <= max; g += gpus_per_node) counts.push_back(g);
+  return counts;
+}
+
+// A finite time on the trace's clock, within about 300 years.
+bool Time(double t) { return std::isfinite(t) && std::abs(t) < 1e10; }
+
+void CheckJobs(const v1::ClusterSimRequest& r, std::vector<std::string>& problems) {
+  if (r.jobs_size() < 1 || r.jobs_size() > kMaxClusterJobs) {
+    problems.push_back(absl::StrCat("jobs has ", r.jobs_size(), " entries; give 1 to ",
+                                    kMaxClusterJobs, " (--jobs)"));
+  }
+  for (int i = 0; i < r.jobs_size() && problems.size() < 20; ++i) {
+    const v1::ClusterTraceJob& j = r.jobs(i);
+    const std::string where = absl::StrCat("jobs[", i, "]");
+    if (!Time(j.submit_s()) || !Time(j.deadline_s()) || !Time(j.duration_s())) {
+      problems.push_back(absl::StrCat(where,
+                                      ": submit_s, deadline_s and duration_s must be "
+                                      "finite seconds"));
+    } else if (!(j.duration_s() > 0) || j.deadline_s() < j.submit_s()) {
+      problems.push_back(absl::StrCat(where,
+                                      ": duration_s must be positive and deadline_s at or "
+                                      "after submit_s"));
+    }
+    if (j.num_gpus() < 1 || j.num_gpus() > 1'000'000) {
+      problems.push_back(
+          absl::StrCat(where, ".num_gpus=", j.num_gpus(), " must be in [1, 1000000]"));
+    }
+  }
+}
+
+// One throughput table from a drawn curve: iterations per second by count.
+ThroughputTable TableOf(const v1::Curve& curve) {
+  ThroughputTable table;
+  for (const v1::CurvePoint& p : curve.points()) {
+    table.gpus.push_back(p.gpus());
+    table.iterations_per_s.push_back(p.fits() ? p.iterations_per_s() : 0);
+  }
+  return table;
+}
+
+void OutcomeToProto(const std::string& policy, const ClusterOutcome& o,
+                    const std::vector<std::string>& shapes, v1::ClusterPolicyOutcome* out) {
+  out->set_policy(policy);
+  out->set_deadline_satisfaction(o.deadline_satisfaction);
+  out->set_avg_jct_s(o.avg_jct_s);
+  out->set_p95_jct_s(o.p95_jct_s);
+  out->set_makespan_s(o.makespan_s);
+  out->set_gpu_utilization(o.gpu_utilization);
+  out->set_useful_utilization(o.useful_utilization);
+  out->set_reallocations(o.reallocations);
+  for (size_t j = 0; j < o.jobs.size(); ++j) {
+    const JobOutcome& in = o.jobs[j];
+    v1::ClusterJobOutcome* job = out->add_jobs();
+    job->set_id(in.id);
+    job->set_shape(j < shapes.size() ? shapes[j] : "");
+    job->set_admitted(in.admitted);
+    job->set_finished(in.finished);
+    job->set_met_deadline(in.met_deadline);
+    job->set_jct_s(in.finished ? in.jct_s : -1.0);
+    job->set_reallocations(in.reallocations);
+  }
+  for (const auto& [time_s, gpus] : o.allocated) {
+    v1::ClusterAllocation* a = out->add_allocated();
+    a->set_time_s(time_s);
+    a->set_gpus(gpus);
+  }
+}
+
+}  // namespace
+
+std::pair<std::string, int64_t> LlmShape(int64_t gpus) {
+  const char* preset = gpus <= 1    ? "gpt3-350m"
+                       : gpus <= 2  ? "gpt3-1.3b"
+                       : gpus <= 4  ? "gpt3-2.7b"
+                       : gpus <= 8  ? "gpt3-6.7b"
+                       : gpus <= 32 ? "gpt3-13b"
+                                    : "gpt3-175b";
+  int64_t batch = 32;
+  while (batch < 16 * gpus && batch < 1536) batch *= 2;
+  return {preset, std::min<int64_t>(batch, 1536)};
+}
+
+absl::StatusOr<PreparedClusterSim> PrepareClusterSim(const v1::ClusterSimRequest& r,
+                                                     const ProfileSource& source) {
+  std::vector<std::string> problems;
+  CheckJobs(r, problems);
+  absl::StatusOr<ClusterSpec> cluster = convert::ClusterFromProto(r.cluster());
+  if (!cluster.ok()) problems.emplace_back(cluster.status().message());
+  const int64_t per_node = cluster.ok() ? cluster->gpus_per_node : 8;
+  if (r.gpus() < per_node || r.gpus() > kMaxClusterGpus) {
+    problems.push_back(absl::StrCat("gpus=", r.gpus(), " (--gpus) must be in [", per_node, ", ",
+                                    kMaxClusterGpus, "]: at least one node of ", per_node,
+                                    " GPUs (--gpus-per-node)"));
+  }
+  PreparedClusterSim prepared;
+  for (int i = 0; i < r.policies_size(); ++i) {
+    if (r.policies(i) != "elasticflow" && r.policies(i) != "vtrain") {
+      problems.push_back(absl::StrCat("policies[", i, "]='", r.policies(i),
+                                      "' is unknown; use elasticflow and/or vtrain (--policy)"));
+    }
+  }
+  const double restart = r.has_rescale_overhead_s() ? r.rescale_overhead_s() : 30;
+  if (!(restart >= 0 && restart <= 86400)) {
+    problems.push_back("rescale_overhead_s (--rescale-overhead) must be in [0, 86400] seconds");
+  }
+  if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
+  prepared.request = r;
+  prepared.policies.assign(r.policies().begin(), r.policies().end());
+  if (prepared.policies.empty()) prepared.policies = {"elasticflow", "vtrain"};
+  prepared.options = ClusterSimOptions{
+      .total_gpus = r.gpus(), .rescale_overhead_s = restart, .gpus_per_node = per_node};
+  // One table per distinct shape and policy.
+  std::map<std::pair<std::string, int64_t>, int> index;
+  for (const v1::ClusterTraceJob& j : r.jobs()) {
+    const auto shape = LlmShape(j.num_gpus());
+    auto [it, added] = index.emplace(shape, static_cast<int>(prepared.best.size()));
+    prepared.shape_of.push_back(it->second);
+    prepared.shape_names.push_back(absl::StrCat(shape.first, "/", shape.second));
+    if (!added) continue;
+    v1::ThroughputCurveRequest curve;
+    v1::CurveJob* job = curve.add_jobs();
+    job->mutable_model()->set_preset(shape.first);
+    *job->mutable_cluster() = r.cluster();
+    job->mutable_cluster()->clear_num_gpus();
+    job->set_global_batch(shape.second);
+    for (int64_t g : TableCounts(per_node, r.gpus())) curve.add_gpu_counts(g);
+    for (v1::CurvePolicy policy : {v1::CURVE_POLICY_DATA_PARALLEL, v1::CURVE_POLICY_BEST}) {
+      curve.set_policy(policy);
+      VTRAIN_ASSIGN_OR_RETURN(PreparedCurves p, PrepareCurves(curve, source));
+      (policy == v1::CURVE_POLICY_BEST ? prepared.best : prepared.data_parallel)
+          .push_back(std::move(p));
+    }
+  }
+  return prepared;
+}
+
+absl::StatusOr<v1::ClusterSimResponse> RunClusterSim(const PreparedClusterSim& prepared,
+                                                     const CallOptions& options,
+                                                     CurveStore* store) {
+  v1::ClusterSimResponse response;
+  SimulationCost cost;
+  std::vector<ThroughputTable> dp_tables, best_tables;
+  for (size_t s = 0; s < prepared.best.size(); ++s) {
+    for (bool best : {false, true}) {
+      VTRAIN_ASSIGN_OR_RETURN(
+          v1::ThroughputCurveResponse curves,
+          RunCurves(best ? prepared.best[s] : prepared.data_parallel[s], options, store));
+      (best ? best_tables : dp_tables).push_back(TableOf(curves.curves(0)));
+      cost.Add(convert::SimulationFromProto(curves.curves(0).simulation()));
+      cost.wall_ns += curves.curves(0).simulation().wall_ns();
+    }
+  }
+  const v1::ClusterSimRequest& r = prepared.request;
+  std::vector<ClusterJob> jobs;
+  for (int i = 0; i < r.jobs_size(); ++i) {
+    const v1::ClusterTraceJob& t = r.jobs(i);
+    const int s = prepared.shape_of[static_cast<size_t>(i)];
+    // Iterations: what the elasticflow plan at the job's own GPU count runs
+    // in its recorded duration (the best plan when scaling by d has none).
+    double rate = dp_tables[s].At(t.num_gpus());
+    if (rate <= 0) rate = best_tables[s].At(t.num_gpus());
+    if (rate <= 0) rate = best_tables[s].At(r.gpus());
+    jobs.push_back({t.id(), t.submit_s(), std::max(1.0, std::round(t.duration_s() * rate)),
+                    t.deadline_s(), s});
+  }
+  for (const std::string& policy : prepared.policies) {
+    if (options.cancelled && options.cancelled()) {
+      return absl::CancelledError("cluster simulation cancelled by the caller");
+    }
+    VTRAIN_ASSIGN_OR_RETURN(
+        ClusterOutcome outcome,
+        SimulateCluster(jobs, policy == "vtrain" ? best_tables : dp_tables, prepared.options));
+    OutcomeToProto(policy, outcome, prepared.shape_names, response.add_outcomes());
+  }
+  convert::SimulationToProto(cost, response.mutable_simulation());
+  if (options.simulated) options.simulated("ClusterSim", cost.wall_ns);
+  return response;
+}
+
+absl::StatusOr<v1::ClusterSimResponse> ClusterSim(const v1::ClusterSimRequest& request,
+                                                  const ProfileSource& source,
+                                                  const CallOptions& options) {
+  VTRAIN_ASSIGN_OR_RETURN(PreparedClusterSim prepared, PrepareClusterSim(request, source));
+  return RunClusterSim(prepared, options);
+}
+
+}  // namespace vtrain::service
