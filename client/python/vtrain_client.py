@@ -1,6 +1,6 @@
 """A Python client for vtrain-server (the vtrain.v1 API), for schedulers and scripts.
 
-The stubs (vtrain/v1/vtrain_pb2.py, vtrain_pb2_grpc.py, profiles_pb2.py) are
+The stubs (vtrain/v1/vtrain_pb2.py, vtrain_pb2_grpc.py, job_pb2.py, profiles_pb2.py) are
 generated from proto/ at build time into build/client/python/gen with Debian's
 protoc and grpc_python_plugin; put that directory on sys.path (the example
 scheduler_example.py does).
@@ -35,6 +35,7 @@ import grpc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import json_format
 
+from vtrain.v1 import job_pb2
 from vtrain.v1 import vtrain_pb2
 from vtrain.v1 import vtrain_pb2_grpc
 
@@ -344,7 +345,7 @@ def _as_vtrainctl(d, desc):
 
 # The former throughput_curves interface.
 
-_MODEL_KEYS = frozenset(f.name for f in vtrain_pb2.ModelSpec.DESCRIPTOR.fields)
+_MODEL_KEYS = frozenset(f.name for f in job_pb2.ModelSpec.DESCRIPTOR.fields)
 _SHORT_DTYPES = {"fp16": "DTYPE_FP16", "bf16": "DTYPE_BF16", "fp8": "DTYPE_FP8"}
 
 

@@ -1,12 +1,15 @@
-// The iteration walker's setup: the templates of every (virtual) stage and
-// the bounds it checks before walking (task count, summed task time).
+// The iteration walker's setup: the templates of every (virtual) stage, the
+// bounds it checks before walking (task count, summed task time), the stages'
+// streams and send times, and the passes merged with their sends.
 // Included by walker.h only; not for direct use.
 #ifndef VTRAIN_CORE_GRAPH_WALKER_SETUP_INL_H_
 #define VTRAIN_CORE_GRAPH_WALKER_SETUP_INL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "core/graph/pass_templates.h"
 #include "core/graph/walker.h"
 
@@ -83,6 +86,79 @@ double IterationWalker<Sink>::TotalTaskNs() const {
   for (const int64_t send : send_ns_)
     total += 2 * static_cast<double>(n_) * static_cast<double>(send);
   return total;
+}
+
+// The pipeline send times, the streams and what each stage holds.
+template <IterationSink Sink>
+void IterationWalker<Sink>::DescribeStages() {
+  send_ns_.resize(std::max<int64_t>(0, v_ > 1 ? p_ : p_ - 1));
+  const double send_bytes = internal::ActivationBytes(job_) /
+                            static_cast<double>(plan_.tensor_parallel);  // scatter-gather
+  send_bytes_ = send_bytes;
+  CommGroup last;  // neighbouring stage pairs mostly share a group: one lookup
+  for (int64_t s = 0; s + 1 < p_; ++s) {
+    const CommGroup g = internal::StagePairGroup(job_, s, 1);
+    const bool same = s > 0 && g.ranks == last.ranks && g.ranks_per_node == last.ranks_per_node &&
+                      g.nic_fraction == last.nic_fraction;
+    send_ns_[s] = same ? send_ns_[s - 1] : CollectiveNs(Collective::kSendRecv, send_bytes, g);
+    last = g;
+  }
+  if (v_ > 1) {
+    send_ns_[p_ - 1] =
+        CollectiveNs(Collective::kSendRecv, send_bytes, internal::StagePairGroup(job_, 0, p_ - 1));
+  }
+  const int64_t layers_per_chunk = internal::LayersPerStage(job_);
+  stages_.resize(p_);
+  for (int64_t s = 0; s < p_; ++s) {
+    StageInfo& info = stages_[s];
+    info.first_layer = s * layers_per_chunk;  // of its first chunk
+    info.num_layers = layers_per_chunk * v_;
+    info.has_embedding = s == 0;
+    info.has_logit = s == p_ - 1;
+    info.compute_stream = sink_.AddStream(absl::StrCat("stage", s, "/compute"));
+    info.data_parallel_stream = sink_.AddStream(absl::StrCat("stage", s, "/data_parallel"));
+    send_streams_.push_back(v_ == 1 ? info.compute_stream
+                                    : sink_.AddStream(absl::StrCat("stage", s, "/pipeline")));
+    for (int64_t c = 0; c < v_; ++c) {
+      const int64_t vs = c * p_ + s;
+      const internal::StageTemplates& st = *stage_templates_[vs];
+      info.tensor_parallel_ns +=
+          m_ * (st.forward.tensor_parallel_ns + st.backward.tensor_parallel_ns);
+      // Sends out of this chunk, forward and backward, when they hold the
+      // compute stream.
+      if (v_ == 1) {
+        info.pipeline_send_ns += m_ * ((vs + 1 < p_ * v_ ? send_ns_[s + 1 < p_ ? s : p_ - 1] : 0) +
+                                       (vs > 0 ? send_ns_[s > 0 ? s - 1 : p_ - 1] : 0));
+      }
+      info.parameters_per_gpu += st.parameters_per_gpu;
+    }
+  }
+}
+
+// The streaming fast path's common actions, precomputed per stage: a pass
+// merged into one task together with its send. The send starts when the
+// pass's last gap ends (start(send) = finish(pass) + gap), so the sum is
+// exact. The last backward keeps its send separate: its end also starts the
+// gradient all-reduce. Every other action goes through EmitAction.
+template <IterationSink Sink>
+void IterationWalker<Sink>::MergePasses() {
+  merged_.assign(p_, MergedPass{});
+  for (int64_t s = 0; s < p_ && Sink::kMergesSends && v_ == 1; ++s) {
+    const internal::StageTemplates& st = *stage_templates_[s];
+    MergedPass& mp = merged_[s];
+    if (s + 1 < p_ && MergesSend(st.forward)) {
+      const internal::Item& i = st.forward.segments[0].items[0];
+      mp.forward_ok = true;
+      mp.forward_send_ns = send_ns_[s];
+      mp.forward_ns = i.duration_ns + i.gap_ns + send_ns_[s];
+    }
+    if (s > 0 && MergesSend(st.backward)) {
+      const internal::Item& i = st.backward.segments[0].items[0];
+      mp.backward_ok = true;
+      mp.backward_send_ns = send_ns_[s - 1];
+      mp.backward_ns = i.duration_ns + i.gap_ns + send_ns_[s - 1];
+    }
+  }
 }
 
 }  // namespace vtrain

@@ -17,6 +17,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "tests/testing/vtrainctl.h"
 
 namespace vtrain::cli {
 namespace {
@@ -24,15 +25,10 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+using Result = ::vtrain::testing::CliResult;
 
 Result Vtrainctl(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int code = RunVtrainctl(args, out, err);
-  return {code, out.str(), err.str()};
+  return ::vtrain::testing::RunVtrainctlInProcess(args);
 }
 
 TEST(AnswersTest, ASearchWithNoPlanExitsOneAndSaysWhy) {

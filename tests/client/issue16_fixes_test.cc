@@ -14,6 +14,7 @@
 #include "client/commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/vtrainctl.h"
 
 namespace vtrain::cli {
 namespace {
@@ -21,15 +22,10 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+using Result = ::vtrain::testing::CliResult;
 
 Result Vtrainctl(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int code = RunVtrainctl(args, out, err);
-  return {code, out.str(), err.str()};
+  return ::vtrain::testing::RunVtrainctlInProcess(args);
 }
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
