@@ -136,11 +136,11 @@ class IterationWalker {
                     bytes});
     }
   }
-  // A collective's tasks: its bytes only.
-  void NoteBytes(double bytes) {
-    TaskNote note;
-    note.bytes = bytes;
-    Note(note);
+  // A collective's tasks: its bytes only, or `of`'s note with its bytes.
+  void NoteBytes(double bytes) { NoteBytesOf(TaskNote(), bytes); }
+  void NoteBytesOf(TaskNote of, double bytes) {
+    of.bytes = bytes;
+    Note(of);
   }
 
   Sink& sink_;
@@ -249,12 +249,9 @@ typename Sink::Handle IterationWalker<Sink>::EmitTemplate(const internal::Action
     if (seg.bucket_bytes > 0 && last_bucket != nullptr) {
       const int64_t ns = CollectiveNs(internal::GradientCollective(job_), seg.bucket_bytes,
                                       internal::DataParallelGroup(job_));
+      // The bucket's note is its pass's with its bytes; the pass's after it.
       const TaskNote pass = note_;
-      if constexpr (kNotes) {
-        TaskNote bucket = pass;
-        bucket.bytes = seg.bucket_bytes;
-        Note(bucket);
-      }
+      NoteBytesOf(pass, seg.bucket_bytes);
       *last_bucket = sink_.Add(bucket_stream, ns, 0, TaskKind::kDataParallel, dp_label_,
                                absl::MakeConstSpan(&last, 1));
       Note(pass);

@@ -63,14 +63,10 @@ absl::StatusOr<CurvePoint> BestAt(const CurveSpec& spec, int64_t gpus, const Pro
   space.dtype = spec.dtype;
   SearchOptions so;
   so.cancelled = options.cancelled;
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<FastestPlanResult> best, FastestPlan(space, profiles, so));
-  if (!best) {
-    // Say why: enumerating again (no predictions) counts the invalid and
-    // out-of-memory plans.
-    SearchResult counts;
-    VTRAIN_RETURN_IF_ERROR(EnumeratePlans(space, so, &counts).status());
-    return NoPlan(gpus, NoPlanReason(space, so, counts));
-  }
+  SearchResult counts;  // the enumeration's counts: why there is no plan
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<FastestPlanResult> best,
+                          FastestPlan(space, profiles, so, &counts));
+  if (!best) return NoPlan(gpus, NoPlanReason(space, so, counts));
   CurvePoint point = PointFromPrediction(best->job, gpus, best->prediction);
   point.simulation = best->simulation;
   return point;

@@ -314,11 +314,13 @@ double LowerBoundMs(const Job& job, ProfileLookup& lookup) {
 
 absl::StatusOr<std::optional<FastestPlanResult>> FastestPlan(const SearchSpace& space,
                                                              const ProfileSet& profiles,
-                                                             const SearchOptions& options) {
+                                                             const SearchOptions& options,
+                                                             SearchResult* counts) {
   const int64_t started_ns = SteadyNowNs();
   SimulationCost cost;
   SearchResult counted;
-  VTRAIN_ASSIGN_OR_RETURN(std::vector<Job> candidates, EnumeratePlans(space, options, &counted));
+  VTRAIN_ASSIGN_OR_RETURN(std::vector<Job> candidates,
+                          EnumeratePlans(space, options, counts != nullptr ? counts : &counted));
   LookupMemo own_memo(profiles);
   LookupMemo* memo = options.memo != nullptr ? options.memo : &own_memo;
   ProfileLookup lookup(profiles, space.cluster.gpu,

@@ -120,7 +120,9 @@ absl::StatusOr<std::vector<Job>> EnumeratePlans(const SearchSpace& space,
 // the candidates are simulated in order of a lower bound of their iteration
 // time (the busiest stage's forward and backward passes over every
 // micro-batch) until the next bound cannot beat the fastest so far. nullopt
-// when no plan fits. CANCELLED; RESOURCE_EXHAUSTED as Search.
+// when no plan fits. CANCELLED; RESOURCE_EXHAUSTED as Search. `counts`, when
+// given, receives the enumeration's counts (considered, out_of_memory,
+// invalid and the first invalid reason), which NoPlanReason reads.
 struct FastestPlanResult {
   Job job;
   Prediction prediction;
@@ -128,7 +130,8 @@ struct FastestPlanResult {
 };
 absl::StatusOr<std::optional<FastestPlanResult>> FastestPlan(const SearchSpace& space,
                                                              const ProfileSet& profiles,
-                                                             const SearchOptions& options);
+                                                             const SearchOptions& options,
+                                                             SearchResult* counts = nullptr);
 
 // Caveats about `result`: objective cost with no deadline and no exact GPU
 // count (space.gpus == 0) names the best plan's GPUs and training days, since
