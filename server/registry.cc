@@ -213,7 +213,23 @@ std::shared_ptr<const ProfileSet> Registry::LoadedTablesFor(const std::string& p
   return profile_set_id.empty() ? DefaultTables(gpu, nullptr) : catalog_.Tables(profile_set_id);
 }
 
+namespace {
+
+// "+PARTIAL+PARTIAL...": what a merged default's id adds to its base's.
+std::string OverlaySuffix(const ProfileCatalog::DefaultSets& sets) {
+  std::string suffix;
+  for (const auto& overlay : sets.overlays) absl::StrAppend(&suffix, "+", overlay->id);
+  return suffix;
+}
+
+}  // namespace
+
 std::string Registry::DefaultIdFor(const std::string& gpu) const {
+  // Derived from the parts: a push asks for it twice, and need not merge.
+  ProfileCatalog::DefaultSets sets = catalog_.DefaultFor(gpu);
+  if (sets.base != nullptr) return absl::StrCat(sets.base->id, OverlaySuffix(sets));
+  // Only partial sets (or none): their base is the built-in tables, whose id
+  // is known once a prediction has merged them.
   std::shared_ptr<const ProfileSet> tables = DefaultTables(gpu, nullptr);
   return tables == nullptr ? "" : tables->id;
 }
@@ -222,8 +238,7 @@ std::shared_ptr<const ProfileSet> Registry::DefaultTables(const std::string& gpu
                                                           const GpuSpec* gpu) const {
   ProfileCatalog::DefaultSets sets = catalog_.DefaultFor(gpu_name);
   if (sets.overlays.empty()) return sets.base;
-  std::string suffix;
-  for (const auto& overlay : sets.overlays) absl::StrAppend(&suffix, "+", overlay->id);
+  const std::string suffix = OverlaySuffix(sets);
   if (sets.base == nullptr) {
     // Only partial sets for this GPU: over this build's built-in tables
     // (made once per combination, like any merge).
