@@ -10,9 +10,9 @@
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
 #include "client/job_flags.h"
+#include "client/prediction_format.h"
 #include "common/connection.h"
 #include "core/util/status_macros.h"
-#include "proto/enum_convert.h"
 #include "proto/json.h"
 #include "service/service.h"
 
@@ -68,23 +68,6 @@ absl::StatusOr<v1::PredictRequest> PlanRequest(const common::FlagParser& flags) 
   return request;
 }
 
-std::string Enum(v1::PipelineSchedule v) {
-  auto c = convert::FromProto(v);
-  return c ? std::string(ScheduleName(*c)) : "?";
-}
-std::string Enum(v1::Recompute v) {
-  auto c = convert::FromProto(v);
-  return c ? std::string(RecomputeName(*c)) : "?";
-}
-std::string Enum(v1::DType v) {
-  auto c = convert::FromProto(v);
-  return c ? std::string(DTypeName(*c)) : "?";
-}
-std::string Enum(v1::DataParallelSharding v) {
-  auto c = convert::FromProto(v);
-  return c ? std::string(ShardingName(*c)) : "?";
-}
-
 struct Row {
   std::string label;
   std::vector<std::string> cells;
@@ -115,12 +98,12 @@ std::vector<Row> Rows(const std::vector<v1::PredictResponse>& r) {
       row("virtual stages", true, [](P p) { return absl::StrCat(p.plan().virtual_stages()); }),
       row("micro-batch", true, [](P p) { return absl::StrCat(p.plan().micro_batch()); }),
       row("global batch", true, [](P p) { return absl::StrCat(p.plan().global_batch()); }),
-      row("schedule", true, [](P p) { return Enum(p.plan().schedule()); }),
-      row("recompute", true, [](P p) { return Enum(p.plan().recompute()); }),
-      row("dtype", true, [](P p) { return Enum(p.plan().dtype()); }),
+      row("schedule", true, [](P p) { return EnumName(p.plan().schedule()); }),
+      row("recompute", true, [](P p) { return EnumName(p.plan().recompute()); }),
+      row("dtype", true, [](P p) { return EnumName(p.plan().dtype()); }),
       row("sequence parallel", true,
           [](P p) { return std::string(p.plan().sequence_parallel() ? "on" : "off"); }),
-      row("sharding", true, [](P p) { return Enum(p.plan().data_parallel_sharding()); }),
+      row("sharding", true, [](P p) { return EnumName(p.plan().data_parallel_sharding()); }),
       row("bucketing", true,
           [](P p) { return std::string(p.plan().gradient_bucketing() ? "on" : "off"); }),
       row("iteration ms", false,

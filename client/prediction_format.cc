@@ -41,23 +41,6 @@ std::string Duration(int64_t ns) {
   return absl::StrFormat("%.2f s", static_cast<double>(ns) * 1e-9);
 }
 
-template <typename E>
-std::string EnumName(E value) {
-  // The core names of the response's enums ("1f1b", "fp8", ...), or the
-  // proto's number when this build does not know it.
-  auto core = convert::FromProto(value);
-  if (!core) return absl::StrCat(static_cast<int>(value));
-  if constexpr (std::is_same_v<E, v1::PipelineSchedule>) return std::string(ScheduleName(*core));
-  if constexpr (std::is_same_v<E, v1::Recompute>) return std::string(RecomputeName(*core));
-  if constexpr (std::is_same_v<E, v1::DType>) return std::string(DTypeName(*core));
-  if constexpr (std::is_same_v<E, v1::DataParallelSharding>) {
-    return std::string(ShardingName(*core));
-  }
-  if constexpr (std::is_same_v<E, v1::Architecture>) return std::string(ArchitectureName(*core));
-  if constexpr (std::is_same_v<E, v1::Granularity>) return std::string(GranularityName(*core));
-  if constexpr (std::is_same_v<E, v1::Fidelity>) return std::string(FidelityName(*core));
-}
-
 std::string ModelLine(const v1::PredictResponse& r) {
   const v1::ModelSpec& m = r.model();
   const bool gpt = m.arch() == v1::ARCHITECTURE_UNSPECIFIED || m.arch() == v1::ARCHITECTURE_GPT;

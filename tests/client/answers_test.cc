@@ -26,10 +26,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 using Result = ::vtrain::testing::CliResult;
-
-Result Vtrainctl(const std::vector<std::string>& args) {
-  return ::vtrain::testing::RunVtrainctlInProcess(args);
-}
+constexpr auto& Vtrainctl = ::vtrain::testing::RunVtrainctlInProcess;
 
 TEST(AnswersTest, ASearchWithNoPlanExitsOneAndSaysWhy) {
   const std::vector<std::string> oom = {"search",         "--model", "gpt3-175b", "--gpus", "8",

@@ -23,10 +23,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 using Result = ::vtrain::testing::CliResult;
-
-Result Vtrainctl(const std::vector<std::string>& args) {
-  return ::vtrain::testing::RunVtrainctlInProcess(args);
-}
+constexpr auto& Vtrainctl = ::vtrain::testing::RunVtrainctlInProcess;
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
   const char* dir = std::getenv("TMPDIR");

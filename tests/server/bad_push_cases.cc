@@ -10,6 +10,16 @@ namespace vtrain::server {
 
 std::vector<Case<v1::ProfileSet>> ParamCases();
 
+namespace {
+
+// Replaces the set's bands with one empty band, at index 0, to fill in.
+v1::ErrorBand* OnlyBand(v1::ProfileSet& set) {
+  set.clear_error_bands();
+  return set.add_error_bands();
+}
+
+}  // namespace
+
 std::vector<Case<v1::ProfileSet>> PushCases() {
   using R = v1::ProfileSet;
   std::vector<Case<R>> cases = {
@@ -87,8 +97,7 @@ std::vector<Case<v1::ProfileSet>> PushCases() {
        kBad, "collectives[0].points"},
       {"band NaN",
        [](R& r) {
-         r.clear_error_bands();  // the one band, at index 0
-         auto* b = r.add_error_bands();
+         v1::ErrorBand* b = OnlyBand(r);
          b->set_regime("single_node");
          b->set_error_low(kNan);
          b->set_error_high(0.1);
@@ -97,8 +106,7 @@ std::vector<Case<v1::ProfileSet>> PushCases() {
        kBad, "error_bands[0]"},
       {"band reversed",
        [](R& r) {
-         r.clear_error_bands();  // the one band, at index 0
-         auto* b = r.add_error_bands();
+         v1::ErrorBand* b = OnlyBand(r);
          b->set_regime("single_node");
          b->set_error_low(0.3);
          b->set_error_high(0.1);
@@ -107,8 +115,7 @@ std::vector<Case<v1::ProfileSet>> PushCases() {
        kBad, "error_bands[0]"},
       {"band coverage",
        [](R& r) {
-         r.clear_error_bands();  // the one band, at index 0
-         auto* b = r.add_error_bands();
+         v1::ErrorBand* b = OnlyBand(r);
          b->set_regime("single_node");
          b->set_error_low(-0.1);
          b->set_error_high(0.1);
@@ -117,8 +124,7 @@ std::vector<Case<v1::ProfileSet>> PushCases() {
        kBad, "error_bands[0].coverage"},
       {"band rows",
        [](R& r) {
-         r.clear_error_bands();  // the one band, at index 0
-         auto* b = r.add_error_bands();
+         v1::ErrorBand* b = OnlyBand(r);
          b->set_regime("single_node");
          b->set_error_low(-0.1);
          b->set_error_high(0.1);
@@ -128,8 +134,7 @@ std::vector<Case<v1::ProfileSet>> PushCases() {
        kBad, "error_bands[0].rows"},
       {"band regime",
        [](R& r) {
-         r.clear_error_bands();  // the one band, at index 0
-         auto* b = r.add_error_bands();
+         v1::ErrorBand* b = OnlyBand(r);
          b->set_error_low(-0.1);
          b->set_error_high(0.1);
          b->set_coverage(0.9);
