@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/measurements.h"
+#include "client/moe_flags.h"
 #include "core/util/status_macros.h"
 #include "proto/enum_convert.h"
 #include "proto/job_convert.h"
@@ -89,7 +90,7 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
     VTRAIN_ASSIGN_OR_RETURN(DType dtype, ParseDType(*d));
     plan.set_dtype(convert::ToProto(dtype));
   }
-  return absl::OkStatus();
+  return MoePlanFromFlags(flags, plan);
 }
 
 // The request in -f FILE or --vtrain-config FILE.
@@ -101,6 +102,10 @@ absl::StatusOr<v1::PredictRequest> RequestFromFile(const common::FlagParser& fla
       return absl::InvalidArgumentError(
           absl::StrCat("--", other, " cannot be combined with a job file; put it in the file"));
     }
+  }
+  if (const char* moe = nullptr; HasMoeJobFlag(flags, &moe)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", moe, " cannot be combined with a job file; put it in the file"));
   }
   if (flags.Has("job-file") && flags.Has("vtrain-config")) {
     return absl::InvalidArgumentError("give either -f/--job-file or --vtrain-config, not both");
@@ -131,7 +136,8 @@ absl::StatusOr<v1::PredictRequest> RequestFromFile(const common::FlagParser& fla
 void AddModelFlags(common::FlagParser& p) {
   p.AddValue("model", "PRESET",
              "model preset: gpt3-125m ... gpt3-175b, mtnlg-530b, llama2-7b/13b/70b, llama3-8b/70b, "
-             "llama3.1-405b");
+             "llama3.1-405b; MoE: deepseek-v3, qwen3-30b-a3b, qwen3-235b-a22b, gpt-oss-20b/120b, "
+             "mixtral-8x7b/8x22b");
   p.AddValue("arch", "A", "layer architecture: gpt or llama (model.arch; default the preset's)");
   p.AddValue("kv-heads", "N",
              "key/value heads for grouped-query attention (model.num_kv_heads, llama only)");
@@ -141,6 +147,7 @@ void AddModelFlags(common::FlagParser& p) {
   p.AddValue("seq-len", "N", "sequence length (model.seq_len)");
   p.AddValue("vocab", "N", "vocabulary size (model.vocab_size, default 50257)");
   p.AddValue("ffn", "N", "FFN hidden size (model.ffn_hidden_size, default 4 x hidden)");
+  AddMoeModelFlags(p);
 }
 
 void AddClusterFlags(common::FlagParser& p) {
@@ -174,6 +181,7 @@ void AddJobFlags(common::FlagParser& p) {
   p.AddValue("gradient-bucketing", "on|off", "overlap DP all-reduce with backward (default off)");
   p.AddValue("bucket-size", "SIZE", "gradient bucket size, e.g. 25MiB (default 25MiB)");
   p.AddValue("dtype", "T", "fp16, bf16 or fp8 (fp8: H100/H200/B200; default fp16)");
+  AddMoePlanFlags(p);
   p.AddValue(
       "memory-headroom", "F",
       "fraction of GPU memory a plan must leave free to fit (memory_headroom, default 0.03)");
@@ -186,6 +194,7 @@ void AddTrainingSpaceFlags(common::FlagParser& p) {
   p.AddValue("sequence-parallel-values", "on,off", "sequence parallelism to try (default off)");
   p.AddValue("sharding-values", "S,..",
              "none,optimizer,full data-parallel sharding (default none)");
+  AddMoeSpaceFlags(p);
 }
 
 absl::StatusOr<v1::PlanSpace> PlanSpaceFromFlags(const common::FlagParser& flags) {
@@ -239,6 +248,7 @@ absl::StatusOr<v1::PlanSpace> PlanSpaceFromFlags(const common::FlagParser& flags
     space.add_shardings(convert::ToProto(*x));
     return absl::OkStatus();
   }));
+  VTRAIN_RETURN_IF_ERROR(MoeSpaceFromFlags(flags, space));
   return space;
 }
 
@@ -259,6 +269,7 @@ absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const common::FlagParser& flags
     }
     m.set_arch(convert::ToProto(*arch));
   }
+  VTRAIN_RETURN_IF_ERROR(MoeModelFromFlags(flags, m));
   return m;
 }
 

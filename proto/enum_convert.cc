@@ -76,6 +76,7 @@ constexpr Row<Collective, v1::Collective> kCollectives[] = {
     {Collective::kAllGather, v1::COLLECTIVE_ALL_GATHER},
     {Collective::kReduceScatter, v1::COLLECTIVE_REDUCE_SCATTER},
     {Collective::kSendRecv, v1::COLLECTIVE_SEND_RECV},
+    {Collective::kAllToAll, v1::COLLECTIVE_ALL_TO_ALL},
 };
 constexpr Row<OperatorKind, v1::OperatorKind> kOperators[] = {
     {OperatorKind::kEmbeddingFwd, v1::OPERATOR_KIND_EMBEDDING_FWD},
@@ -89,12 +90,28 @@ constexpr Row<OperatorKind, v1::OperatorKind> kOperators[] = {
     {OperatorKind::kLossFwd, v1::OPERATOR_KIND_LOSS_FWD},
     {OperatorKind::kLossBwd, v1::OPERATOR_KIND_LOSS_BWD},
     {OperatorKind::kOptimizerStep, v1::OPERATOR_KIND_OPTIMIZER_STEP},
+    {OperatorKind::kMoeFwd, v1::OPERATOR_KIND_MOE_FWD},
+    {OperatorKind::kMoeBwd, v1::OPERATOR_KIND_MOE_BWD},
+};
+constexpr Row<MoeDispatcher, v1::MoeDispatcher> kDispatchers[] = {
+    {MoeDispatcher::kAllToAll, v1::MOE_DISPATCHER_ALLTOALL},
+    {MoeDispatcher::kAllGather, v1::MOE_DISPATCHER_ALLGATHER},
+    {MoeDispatcher::kFlex, v1::MOE_DISPATCHER_FLEX},
+};
+constexpr Row<AttentionKind, v1::AttentionKind> kAttentions[] = {
+    {AttentionKind::kStandard, v1::ATTENTION_KIND_STANDARD},
+    {AttentionKind::kMla, v1::ATTENTION_KIND_MLA},
+};
+constexpr Row<RouterScore, v1::RouterScore> kRouterScores[] = {
+    {RouterScore::kSoftmax, v1::ROUTER_SCORE_SOFTMAX},
+    {RouterScore::kSigmoid, v1::ROUTER_SCORE_SIGMOID},
 };
 constexpr Row<CurvePolicy, v1::CurvePolicy> kCurvePolicies[] = {
     {CurvePolicy::kBest, v1::CURVE_POLICY_BEST},
     {CurvePolicy::kDataParallel, v1::CURVE_POLICY_DATA_PARALLEL},
 };
 static_assert(std::size(kOperators) == kNumOperatorKinds, "every OperatorKind has a row");
+static_assert(std::size(kCollectives) == kNumCollectives, "every Collective has a row");
 static_assert(std::size(kFidelities) == kNumFidelities, "every Fidelity has a row");
 
 }  // namespace
@@ -108,6 +125,9 @@ VTRAIN_ENUM_PAIR(PipelineSchedule, PipelineSchedule, kSchedules)
 VTRAIN_ENUM_PAIR(Recompute, Recompute, kRecomputes)
 VTRAIN_ENUM_PAIR(DataParallelSharding, DataParallelSharding, kShardings)
 VTRAIN_ENUM_PAIR(Granularity, Granularity, kGranularities)
+VTRAIN_ENUM_PAIR(MoeDispatcher, MoeDispatcher, kDispatchers)
+VTRAIN_ENUM_PAIR(AttentionKind, AttentionKind, kAttentions)
+VTRAIN_ENUM_PAIR(RouterScore, RouterScore, kRouterScores)
 VTRAIN_ENUM_PAIR(Fidelity, Fidelity, kFidelities)
 VTRAIN_ENUM_PAIR(Objective, Objective, kObjectives)
 VTRAIN_ENUM_PAIR(LinkScope, LinkScope, kScopes)

@@ -35,6 +35,9 @@ v1::LinkScope ToProto(LinkScope value);
 v1::Collective ToProto(Collective value);
 v1::OperatorKind ToProto(OperatorKind value);
 v1::CurvePolicy ToProto(CurvePolicy value);
+v1::MoeDispatcher ToProto(MoeDispatcher value);
+v1::AttentionKind ToProto(AttentionKind value);
+v1::RouterScore ToProto(RouterScore value);
 
 // Proto to core: nullopt for *_UNSPECIFIED and for numbers the enum does not
 // define (a newer client, or a corrupt message).
@@ -50,6 +53,9 @@ std::optional<LinkScope> FromProto(v1::LinkScope value);
 std::optional<Collective> FromProto(v1::Collective value);
 std::optional<OperatorKind> FromProto(v1::OperatorKind value);
 std::optional<CurvePolicy> FromProto(v1::CurvePolicy value);
+std::optional<MoeDispatcher> FromProto(v1::MoeDispatcher value);
+std::optional<AttentionKind> FromProto(v1::AttentionKind value);
+std::optional<RouterScore> FromProto(v1::RouterScore value);
 
 // The names a proto enum defines other than *_UNSPECIFIED, comma-separated,
 // for error messages.

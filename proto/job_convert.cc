@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "core/util/status_macros.h"
 #include "proto/enum_convert.h"
+#include "proto/moe_convert.h"
 
 namespace vtrain::convert {
 
@@ -70,6 +71,8 @@ absl::StatusOr<ModelSpec> ModelFromProto(const v1::ModelSpec& m) {
     VTRAIN_ASSIGN_OR_RETURN(model.arch, FromProtoOr(m.arch(), model.arch, "model.arch"));
   }
   if (m.has_num_kv_heads()) model.num_kv_heads = m.num_kv_heads();
+  MoeModelFromProto(m, model, problems);
+  VTRAIN_RETURN_IF_ERROR(Problems(problems));
   return model;
 }
 
@@ -174,6 +177,7 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
   take(FromProtoOr(p.data_parallel_sharding(), DataParallelSharding::kNone,
                    "plan.data_parallel_sharding"),
        plan.data_parallel_sharding);
+  MoePlanFromProto(p, plan, problems);
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
   return absl::OkStatus();
 }
@@ -216,6 +220,7 @@ v1::PredictRequest JobToProto(const Job& job) {
   m->set_ffn_hidden_size(job.model.ffn());
   if (job.model.arch != Architecture::kGpt) m->set_arch(ToProto(job.model.arch));
   if (job.model.kv_heads() != job.model.num_heads) m->set_num_kv_heads(job.model.kv_heads());
+  MoeModelToProto(job.model, *m);
   v1::ClusterSpec* c = r.mutable_cluster();
   c->set_gpu(job.cluster.gpu.name);
   c->set_num_gpus(job.cluster.num_gpus);
@@ -239,6 +244,7 @@ v1::PredictRequest JobToProto(const Job& job) {
   p->set_context_parallel(job.plan.context_parallel);
   p->set_data_parallel_sharding(ToProto(job.plan.data_parallel_sharding));
   p->set_virtual_stages(job.plan.virtual_stages);
+  MoePlanToProto(job.plan, *p);
   return r;
 }
 

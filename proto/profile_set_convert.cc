@@ -87,7 +87,18 @@ absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
                 {"tensor_parallel", k.tensor_parallel(), 1 << 20},
                 {"vocab", k.vocab(), 1 << 24},
                 {"num_parameters", k.num_parameters(), int64_t{1} << 50},
-                {"context_parallel", k.context_parallel(), 1 << 20}};
+                {"context_parallel", k.context_parallel(), 1 << 20},
+                {"head_dim", k.head_dim(), 4096},
+                {"mla_q_lora", k.mla_q_lora(), 1 << 16},
+                {"mla_kv_lora", k.mla_kv_lora(), 1 << 16},
+                {"mla_rope", k.mla_rope(), 4096},
+                {"mla_v", k.mla_v(), 4096},
+                {"experts", k.experts(), 1 << 16},
+                {"top_k", k.top_k(), 1 << 16},
+                {"shared_ffn", k.shared_ffn(), 1 << 26},
+                {"expert_parallel", k.expert_parallel(), 1 << 20},
+                {"expert_tensor_parallel", k.expert_tensor_parallel(), 1 << 20},
+                {"expert_load_permille", k.expert_load_permille(), 64000}};
     for (const auto& d : dims) {
       if (d.value < 0 || d.value > d.max) {
         return absl::InvalidArgumentError(
@@ -109,6 +120,16 @@ absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
     }
     key = WithParallelSplits(std::move(key), k.sequence_parallel(),
                              std::max<int64_t>(1, k.context_parallel()), k.attention_core_only());
+    LayerShape shape;
+    shape.head_dim = k.head_dim();
+    shape.mla = {k.mla_q_lora(), k.mla_kv_lora(), k.mla_rope(), k.mla_v()};
+    shape.experts = k.experts();
+    shape.top_k = k.top_k();
+    shape.shared_ffn = k.shared_ffn();
+    shape.expert_parallel = std::max<int64_t>(1, k.expert_parallel());
+    shape.expert_tensor_parallel = std::max<int64_t>(1, k.expert_tensor_parallel());
+    shape.expert_load_permille = k.expert_load_permille() == 0 ? 1000 : k.expert_load_permille();
+    key = WithLayerShape(std::move(key), shape);
     OperatorProfile profile;
     profile.fidelity = Fidelity::kMeasured;
     if (op.kernels_size() == 0) {
@@ -183,6 +204,19 @@ v1::ProfileSet ProfileSetToProto(const ProfileSet& set) {
     k->set_sequence_parallel(key.sequence_parallel);
     if (key.context_parallel != 1) k->set_context_parallel(key.context_parallel);
     k->set_attention_core_only(key.attention_core_only);
+    k->set_head_dim(key.head_dim);
+    k->set_mla_q_lora(key.mla_q_lora);
+    k->set_mla_kv_lora(key.mla_kv_lora);
+    k->set_mla_rope(key.mla_rope);
+    k->set_mla_v(key.mla_v);
+    k->set_experts(key.experts);
+    k->set_top_k(key.top_k);
+    k->set_shared_ffn(key.shared_ffn);
+    if (key.experts > 0) {
+      k->set_expert_parallel(key.expert_parallel);
+      k->set_expert_tensor_parallel(key.expert_tensor_parallel);
+      k->set_expert_load_permille(key.expert_load_permille);
+    }
     for (const KernelRecord& kr : profile.kernels) {
       v1::Kernel* kernel = op->add_kernels();
       kernel->set_name(kr.name);

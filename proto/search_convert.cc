@@ -11,6 +11,7 @@
 #include "core/predict/predictor.h"
 #include "proto/enum_convert.h"
 #include "proto/job_convert.h"
+#include "proto/moe_convert.h"
 #include "proto/prediction_convert.h"
 
 namespace vtrain::convert {
@@ -81,6 +82,20 @@ void PlanSpaceFromProto(const v1::PlanSpace& in, PlanSpace& space,
        space.training.context_parallel);
   ints(in.virtual_stages_values(), "virtual_stages_values", "--virtual-stages-values",
        space.training.virtual_stages);
+  ints(in.expert_parallel_values(), "expert_parallel_values", "--ep-values",
+       space.training.expert_parallel);
+  ints(in.expert_tensor_parallel_values(), "expert_tensor_parallel_values", "--etp-values",
+       space.training.expert_tensor_parallel);
+  {
+    v1::ParallelPlan routing;
+    routing.set_moe_dispatcher(in.moe_dispatcher());
+    routing.set_moe_overlap(in.moe_overlap());
+    if (in.has_capacity_factor()) routing.set_capacity_factor(in.capacity_factor());
+    if (in.has_routing_sigma()) routing.set_routing_sigma(in.routing_sigma());
+    ParallelPlan plan;
+    MoePlanFromProto(routing, plan, problems);
+    space.moe = plan.moe;
+  }
   if (in.max_data_parallel() < 0 || in.max_micro_batch() < 0) {
     problems.push_back(
         "space.max_data_parallel (--max-dp) and space.max_micro_batch (--max-micro-batch) must "

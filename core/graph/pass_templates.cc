@@ -7,6 +7,7 @@
 
 #include "core/graph/template_writer.h"
 #include "core/spec/model.h"
+#include "core/spec/moe.h"
 
 namespace vtrain::internal {
 namespace {
@@ -29,18 +30,84 @@ class TemplateMaker {
         sp_(plan_.sequence_parallel_active()),
         fsdp_(plan_.data_parallel_sharding == DataParallelSharding::kFull &&
               GradientRanks(job) > 1),
-        activation_bytes_(ActivationBytes(job)) {}
+        activation_bytes_(ActivationBytes(job)),
+        shape_(ShapeOf(job)) {}
 
   StageTemplates Make(StageEnds ends);
 
  private:
+  // The layer shape every operator key of the job takes (WithLayerShape).
+  static LayerShape ShapeOf(const Job& job) {
+    const ModelSpec& m = job.model;
+    LayerShape shape;
+    shape.head_dim = m.arch == Architecture::kLlama ? m.head_width() : 0;
+    if (m.attention == AttentionKind::kMla) shape.mla = m.mla;
+    if (m.is_moe()) {
+      shape.experts = m.moe.num_experts;
+      shape.top_k = m.moe.top_k;
+      shape.shared_ffn = m.moe.shared_width();
+      shape.expert_parallel = job.plan.expert_parallel;
+      shape.expert_tensor_parallel = job.plan.expert_tensor_parallel;
+      const ExpertLoad load = ExpectedExpertLoad(m, job.plan);
+      shape.expert_load_permille = std::max<int64_t>(1, std::llround(1000 * load.max_over_mean));
+    }
+    return shape;
+  }
   const ResolvedOperator& Op(OperatorKind op, double num_parameters = 0, bool core_only = false) {
-    return lookup_.Resolved(WithParallelSplits(
-        MakeOperatorKey(job_.cluster.gpu.name, plan_.dtype, op, model_.hidden_size,
-                        model_.num_heads, model_.ffn(), model_.seq_len, plan_.micro_batch, t_,
-                        PaddedVocab(model_, t_), static_cast<int64_t>(num_parameters), model_.arch,
-                        model_.kv_heads()),
-        sp_, c_, core_only));
+    const bool moe = op == OperatorKind::kMoeFwd || op == OperatorKind::kMoeBwd;
+    return lookup_.Resolved(WithLayerShape(
+        WithParallelSplits(
+            MakeOperatorKey(job_.cluster.gpu.name, plan_.dtype, op, model_.hidden_size,
+                            model_.num_heads, moe ? model_.moe.expert_ffn : model_.ffn(),
+                            model_.seq_len, plan_.micro_batch, t_, PaddedVocab(model_, t_),
+                            static_cast<int64_t>(num_parameters), model_.arch, model_.kv_heads()),
+            sp_, c_, core_only),
+        shape_));
+  }
+  // Whether layer `index` of the chunk is a MoE layer.
+  bool IsMoe(int64_t first_layer, int64_t index) const {
+    if (!model_.is_moe()) return false;
+    if (first_layer < 0) return true;  // a chunk of MoE layers only
+    return model_.IsMoeLayer(first_layer + index);
+  }
+  // A MoE layer's FFN block: the shared experts' tensor-parallel
+  // collectives, the token dispatch, the experts, the combine; `backward`
+  // mirrors it. With moe_overlap the exchange hides behind the other
+  // micro-batch's compute of the layer (Megatron's 1F1B A2A overlap) and only
+  // what that does not cover blocks the stream.
+  void MoeBlock(TemplateWriter& w, const ResolvedOperator& op, double layer_ns) {
+    if (shared_tp_) {
+      if (sp_) w.TensorParallel(gather_ns_, gather_label_);
+    }
+    double exchange = moe_exchange_ns_;
+    if (plan_.moe.overlap) exchange = std::max(0.0, exchange - layer_ns);
+    w.Operator(op);
+    if (exchange > 0) w.TensorParallel(std::llround(exchange), moe_label_);
+    if (shared_tp_) {
+      w.TensorParallel(sp_ ? scatter_ns_ : reduce_ns_, sp_ ? scatter_label_ : reduce_label_);
+    }
+  }
+  void PrepareMoe();
+  // The parameters of the chunk's layers (and of the MTP modules on the last
+  // stage), split as tensor and expert parallelism divide them.
+  LayerParameters ChunkParameters(StageEnds ends) const {
+    LayerParameters p;
+    if (ends.first_layer >= 0 || !model_.is_moe()) {
+      p = LayerParametersIn(model_, std::max<int64_t>(0, ends.first_layer), layers_per_stage_);
+    } else {
+      const double n = static_cast<double>(layers_per_stage_);
+      p.dense = n * MoeLayerDenseParameterCount(model_);
+      p.experts = n * MoeLayerExpertParameterCount(model_);
+    }
+    if (ends.has_logit && model_.mtp_layers > 0) {
+      const LayerParameters last = LayerParametersIn(model_, model_.num_layers - 1, 1);
+      const double h = static_cast<double>(model_.hidden_size);
+      const double mtp = static_cast<double>(model_.mtp_layers);
+      // Each module: a layer, the 2h -> h projection and two RMSNorms.
+      p.dense += mtp * (last.dense + 2 * h * h + 2 * h);
+      p.experts += mtp * last.experts;
+    }
+    return p;
   }
   // A TP collective inside training: the collective plus the in-training
   // overhead (DESIGN.md §5), which grows with the group size.
@@ -112,6 +179,13 @@ class TemplateMaker {
   const int64_t t_, p_, c_, layers_per_stage_;
   const bool bucketing_, sp_, fsdp_;
   const double activation_bytes_;
+  const LayerShape shape_;
+  // Set by PrepareMoe: the time one MoE block's token exchange takes (dispatch
+  // and combine, and the expert-TP gather and scatter), and whether the shared
+  // experts need tensor-parallel collectives.
+  double moe_exchange_ns_ = 0;
+  bool shared_tp_ = false;
+  int32_t moe_label_ = 0;
   // Set by Prepare.
   int64_t reduce_ns_ = 0, gather_ns_ = 0, scatter_ns_ = 0, core_ns_ = 0, ring_step_ns_ = 0;
   double fsdp_gather_ns_ = 0, fsdp_scatter_ns_ = 0;
@@ -141,6 +215,7 @@ void TemplateMaker::Prepare() {
                           ContextRingGroup(job_))
             .latency_ns;
   }
+  PrepareMoe();
   if (fsdp_) {
     const double layer_bytes = LayerParameterCount(model_) / static_cast<double>(t_) * kElemBytes;
     const CommGroup group = DataParallelGroup(job_);
@@ -149,6 +224,62 @@ void TemplateMaker::Prepare() {
     fsdp_scatter_ns_ = static_cast<double>(
         lookup_.CollectiveNs(Collective::kReduceScatter, layer_bytes, group).latency_ns);
   }
+}
+
+void TemplateMaker::PrepareMoe() {
+  if (!model_.is_moe()) return;
+  moe_label_ = label_("moe_token_exchange");
+  shared_tp_ = t_ > 1 && model_.moe.shared_width() > 0;
+  const double h = static_cast<double>(model_.hidden_size);
+  const double tokens = MoeTokensPerRank(model_, plan_);
+  const double k = static_cast<double>(model_.moe.top_k);
+  const double load = static_cast<double>(shape_.expert_load_permille) / 1000.0;
+  const int64_t ep = plan_.expert_parallel, etp = plan_.expert_tensor_parallel;
+  const CommGroup ep_group = ExpertParallelGroup(job_);
+  double ns = 0;
+  if (plan_.moe.dispatcher == MoeDispatcher::kAllGather) {
+    // Every token gathered on every rank of the ep * etp group, the outputs
+    // reduce-scattered back (nccl-tests counts the gathered buffer).
+    const int64_t ranks = ep * etp;
+    if (ranks > 1) {
+      CommGroup g = ep_group;
+      g.ranks = ranks;
+      g.ranks_per_node = std::min<int64_t>(ranks, job_.cluster.gpus_per_node);
+      g.nic_fraction =
+          static_cast<double>(g.ranks_per_node) / static_cast<double>(job_.cluster.gpus_per_node);
+      const double bytes = tokens * static_cast<double>(ranks) * h * kElemBytes;
+      ns = static_cast<double>(
+          lookup_.CollectiveNs(Collective::kAllGather, bytes, g).latency_ns +
+          lookup_.CollectiveNs(Collective::kReduceScatter, bytes, g).latency_ns);
+    }
+  } else if (ep > 1) {
+    // Each rank sends its tokens' top-k copies (the busiest receives `load`
+    // times the mean) and gets the outputs back. DeepEP (flex) dispatches in
+    // fp8 under fp8 training and sends a token once per destination node.
+    double dispatch_elem = kElemBytes;
+    double dedup = 1;
+    if (plan_.moe.dispatcher == MoeDispatcher::kFlex) {
+      if (plan_.dtype == DType::kFp8) dispatch_elem = 1 + 4.0 / 128;  // fp8 + a scale per 128
+      const double nodes = static_cast<double>(ep_group.nodes());
+      if (nodes > 1) dedup = std::min(1.0, nodes * (1 - std::pow(1 - 1 / nodes, k)) / k);
+    }
+    const double copies = tokens * k * load;
+    ns = static_cast<double>(
+        lookup_.CollectiveNs(Collective::kAllToAll, copies * h * dispatch_elem * dedup, ep_group)
+            .latency_ns +
+        lookup_.CollectiveNs(Collective::kAllToAll, copies * h * kElemBytes * dedup, ep_group)
+            .latency_ns);
+  }
+  if (etp > 1 && plan_.moe.dispatcher != MoeDispatcher::kAllGather) {
+    // Expert tensor parallelism gathers the etp ranks' copies before the
+    // experts and reduce-scatters the outputs after.
+    const double bytes = tokens * k * load * static_cast<double>(etp) * h * kElemBytes;
+    const CommGroup g = ExpertTensorParallelGroup(job_);
+    ns +=
+        static_cast<double>(lookup_.CollectiveNs(Collective::kAllGather, bytes, g).latency_ns +
+                            lookup_.CollectiveNs(Collective::kReduceScatter, bytes, g).latency_ns);
+  }
+  moe_exchange_ns_ = ns;
 }
 
 ActionTemplate TemplateMaker::Forward(StageEnds ends) {
@@ -162,15 +293,32 @@ ActionTemplate TemplateMaker::Forward(StageEnds ends) {
   }
   const ResolvedOperator& attention = Op(OperatorKind::kAttentionFwd);
   const ResolvedOperator& mlp = Op(OperatorKind::kMlpFwd);
+  const ResolvedOperator* moe = model_.is_moe() ? &Op(OperatorKind::kMoeFwd) : nullptr;
   const double layer_ns = static_cast<double>(attention.profile.SpanNs() + mlp.profile.SpanNs());
+  const double moe_layer_ns =
+      moe ? static_cast<double>(attention.profile.SpanNs() + moe->profile.SpanNs()) : 0;
+  auto layer = [&](bool is_moe) {
+    Block(w, attention);
+    ContextRing(w, 1);
+    if (is_moe) {
+      MoeBlock(w, *moe, moe_layer_ns);
+    } else {
+      Block(w, mlp);
+    }
+  };
   for (int64_t l = 0; l < layers_per_stage_; ++l) {
     // The stage's first layer has nothing before it to hide its gather.
     ShardedLayer(w, fsdp_gather_ns_, l == 0 ? 0 : layer_ns);
-    Block(w, attention);
-    ContextRing(w, 1);
-    Block(w, mlp);
+    layer(IsMoe(ends.first_layer, l));
   }
   if (ends.has_logit) {
+    // DeepSeek's multi-token prediction: each module one more layer (of the
+    // last layer's kind), then its own logit and loss.
+    for (int64_t i = 0; i < model_.mtp_layers; ++i) {
+      layer(model_.IsMoeLayer(model_.num_layers - 1));
+      w.Operator(Op(OperatorKind::kLogitFwd));
+      w.Operator(Op(OperatorKind::kLossFwd));
+    }
     // SP gathers the final layer norm's output before the logit GEMM.
     if (t_ > 1 && sp_) w.TensorParallel(gather_ns_, gather_label_);
     w.Operator(Op(OperatorKind::kLogitFwd));
@@ -222,21 +370,47 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   const ResolvedOperator* mlp_fwd = full ? &Op(OperatorKind::kMlpFwd) : nullptr;
   const ResolvedOperator* core_fwd =
       selective ? &Op(OperatorKind::kAttentionFwd, 0, /*core_only=*/true) : nullptr;
-  for (int64_t l = 0; l < layers_per_stage_; ++l) {
-    ShardedLayer(w, fsdp_gather_ns_ + fsdp_scatter_ns_, l == 0 ? 0 : layer_ns);
+  const bool moe_model = model_.is_moe();
+  const ResolvedOperator* moe_bwd = moe_model ? &Op(OperatorKind::kMoeBwd) : nullptr;
+  const ResolvedOperator* moe_fwd = moe_model && full ? &Op(OperatorKind::kMoeFwd) : nullptr;
+  const double moe_layer_ns =
+      moe_model ? static_cast<double>(attention_bwd.profile.SpanNs() + moe_bwd->profile.SpanNs())
+                : 0;
+  // MoE layers reduce their routed experts' gradients apart (over edp).
+  const double moe_layer_params = moe_model ? MoeLayerDenseParameterCount(model_) / t : 0;
+  auto layer = [&](bool is_moe) {
     if (full) {
       // Full recomputation re-runs the layer's forward before its backward.
       Block(w, *attention_fwd);
       ContextRing(w, 1);
-      Block(w, *mlp_fwd);
+      if (is_moe) {
+        MoeBlock(w, *moe_fwd, moe_layer_ns);
+      } else {
+        Block(w, *mlp_fwd);
+      }
     }
-    Block(w, mlp_bwd);
+    if (is_moe) {
+      MoeBlock(w, *moe_bwd, moe_layer_ns);
+    } else {
+      Block(w, mlp_bwd);
+    }
     // Selective recomputation re-runs only the attention core before the
     // attention backward (Korthikanti et al. 2022, §5).
     if (selective) w.Operator(*core_fwd);
     Block(w, attention_bwd);
     ContextRing(w, 2);
-    gradients_ready(layer_params);
+    gradients_ready(is_moe ? moe_layer_params : layer_params);
+  };
+  if (ends.has_logit) {
+    for (int64_t i = 0; i < model_.mtp_layers; ++i) {
+      w.Operator(Op(OperatorKind::kLossBwd));
+      w.Operator(Op(OperatorKind::kLogitBwd));
+      layer(model_.IsMoeLayer(model_.num_layers - 1));
+    }
+  }
+  for (int64_t l = 0; l < layers_per_stage_; ++l) {
+    ShardedLayer(w, fsdp_gather_ns_ + fsdp_scatter_ns_, l == 0 ? 0 : layer_ns);
+    layer(IsMoe(ends.first_layer, layers_per_stage_ - 1 - l));
   }
   if (ends.has_embedding) {
     // SP: the gradient of the embedding's reduce-scatter is an all-gather.
@@ -252,14 +426,24 @@ StageTemplates TemplateMaker::Make(StageEnds ends) {
   Prepare();
   StageTemplates s;
   const double t = static_cast<double>(t_);
-  const double layer_parameters =
-      static_cast<double>(layers_per_stage_) * LayerParameterCount(model_) / t;
-  s.parameters_per_gpu = layer_parameters;
+  const LayerParameters chunk = ChunkParameters(ends);
+  const double layer_parameters = chunk.dense / t;
+  const double expert_parameters =
+      chunk.experts / static_cast<double>(plan_.expert_parallel * plan_.expert_tensor_parallel);
+  s.parameters_per_gpu = layer_parameters + expert_parameters;
   if (ends.has_embedding) s.parameters_per_gpu += EmbeddingParametersPerGpu(model_, t_);
   if (ends.has_logit) s.parameters_per_gpu += OutputParametersPerGpu(model_, t_, p_);
   // FSDP reduce-scatters the layers' gradients layer by layer; the rest at
   // the end of the pass.
-  s.gradient_bytes = (s.parameters_per_gpu - (fsdp_ ? layer_parameters : 0)) * kElemBytes;
+  s.gradient_bytes =
+      (s.parameters_per_gpu - expert_parameters - (fsdp_ ? layer_parameters : 0)) * kElemBytes;
+  s.expert_gradient_bytes = expert_parameters * kElemBytes;
+  if (s.expert_gradient_bytes > 0 && ExpertDataParallel(plan_) > 1) {
+    s.expert_reduce_ns = lookup_
+                             .CollectiveNs(GradientCollective(job_), s.expert_gradient_bytes,
+                                           ExpertDataParallelGroup(job_))
+                             .latency_ns;
+  }
   s.forward = Forward(ends);
   s.backward = Backward(ends, /*bucketed=*/false);
   s.backward_last = bucketing_ ? Backward(ends, /*bucketed=*/true) : s.backward;
@@ -306,6 +490,54 @@ CommGroup DataParallelGroup(const Job& job) {
   const int64_t gpn = job.cluster.gpus_per_node;
   const int64_t per_node = t < gpn ? std::max<int64_t>(1, std::min(d, gpn / t)) : 1;
   return {d, per_node, static_cast<double>(per_node) / static_cast<double>(gpn),
+          CommUse::kDataParallel};
+}
+
+StageEnds ChunkEnds(const Job& job, int64_t vs) {
+  const int64_t chunks = job.plan.pipeline_parallel * job.plan.virtual_stages;
+  StageEnds ends;
+  ends.has_embedding = vs == 0;
+  ends.has_logit = vs == chunks - 1;
+  ends.first_layer = vs * LayersPerStage(job);
+  return ends;
+}
+
+std::string ChunkSignature(const Job& job, const StageEnds& ends) {
+  std::string signature;
+  signature.push_back(ends.has_embedding ? 'E' : '-');
+  signature.push_back(ends.has_logit ? 'L' : '-');
+  if (!job.model.is_moe()) return signature;
+  const int64_t n = LayersPerStage(job);
+  for (int64_t l = 0; l < n; ++l) {
+    signature.push_back(ends.first_layer < 0 || job.model.IsMoeLayer(ends.first_layer + l) ? 'M'
+                                                                                           : 'D');
+  }
+  return signature;
+}
+
+CommGroup ExpertParallelGroup(const Job& job) {
+  // Megatron's expert rank order: etp innermost, then ep (stride etp).
+  const int64_t ep = job.plan.expert_parallel, etp = job.plan.expert_tensor_parallel;
+  const int64_t gpn = job.cluster.gpus_per_node;
+  const int64_t per_node = std::max<int64_t>(1, std::min(ep, gpn / std::max<int64_t>(1, etp)));
+  // Every EP group on a node exchanges at once: this one gets its ranks'
+  // share of the node's NICs.
+  return {ep, per_node, static_cast<double>(per_node) / static_cast<double>(gpn)};
+}
+
+CommGroup ExpertTensorParallelGroup(const Job& job) {
+  const int64_t etp = job.plan.expert_tensor_parallel, gpn = job.cluster.gpus_per_node;
+  const int64_t per_node = std::gcd(etp, gpn);
+  return {etp, per_node, static_cast<double>(per_node) / static_cast<double>(gpn)};
+}
+
+CommGroup ExpertDataParallelGroup(const Job& job) {
+  // Stride etp * ep: ranks on one node only while etp * ep < a node.
+  const int64_t edp = ExpertDataParallel(job.plan);
+  const int64_t inner = job.plan.expert_parallel * job.plan.expert_tensor_parallel;
+  const int64_t gpn = job.cluster.gpus_per_node;
+  const int64_t per_node = inner < gpn ? std::max<int64_t>(1, std::min(edp, gpn / inner)) : 1;
+  return {edp, per_node, static_cast<double>(per_node) / static_cast<double>(gpn),
           CommUse::kDataParallel};
 }
 

@@ -65,16 +65,32 @@ struct StageTemplates {
   ActionTemplate optimizer;      // with the distributed optimizer's parameter all-gather
   double parameters_per_gpu = 0;
   // Gradient bytes the data-parallel collective (GradientCollective) reduces
-  // after the last backward: every gradient, or under FSDP those not
-  // reduce-scattered layer by layer.
+  // after the last backward: every gradient but the routed experts', or under
+  // FSDP those not reduce-scattered layer by layer.
   double gradient_bytes = 0;
+  // The routed experts' gradients, reduced over the expert data-parallel
+  // group (ExpertDataParallelGroup) after the last backward, and that
+  // collective's time (0 when edp == 1 or the chunk has no MoE layer).
+  double expert_gradient_bytes = 0;
+  int64_t expert_reduce_ns = 0;
 };
 
-// Which ends of the model a pipeline stage holds.
+// Which ends of the model a pipeline stage (or model chunk) holds, and its
+// layers.
 struct StageEnds {
   bool has_embedding = false;
   bool has_logit = false;
+  // The chunk's first layer (which of its layers are MoE layers depends on
+  // it); -1: a chunk of MoE layers only where the model has any (the
+  // model's layers past its dense ones).
+  int64_t first_layer = -1;
 };
+
+// The ends and first layer of virtual stage `vs` (chunk * p + stage).
+StageEnds ChunkEnds(const Job& job, int64_t vs);
+// A text naming what makes two chunks' templates differ: their ends and
+// which of their layers are MoE layers.
+std::string ChunkSignature(const Job& job, const StageEnds& ends);
 
 // Interns a task label (TaskGraph::AddLabel) and returns its index; sinks
 // that keep no labels return 0.
@@ -93,6 +109,13 @@ StageTemplates MakeStageTemplates(const Job& job, ProfileLookup& lookup, Granula
 CommGroup TensorParallelGroup(const Job& job);
 // The d * c ranks that reduce gradients (GradientRanks).
 CommGroup DataParallelGroup(const Job& job);
+// The ep ranks that exchange a MoE layer's tokens (stride etp in Megatron's
+// expert rank order: etp innermost, then ep, then edp).
+CommGroup ExpertParallelGroup(const Job& job);
+// The etp ranks that split one expert.
+CommGroup ExpertTensorParallelGroup(const Job& job);
+// The edp ranks that hold the same experts and reduce their gradients.
+CommGroup ExpertDataParallelGroup(const Job& job);
 // Two neighbours of the context-parallel K/V ring.
 CommGroup ContextRingGroup(const Job& job);
 // Two ranks `stages_apart` stages apart: on one node or not, with the NIC

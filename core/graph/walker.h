@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <utility>
 #include <vector>
@@ -156,7 +157,10 @@ class IterationWalker {
   std::vector<StageInfo> stages_;
   // Per virtual stage chunk * p + stage (the stage itself without interleaving).
   std::vector<const internal::StageTemplates*> stage_templates_;
-  std::vector<internal::StageTemplates> distinct_templates_;  // first, middle, last, or single
+  // One per distinct chunk (ChunkSignature); a deque keeps the pointers
+  // stage_templates_ holds valid.
+  std::deque<internal::StageTemplates> distinct_templates_;
+  bool expert_reduce_ = false;  // some chunk reduces routed-expert gradients
   // Per stage boundary s -> s+1; with interleaving [p - 1] is the wrap from
   // the last stage to the first.
   std::vector<int64_t> send_ns_;
@@ -165,7 +169,7 @@ class IterationWalker {
   // (--overlap-p2p-communication, its default, which only the interleaved
   // schedule uses).
   std::vector<StreamId> send_streams_;
-  int32_t send_label_ = 0, dp_label_ = 0, emb_label_ = 0;
+  int32_t send_label_ = 0, dp_label_ = 0, emb_label_ = 0, expert_dp_label_ = 0;
   int64_t tasks_ = 0;  // CountTasks()
   internal::PipelineState<Handle> ps_;
   std::vector<Handle> last_backward_, last_dp_;  // per stage
@@ -345,6 +349,21 @@ void IterationWalker<Sink>::EmitTail() {
     }
   }
   auto done = [&](int64_t s) { return Sink::IsSet(last_dp_[s]) ? last_dp_[s] : last_backward_[s]; };
+  // MoE: the routed experts' gradients, reduced over the expert
+  // data-parallel group after the rest, on the same stream.
+  for (int64_t s = 0; s < p_ && expert_reduce_; ++s) {
+    int64_t ns = 0;
+    double bytes = 0;
+    for (int64_t c = 0; c < v_; ++c) {
+      ns += stage_templates_[c * p_ + s]->expert_reduce_ns;
+      bytes += stage_templates_[c * p_ + s]->expert_gradient_bytes;
+    }
+    if (ns == 0) continue;
+    NoteBytes(bytes);
+    const Handle parent = done(s);
+    last_dp_[s] = sink_.Add(stages_[s].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
+                            expert_dp_label_, absl::MakeConstSpan(&parent, 1));
+  }
   Handle embedding_sync = Sink::None();
   if (p_ > 1 && TiedEmbeddings(job_.model)) {
     // Tied embeddings: the first and last stages all-reduce the word
@@ -384,6 +403,7 @@ absl::Status IterationWalker<Sink>::Begin() {
   send_label_ = sink_.Label("pipeline_send_recv");
   dp_label_ = sink_.Label("dp_all_reduce");
   emb_label_ = sink_.Label("embedding_all_reduce");
+  if (job_.model.is_moe()) expert_dp_label_ = sink_.Label("expert_dp_gradient_reduce");
   MakeTemplates();
 
   const int64_t tasks = tasks_ = CountTasks();

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/graph/pass_templates.h"
 #include "core/graph/walker.h"
@@ -17,25 +18,25 @@ namespace vtrain {
 
 template <IterationSink Sink>
 void IterationWalker<Sink>::MakeTemplates() {
-  // Stages differ only in holding the embedding (first) or the logit (last).
-  distinct_templates_.reserve(4);
+  // Stages differ in holding the embedding (first) or the logit (last), and
+  // for MoE models in which of their layers are MoE layers: one template per
+  // distinct chunk (first, middle, last for a dense model).
   const int64_t virtual_stages = p_ * v_;
   stage_templates_.resize(virtual_stages);
-  auto templates_for = [&](internal::StageEnds ends) -> const internal::StageTemplates* {
-    distinct_templates_.push_back(internal::MakeStageTemplates(
-        job_, lookup_, options_.granularity, ends,
-        [this](const std::string& name) { return sink_.Label(name); }));
-    return &distinct_templates_.back();
-  };
-  if (virtual_stages == 1) {
-    stage_templates_[0] = templates_for({.has_embedding = true, .has_logit = true});
-  } else {
-    stage_templates_[0] = templates_for({.has_embedding = true, .has_logit = false});
-    const internal::StageTemplates* middle =
-        virtual_stages > 2 ? templates_for({.has_embedding = false, .has_logit = false}) : nullptr;
-    for (int64_t s = 1; s + 1 < virtual_stages; ++s) stage_templates_[s] = middle;
-    stage_templates_[virtual_stages - 1] =
-        templates_for({.has_embedding = false, .has_logit = true});
+  absl::flat_hash_map<std::string, const internal::StageTemplates*> made;
+  for (int64_t vs = 0; vs < virtual_stages; ++vs) {
+    const internal::StageEnds ends = internal::ChunkEnds(job_, vs);
+    const internal::StageTemplates*& t = made[internal::ChunkSignature(job_, ends)];
+    if (t == nullptr) {
+      distinct_templates_.push_back(internal::MakeStageTemplates(
+          job_, lookup_, options_.granularity, ends,
+          [this](const std::string& name) { return sink_.Label(name); }));
+      t = &distinct_templates_.back();
+    }
+    stage_templates_[vs] = t;
+  }
+  for (int64_t vs = 0; vs < virtual_stages; ++vs) {
+    expert_reduce_ = expert_reduce_ || stage_templates_[vs]->expert_reduce_ns > 0;
   }
 }
 
@@ -67,6 +68,12 @@ int64_t IterationWalker<Sink>::CountTasks() const {
     if (d_ > 1 && vs < p_) count += 1;
   }
   if (p_ > 1 && TiedEmbeddings(job_.model)) count += 1;  // embedding gradient all-reduce
+  for (int64_t s = 0; s < p_ && expert_reduce_; ++s) {   // routed experts' gradients
+    bool any = false;
+    for (int64_t c = 0; c < v_; ++c)
+      any = any || stage_templates_[c * p_ + s]->expert_reduce_ns > 0;
+    count += any ? 1 : 0;
+  }
   return count > 9e18 ? INT64_MAX : static_cast<int64_t>(count);
 }
 

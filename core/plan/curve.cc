@@ -134,10 +134,14 @@ absl::StatusOr<CurvePoint> DataParallelAt(const CurveSpec& spec, int64_t t, int6
     job.plan.sequence_parallel = spec.training.sequence_parallel.front();
     job.plan.data_parallel_sharding = spec.training.shardings.front();
     job.plan.dtype = spec.dtype;
-    if (!ValidateJob(job).ok() || !EstimateMemory(job).fits) continue;
-    VTRAIN_ASSIGN_OR_RETURN(CurvePoint point, PointOf(job, gpus, profiles, options));
-    cost.Add(point.simulation);
-    if (!best || point.iteration_time_ms < best->iteration_time_ms) best = point;
+    VTRAIN_RETURN_IF_ERROR(
+        ForEachExpertLayout(spec, spec.training, job, [&](Job& j) -> absl::Status {
+          if (!ValidateJob(j).ok() || !EstimateMemory(j).fits) return absl::OkStatus();
+          VTRAIN_ASSIGN_OR_RETURN(CurvePoint point, PointOf(j, gpus, profiles, options));
+          cost.Add(point.simulation);
+          if (!best || point.iteration_time_ms < best->iteration_time_ms) best = point;
+          return absl::OkStatus();
+        }));
   }
   CurvePoint point = best ? *best : none;
   point.simulation = cost;

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/graph/pass_templates.h"
@@ -97,7 +99,8 @@ absl::Status Enumerate(const SearchSpace& space, const SearchOptions& options, S
                       job.plan.virtual_stages = v;
                       job.plan.sequence_parallel = sp;
                       job.plan.data_parallel_sharding = sharding;
-                      VTRAIN_RETURN_IF_ERROR(consider(job));
+                      VTRAIN_RETURN_IF_ERROR(ForEachExpertLayout(
+                          space, options_space, job, [&](Job& j) { return consider(j); }));
                     }
                   }
                 }
@@ -262,6 +265,28 @@ std::vector<std::string> SearchWarnings(const SearchSpace& space, const SearchOp
   return warnings;
 }
 
+absl::Status ForEachExpertLayout(const PlanSpace& space, const TrainingOptionSpace& options,
+                                 Job& job, absl::FunctionRef<absl::Status(Job&)> consider) {
+  if (!job.model.is_moe()) return consider(job);
+  job.plan.moe = space.moe;
+  const bool sp = job.plan.sequence_parallel;
+  const bool sp_tried =
+      std::find(options.sequence_parallel.begin(), options.sequence_parallel.end(), true) !=
+      options.sequence_parallel.end();
+  for (int64_t ep : options.expert_parallel) {
+    for (int64_t etp : options.expert_tensor_parallel) {
+      const bool needs_sp = ep > 1 && job.plan.tensor_parallel > 1;
+      if (needs_sp && !sp && sp_tried) continue;
+      job.plan.expert_parallel = ep;
+      job.plan.expert_tensor_parallel = etp;
+      job.plan.sequence_parallel = sp || needs_sp;
+      VTRAIN_RETURN_IF_ERROR(consider(job));
+    }
+  }
+  job.plan.sequence_parallel = sp;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Objective> ParseObjective(const std::string& name) {
   if (name == "time") return Objective::kTime;
   if (name == "cost") return Objective::kCost;
@@ -292,20 +317,23 @@ double LowerBoundMs(const Job& job, ProfileLookup& lookup) {
   const int64_t p = job.plan.pipeline_parallel, v = job.plan.virtual_stages;
   // With interleaving a stage runs V chunks (virtual stages chunk * p + s):
   // the first and last stages hold the model's ends, the others none.
-  auto pass_ns = [&](internal::StageEnds e) {
-    const internal::StageTemplates t =
-        internal::MakeStageTemplates(job, lookup, Granularity::kOperator, e, label);
-    return t.forward.TaskNs() + t.backward.TaskNs();
+  // Chunks with equal signatures have equal templates: priced once.
+  absl::flat_hash_map<std::string, double> priced;
+  auto pass_ns = [&](int64_t vs) {
+    const internal::StageEnds e = internal::ChunkEnds(job, vs);
+    auto [it, fresh] = priced.try_emplace(internal::ChunkSignature(job, e), 0.0);
+    if (fresh) {
+      const internal::StageTemplates t =
+          internal::MakeStageTemplates(job, lookup, Granularity::kOperator, e, label);
+      it->second = t.forward.TaskNs() + t.backward.TaskNs();
+    }
+    return it->second;
   };
   double busiest = 0;
-  if (p * v == 1) {
-    busiest = pass_ns({.has_embedding = true, .has_logit = true});
-  } else {
-    const double middle = p * v > 2 ? pass_ns({.has_embedding = false, .has_logit = false}) : 0;
-    const double chunks = static_cast<double>(v - 1);
-    busiest = std::max(pass_ns({.has_embedding = true, .has_logit = false}) + chunks * middle,
-                       pass_ns({.has_embedding = false, .has_logit = true}) + chunks * middle);
-    if (p > 2) busiest = std::max(busiest, static_cast<double>(v) * middle);
+  for (int64_t s = 0; s < p; ++s) {
+    double stage = 0;
+    for (int64_t c = 0; c < v; ++c) stage += pass_ns(c * p + s);
+    busiest = std::max(busiest, stage);
   }
   return busiest * static_cast<double>(job.plan.num_micro_batches()) * 1e-6;
 }

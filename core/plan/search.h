@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "core/predict/predictor.h"
 #include "core/profile/profile.h"
@@ -28,6 +29,9 @@ struct TrainingOptionSpace {
   std::vector<int64_t> virtual_stages = {1};
   std::vector<bool> sequence_parallel = {false};
   std::vector<DataParallelSharding> shardings = {DataParallelSharding::kNone};
+  // MoE models: expert-parallel and expert tensor-parallel degrees to try.
+  std::vector<int64_t> expert_parallel = {1};
+  std::vector<int64_t> expert_tensor_parallel = {1};
 };
 
 // The parallel plans a search, a throughput curve or a model plan
@@ -42,6 +46,8 @@ struct PlanSpace {
   std::vector<PipelineSchedule> schedules = {PipelineSchedule::k1F1B};
   std::vector<Recompute> recomputes = {Recompute::kFull};
   TrainingOptionSpace training;
+  // MoE models: the dispatcher, overlap and routing every plan runs with.
+  MoeRouting moe;
 };
 
 // A plan search: the plan space over a model, a cluster and a GPU count.
@@ -54,6 +60,14 @@ struct SearchSpace : PlanSpace {
   DType dtype = DType::kFp16;
   double train_tokens = 0;  // for training time and cost; 0: per iteration only
 };
+
+// Calls `consider` with `job` under every expert layout of the space (a
+// dense model: once, unchanged), with the space's MoE routing. Expert and
+// tensor parallelism together need sequence parallelism (Megatron-Core): such
+// a plan turns it on, unless the space also tries it on, where the plan with
+// it off is skipped.
+absl::Status ForEachExpertLayout(const PlanSpace& space, const TrainingOptionSpace& options,
+                                 Job& job, absl::FunctionRef<absl::Status(Job&)> consider);
 
 enum class Objective {
   kTime,                    // fastest iteration

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/spec/model.h"
+#include "core/spec/moe.h"
 
 namespace vtrain {
 
@@ -27,19 +28,33 @@ struct LayerActivationTerms {
   double replicated = 0, split = 0, core = 0;
 };
 
-LayerActivationTerms Terms(const ModelSpec& model) {
+LayerActivationTerms Terms(const ModelSpec& model, bool moe_layer = false) {
   const double h = static_cast<double>(model.hidden_size);
   const double a = static_cast<double>(model.num_heads);
   const double s = static_cast<double>(model.seq_len);
   if (model.arch == Architecture::kLlama) {
     // FlashAttention keeps no s x s scores, only its output (and a row
     // log-sum-exp, negligible). Per token, in units of h bytes: two RMSNorm
-    // inputs (2 + 2), the QKV and gate/up GEMM inputs (2 + 2); Q (2), K and
-    // V (2 * 2 * kv/a), the attention output (2, the projection's input),
-    // the gate and up outputs (2 * 2 * f/h) and the SwiGLU output (2 * f/h).
-    const double kv = static_cast<double>(model.kv_heads()) / a;
-    const double f = static_cast<double>(model.ffn()) / h;
-    return {8, 4 + 4 * kv + 6 * f, 2};
+    // inputs (2 + 2), the QKV and gate/up GEMM inputs (2 + 2); Q (2 qd/h),
+    // K and V (2 * 2 kvd/h), the attention output (2 qd/h, the projection's
+    // input), the gate and up outputs (2 * 2 * f/h) and the SwiGLU output
+    // (2 * f/h); qd = heads * head_dim, kvd = kv_heads * head_dim. MLA keeps
+    // its two latents (replicated), Q and K of heads * (d + rope), V and the
+    // output of heads * v. A MoE layer's MLP terms are its shared experts';
+    // the routed copies are counted apart (RoutedActivationBytes).
+    const double d = static_cast<double>(model.head_width());
+    const double f = static_cast<double>(moe_layer ? model.moe.shared_width() : model.ffn()) / h;
+    if (model.attention == AttentionKind::kMla) {
+      const MlaDims& m = model.mla;
+      const double qk = a * (d + static_cast<double>(m.rope_head_dim)) / h;
+      const double v = a * static_cast<double>(m.value_head_dim) / h;
+      const double latents =
+          2 * static_cast<double>(m.q_lora_rank + m.kv_lora_rank + m.rope_head_dim) / h;
+      return {8 + latents, 4 * qk + 4 * v + 6 * f, 2 * v};
+    }
+    const double qd = a * d / h;
+    const double kvd = static_cast<double>(model.kv_heads()) * d / h;
+    return {8, 4 * qd + 4 * kvd + 6 * f, 2 * qd};
   }
   // Korthikanti et al. 2022, §4.1: 10 replicated (layer-norm inputs 4, QKV
   // and MLP inputs 2 + 2, dropout masks 1 + 1), 24 split (Q, K 4, V 2,
@@ -50,14 +65,34 @@ LayerActivationTerms Terms(const ModelSpec& model) {
 
 }  // namespace
 
+// The routed token copies a MoE layer keeps per micro-batch on one rank:
+// per copy its permuted input and the fc2 output (2h each), the fc1 output
+// (2 * 2 * expert_ffn / etp) and the SwiGLU output (2 * expert_ffn / etp),
+// plus the fp32 router probabilities per token. Full recomputation keeps
+// none of it.
+double RoutedActivationBytes(const ModelSpec& model, const ParallelPlan& plan) {
+  if (!model.is_moe() || plan.recompute == Recompute::kFull) return 0;
+  const double h = static_cast<double>(model.hidden_size);
+  const double tokens = MoeTokensPerRank(model, plan);
+  const ExpertLoad load = ExpectedExpertLoad(model, plan);
+  const double etp = static_cast<double>(plan.expert_tensor_parallel);
+  const double copies = tokens * static_cast<double>(model.moe.top_k) * etp * load.max_over_mean;
+  const double fe = static_cast<double>(model.moe.expert_ffn) / etp;
+  return copies * (4 * h + 6 * fe) + tokens * static_cast<double>(model.moe.num_experts) * 4;
+}
+
 double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan) {
+  return LayerActivationBytes(model, plan, /*moe_layer=*/false);
+}
+
+double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer) {
   const double s = static_cast<double>(model.seq_len);
   const double b = static_cast<double>(plan.micro_batch);
   const double h = static_cast<double>(model.hidden_size);
   const double t = static_cast<double>(plan.tensor_parallel);
   const double c = static_cast<double>(plan.context_parallel);
   const bool sp = plan.sequence_parallel_active();
-  const LayerActivationTerms terms = Terms(model);
+  const LayerActivationTerms terms = Terms(model, moe_layer);
   const double replicated = sp ? terms.replicated / t : terms.replicated;
   double per_token = 0;
   switch (plan.recompute) {
@@ -71,7 +106,7 @@ double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan) {
       per_token = replicated + terms.split / t;
       break;
   }
-  return s * b * h * per_token / c;
+  return s * b * h * per_token / c + (moe_layer ? RoutedActivationBytes(model, plan) : 0);
 }
 
 int64_t MicroBatchesInFlight(const ParallelPlan& plan, int64_t stage) {
@@ -93,45 +128,75 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
   const double s = static_cast<double>(m.seq_len);
   const double b = static_cast<double>(plan.micro_batch);
   const double vocab = static_cast<double>(PaddedVocab(m, plan.tensor_parallel));
-  const double layers = static_cast<double>(m.num_layers / p);
-  const double layers_per_chunk = layers / static_cast<double>(plan.virtual_stages);
+  const int64_t v = plan.virtual_stages;
+  const int64_t layers_per_chunk = m.num_layers / (p * v);
   const double layer_params = LayerParameterCount(m) / t;
+  // Routed experts spread over ep * etp ranks; their optimizer states over
+  // the expert data-parallel group.
+  const double expert_split =
+      static_cast<double>(plan.expert_parallel * plan.expert_tensor_parallel);
+  const double expert_shards = static_cast<double>(ExpertDataParallel(plan));
   // Megatron shards over the data-parallel group with the context-parallel
   // ranks in it (they hold the same parameters).
   const double shards = static_cast<double>(plan.data_parallel) * c;
   const bool sp = plan.sequence_parallel_active();
   const double per_layer = LayerActivationBytes(m, plan);
+  const double per_moe_layer = m.is_moe() ? LayerActivationBytes(m, plan, true) : 0;
   Job uncomputed = job;
   uncomputed.plan.recompute = Recompute::kNone;
-  const double full_layer = LayerActivationBytes(m, uncomputed.plan);
+  const double full_layer =
+      std::max(LayerActivationBytes(m, uncomputed.plan),
+               m.is_moe() ? LayerActivationBytes(m, uncomputed.plan, true) : 0.0);
 
   MemoryEstimate out;
   out.capacity_bytes = static_cast<double>(job.cluster.gpu.memory_bytes);
   for (int64_t stage = 0; stage < p; ++stage) {
     StageMemory sm;
     sm.stage = stage;
-    sm.parameters = layers * layer_params;
-    if (stage == 0) sm.parameters += EmbeddingParametersPerGpu(m, plan.tensor_parallel);
-    if (stage == p - 1) sm.parameters += OutputParametersPerGpu(m, plan.tensor_parallel, p);
+    double dense = 0, experts = 0, chunk_activations = 0;
+    for (int64_t c = 0; c < v; ++c) {
+      const int64_t first = (c * p + stage) * layers_per_chunk;
+      const LayerParameters chunk = LayerParametersIn(m, first, layers_per_chunk);
+      dense += chunk.dense / t;
+      experts += chunk.experts / expert_split;
+      const int64_t moe_layers = m.MoeLayersIn(first, layers_per_chunk);
+      chunk_activations += static_cast<double>(layers_per_chunk - moe_layers) * per_layer +
+                           static_cast<double>(moe_layers) * per_moe_layer;
+    }
+    chunk_activations /= static_cast<double>(v);
+    if (stage == p - 1 && m.mtp_layers > 0) {
+      // DeepSeek's MTP modules: a layer of the last layer's kind each, plus
+      // the 2h -> h projection.
+      const LayerParameters last = LayerParametersIn(m, m.num_layers - 1, 1);
+      const double mtp = static_cast<double>(m.mtp_layers);
+      dense += mtp * (last.dense + 2 * h * h) / t;
+      experts += mtp * last.experts / expert_split;
+    }
+    if (stage == 0) dense += EmbeddingParametersPerGpu(m, plan.tensor_parallel);
+    if (stage == p - 1) dense += OutputParametersPerGpu(m, plan.tensor_parallel, p);
+    sm.parameters = dense + experts;
     switch (plan.data_parallel_sharding) {
       case DataParallelSharding::kNone:
         sm.model_states_bytes = sm.parameters * params.bytes_per_parameter;
         break;
-      case DataParallelSharding::kOptimizer:
+      case DataParallelSharding::kOptimizer: {
+        const double unsharded = params.bytes_per_parameter - params.optimizer_bytes_per_parameter;
         sm.model_states_bytes =
-            sm.parameters * (params.bytes_per_parameter - params.optimizer_bytes_per_parameter +
-                             params.optimizer_bytes_per_parameter / shards);
+            dense * (unsharded + params.optimizer_bytes_per_parameter / shards) +
+            experts * (unsharded + params.optimizer_bytes_per_parameter / expert_shards);
         break;
+      }
       case DataParallelSharding::kFull: {
         // fp16 weights and gradients of two layers, gathered whole.
         const double working = shards > 1 ? 2 * layer_params * 4 : 0;
-        sm.model_states_bytes = sm.parameters * params.bytes_per_parameter / shards + working;
+        sm.model_states_bytes = dense * params.bytes_per_parameter / shards +
+                                experts * params.bytes_per_parameter / expert_shards + working;
         break;
       }
     }
     sm.micro_batches_in_flight = MicroBatchesInFlight(plan, stage);
     const double in_flight = static_cast<double>(sm.micro_batches_in_flight);
-    sm.activations_bytes = in_flight * layers_per_chunk * per_layer;
+    sm.activations_bytes = in_flight * chunk_activations;
     // Recomputed layers rebuild one layer's activations at a time.
     if (plan.recompute == Recompute::kFull) sm.activations_bytes += full_layer;
     // Embedding output (fp16) on the first stage; fp32 logits of the

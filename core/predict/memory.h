@@ -61,6 +61,10 @@ double LayerActivationBytes(const ModelSpec& model, int64_t micro_batch, int64_t
 // the 8 divided by t too with SP; selective recomputation drops the
 // attention output's 2.
 double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan);
+// The same for a MoE layer (`moe_layer`): its attention, its shared experts
+// in place of the MLP, and the routed token copies (top_k per token, the
+// busiest rank's load, gathered over etp) with their expert activations.
+double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer);
 
 // Micro-batch forwards `stage` holds at its peak. 1F1B: min(p - stage, m);
 // GPipe: m; interleaved 1F1B (Megatron-LM's schedules.py): its warm-up of

@@ -18,16 +18,52 @@ namespace {
 // Forward FLOPs per token of one decoder layer and of the logit layer, as
 // Megatron-LM counts them for MFU (num_floating_point_operations in
 // megatron/training/training.py): 2 FLOPs per weight, Q/output projections
-// 4h^2, K/V projections 4h * kv_dim (grouped-query attention), scores and
-// context 4sh (not halved for the causal mask), the MLP 4hf, or 6hf for
-// SwiGLU's three GEMMs; the logit layer over the padded vocabulary.
-double LayerForwardFlopsPerToken(const ModelSpec& m) {
+// 4h * heads*d, K/V projections 4h * kv*d (grouped-query attention), scores
+// and context 4s * heads*d (not halved for the causal mask), the MLP 4hf, or
+// 6hf for SwiGLU's three GEMMs; MLA its five projections and scores over
+// (d + rope) + v; a MoE layer's top_k routed experts and its shared experts
+// (the router is not counted, as Megatron does not); the logit layer over
+// the padded vocabulary.
+double AttentionForwardFlopsPerToken(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden_size);
-  const double f = static_cast<double>(m.ffn());
   const double s = static_cast<double>(m.seq_len);
-  const double kv_dim = h * static_cast<double>(m.kv_heads()) / static_cast<double>(m.num_heads);
+  const double heads = static_cast<double>(m.num_heads);
+  if (m.arch != Architecture::kLlama) return 4 * h * h + 4 * h * h + 4 * s * h;
+  const double d = static_cast<double>(m.head_width());
+  if (m.attention == AttentionKind::kMla) {
+    const double ql = static_cast<double>(m.mla.q_lora_rank);
+    const double kl = static_cast<double>(m.mla.kv_lora_rank);
+    const double r = static_cast<double>(m.mla.rope_head_dim);
+    const double v = static_cast<double>(m.mla.value_head_dim);
+    const double q = ql > 0 ? h * ql + ql * heads * (d + r) : h * heads * (d + r);
+    return 2 * (q + h * (kl + r) + kl * heads * (d + v) + heads * v * h) +
+           2 * s * heads * (d + r + v);
+  }
+  const double kv = static_cast<double>(m.kv_heads());
+  return 4 * h * heads * d + 4 * h * kv * d + 4 * s * heads * d;
+}
+double LayerForwardFlopsPerToken(const ModelSpec& m, bool moe_layer = false) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double attention = AttentionForwardFlopsPerToken(m);
+  if (moe_layer) {
+    const double routed = static_cast<double>(m.moe.top_k * m.moe.expert_ffn);
+    return attention + 6 * h * (routed + static_cast<double>(m.moe.shared_width()));
+  }
   const double mlp_gemms = m.arch == Architecture::kLlama ? 3 : 2;
-  return 4 * h * h + 4 * h * kv_dim + 4 * s * h + 2 * mlp_gemms * h * f;
+  return attention + 2 * mlp_gemms * h * static_cast<double>(m.ffn());
+}
+// Every layer's forward FLOPs per token, the MTP modules' included.
+double LayersForwardFlopsPerToken(const ModelSpec& m) {
+  const double moe_layers = static_cast<double>(m.MoeLayersIn(0, m.num_layers));
+  const double dense_layers = static_cast<double>(m.num_layers) - moe_layers;
+  double flops = dense_layers * LayerForwardFlopsPerToken(m) +
+                 moe_layers * LayerForwardFlopsPerToken(m, /*moe_layer=*/true);
+  if (m.mtp_layers > 0) {
+    const double h = static_cast<double>(m.hidden_size);
+    flops += static_cast<double>(m.mtp_layers) *
+             (LayerForwardFlopsPerToken(m, m.IsMoeLayer(m.num_layers - 1)) + 4 * h * h);
+  }
+  return flops;
 }
 double LogitForwardFlopsPerToken(const ModelSpec& m, int64_t tensor_parallel) {
   return 2 * static_cast<double>(m.hidden_size) *
@@ -72,9 +108,9 @@ std::string RegimeOf(const Job& job) {
 double ModelFlopsPerIteration(const Job& job) {
   const double tokens =
       static_cast<double>(job.plan.global_batch) * static_cast<double>(job.model.seq_len);
-  return 3 * tokens *
-         (static_cast<double>(job.model.num_layers) * LayerForwardFlopsPerToken(job.model) +
-          LogitForwardFlopsPerToken(job.model, job.plan.tensor_parallel));
+  const double logits = static_cast<double>(1 + job.model.mtp_layers) *
+                        LogitForwardFlopsPerToken(job.model, job.plan.tensor_parallel);
+  return 3 * tokens * (LayersForwardFlopsPerToken(job.model) + logits);
 }
 
 namespace {
@@ -160,10 +196,10 @@ void FillRates(const Job& j, double train_tokens, Prediction& p) {
   const double layer_tokens = tokens * static_cast<double>(j.model.num_layers);
   double recompute_flops = 0;
   if (j.plan.recompute == Recompute::kFull) {
-    recompute_flops = layer_tokens * LayerForwardFlopsPerToken(j.model);
+    recompute_flops = tokens * LayersForwardFlopsPerToken(j.model);
   } else if (j.plan.recompute == Recompute::kSelective) {
     recompute_flops = layer_tokens * 4 * static_cast<double>(j.model.seq_len) *
-                      static_cast<double>(j.model.hidden_size);
+                      static_cast<double>(j.model.num_heads * j.model.head_width());
   }
   p.hardware_flops = p.model_flops + recompute_flops;
   const double seconds = static_cast<double>(p.iteration_time_ns) * 1e-9;

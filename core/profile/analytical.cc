@@ -184,8 +184,10 @@ bool IsLayerOperator(OperatorKind op) {
 // (LinearForward/LinearBackward), everything else in bf16.
 std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const OperatorKey& key,
                                                   const AnalyticalParams& params) {
-  if (key.arch == Architecture::kLlama && key.op != OperatorKind::kLossFwd &&
-      key.op != OperatorKind::kLossBwd && key.op != OperatorKind::kOptimizerStep) {
+  // MoE blocks are Llama-style (SwiGLU experts) whatever the key's arch.
+  const bool moe = key.op == OperatorKind::kMoeFwd || key.op == OperatorKind::kMoeBwd;
+  if (moe || (key.arch == Architecture::kLlama && key.op != OperatorKind::kLossFwd &&
+              key.op != OperatorKind::kLossBwd && key.op != OperatorKind::kOptimizerStep)) {
     return internal::GenerateLlamaKernels(gpu, key, params);
   }
   KernelSequence seq(gpu, internal::ComputeDType(key.dtype), params);
@@ -198,9 +200,36 @@ std::vector<KernelRecord> GenerateOperatorKernels(const GpuSpec& gpu, const Oper
   return std::move(seq).Finish();
 }
 
+namespace {
+
+// All-to-all over `group`: each rank keeps 1/n of its `bytes` and sends
+// 1/n to every other rank. Inside a node the (n-1)/n that leave go over the
+// rank's NVLink; across nodes the (n - r)/n for ranks off its node (r ranks
+// per node) go through the NIC, shared by the r ranks of the group on the
+// node (and by the other groups there: nic_fraction), so a rank's own NIC
+// share bounds it and more nodes do not make it faster (DeepEP's published
+// H800 figures: ~153 GB/s per rank over NVLink at EP 8, 43-58 GB/s over RDMA
+// at EP 16-64, the NIC's 50 GB/s). Each peer costs a message's latency.
+double AllToAllNs(double bytes, const CommGroup& group, const LinkBandwidths& links,
+                  const AnalyticalParams& params) {
+  const double n = static_cast<double>(group.ranks);
+  const double r = static_cast<double>(std::min(group.ranks, group.ranks_per_node));
+  const double intra_ns =
+      (r - 1) / n * bytes / (links.intra_node_bytes_per_s * params.intra_node_efficiency) * 1e9;
+  const double peers_ns = params.intra_node_latency_per_rank_ns * n;
+  if (group.nodes() <= 1) return params.intra_node_latency_ns + peers_ns + intra_ns;
+  const double nic_bytes_per_s =
+      links.inter_node_bytes_per_s * group.nic_fraction * params.inter_node_efficiency;
+  const double inter_ns = r * (n - r) / n * bytes / nic_bytes_per_s * 1e9;
+  return params.inter_node_latency_ns + peers_ns + std::max(intra_ns, inter_ns);
+}
+
+}  // namespace
+
 double AnalyticalCollectiveNs(Collective collective, double bytes, const CommGroup& group,
                               const LinkBandwidths& links, const AnalyticalParams& params) {
   const double n = static_cast<double>(group.ranks);
+  if (collective == Collective::kAllToAll) return AllToAllNs(bytes, group, links, params);
   double factor = 1;
   switch (collective) {
     case Collective::kAllReduce:
@@ -211,6 +240,7 @@ double AnalyticalCollectiveNs(Collective collective, double bytes, const CommGro
       factor = (n - 1) / n;
       break;
     case Collective::kSendRecv:
+    case Collective::kAllToAll:
       factor = 1;
       break;
   }

@@ -52,10 +52,10 @@ void KernelSequence::Gemm(const char* name, double m, double n, double k, double
 
 void KernelSequence::Memory(const char* name, double bytes) { Add(name, MemoryNs(bytes)); }
 
-void KernelSequence::GemmFp8(const char* name, double m, double n, double k) {
+void KernelSequence::GemmFp8(const char* name, double m, double n, double k, double batch) {
   const double peak = peak_flops_;
   peak_flops_ = gpu_.peak_fp8_flops_per_s;
-  Gemm(name, m, n, k);
+  Gemm(name, m, n, k, batch);
   peak_flops_ = peak;
 }
 

@@ -4,20 +4,12 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/profile/moe_kernels.h"
+
 namespace vtrain::internal {
 namespace {
 
 constexpr double kElem = 2;  // bf16 / fp16 bytes per element
-
-// FlashAttention's share of the tensor-core peak. FlashAttention-3 (Shah et
-// al. 2024, §4.1) reaches 600-740 TFLOP/s forward in bf16 at head dimension
-// 128 on H100 (61-75% of the dense peak) and its backward 1.5-1.75x
-// FlashAttention-2's, about 450-550 TFLOP/s; FlashAttention-2 (Dao 2023, §4.1)
-// reaches 50-73% of the A100 peak forward and less backward. We take the low
-// ends, as cuDNN's fused attention (Transformer Engine's default) lands
-// there at training shapes. Not calibrated: no measured attention kernels.
-constexpr double kFlashForwardEfficiency = 0.60;
-constexpr double kFlashBackwardEfficiency = 0.45;
 
 // The shape of one Llama operator on one GPU.
 struct Shape {
@@ -35,7 +27,9 @@ struct Shape {
         c(static_cast<double>(std::max<int64_t>(1, key.context_parallel))),
         tokens(b * s / c),
         norm_tokens(key.sequence_parallel ? tokens / t : tokens),
-        d(key.heads > 0 ? h / static_cast<double>(key.heads) : 0),
+        d(key.head_dim > 0 ? static_cast<double>(key.head_dim)
+          : key.heads > 0  ? h / static_cast<double>(key.heads)
+                           : 0),
         heads_local(static_cast<double>(key.heads) / t),
         kv_local(static_cast<double>(key.kv_heads > 0 ? key.kv_heads : key.heads) / t),
         ffn_local(static_cast<double>(key.ffn) / t),
@@ -164,11 +158,24 @@ std::vector<KernelRecord> GenerateLlamaKernels(const GpuSpec& gpu, const Operato
   const bool fp8 = key.dtype == DType::kFp8;
   const Shape x(key);
   const double e = kElem;
+  const bool mla = key.mla_kv_lora > 0;
   switch (key.op) {
+    case OperatorKind::kMoeFwd:
+    case OperatorKind::kMoeBwd:
+      MoeKernels(seq, key);
+      break;
     case OperatorKind::kAttentionFwd:
+      if (mla) {
+        MlaKernels(seq, key);
+        break;
+      }
       AttentionForward(seq, fp8, x, key);
       break;
     case OperatorKind::kAttentionBwd:
+      if (mla) {
+        MlaKernels(seq, key);
+        break;
+      }
       AttentionBackward(seq, fp8, x, key);
       break;
     case OperatorKind::kMlpFwd:

@@ -13,6 +13,16 @@
 
 namespace vtrain::internal {
 
+// FlashAttention's share of the tensor-core peak. FlashAttention-3 (Shah et
+// al. 2024, §4.1) reaches 600-740 TFLOP/s forward in bf16 at head dimension
+// 128 on H100 (61-75% of the dense peak) and its backward 1.5-1.75x
+// FlashAttention-2's, about 450-550 TFLOP/s; FlashAttention-2 (Dao 2023, §4.1)
+// reaches 50-73% of the A100 peak forward and less backward. We take the low
+// ends, as cuDNN's fused attention (Transformer Engine's default) lands
+// there at training shapes. Not calibrated: no measured attention kernels.
+inline constexpr double kFlashForwardEfficiency = 0.60;
+inline constexpr double kFlashBackwardEfficiency = 0.45;
+
 // The dtype of everything but fp8 linear layers: fp8 training runs attention,
 // norms and element-wise kernels in bf16.
 inline DType ComputeDType(DType dtype) { return dtype == DType::kFp8 ? DType::kBf16 : dtype; }

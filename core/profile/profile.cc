@@ -14,12 +14,13 @@ namespace vtrain {
 namespace {
 
 constexpr absl::string_view kOperatorNames[kNumOperatorKinds] = {
-    "embedding_fwd", "embedding_bwd", "attention_fwd", "attention_bwd", "mlp_fwd",        "mlp_bwd",
-    "logit_fwd",     "logit_bwd",     "loss_fwd",      "loss_bwd",      "optimizer_step",
+    "embedding_fwd",  "embedding_bwd", "attention_fwd", "attention_bwd", "mlp_fwd",
+    "mlp_bwd",        "logit_fwd",     "logit_bwd",     "loss_fwd",      "loss_bwd",
+    "optimizer_step", "moe_fwd",       "moe_bwd",
 };
 
-constexpr absl::string_view kCollectiveNames[] = {"all_reduce", "all_gather", "reduce_scatter",
-                                                  "send_recv"};
+constexpr absl::string_view kCollectiveNames[kNumCollectives] = {
+    "all_reduce", "all_gather", "reduce_scatter", "send_recv", "all_to_all"};
 
 }  // namespace
 
@@ -49,12 +50,12 @@ absl::StatusOr<OperatorKind> ParseOperatorKind(absl::string_view name) {
 absl::string_view CollectiveName(Collective c) { return kCollectiveNames[static_cast<int>(c)]; }
 
 absl::StatusOr<Collective> ParseCollective(absl::string_view name) {
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < kNumCollectives; ++i) {
     if (name == kCollectiveNames[i]) return static_cast<Collective>(i);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("collective '", name,
-                   "' is unknown; use all_reduce, all_gather, reduce_scatter or send_recv"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "collective '", name,
+      "' is unknown; use all_reduce, all_gather, reduce_scatter, send_recv or all_to_all"));
 }
 
 absl::string_view LinkScopeName(LinkScope s) {
@@ -71,12 +72,25 @@ std::string OperatorKey::ToString() const {
   absl::StrAppend(&out, " h=", hidden);
   if (heads > 0) absl::StrAppend(&out, " a=", heads);
   if (kv_heads > 0) absl::StrAppend(&out, " kv=", kv_heads);
+  if (head_dim > 0) absl::StrAppend(&out, " hd=", head_dim);
+  if (mla_kv_lora > 0) {
+    absl::StrAppend(&out, " qlr=", mla_q_lora, " kvlr=", mla_kv_lora, " rope=", mla_rope,
+                    " vd=", mla_v);
+  }
   if (ffn > 0) absl::StrAppend(&out, " f=", ffn);
+  if (experts > 0) {
+    absl::StrAppend(&out, " e=", experts, " k=", top_k);
+    if (shared_ffn > 0) absl::StrAppend(&out, " sf=", shared_ffn);
+  }
   absl::StrAppend(&out, " s=", seq, " b=", micro_batch, " t=", tensor_parallel);
   if (vocab > 0) absl::StrAppend(&out, " v=", vocab);
   if (sequence_parallel) absl::StrAppend(&out, " sp=1");
   if (context_parallel != 1) absl::StrAppend(&out, " c=", context_parallel);
   if (attention_core_only) absl::StrAppend(&out, " core=1");
+  if (experts > 0) {
+    absl::StrAppend(&out, " ep=", expert_parallel, " etp=", expert_tensor_parallel,
+                    " load=", expert_load_permille);
+  }
   return out;
 }
 
@@ -90,7 +104,8 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
     return absl::InvalidArgumentError(absl::StrCat(
         "operator key '", text, "': ", why,
         "; expected GPU/DTYPE/OP [arch=llama] h=.. [a=..] [kv=..] [f=..] s=.. b=.. t=.. "
-        "[v=..] [sp=1] [c=..] [core=1] or "
+        "[v=..] [sp=1] [c=..] [core=1] [hd=.. qlr=.. kvlr=.. rope=.. vd=..] "
+        "[e=.. k=.. sf=.. ep=.. etp=.. load=..] or "
         "GPU/DTYPE/optimizer_step params=.."));
   };
   const std::vector<absl::string_view> words = absl::StrSplit(text, ' ', absl::SkipEmpty());
@@ -107,6 +122,7 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
   if (!op.ok()) return bad(absl::StrCat("operator '", path[2], "' is unknown"));
   int64_t h = 0, a = 0, kvh = 0, f = 0, s = 0, b = 0, t = 1, v = 0, params = 0, sp = 0, c = 1,
           core = 0;
+  LayerShape shape;
   Architecture arch = Architecture::kGpt;
   for (size_t i = 1; i < words.size(); ++i) {
     const std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(words[i], '=');
@@ -132,14 +148,29 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
                      : kv.first == "sp"     ? &sp
                      : kv.first == "c"      ? &c
                      : kv.first == "core"   ? &core
+                     : kv.first == "hd"     ? &shape.head_dim
+                     : kv.first == "qlr"    ? &shape.mla.q_lora_rank
+                     : kv.first == "kvlr"   ? &shape.mla.kv_lora_rank
+                     : kv.first == "rope"   ? &shape.mla.rope_head_dim
+                     : kv.first == "vd"     ? &shape.mla.value_head_dim
+                     : kv.first == "e"      ? &shape.experts
+                     : kv.first == "k"      ? &shape.top_k
+                     : kv.first == "sf"     ? &shape.shared_ffn
+                     : kv.first == "ep"     ? &shape.expert_parallel
+                     : kv.first == "etp"    ? &shape.expert_tensor_parallel
+                     : kv.first == "load"   ? &shape.expert_load_permille
                                             : nullptr;
     if (field == nullptr) return bad(absl::StrCat("'", kv.first, "' is not a key field"));
     *field = value;
   }
   if (sp > 1 || core > 1 || c < 1) return bad("sp and core must be 0 or 1, c at least 1");
-  return WithParallelSplits(
-      MakeOperatorKey(std::string(path[0]), *dtype, *op, h, a, f, s, b, t, v, params, arch, kvh),
-      sp == 1, c, core == 1);
+  if (shape.expert_parallel < 1 || shape.expert_tensor_parallel < 1) {
+    return bad("ep and etp must be at least 1");
+  }
+  return WithLayerShape(WithParallelSplits(MakeOperatorKey(std::string(path[0]), *dtype, *op, h, a,
+                                                           f, s, b, t, v, params, arch, kvh),
+                                           sp == 1, c, core == 1),
+                        shape);
 }
 
 OperatorKey WithParallelSplits(OperatorKey key, bool sequence_parallel, int64_t context_parallel,
@@ -153,6 +184,37 @@ OperatorKey WithParallelSplits(OperatorKey key, bool sequence_parallel, int64_t 
                           key.op != OperatorKind::kLossFwd && key.op != OperatorKind::kLossBwd &&
                           !key.attention_core_only;
   return key;
+}
+
+OperatorKey WithLayerShape(OperatorKey key, const LayerShape& shape) {
+  switch (key.op) {
+    case OperatorKind::kAttentionFwd:
+    case OperatorKind::kAttentionBwd:
+      if (key.arch != Architecture::kLlama) return key;
+      key.head_dim = shape.head_dim > 0 && key.heads > 0 && shape.head_dim * key.heads != key.hidden
+                         ? shape.head_dim
+                         : 0;
+      if (shape.mla.kv_lora_rank > 0) {
+        key.head_dim = shape.head_dim;  // MLA: always the no-rope width
+        key.mla_q_lora = shape.mla.q_lora_rank;
+        key.mla_kv_lora = shape.mla.kv_lora_rank;
+        key.mla_rope = shape.mla.rope_head_dim;
+        key.mla_v = shape.mla.value_head_dim;
+        key.kv_heads = key.heads;  // every head its own keys and values
+      }
+      return key;
+    case OperatorKind::kMoeFwd:
+    case OperatorKind::kMoeBwd:
+      key.experts = shape.experts;
+      key.top_k = shape.top_k;
+      key.shared_ffn = shape.shared_ffn;
+      key.expert_parallel = shape.expert_parallel;
+      key.expert_tensor_parallel = shape.expert_tensor_parallel;
+      key.expert_load_permille = shape.expert_load_permille;
+      return key;
+    default:
+      return key;
+  }
 }
 
 OperatorKey MakeOperatorKey(std::string gpu, DType dtype, OperatorKind op, int64_t hidden,
@@ -180,6 +242,8 @@ OperatorKey MakeOperatorKey(std::string gpu, DType dtype, OperatorKind op, int64
       break;
     case OperatorKind::kMlpFwd:
     case OperatorKind::kMlpBwd:
+    case OperatorKind::kMoeFwd:
+    case OperatorKind::kMoeBwd:
       k.ffn = ffn;
       break;
     case OperatorKind::kEmbeddingFwd:

@@ -36,8 +36,13 @@ enum class OperatorKind {
   kLossFwd,  // vocabulary-parallel cross-entropy
   kLossBwd,
   kOptimizerStep,  // Adam over the parameters one GPU holds
+  // A Mixture-of-Experts layer's FFN block: pre-norm, router and top-k,
+  // token permutation, the local experts' grouped GEMMs, unpermutation, the
+  // shared experts; the token exchange between EP ranks is priced apart.
+  kMoeFwd,
+  kMoeBwd,
 };
-inline constexpr int kNumOperatorKinds = 11;
+inline constexpr int kNumOperatorKinds = 13;
 absl::string_view OperatorKindName(OperatorKind kind);
 absl::StatusOr<OperatorKind> ParseOperatorKind(absl::string_view name);
 
@@ -64,18 +69,34 @@ struct OperatorKey {
   bool sequence_parallel = false;    // layer norms and dropout on seq / t tokens
   int64_t context_parallel = 1;      // seq / c tokens per rank, attention over all seq keys
   bool attention_core_only = false;  // attention_fwd: only scores, softmax, dropout, context
+  // Attention (see WithLayerShape): the head width when it is not
+  // hidden / heads, and MLA's dimensions (mla_kv_lora > 0: MLA).
+  int64_t head_dim = 0;
+  int64_t mla_q_lora = 0, mla_kv_lora = 0, mla_rope = 0, mla_v = 0;
+  // MoE operators only: routed experts in all, experts per token, the shared
+  // experts' total width (ffn is one routed expert's width), the expert
+  // parallel degrees, and the busiest EP rank's load in thousandths of the
+  // balanced load.
+  int64_t experts = 0, top_k = 0, shared_ffn = 0;
+  int64_t expert_parallel = 1, expert_tensor_parallel = 1, expert_load_permille = 1000;
 
   friend bool operator==(const OperatorKey&, const OperatorKey&) = default;
   template <typename H>
   friend H AbslHashValue(H h, const OperatorKey& k) {
     return H::combine(std::move(h), k.gpu, k.dtype, k.op, k.hidden, k.heads, k.ffn, k.seq,
                       k.micro_batch, k.tensor_parallel, k.vocab, k.num_parameters, k.arch,
-                      k.kv_heads, k.sequence_parallel, k.context_parallel, k.attention_core_only);
+                      k.kv_heads, k.sequence_parallel, k.context_parallel, k.attention_core_only,
+                      k.head_dim, k.mla_q_lora, k.mla_kv_lora, k.mla_rope, k.mla_v, k.experts,
+                      k.top_k, k.shared_ffn, k.expert_parallel, k.expert_tensor_parallel,
+                      k.expert_load_permille);
   }
   // "a100-sxm4-80gb/fp16/attention_fwd h=2048 a=16 f=8192 s=2048 b=1 t=1";
   // Llama keys carry "arch=llama" and, for attention, "kv=N":
   // "h100-sxm5-80gb/bf16/attention_fwd arch=llama h=4096 a=32 kv=8 s=8192 b=1 t=1";
-  // with " sp=1", " c=N" and " core=1" when set.
+  // with " sp=1", " c=N" and " core=1" when set; attention with " hd=",
+  // " qlr=", " kvlr=", " rope=", " vd=" when set; MoE keys
+  // "... moe_fwd arch=llama h=7168 f=2048 e=256 k=8 sf=2048 s=4096 b=1 t=1
+  // ep=64 etp=1 load=1000".
   std::string ToString() const;
 };
 
@@ -105,6 +126,19 @@ OperatorKey MakeOperatorKey(std::string gpu, DType dtype, OperatorKind op, int64
 OperatorKey WithParallelSplits(OperatorKey key, bool sequence_parallel, int64_t context_parallel,
                                bool attention_core_only);
 
+// The layer shape beyond MakeOperatorKey's arguments.
+struct LayerShape {
+  int64_t head_dim = 0;  // 0: hidden / heads
+  MlaDims mla;           // kv_lora_rank > 0: MLA attention
+  int64_t experts = 0, top_k = 0, shared_ffn = 0;
+  int64_t expert_parallel = 1, expert_tensor_parallel = 1, expert_load_permille = 1000;
+};
+
+// `key` with the fields of `shape` its operator depends on: attention keys
+// take the head width (only when it differs from hidden / heads) and MLA's
+// dimensions, MoE keys the expert fields; other keys are returned as given.
+OperatorKey WithLayerShape(OperatorKey key, const LayerShape& shape);
+
 // One kernel of an operator: GPU time, then the idle time on the stream until
 // the next kernel starts (host dispatch, synchronisation), as profiled with
 // the operator run on its own.
@@ -127,7 +161,10 @@ struct OperatorProfile {
   int64_t SpanNs() const;
 };
 
-enum class Collective { kAllReduce, kAllGather, kReduceScatter, kSendRecv };
+// kAllToAll: every rank sends a 1/n slice of its buffer to every other rank
+// (nccl-tests alltoall_perf; the MoE token dispatch and combine).
+enum class Collective { kAllReduce, kAllGather, kReduceScatter, kSendRecv, kAllToAll };
+inline constexpr int kNumCollectives = 5;
 absl::string_view CollectiveName(Collective c);
 absl::StatusOr<Collective> ParseCollective(absl::string_view name);
 enum class LinkScope { kIntraNode, kInterNode };

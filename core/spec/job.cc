@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "core/spec/moe.h"
 
 namespace vtrain {
 namespace {
@@ -124,6 +125,26 @@ ClusterSpec DefaultCluster(const GpuSpec& gpu, int64_t num_gpus) {
   return c;
 }
 
+absl::string_view DispatcherName(MoeDispatcher d) {
+  switch (d) {
+    case MoeDispatcher::kAllGather:
+      return "allgather";
+    case MoeDispatcher::kFlex:
+      return "flex";
+    case MoeDispatcher::kAllToAll:
+      break;
+  }
+  return "alltoall";
+}
+
+absl::StatusOr<MoeDispatcher> ParseDispatcher(absl::string_view name) {
+  if (name == "alltoall") return MoeDispatcher::kAllToAll;
+  if (name == "allgather") return MoeDispatcher::kAllGather;
+  if (name == "flex") return MoeDispatcher::kFlex;
+  return absl::InvalidArgumentError(
+      absl::StrCat("plan.moe_dispatcher='", name, "' is unknown; use alltoall, allgather or flex"));
+}
+
 absl::string_view ScheduleName(PipelineSchedule s) {
   return s == PipelineSchedule::kGpipe ? "gpipe" : "1f1b";
 }
@@ -190,7 +211,8 @@ ModelFieldsOk ValidateModel(const ModelSpec& m, Violations& v) {
   v.InRange("model.seq_len", m.seq_len, 1, kMaxSeqLen);
   v.InRange("model.vocab_size", m.vocab_size, 1, kMaxVocab);
   ok.ffn = v.InRange("model.ffn_hidden_size", m.ffn_hidden_size, 0, kMaxFfn);
-  if (ok.hidden && ok.heads && m.hidden_size % m.num_heads != 0) {
+  // An explicit head_dim (Qwen3, GPT-OSS, MLA) frees heads from the hidden size.
+  if (ok.hidden && ok.heads && m.head_dim == 0 && m.hidden_size % m.num_heads != 0) {
     v.Add(absl::StrCat("model.hidden_size=", m.hidden_size, " is not divisible by model.num_heads=",
                        m.num_heads, "; choose a head count that divides the hidden size"));
   }
@@ -293,6 +315,9 @@ absl::Status ValidateJob(const Job& job) {
                        " does not divide model.num_layers=", m.num_layers,
                        "; use a pipeline degree that divides the layer count"));
   }
+  std::vector<std::string> moe_problems;
+  CheckMoeFields(job, moe_problems);
+  for (std::string& problem : moe_problems) v.Add(std::move(problem));
   if (d_ok && mb_ok && gb_ok && p.global_batch % (p.data_parallel * p.micro_batch) != 0) {
     v.Add(absl::StrCat("plan.global_batch=", p.global_batch,
                        " is not divisible by plan.data_parallel * plan.micro_batch = ",

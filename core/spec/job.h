@@ -43,12 +43,37 @@ enum class Recompute { kNone, kFull, kSelective };
 // gradients reduce-scattered per layer, every state / d).
 enum class DataParallelSharding { kNone, kOptimizer, kFull };
 
+// How a MoE layer moves tokens to their experts (Megatron-Core's
+// --moe-token-dispatcher-type): kAllToAll sends each token copy to the EP rank
+// of its expert and back; kAllGather gathers every token on every EP rank
+// and reduce-scatters the outputs; kFlex is DeepEP's fused dispatch/combine
+// (fp8 dispatch under fp8 training, bf16 combine, each token sent once per
+// node then forwarded over NVLink).
+enum class MoeDispatcher { kAllToAll, kAllGather, kFlex };
+absl::string_view DispatcherName(MoeDispatcher dispatcher);
+absl::StatusOr<MoeDispatcher> ParseDispatcher(absl::string_view name);
+
 absl::string_view ScheduleName(PipelineSchedule schedule);
 absl::StatusOr<PipelineSchedule> ParseSchedule(absl::string_view name);
 absl::string_view RecomputeName(Recompute recompute);
 absl::StatusOr<Recompute> ParseRecompute(absl::string_view name);
 absl::string_view ShardingName(DataParallelSharding sharding);
 absl::StatusOr<DataParallelSharding> ParseSharding(absl::string_view name);
+
+// How a MoE job's tokens travel and how evenly the router spreads them.
+struct MoeRouting {
+  MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
+  // Megatron's 1F1B all-to-all overlap: dispatch and combine of one
+  // micro-batch hidden behind another micro-batch's compute.
+  bool overlap = false;
+  // Tokens an expert takes, as a multiple of the mean (drops beyond it);
+  // 0: dropless (Megatron's default).
+  double capacity_factor = 0;
+  // Per-expert loads: 0 balanced (NVIDIA's published benchmarks force
+  // balance); sigma > 0: log-normal loads with that sigma, the slowest EP
+  // rank setting the pace.
+  double routing_sigma = 0;
+};
 
 // How one training iteration is split over the GPUs (Megatron-style
 // parallelism: tensor t, context c, pipeline p, data d; GPUs = t * c * p * d).
@@ -73,6 +98,13 @@ struct ParallelPlan {
   DataParallelSharding data_parallel_sharding = DataParallelSharding::kNone;
   // Interleaved 1F1B (Narayanan et al. 2021, §2.2): model chunks per GPU.
   int64_t virtual_stages = 1;
+
+  // Mixture-of-Experts layers, as Megatron-Core lays them out ("parallel
+  // folding"): attention runs on t * c * d ranks of a stage, the experts on
+  // etp * ep * edp of the same ranks (edp = t*c*d / (etp*ep)), etp innermost.
+  int64_t expert_parallel = 1;         // ep: ranks the routed experts are spread over
+  int64_t expert_tensor_parallel = 1;  // etp: ranks each expert's FFN is split over
+  MoeRouting moe;
 
   // Sequence parallelism in effect (on and t > 1).
   bool sequence_parallel_active() const { return sequence_parallel && tensor_parallel > 1; }

@@ -51,6 +51,132 @@ constexpr Preset kPresets[] = {
 
 constexpr absl::string_view kArchNames[] = {"gpt", "llama"};
 
+// A Mixture-of-Experts preset: a Llama-architecture model with MoE layers.
+struct MoePreset {
+  const char* name;
+  int64_t layers, hidden, heads, kv_heads, head_dim, seq, vocab, ffn;
+  MoeSpec moe;
+  AttentionKind attention = AttentionKind::kStandard;
+  MlaDims mla = {};
+  int64_t mtp_layers = 0;
+};
+
+// From each model's config.json and model card on Hugging Face (the
+// pre-training sequence length where the card gives a longer fine-tuned
+// context):
+//  - mistralai/Mixtral-8x7B-v0.1, Mixtral-8x22B-v0.1 (Jiang et al. 2024,
+//    "Mixtral of Experts", Table 1): 8 experts, top-2, no shared experts.
+//  - Qwen/Qwen3-30B-A3B, Qwen3-235B-A22B (Qwen3 Technical Report 2025,
+//    Table 2): 128 experts, top-8, head_dim 128, 4 KV heads; the first
+//    pre-training stage at 4,096 tokens.
+//  - openai/gpt-oss-20b, gpt-oss-120b (gpt-oss model card 2025, Table 1):
+//    32 or 128 experts, top-4, 64 heads of 64, 8 KV heads; attention sinks,
+//    sliding-window layers and biases are not modelled.
+//  - deepseek-ai/DeepSeek-V3 (DeepSeek-V3 Technical Report 2024, §4.2): 61
+//    layers, the first 3 dense (ffn 18432), 256 routed experts of 2048 and
+//    one shared, top-8 with sigmoid scores, MLA with q/kv LoRA ranks
+//    1536/512, 128 heads of 128 (+64 rope) and values of 128, one MTP module,
+//    4K pre-training context.
+const MoePreset kMoePresets[] = {
+    {"qwen3-30b-a3b",
+     48,
+     2048,
+     32,
+     4,
+     128,
+     4096,
+     151936,
+     6144,
+     {.num_experts = 128, .top_k = 8, .expert_ffn = 768}},
+    {"gpt-oss-20b",
+     24,
+     2880,
+     64,
+     8,
+     64,
+     4096,
+     201088,
+     2880,
+     {.num_experts = 32, .top_k = 4, .expert_ffn = 2880}},
+    {"mixtral-8x7b",
+     32,
+     4096,
+     32,
+     8,
+     0,
+     4096,
+     32000,
+     14336,
+     {.num_experts = 8, .top_k = 2, .expert_ffn = 14336}},
+    {"gpt-oss-120b",
+     36,
+     2880,
+     64,
+     8,
+     64,
+     4096,
+     201088,
+     2880,
+     {.num_experts = 128, .top_k = 4, .expert_ffn = 2880}},
+    {"mixtral-8x22b",
+     56,
+     6144,
+     48,
+     8,
+     0,
+     4096,
+     32000,
+     16384,
+     {.num_experts = 8, .top_k = 2, .expert_ffn = 16384}},
+    {"qwen3-235b-a22b",
+     94,
+     4096,
+     64,
+     4,
+     128,
+     4096,
+     151936,
+     12288,
+     {.num_experts = 128, .top_k = 8, .expert_ffn = 1536}},
+    {"deepseek-v3",
+     61,
+     7168,
+     128,
+     128,
+     128,
+     4096,
+     129280,
+     18432,
+     {.num_experts = 256,
+      .top_k = 8,
+      .expert_ffn = 2048,
+      .shared_experts = 1,
+      .dense_layers = 3,
+      .router = RouterScore::kSigmoid},
+     AttentionKind::kMla,
+     {.q_lora_rank = 1536, .kv_lora_rank = 512, .rope_head_dim = 64, .value_head_dim = 128},
+     1},
+};
+
+ModelSpec FromMoePreset(const MoePreset& p) {
+  ModelSpec m;
+  m.name = p.name;
+  m.arch = Architecture::kLlama;
+  m.num_layers = p.layers;
+  m.hidden_size = p.hidden;
+  m.num_heads = p.heads;
+  m.num_kv_heads = p.kv_heads;
+  m.head_dim = p.head_dim;
+  m.seq_len = p.seq;
+  m.vocab_size = p.vocab;
+  m.ffn_hidden_size = p.ffn;
+  m.moe = p.moe;
+  m.attention = p.attention;
+  m.mla = p.mla;
+  m.mtp_layers = p.mtp_layers;
+  return m;
+}
+
 }  // namespace
 
 absl::string_view ArchitectureName(Architecture arch) { return kArchNames[static_cast<int>(arch)]; }
@@ -78,6 +204,9 @@ absl::StatusOr<ModelSpec> ModelPreset(absl::string_view name) {
       return m;
     }
   }
+  for (const MoePreset& p : kMoePresets) {
+    if (name == p.name) return FromMoePreset(p);
+  }
   return absl::NotFoundError(absl::StrCat("model preset '", name, "' is unknown; use one of: ",
                                           absl::StrJoin(ModelPresetNames(), ", ")));
 }
@@ -85,28 +214,110 @@ absl::StatusOr<ModelSpec> ModelPreset(absl::string_view name) {
 std::vector<std::string> ModelPresetNames() {
   std::vector<std::string> names;
   for (const Preset& p : kPresets) names.emplace_back(p.name);
+  for (const MoePreset& p : kMoePresets) names.emplace_back(p.name);
   return names;
+}
+
+absl::string_view AttentionName(AttentionKind kind) {
+  return kind == AttentionKind::kMla ? "mla" : "mha";
+}
+
+absl::StatusOr<AttentionKind> ParseAttention(absl::string_view name) {
+  if (name == "mha" || name == "gqa") return AttentionKind::kStandard;
+  if (name == "mla") return AttentionKind::kMla;
+  return absl::InvalidArgumentError(
+      absl::StrCat("model.attention='", name, "' is unknown; use mha, gqa or mla"));
+}
+
+absl::string_view RouterScoreName(RouterScore score) {
+  return score == RouterScore::kSigmoid ? "sigmoid" : "softmax";
+}
+
+absl::StatusOr<RouterScore> ParseRouterScore(absl::string_view name) {
+  if (name == "softmax") return RouterScore::kSoftmax;
+  if (name == "sigmoid") return RouterScore::kSigmoid;
+  return absl::InvalidArgumentError(
+      absl::StrCat("model.moe.router='", name, "' is unknown; use softmax or sigmoid"));
+}
+
+int64_t ModelSpec::MoeLayersIn(int64_t first, int64_t count) const {
+  if (!moe.enabled()) return 0;
+  int64_t n = 0;
+  for (int64_t l = first; l < first + count; ++l) n += IsMoeLayer(l) ? 1 : 0;
+  return n;
+}
+
+double AttentionParameterCount(const ModelSpec& model) {
+  const double h = static_cast<double>(model.hidden_size);
+  const double heads = static_cast<double>(model.num_heads);
+  const double d = static_cast<double>(model.head_width());
+  if (model.attention == AttentionKind::kMla) {
+    // DeepSeek-V2 report §2.1.2: W_DQ (h x q_lora) and its norm, W_UQ/W_QR
+    // (q_lora x heads*(d + rope)), W_DKV/W_KR (h x (kv_lora + rope)) and its
+    // norm, W_UK/W_UV (kv_lora x heads*(d + v)), W_O (heads*v x h), the
+    // input RMSNorm.
+    const MlaDims& a = model.mla;
+    const double ql = static_cast<double>(a.q_lora_rank), kl = static_cast<double>(a.kv_lora_rank);
+    const double rope = static_cast<double>(a.rope_head_dim);
+    const double v = static_cast<double>(a.value_head_dim);
+    const double q = ql > 0 ? h * ql + ql + ql * heads * (d + rope) : h * heads * (d + rope);
+    return q + h * (kl + rope) + kl + kl * heads * (d + v) + heads * v * h + h;
+  }
+  // Q and output projections (2 h * heads*d), K and V of kv_heads heads
+  // (2 h kv*d), the input RMSNorm; no biases.
+  const double kv = static_cast<double>(model.kv_heads());
+  return 2 * h * heads * d + 2 * h * kv * d + h;
 }
 
 double LayerParameterCount(const ModelSpec& model) {
   const double h = static_cast<double>(model.hidden_size);
   const double f = static_cast<double>(model.ffn());
   if (model.arch == Architecture::kLlama) {
-    // Q and output projections (2h^2), K and V of kv_heads heads of h/heads
-    // each (2 h kv_dim), gate, up and down projections (3hf), two RMSNorm
-    // weights (2h); no biases.
-    const double kv_dim =
-        static_cast<double>(model.kv_heads()) * h / static_cast<double>(model.num_heads);
-    return 2 * h * h + 2 * h * kv_dim + 3 * h * f + 2 * h;
+    // The attention block, then gate, up and down projections (3hf) and the
+    // pre-MLP RMSNorm (h).
+    return AttentionParameterCount(model) + 3 * h * f + h;
   }
   // QKV (3h^2 + 3h), projection (h^2 + h), FFN up (hf + f), FFN down (fh + h),
   // two layer-norms (4h).
   return 4 * h * h + 2 * h * f + 9 * h + f;
 }
 
-double ModelParameterCount(const ModelSpec& model) {
+double MoeLayerDenseParameterCount(const ModelSpec& model) {
   const double h = static_cast<double>(model.hidden_size);
-  const double layers = static_cast<double>(model.num_layers) * LayerParameterCount(model);
+  const double e = static_cast<double>(model.moe.num_experts);
+  const double router = e * h + (model.moe.router == RouterScore::kSigmoid ? e : 0);
+  const double shared = 3 * h * static_cast<double>(model.moe.shared_width());
+  return AttentionParameterCount(model) + router + shared + h;
+}
+
+double MoeLayerExpertParameterCount(const ModelSpec& model) {
+  return static_cast<double>(model.moe.num_experts) * 3 * static_cast<double>(model.hidden_size) *
+         static_cast<double>(model.moe.expert_ffn);
+}
+
+LayerParameters LayerParametersIn(const ModelSpec& model, int64_t first, int64_t count) {
+  const int64_t moe_layers = model.MoeLayersIn(first, count);
+  const double dense_layers = static_cast<double>(count - moe_layers);
+  const double moe = static_cast<double>(moe_layers);
+  LayerParameters out;
+  out.dense = dense_layers * LayerParameterCount(model);
+  if (moe_layers > 0) {
+    out.dense += moe * MoeLayerDenseParameterCount(model);
+    out.experts = moe * MoeLayerExpertParameterCount(model);
+  }
+  return out;
+}
+
+namespace {
+
+// Parameters of the model's layers and ends, with `experts_used` of each MoE
+// layer's routed experts.
+double CountParameters(const ModelSpec& model, double experts_used) {
+  const double h = static_cast<double>(model.hidden_size);
+  const LayerParameters p = LayerParametersIn(model, 0, model.num_layers);
+  const double per_expert_share =
+      model.is_moe() ? experts_used / static_cast<double>(model.moe.num_experts) : 1;
+  const double layers = p.dense + p.experts * per_expert_share;
   const double vocab = static_cast<double>(model.vocab_size);
   if (model.arch == Architecture::kLlama) {
     return layers + 2 * vocab * h +  // untied input embedding and output layer
@@ -115,6 +326,16 @@ double ModelParameterCount(const ModelSpec& model) {
   return layers + vocab * h +                      // word embedding, tied with logits
          static_cast<double>(model.seq_len) * h +  // learned positions
          2 * h;                                    // final layer-norm
+}
+
+}  // namespace
+
+double ModelParameterCount(const ModelSpec& model) {
+  return CountParameters(model, static_cast<double>(model.moe.num_experts));
+}
+
+double ActiveParameterCount(const ModelSpec& model) {
+  return CountParameters(model, static_cast<double>(model.moe.top_k));
 }
 
 int64_t PaddedVocab(const ModelSpec& model, int64_t tensor_parallel) {

@@ -15,10 +15,12 @@ using ::testing::HasSubstr;
 using ::vtrain::testing::StatusIs;
 
 TEST(ModelPresetTest, TheGptPresetsThenTheLlamaPresetsEachInSizeOrder) {
-  EXPECT_THAT(ModelPresetNames(),
-              ElementsAre("gpt3-125m", "gpt3-350m", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b",
-                          "gpt3-13b", "gpt3-175b", "mtnlg-530b", "llama2-7b", "llama2-13b",
-                          "llama2-70b", "llama3-8b", "llama3-70b", "llama3.1-405b"));
+  EXPECT_THAT(
+      ModelPresetNames(),
+      ElementsAre("gpt3-125m", "gpt3-350m", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b",
+                  "gpt3-175b", "mtnlg-530b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b",
+                  "llama3-70b", "llama3.1-405b", "qwen3-30b-a3b", "gpt-oss-20b", "mixtral-8x7b",
+                  "gpt-oss-120b", "mixtral-8x22b", "qwen3-235b-a22b", "deepseek-v3"));
   double previous = 0;
   for (const std::string& name : ModelPresetNames()) {
     if (ModelPreset(name)->arch != Architecture::kGpt) continue;

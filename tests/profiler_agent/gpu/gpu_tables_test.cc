@@ -283,10 +283,15 @@ TEST(InjectConfigTest, ShapeSpecs) {
 // order, and the workloads' step order holds the same names, every forward
 // before its backward and the optimizer step last (Operators() leaves it out
 // when adam_params is 0).
+// The MoE operators are core's only for now: the GPU agent has no MoE
+// workload yet (a grouped-GEMM and all-to-all workload is future work), so
+// its list is core's without them.
 TEST(GpuOperatorNamesTest, EqualCoresOperatorKinds) {
   std::vector<std::string> core;
   for (int k = 0; k < kNumOperatorKinds; ++k) {
-    core.emplace_back(OperatorKindName(static_cast<OperatorKind>(k)));
+    const OperatorKind op = static_cast<OperatorKind>(k);
+    if (op == OperatorKind::kMoeFwd || op == OperatorKind::kMoeBwd) continue;
+    core.emplace_back(OperatorKindName(op));
   }
   const std::vector<std::string> gpu(std::begin(kOperatorNames), std::end(kOperatorNames));
   EXPECT_EQ(gpu, core);

@@ -1,0 +1,239 @@
+#include "core/profile/moe_kernels.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/profile/llama_kernels.h"
+
+namespace vtrain::internal {
+namespace {
+
+constexpr double kElem = 2;  // bf16 bytes per element
+
+// The sizes of one MoE block on one rank.
+struct MoeShape {
+  double t, h, tokens, copies, local_experts, per_expert, expert_ffn, shared_tokens, shared_local;
+  int64_t experts;
+
+  explicit MoeShape(const OperatorKey& key)
+      : t(static_cast<double>(key.tensor_parallel)),
+        h(static_cast<double>(key.hidden)),
+        tokens(MoeRoutedTokens(key)),
+        copies(MoeBusiestRankCopies(key)),
+        local_experts(static_cast<double>(key.experts) /
+                      static_cast<double>(std::max<int64_t>(1, key.expert_parallel))),
+        per_expert(copies / std::max(1.0, local_experts)),
+        expert_ffn(static_cast<double>(key.ffn) /
+                   static_cast<double>(std::max<int64_t>(1, key.expert_tensor_parallel))),
+        // The shared experts are a tensor-parallel MLP: under sequence
+        // parallelism on the tokens gathered over t.
+        shared_tokens(key.sequence_parallel ? tokens * t : tokens),
+        shared_local(static_cast<double>(key.shared_ffn) / t),
+        experts(key.experts) {}
+};
+
+// A grouped linear layer (Transformer Engine's GroupedLinear): `groups`
+// GEMMs of m x n x k in one kernel; with fp8 the input's cast first.
+void GroupedForward(KernelSequence& seq, bool fp8, const char* name, double groups, double m,
+                    double n, double k) {
+  if (!fp8) {
+    seq.Gemm(name, m, n, k, groups);
+    return;
+  }
+  seq.Memory("fp8_cast_transpose", groups * m * k * (kElem + 2));
+  seq.GemmFp8(name, m, n, k, groups);
+}
+
+void GroupedBackward(KernelSequence& seq, bool fp8, const char* dgrad, const char* wgrad,
+                     double groups, double m, double n, double k) {
+  if (fp8) {
+    seq.Memory("fp8_cast_transpose_grad", groups * m * n * (kElem + 2));
+    seq.GemmFp8(dgrad, m, k, n, groups);
+    seq.GemmFp8(wgrad, n, k, m, groups);
+    return;
+  }
+  seq.Gemm(dgrad, m, k, n, groups);
+  seq.Gemm(wgrad, n, k, m, groups);
+}
+
+void MoeForward(KernelSequence& seq, bool fp8, const MoeShape& x, const OperatorKey& key) {
+  const double e = kElem;
+  const double experts = static_cast<double>(x.experts);
+  const double k = static_cast<double>(key.top_k);
+  seq.Memory("rmsnorm_fwd", x.tokens * x.h * 2 * e);
+  // Megatron keeps the router out of fp8.
+  seq.Gemm("gemm_router_fwd", x.tokens, experts, x.h);
+  seq.Memory("router_topk_fwd", x.tokens * experts * 8 + x.tokens * k * 8);
+  seq.Memory("moe_permute_fwd", 2 * x.tokens * k * x.h * e);
+  GroupedForward(seq, fp8, "grouped_gemm_fc1_fwd", x.local_experts, x.per_expert, 2 * x.expert_ffn,
+                 x.h);
+  seq.Memory("swiglu_fwd", x.copies * x.expert_ffn * 3 * e);
+  GroupedForward(seq, fp8, "grouped_gemm_fc2_fwd", x.local_experts, x.per_expert, x.h,
+                 x.expert_ffn);
+  seq.Memory("moe_unpermute_fwd", 2 * x.tokens * k * x.h * e + x.tokens * k * 4);
+  if (x.shared_local > 0) {
+    LinearForward(seq, fp8, "gemm_shared_fc1_fwd", x.shared_tokens, 2 * x.shared_local, x.h);
+    seq.Memory("swiglu_fwd", x.shared_tokens * x.shared_local * 3 * e);
+    LinearForward(seq, fp8, "gemm_shared_fc2_fwd", x.shared_tokens, x.h, x.shared_local);
+  }
+  seq.Memory("residual_add_fwd", x.tokens * x.h * 3 * e);
+  Fp8ScaleUpdate(seq, fp8);
+}
+
+void MoeBackward(KernelSequence& seq, bool fp8, const MoeShape& x, const OperatorKey& key) {
+  const double e = kElem;
+  const double experts = static_cast<double>(x.experts);
+  const double k = static_cast<double>(key.top_k);
+  if (x.shared_local > 0) {
+    LinearBackward(seq, fp8, "gemm_shared_fc2_dgrad", "gemm_shared_fc2_wgrad", x.shared_tokens, x.h,
+                   x.shared_local);
+    seq.Memory("swiglu_bwd", x.shared_tokens * x.shared_local * 5 * e);
+    LinearBackward(seq, fp8, "gemm_shared_fc1_dgrad", "gemm_shared_fc1_wgrad", x.shared_tokens,
+                   2 * x.shared_local, x.h);
+  }
+  seq.Memory("moe_unpermute_bwd", 2 * x.tokens * k * x.h * e + x.tokens * k * 4);
+  GroupedBackward(seq, fp8, "grouped_gemm_fc2_dgrad", "grouped_gemm_fc2_wgrad", x.local_experts,
+                  x.per_expert, x.h, x.expert_ffn);
+  seq.Memory("swiglu_bwd", x.copies * x.expert_ffn * 5 * e);
+  GroupedBackward(seq, fp8, "grouped_gemm_fc1_dgrad", "grouped_gemm_fc1_wgrad", x.local_experts,
+                  x.per_expert, 2 * x.expert_ffn, x.h);
+  seq.Memory("moe_permute_bwd", 2 * x.tokens * k * x.h * e);
+  seq.Memory("router_topk_bwd", x.tokens * experts * 8 + x.tokens * k * 8);
+  seq.Gemm("gemm_router_dgrad", x.tokens, x.h, experts);
+  seq.Gemm("gemm_router_wgrad", experts, x.h, x.tokens);
+  seq.Memory("rmsnorm_bwd", x.tokens * x.h * 4 * e);
+  seq.Memory("residual_add_bwd", x.tokens * x.h * 3 * e);
+  Fp8ScaleUpdate(seq, fp8);
+}
+
+// The sizes of MLA on one rank.
+struct MlaShape {
+  double t, h, tokens, norm_tokens, c, heads_local, d, rope, v, q_lora, kv_lora;
+
+  explicit MlaShape(const OperatorKey& key)
+      : t(static_cast<double>(key.tensor_parallel)),
+        h(static_cast<double>(key.hidden)),
+        tokens(static_cast<double>(key.micro_batch) * static_cast<double>(key.seq) /
+               static_cast<double>(std::max<int64_t>(1, key.context_parallel))),
+        norm_tokens(key.sequence_parallel ? tokens / t : tokens),
+        c(static_cast<double>(std::max<int64_t>(1, key.context_parallel))),
+        heads_local(static_cast<double>(key.heads) / t),
+        d(static_cast<double>(key.head_dim)),
+        rope(static_cast<double>(key.mla_rope)),
+        v(static_cast<double>(key.mla_v)),
+        q_lora(static_cast<double>(key.mla_q_lora)),
+        kv_lora(static_cast<double>(key.mla_kv_lora)) {}
+  double qk_bytes() const { return tokens * heads_local * (d + rope) * kElem; }  // Q or K
+  double v_bytes() const { return tokens * heads_local * v * kElem; }            // V, O or dO
+  double lse_bytes() const { return tokens * heads_local * 4; }
+};
+
+void MlaCore(KernelSequence& seq, const MlaShape& x, const OperatorKey& key) {
+  seq.FusedTensorCore("flash_attention_fwd", CausalAttentionFlops(key, x.d + x.rope, x.v, false),
+                      x.qk_bytes() * (1 + x.c) + x.v_bytes() * (1 + x.c) + x.lse_bytes(),
+                      kFlashForwardEfficiency);
+}
+
+void MlaForward(KernelSequence& seq, bool fp8, const MlaShape& x, const OperatorKey& key) {
+  const double e = kElem;
+  if (key.attention_core_only) {
+    MlaCore(seq, x, key);
+    return;
+  }
+  const double q_width = x.heads_local * (x.d + x.rope);
+  seq.Memory("rmsnorm_fwd", x.norm_tokens * x.h * 2 * e);
+  if (x.q_lora > 0) {
+    LinearForward(seq, fp8, "gemm_q_down_fwd", x.tokens, x.q_lora, x.h);
+    seq.Memory("q_rmsnorm_fwd", x.tokens * x.q_lora * 2 * e);
+    LinearForward(seq, fp8, "gemm_q_up_fwd", x.tokens, q_width, x.q_lora);
+  } else {
+    LinearForward(seq, fp8, "gemm_q_fwd", x.tokens, q_width, x.h);
+  }
+  LinearForward(seq, fp8, "gemm_kv_down_fwd", x.tokens, x.kv_lora + x.rope, x.h);
+  seq.Memory("kv_rmsnorm_fwd", x.tokens * x.kv_lora * 2 * e);
+  LinearForward(seq, fp8, "gemm_kv_up_fwd", x.tokens, x.heads_local * (x.d + x.v), x.kv_lora);
+  seq.Memory("rotary_fwd", 2 * x.tokens * (x.heads_local + 1) * x.rope * e);
+  seq.Memory("mla_qk_concat_fwd", 4 * x.qk_bytes());
+  MlaCore(seq, x, key);
+  LinearForward(seq, fp8, "gemm_projection_fwd", x.tokens, x.h, x.heads_local * x.v);
+  seq.Memory("residual_add_fwd", x.norm_tokens * x.h * 3 * e);
+  Fp8ScaleUpdate(seq, fp8);
+}
+
+void MlaBackward(KernelSequence& seq, bool fp8, const MlaShape& x, const OperatorKey& key) {
+  const double e = kElem;
+  const double q_width = x.heads_local * (x.d + x.rope);
+  LinearBackward(seq, fp8, "gemm_projection_dgrad", "gemm_projection_wgrad", x.tokens, x.h,
+                 x.heads_local * x.v);
+  const double rows = x.tokens * x.heads_local;
+  seq.Memory("flash_attention_bwd_preprocess", 2 * x.v_bytes() + rows * 4);
+  seq.FusedTensorCore("flash_attention_bwd", CausalAttentionFlops(key, x.d + x.rope, x.v, true),
+                      4 * x.qk_bytes() + 4 * x.v_bytes() + 2 * x.qk_bytes() / e * 4 + rows * 8,
+                      kFlashBackwardEfficiency);
+  seq.Memory("flash_attention_bwd_dq_convert", x.qk_bytes() / e * 4 + x.qk_bytes());
+  seq.Memory("mla_qk_concat_bwd", 4 * x.qk_bytes());
+  seq.Memory("rotary_bwd", 2 * x.tokens * (x.heads_local + 1) * x.rope * e);
+  LinearBackward(seq, fp8, "gemm_kv_up_dgrad", "gemm_kv_up_wgrad", x.tokens,
+                 x.heads_local * (x.d + x.v), x.kv_lora);
+  seq.Memory("kv_rmsnorm_bwd", x.tokens * x.kv_lora * 4 * e);
+  LinearBackward(seq, fp8, "gemm_kv_down_dgrad", "gemm_kv_down_wgrad", x.tokens, x.kv_lora + x.rope,
+                 x.h);
+  if (x.q_lora > 0) {
+    LinearBackward(seq, fp8, "gemm_q_up_dgrad", "gemm_q_up_wgrad", x.tokens, q_width, x.q_lora);
+    seq.Memory("q_rmsnorm_bwd", x.tokens * x.q_lora * 4 * e);
+    LinearBackward(seq, fp8, "gemm_q_down_dgrad", "gemm_q_down_wgrad", x.tokens, x.q_lora, x.h);
+  } else {
+    LinearBackward(seq, fp8, "gemm_q_dgrad", "gemm_q_wgrad", x.tokens, q_width, x.h);
+  }
+  seq.Memory("rmsnorm_bwd", x.norm_tokens * x.h * 4 * e);
+  seq.Memory("residual_add_bwd", x.norm_tokens * x.h * 3 * e);
+  Fp8ScaleUpdate(seq, fp8);
+}
+
+}  // namespace
+
+double MoeRoutedTokens(const OperatorKey& key) {
+  const double tokens = static_cast<double>(key.micro_batch) * static_cast<double>(key.seq) /
+                        static_cast<double>(std::max<int64_t>(1, key.context_parallel));
+  return key.sequence_parallel ? tokens / static_cast<double>(key.tensor_parallel) : tokens;
+}
+
+double MoeBusiestRankCopies(const OperatorKey& key) {
+  // Each rank routes tokens * top_k copies; balanced, each EP rank receives
+  // as many as it sends; expert tensor parallelism gathers etp ranks' copies.
+  return MoeRoutedTokens(key) * static_cast<double>(key.top_k) *
+         static_cast<double>(std::max<int64_t>(1, key.expert_tensor_parallel)) *
+         static_cast<double>(key.expert_load_permille) / 1000.0;
+}
+
+double CausalAttentionFlops(const OperatorKey& key, double qk_dim, double v_dim, bool backward) {
+  const double c = static_cast<double>(std::max<int64_t>(1, key.context_parallel));
+  const double s = static_cast<double>(key.seq);
+  const double heads_local =
+      static_cast<double>(key.heads) / static_cast<double>(key.tensor_parallel);
+  const double forward =
+      (s / c) * s * static_cast<double>(key.micro_batch) * heads_local * (qk_dim + v_dim);
+  return backward ? 2.5 * forward : forward;
+}
+
+void MoeKernels(KernelSequence& seq, const OperatorKey& key) {
+  const bool fp8 = key.dtype == DType::kFp8;
+  const MoeShape x(key);
+  if (key.op == OperatorKind::kMoeFwd) {
+    MoeForward(seq, fp8, x, key);
+  } else {
+    MoeBackward(seq, fp8, x, key);
+  }
+}
+
+void MlaKernels(KernelSequence& seq, const OperatorKey& key) {
+  const bool fp8 = key.dtype == DType::kFp8;
+  const MlaShape x(key);
+  if (key.op == OperatorKind::kAttentionFwd) {
+    MlaForward(seq, fp8, x, key);
+  } else {
+    MlaBackward(seq, fp8, x, key);
+  }
+}
+
+}  // namespace vtrain::internal

@@ -1,0 +1,284 @@
+#include "core/spec/moe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+
+namespace vtrain {
+namespace {
+
+constexpr int64_t kMaxExperts = 1 << 16;
+constexpr int64_t kMaxFfn = 1 << 20;
+constexpr int64_t kMaxHeadDim = 4096;
+constexpr int64_t kMaxLoraRank = 1 << 16;
+constexpr int64_t kMaxSharedExperts = 64;
+constexpr int64_t kMaxMtpLayers = 16;
+constexpr int64_t kMaxParallel = 1 << 20;
+constexpr double kMaxCapacityFactor = 64;
+constexpr double kMaxRoutingSigma = 4;
+
+// Collects "field=value must ..." messages.
+class Problems {
+ public:
+  explicit Problems(std::vector<std::string>& out) : out_(out) {}
+  bool InRange(absl::string_view field, int64_t value, int64_t lo, int64_t hi,
+               absl::string_view fix) {
+    if (value >= lo && value <= hi) return true;
+    Add(absl::StrCat(field, "=", value, " must be in [", lo, ", ", hi, "]; ", fix));
+    return false;
+  }
+  void Add(std::string message) { out_.push_back(std::move(message)); }
+
+ private:
+  std::vector<std::string>& out_;
+};
+
+// Fields that only mean something with experts: refused when set without.
+void CheckDenseModelHasNoMoeFields(const Job& job, Problems& p) {
+  const MoeSpec& moe = job.model.moe;
+  const struct {
+    const char* field;
+    int64_t value;
+  } unused[] = {{"model.moe.top_k", moe.top_k},
+                {"model.moe.expert_ffn", moe.expert_ffn},
+                {"model.moe.shared_experts", moe.shared_experts},
+                {"model.moe.shared_expert_ffn", moe.shared_expert_ffn},
+                {"model.moe.dense_layers", moe.dense_layers},
+                {"plan.expert_parallel", job.plan.expert_parallel - 1},
+                {"plan.expert_tensor_parallel", job.plan.expert_tensor_parallel - 1}};
+  for (const auto& u : unused) {
+    if (u.value != 0) {
+      p.Add(absl::StrCat(u.field,
+                         " is set but model.moe.num_experts=0 (a dense model); set "
+                         "--num-experts or leave it out"));
+    }
+  }
+  if (moe.layer_freq != 1) {
+    p.Add(
+        "model.moe.layer_freq is set but model.moe.num_experts=0; set --num-experts or leave it "
+        "out");
+  }
+  if (job.plan.moe.capacity_factor != 0 || job.plan.moe.routing_sigma != 0) {
+    p.Add(
+        "plan.capacity_factor and plan.routing_sigma need a MoE model (model.moe.num_experts > "
+        "0); leave them out for a dense model");
+  }
+}
+
+void CheckExperts(const Job& job, Problems& p) {
+  const ModelSpec& m = job.model;
+  const MoeSpec& moe = m.moe;
+  const ParallelPlan& plan = job.plan;
+  if (m.arch != Architecture::kLlama) {
+    p.Add(
+        "model.moe.num_experts needs model.arch=llama (MoE layers are SwiGLU experts with "
+        "RMSNorm); set --arch llama");
+  }
+  const bool experts_ok = p.InRange("model.moe.num_experts", moe.num_experts, 1, kMaxExperts,
+                                    "use the routed expert count");
+  if (experts_ok) {
+    p.InRange("model.moe.top_k", moe.top_k, 1, moe.num_experts,
+              "each token uses between 1 and num_experts experts (--moe-top-k)");
+  }
+  const bool ffn_ok = p.InRange("model.moe.expert_ffn", moe.expert_ffn, 1, kMaxFfn,
+                                "give each expert's FFN width (--moe-ffn)");
+  p.InRange("model.moe.shared_experts", moe.shared_experts, 0, kMaxSharedExperts,
+            "use 0 or a few shared experts (--shared-experts)");
+  const bool shared_ok = p.InRange("model.moe.shared_expert_ffn", moe.shared_expert_ffn, 0, kMaxFfn,
+                                   "use 0 for the expert width (--shared-expert-ffn)");
+  const bool layers_ok = m.num_layers >= 1 && m.num_layers <= 100'000;
+  if (layers_ok) {
+    p.InRange("model.moe.dense_layers", moe.dense_layers, 0, m.num_layers - 1,
+              "at least one layer must be a MoE layer (--dense-layers)");
+    p.InRange("model.moe.layer_freq", moe.layer_freq, 1, m.num_layers,
+              "every layer_freq-th layer is a MoE layer (--moe-layer-freq)");
+    if (moe.dense_layers >= 0 && moe.layer_freq >= 1 && moe.dense_layers < m.num_layers &&
+        moe.layer_freq <= m.num_layers && m.MoeLayersIn(0, m.num_layers) == 0) {
+      p.Add(absl::StrCat("model.moe.dense_layers=", moe.dense_layers,
+                         " with model.moe.layer_freq=", moe.layer_freq,
+                         " leaves no MoE layer among the ", m.num_layers, "; lower either"));
+    }
+  }
+  const bool ep_ok = p.InRange("plan.expert_parallel", plan.expert_parallel, 1, kMaxParallel,
+                               "use a degree that divides the experts (--ep)");
+  const bool etp_ok = p.InRange("plan.expert_tensor_parallel", plan.expert_tensor_parallel, 1,
+                                kMaxParallel, "use 1 or a small degree (--etp)");
+  if (experts_ok && ep_ok && moe.num_experts % plan.expert_parallel != 0) {
+    p.Add(absl::StrCat("plan.expert_parallel=", plan.expert_parallel,
+                       " does not divide model.moe.num_experts=", moe.num_experts,
+                       "; each EP rank must hold a whole number of experts"));
+  }
+  if (ffn_ok && etp_ok && moe.expert_ffn % plan.expert_tensor_parallel != 0) {
+    p.Add(absl::StrCat("plan.expert_tensor_parallel=", plan.expert_tensor_parallel,
+                       " does not divide model.moe.expert_ffn=", moe.expert_ffn,
+                       "; use an expert tensor-parallel degree that divides the expert width"));
+  }
+  const int64_t t = plan.tensor_parallel;
+  if (shared_ok && t >= 1 && moe.shared_width() % t != 0) {
+    p.Add(absl::StrCat("plan.tensor_parallel=", t, " does not divide the shared experts' width ",
+                       moe.shared_width(), "; use a degree that divides it"));
+  }
+  // Parallel folding (Megatron-Core): the experts' etp * ep * edp grid covers
+  // the same t * c * d ranks of a stage as attention.
+  const int64_t tcd = t * plan.context_parallel * plan.data_parallel;
+  const bool sizes_ok = ep_ok && etp_ok && t >= 1 && plan.context_parallel >= 1 &&
+                        plan.data_parallel >= 1 && tcd <= (int64_t{1} << 40);
+  const int64_t grid = sizes_ok ? plan.expert_parallel * plan.expert_tensor_parallel : 0;
+  if (sizes_ok && grid > tcd) {
+    p.Add(absl::StrCat("plan.expert_parallel * plan.expert_tensor_parallel = ", grid,
+                       " exceeds the ", tcd,
+                       " ranks of a pipeline stage (tensor * context * data parallel); lower "
+                       "--ep/--etp or raise --dp"));
+  } else if (sizes_ok && tcd % grid != 0) {
+    p.Add(
+        absl::StrCat("plan.expert_parallel * plan.expert_tensor_parallel = ", plan.expert_parallel,
+                     " * ", plan.expert_tensor_parallel, " does not divide the ", tcd,
+                     " ranks of a pipeline stage (tensor * context * data parallel); "
+                     "choose ep and etp whose product divides them"));
+  }
+  // megatron/training/arguments.py: expert and tensor parallelism together
+  // need sequence parallelism.
+  if (t > 1 && plan.expert_parallel > 1 && !plan.sequence_parallel) {
+    p.Add(absl::StrCat("plan.expert_parallel=", plan.expert_parallel,
+                       " with plan.tensor_parallel=", t,
+                       " needs plan.sequence_parallel, as Megatron-Core requires; add "
+                       "--sequence-parallel"));
+  }
+  if (!(plan.moe.capacity_factor == 0 ||
+        (plan.moe.capacity_factor >= 1.0 / 64 && plan.moe.capacity_factor <= kMaxCapacityFactor))) {
+    p.Add(absl::StrCat("plan.capacity_factor=", plan.moe.capacity_factor,
+                       " must be 0 (dropless) or in [1/64, ", kMaxCapacityFactor, "], e.g. 1.25"));
+  }
+  if (!(plan.moe.routing_sigma >= 0 && plan.moe.routing_sigma <= kMaxRoutingSigma)) {
+    p.Add(absl::StrCat("plan.routing_sigma=", plan.moe.routing_sigma, " must be in [0, ",
+                       kMaxRoutingSigma, "]; use --routing balanced or lognormal:0.5"));
+  }
+}
+
+void CheckAttention(const ModelSpec& m, Problems& p) {
+  p.InRange("model.head_dim", m.head_dim, 0, kMaxHeadDim,
+            "use 0 for hidden_size / num_heads, or the model card's head_dim");
+  p.InRange("model.mtp_layers", m.mtp_layers, 0, kMaxMtpLayers,
+            "use 0 or the model's multi-token-prediction depth");
+  if ((m.head_dim != 0 || m.mtp_layers != 0) && m.arch != Architecture::kLlama) {
+    p.Add("model.head_dim and model.mtp_layers need model.arch=llama; set --arch llama");
+  }
+  const MlaDims& a = m.mla;
+  if (m.attention != AttentionKind::kMla) {
+    if (a.q_lora_rank != 0 || a.kv_lora_rank != 0 || a.rope_head_dim != 0 ||
+        a.value_head_dim != 0) {
+      p.Add(
+          "model.mla dimensions are set but model.attention is not mla; set --attention mla "
+          "or leave the --mla-* flags out");
+    }
+    return;
+  }
+  if (m.arch != Architecture::kLlama) {
+    p.Add("model.attention=mla needs model.arch=llama; set --arch llama");
+  }
+  p.InRange("model.mla.q_lora_rank", a.q_lora_rank, 0, kMaxLoraRank,
+            "use 0 for uncompressed queries (--mla-q-lora-rank)");
+  p.InRange("model.mla.kv_lora_rank", a.kv_lora_rank, 1, kMaxLoraRank,
+            "give the key/value latent width (--mla-kv-lora-rank)");
+  if (p.InRange("model.mla.rope_head_dim", a.rope_head_dim, 2, kMaxHeadDim,
+                "give the rotary part of a head (--mla-rope-dim)") &&
+      a.rope_head_dim % 2 != 0) {
+    p.Add(absl::StrCat("model.mla.rope_head_dim=", a.rope_head_dim,
+                       " must be even (rotary embeddings rotate pairs)"));
+  }
+  p.InRange("model.mla.value_head_dim", a.value_head_dim, 1, kMaxHeadDim,
+            "give the value head width (--mla-v-dim)");
+  if (m.num_kv_heads != 0 && m.num_kv_heads != m.num_heads) {
+    p.Add(absl::StrCat("model.num_kv_heads=", m.num_kv_heads,
+                       " does not apply to model.attention=mla (every head has its own keys and "
+                       "values from the latent); leave --kv-heads out"));
+  }
+}
+
+// SplitMix64 (Steele et al. 2014): a fixed, portable sequence, so the draws
+// are the same everywhere (std::normal_distribution is not).
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t Next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in (0, 1).
+  double Uniform() { return (static_cast<double>(Next() >> 11) + 0.5) / 9007199254740992.0; }
+  // Standard normal by Box-Muller (one of the pair).
+  double Normal() {
+    const double u = Uniform(), v = Uniform();
+    return std::sqrt(-2 * std::log(u)) * std::cos(6.283185307179586 * v);
+  }
+};
+
+}  // namespace
+
+void CheckMoeFields(const Job& job, std::vector<std::string>& problems) {
+  Problems p(problems);
+  CheckAttention(job.model, p);
+  if (job.model.moe.num_experts == 0) {
+    CheckDenseModelHasNoMoeFields(job, p);
+    return;
+  }
+  CheckExperts(job, p);
+}
+
+int64_t ExpertDataParallel(const ParallelPlan& plan) {
+  const int64_t tcd = plan.tensor_parallel * plan.context_parallel * plan.data_parallel;
+  return std::max<int64_t>(1, tcd / (plan.expert_parallel * plan.expert_tensor_parallel));
+}
+
+ExpertLoad ExpectedExpertLoad(const ModelSpec& model, const ParallelPlan& plan) {
+  ExpertLoad out;
+  const int64_t experts = model.moe.num_experts, ep = plan.expert_parallel;
+  const double sigma = plan.moe.routing_sigma, cap = plan.moe.capacity_factor;
+  if (experts <= 0 || ep <= 0 || (sigma == 0 && (cap == 0 || cap >= 1))) return out;
+  if (sigma == 0) {  // balanced, every expert cut to the capacity
+    out.max_over_mean = cap;
+    out.kept = cap;
+    return out;
+  }
+  constexpr int kDraws = 128;
+  const int64_t local = experts / ep;
+  SplitMix64 rng{0x5EED0F7A11ULL};
+  std::vector<double> load(static_cast<size_t>(experts));
+  double max_sum = 0, kept_sum = 0;
+  for (int d = 0; d < kDraws; ++d) {
+    double total = 0;
+    for (double& l : load) {
+      l = std::exp(sigma * rng.Normal());
+      total += l;
+    }
+    // Normalised so that the mean expert takes 1 (the balanced load).
+    const double scale = static_cast<double>(experts) / total;
+    double kept = 0, busiest = 0;
+    for (int64_t r = 0; r < ep; ++r) {
+      double rank = 0;
+      for (int64_t e = r * local; e < (r + 1) * local; ++e) {
+        const double l = load[static_cast<size_t>(e)] * scale;
+        rank += cap > 0 ? std::min(l, cap) : l;
+      }
+      kept += rank;
+      busiest = std::max(busiest, rank);
+    }
+    max_sum += busiest / static_cast<double>(local);
+    kept_sum += kept / static_cast<double>(experts);
+  }
+  out.max_over_mean = max_sum / kDraws;
+  out.kept = kept_sum / kDraws;
+  return out;
+}
+
+double MoeTokensPerRank(const ModelSpec& model, const ParallelPlan& plan) {
+  const double tokens = static_cast<double>(plan.micro_batch) * static_cast<double>(model.seq_len) /
+                        static_cast<double>(plan.context_parallel);
+  return plan.sequence_parallel_active() ? tokens / static_cast<double>(plan.tensor_parallel)
+                                         : tokens;
+}
+
+}  // namespace vtrain

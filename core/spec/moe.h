@@ -1,0 +1,51 @@
+// Mixture-of-Experts rules and figures: the checks of a MoE job's fields as
+// Megatron-Core makes them, the expert groups' sizes under "parallel
+// folding", the tokens an expert-parallel rank computes, and the expected
+// load of the slowest rank under a routing distribution.
+#ifndef VTRAIN_CORE_SPEC_MOE_H_
+#define VTRAIN_CORE_SPEC_MOE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/spec/job.h"
+
+namespace vtrain {
+
+// Appends one message per violation of the MoE and MLA fields of `job`
+// (model.moe.*, model.mla.*, model.head_dim, model.mtp_layers,
+// plan.expert_parallel, plan.expert_tensor_parallel, plan.capacity_factor,
+// plan.routing_sigma), each naming the field and the fix. ValidateJob calls
+// it.
+void CheckMoeFields(const Job& job, std::vector<std::string>& problems);
+
+// edp: the ranks holding the same experts, t*c*d / (etp*ep) (Megatron-Core's
+// expert data-parallel group); at least 1.
+int64_t ExpertDataParallel(const ParallelPlan& plan);
+
+// The expected load of the busiest expert-parallel rank, and the routed
+// token copies kept after the capacity cut.
+struct ExpertLoad {
+  // The slowest EP rank's token copies over the mean rank's under balanced
+  // routing (1: balanced, dropless); it sets the pace of the grouped GEMMs and
+  // of the all-to-all.
+  double max_over_mean = 1;
+  // Kept copies / routed copies (1: dropless).
+  double kept = 1;
+};
+
+// Under plan.routing_sigma (log-normal per-expert loads of mean 1; 0:
+// balanced) and plan.capacity_factor (each expert keeps at most that multiple
+// of the mean; 0: dropless), over plan.expert_parallel ranks of
+// num_experts / ep experts each. Estimated from 128 deterministic draws
+// (the same numbers on every machine).
+ExpertLoad ExpectedExpertLoad(const ModelSpec& model, const ParallelPlan& plan);
+
+// Tokens one rank routes per micro-batch in a MoE layer: b * s / c, and / t
+// with sequence parallelism (each tensor-parallel rank routes its own slice).
+double MoeTokensPerRank(const ModelSpec& model, const ParallelPlan& plan);
+
+}  // namespace vtrain
+
+#endif  // VTRAIN_CORE_SPEC_MOE_H_
