@@ -41,19 +41,51 @@ std::string Duration(int64_t ns) {
   return absl::StrFormat("%.2f s", static_cast<double>(ns) * 1e-9);
 }
 
+// "; MoE 256 experts, top-8, 1 shared, ep 64 (37.6B active)" for a MoE model.
+std::string MoeText(const v1::PredictResponse& r) {
+  const v1::ModelSpec& m = r.model();
+  if (!m.has_moe() || m.moe().num_experts() == 0) return "";
+  std::string text = absl::StrFormat("\nmoe      %d experts, top-%d, expert ffn %d",
+                                     m.moe().num_experts(), m.moe().top_k(), m.moe().expert_ffn());
+  if (m.moe().shared_experts() > 0)
+    absl::StrAppend(&text, ", ", m.moe().shared_experts(), " shared");
+  if (m.moe().dense_layers() > 0) {
+    absl::StrAppend(&text, ", first ", m.moe().dense_layers(), " layers dense");
+  }
+  if (m.attention() == v1::ATTENTION_KIND_MLA) absl::StrAppend(&text, ", MLA");
+  if (m.mtp_layers() > 0) absl::StrAppend(&text, ", ", m.mtp_layers(), " MTP");
+  const v1::ParallelPlan& q = r.plan();
+  absl::StrAppend(
+      &text, absl::StrFormat("; ep=%d etp=%d, %s dispatch%s; %s active parameters",
+                             std::max<int64_t>(1, q.expert_parallel()),
+                             std::max<int64_t>(1, q.expert_tensor_parallel()),
+                             q.moe_dispatcher() == v1::MOE_DISPATCHER_UNSPECIFIED
+                                 ? "alltoall"
+                                 : EnumName(q.moe_dispatcher()),
+                             q.moe_overlap() ? " overlapped" : "", Human(r.active_parameters())));
+  absl::StrAppend(&text,
+                  absl::StrFormat("\nrouting  %s: busiest EP rank %.2fx the mean load, "
+                                  "%.1f%% of token copies kept",
+                                  q.has_routing_sigma()
+                                      ? absl::StrFormat("log-normal sigma %.2f", q.routing_sigma())
+                                      : std::string("balanced"),
+                                  r.expert_load_max_over_mean(), 100 * r.expert_tokens_kept()));
+  return text;
+}
+
 std::string ModelLine(const v1::PredictResponse& r) {
   const v1::ModelSpec& m = r.model();
   const bool gpt = m.arch() == v1::ARCHITECTURE_UNSPECIFIED || m.arch() == v1::ARCHITECTURE_GPT;
   return absl::StrFormat(
       "model    %s%s: %d layers, hidden %d, %d heads%s, seq %d, vocab %d, ffn %d (%s "
-      "parameters)\n",
+      "parameters)%s\n",
       m.preset().empty() ? "custom" : m.preset(),
       gpt ? "" : absl::StrCat(" (", EnumName(m.arch()), ")"), m.num_layers(), m.hidden_size(),
       m.num_heads(),
       m.has_num_kv_heads() && m.num_kv_heads() != m.num_heads()
           ? absl::StrCat(" (", m.num_kv_heads(), " kv)")
           : "",
-      m.seq_len(), m.vocab_size(), m.ffn_hidden_size(), Human(r.model_parameters()));
+      m.seq_len(), m.vocab_size(), m.ffn_hidden_size(), Human(r.model_parameters()), MoeText(r));
 }
 
 // Every option of the plan, those at their defaults only when they are part

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/spec/moe.h"
 #include "proto/enum_convert.h"
 #include "proto/job_convert.h"
 
@@ -39,6 +40,12 @@ void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse*
   out->set_num_micro_batches(p.num_micro_batches);
   out->set_mfu(p.mfu);
   out->set_model_parameters(ModelParameterCount(job.model));
+  out->set_active_parameters(ActiveParameterCount(job.model));
+  if (job.model.is_moe()) {
+    const ExpertLoad load = ExpectedExpertLoad(job.model, job.plan);
+    out->set_expert_load_max_over_mean(load.max_over_mean);
+    out->set_expert_tokens_kept(load.kept);
+  }
   if (job.plan.dtype == DType::kFp8 && job.cluster.gpu.peak_bf16_flops_per_s > 0) {
     out->set_mfu_bf16_peak(p.mfu * job.cluster.gpu.peak_fp8_flops_per_s /
                            job.cluster.gpu.peak_bf16_flops_per_s);
