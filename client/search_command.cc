@@ -102,12 +102,14 @@ absl::StatusOr<v1::SearchResult> SearchRemotely(
   return *result;
 }
 
-// " c=2 V=2 sp shard=optimizer": the training options that are not plain.
+// " c=2 V=2 sp ep=8 shard=optimizer": the training options that are not plain.
 std::string OptionsTag(const v1::ParallelPlan& q) {
   std::string out;
   if (q.context_parallel() > 1) absl::StrAppend(&out, " c=", q.context_parallel());
   if (q.virtual_stages() > 1) absl::StrAppend(&out, " V=", q.virtual_stages());
   if (q.sequence_parallel()) absl::StrAppend(&out, " sp");
+  if (q.expert_parallel() > 1) absl::StrAppend(&out, " ep=", q.expert_parallel());
+  if (q.expert_tensor_parallel() > 1) absl::StrAppend(&out, " etp=", q.expert_tensor_parallel());
   const DataParallelSharding sharding =
       convert::FromProto(q.data_parallel_sharding()).value_or(DataParallelSharding::kNone);
   if (sharding != DataParallelSharding::kNone) {
