@@ -56,6 +56,79 @@ std::string KeyText(const v1::OperatorKey& k) {
 
 }  // namespace
 
+namespace {
+
+// One operator key of a set, every field checked against the ranges a job
+// may have; `where` names it in errors, `gpu` is the set's GPU.
+absl::StatusOr<OperatorKey> KeyFromProto(const v1::OperatorKey& k, const std::string& where,
+                                         const std::string& gpu) {
+  VTRAIN_ASSIGN_OR_RETURN(OperatorKind kind,
+                          RequiredFromProto(k.op(), absl::StrCat(where, ".key.op")));
+  VTRAIN_ASSIGN_OR_RETURN(DType dtype,
+                          FromProtoOr(k.dtype(), DType::kFp16, absl::StrCat(where, ".key.dtype")));
+  VTRAIN_ASSIGN_OR_RETURN(Architecture arch, FromProtoOr(k.arch(), Architecture::kGpt,
+                                                         absl::StrCat(where, ".key.arch")));
+  // Every dimension non-negative and within the ranges a job may have
+  // (core/spec/job.cc), so a stored key can never be a shape no job has.
+  const struct {
+    const char* name;
+    int64_t value, max;
+  } dims[] = {{"hidden", k.hidden(), 1 << 18},
+              {"heads", k.heads(), 1 << 14},
+              {"ffn", k.ffn(), 1 << 20},
+              {"seq", k.seq(), 1 << 20},
+              {"micro_batch", k.micro_batch(), 1 << 16},
+              {"tensor_parallel", k.tensor_parallel(), 1 << 20},
+              {"vocab", k.vocab(), 1 << 24},
+              {"num_parameters", k.num_parameters(), int64_t{1} << 50},
+              {"context_parallel", k.context_parallel(), 1 << 20},
+              {"head_dim", k.head_dim(), 4096},
+              {"mla_q_lora", k.mla_q_lora(), 1 << 16},
+              {"mla_kv_lora", k.mla_kv_lora(), 1 << 16},
+              {"mla_rope", k.mla_rope(), 4096},
+              {"mla_v", k.mla_v(), 4096},
+              {"experts", k.experts(), 1 << 16},
+              {"top_k", k.top_k(), 1 << 16},
+              {"shared_ffn", k.shared_ffn(), 1 << 26},
+              {"expert_parallel", k.expert_parallel(), 1 << 20},
+              {"expert_tensor_parallel", k.expert_tensor_parallel(), 1 << 20},
+              {"expert_load_permille", k.expert_load_permille(), 64000}};
+  for (const auto& d : dims) {
+    if (d.value < 0 || d.value > d.max) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".key.", d.name, "=", d.value, " must be in [0, ", d.max, "]"));
+    }
+  }
+  if (k.kv_heads() < 0 || k.kv_heads() > k.heads()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ".key.kv_heads=", k.kv_heads(),
+                                                   " must be in [0, key.heads=", k.heads(), "]"));
+  }
+  OperatorKey key =
+      MakeOperatorKey(k.gpu().empty() ? gpu : k.gpu(), dtype, kind, k.hidden(), k.heads(), k.ffn(),
+                      k.seq(), k.micro_batch(), std::max<int64_t>(1, k.tensor_parallel()),
+                      k.vocab(), k.num_parameters(), arch, k.kv_heads());
+  if (k.context_parallel() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where,
+                                                   ".key.context_parallel=", k.context_parallel(),
+                                                   " must be 0 (meaning 1) or positive"));
+  }
+  key = WithParallelSplits(std::move(key), k.sequence_parallel(),
+                           std::max<int64_t>(1, k.context_parallel()), k.attention_core_only());
+  LayerShape shape;
+  shape.head_dim = k.head_dim();
+  shape.mla = {k.mla_q_lora(), k.mla_kv_lora(), k.mla_rope(), k.mla_v()};
+  shape.experts = k.experts();
+  shape.top_k = k.top_k();
+  shape.shared_ffn = k.shared_ffn();
+  shape.expert_parallel = std::max<int64_t>(1, k.expert_parallel());
+  shape.expert_tensor_parallel = std::max<int64_t>(1, k.expert_tensor_parallel());
+  shape.expert_load_permille = k.expert_load_permille() == 0 ? 1000 : k.expert_load_permille();
+  key = WithLayerShape(std::move(key), shape);
+  return key;
+}
+
+}  // namespace
+
 absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
   ProfileSet set;
   set.name = in.name();
@@ -67,69 +140,7 @@ absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
   for (int i = 0; i < in.operators_size(); ++i) {
     const v1::OperatorProfile& op = in.operators(i);
     const std::string where = absl::StrCat("profile_set.operators[", i, "]");
-    const v1::OperatorKey& k = op.key();
-    VTRAIN_ASSIGN_OR_RETURN(OperatorKind kind,
-                            RequiredFromProto(k.op(), absl::StrCat(where, ".key.op")));
-    VTRAIN_ASSIGN_OR_RETURN(
-        DType dtype, FromProtoOr(k.dtype(), DType::kFp16, absl::StrCat(where, ".key.dtype")));
-    VTRAIN_ASSIGN_OR_RETURN(Architecture arch, FromProtoOr(k.arch(), Architecture::kGpt,
-                                                           absl::StrCat(where, ".key.arch")));
-    // Every dimension non-negative and within the ranges a job may have
-    // (core/spec/job.cc), so a stored key can never be a shape no job has.
-    const struct {
-      const char* name;
-      int64_t value, max;
-    } dims[] = {{"hidden", k.hidden(), 1 << 18},
-                {"heads", k.heads(), 1 << 14},
-                {"ffn", k.ffn(), 1 << 20},
-                {"seq", k.seq(), 1 << 20},
-                {"micro_batch", k.micro_batch(), 1 << 16},
-                {"tensor_parallel", k.tensor_parallel(), 1 << 20},
-                {"vocab", k.vocab(), 1 << 24},
-                {"num_parameters", k.num_parameters(), int64_t{1} << 50},
-                {"context_parallel", k.context_parallel(), 1 << 20},
-                {"head_dim", k.head_dim(), 4096},
-                {"mla_q_lora", k.mla_q_lora(), 1 << 16},
-                {"mla_kv_lora", k.mla_kv_lora(), 1 << 16},
-                {"mla_rope", k.mla_rope(), 4096},
-                {"mla_v", k.mla_v(), 4096},
-                {"experts", k.experts(), 1 << 16},
-                {"top_k", k.top_k(), 1 << 16},
-                {"shared_ffn", k.shared_ffn(), 1 << 26},
-                {"expert_parallel", k.expert_parallel(), 1 << 20},
-                {"expert_tensor_parallel", k.expert_tensor_parallel(), 1 << 20},
-                {"expert_load_permille", k.expert_load_permille(), 64000}};
-    for (const auto& d : dims) {
-      if (d.value < 0 || d.value > d.max) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ".key.", d.name, "=", d.value, " must be in [0, ", d.max, "]"));
-      }
-    }
-    if (k.kv_heads() < 0 || k.kv_heads() > k.heads()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ".key.kv_heads=", k.kv_heads(),
-                                                     " must be in [0, key.heads=", k.heads(), "]"));
-    }
-    OperatorKey key = MakeOperatorKey(k.gpu().empty() ? set.gpu : k.gpu(), dtype, kind, k.hidden(),
-                                      k.heads(), k.ffn(), k.seq(), k.micro_batch(),
-                                      std::max<int64_t>(1, k.tensor_parallel()), k.vocab(),
-                                      k.num_parameters(), arch, k.kv_heads());
-    if (k.context_parallel() < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(where,
-                                                     ".key.context_parallel=", k.context_parallel(),
-                                                     " must be 0 (meaning 1) or positive"));
-    }
-    key = WithParallelSplits(std::move(key), k.sequence_parallel(),
-                             std::max<int64_t>(1, k.context_parallel()), k.attention_core_only());
-    LayerShape shape;
-    shape.head_dim = k.head_dim();
-    shape.mla = {k.mla_q_lora(), k.mla_kv_lora(), k.mla_rope(), k.mla_v()};
-    shape.experts = k.experts();
-    shape.top_k = k.top_k();
-    shape.shared_ffn = k.shared_ffn();
-    shape.expert_parallel = std::max<int64_t>(1, k.expert_parallel());
-    shape.expert_tensor_parallel = std::max<int64_t>(1, k.expert_tensor_parallel());
-    shape.expert_load_permille = k.expert_load_permille() == 0 ? 1000 : k.expert_load_permille();
-    key = WithLayerShape(std::move(key), shape);
+    VTRAIN_ASSIGN_OR_RETURN(OperatorKey key, KeyFromProto(op.key(), where, set.gpu));
     OperatorProfile profile;
     profile.fidelity = Fidelity::kMeasured;
     if (op.kernels_size() == 0) {

@@ -42,6 +42,10 @@ TEST(MoeCliTest, PredictPrintsTheExpertLayoutAndRouting) {
   EXPECT_THAT(r.out, HasSubstr("moe      256 experts, top-8, expert ffn 2048, 1 shared, first 3 "
                                "layers dense, MLA, 1 MTP; ep=32 etp=1, alltoall dispatch"));
   EXPECT_THAT(r.out, HasSubstr("routing  log-normal sigma 0.50: busiest EP rank"));
+  const auto flex =
+      RunVtrainctlInProcess(Deepseek({"--moe-dispatcher", "flex", "--moe-overlap", "on"}));
+  ASSERT_EQ(flex.code, common::kExitOk) << flex.err;
+  EXPECT_THAT(flex.out, HasSubstr("ep=32 etp=1, flex dispatch overlapped"));
 }
 
 TEST(MoeCliTest, BadMoeFlagsAreRefusedNamingTheField) {
