@@ -43,8 +43,7 @@ std::string ChunkSignature(const Job& job, const StageEnds& ends) {
   if (!job.model.is_moe()) return signature;
   const int64_t n = LayersPerStage(job);
   for (int64_t l = 0; l < n; ++l) {
-    signature.push_back(ends.first_layer < 0 || job.model.IsMoeLayer(ends.first_layer + l) ? 'M'
-                                                                                           : 'D');
+    signature.push_back(job.model.IsMoeLayer(ends.first_layer + l) ? 'M' : 'D');
   }
   return signature;
 }

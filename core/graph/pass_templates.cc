@@ -66,8 +66,6 @@ class TemplateMaker {
   }
   // Whether layer `index` of the chunk is a MoE layer.
   bool IsMoe(int64_t first_layer, int64_t index) const {
-    if (!model_.is_moe()) return false;
-    if (first_layer < 0) return true;  // a chunk of MoE layers only
     return model_.IsMoeLayer(first_layer + index);
   }
   // A MoE layer's FFN block: the shared experts' tensor-parallel
@@ -76,9 +74,7 @@ class TemplateMaker {
   // micro-batch's compute of the layer (Megatron's 1F1B A2A overlap) and only
   // what that does not cover blocks the stream.
   void MoeBlock(TemplateWriter& w, const ResolvedOperator& op, double layer_ns) {
-    if (shared_tp_) {
-      if (sp_) w.TensorParallel(gather_ns_, gather_label_);
-    }
+    if (shared_tp_ && sp_) w.TensorParallel(gather_ns_, gather_label_);
     double exchange = moe_exchange_ns_;
     if (plan_.moe.overlap) exchange = std::max(0.0, exchange - layer_ns);
     w.Operator(op);
@@ -91,14 +87,7 @@ class TemplateMaker {
   // The parameters of the chunk's layers (and of the MTP modules on the last
   // stage), split as tensor and expert parallelism divide them.
   LayerParameters ChunkParameters(StageEnds ends) const {
-    LayerParameters p;
-    if (ends.first_layer >= 0 || !model_.is_moe()) {
-      p = LayerParametersIn(model_, std::max<int64_t>(0, ends.first_layer), layers_per_stage_);
-    } else {
-      const double n = static_cast<double>(layers_per_stage_);
-      p.dense = n * MoeLayerDenseParameterCount(model_);
-      p.experts = n * MoeLayerExpertParameterCount(model_);
-    }
+    LayerParameters p = LayerParametersIn(model_, ends.first_layer, layers_per_stage_);
     if (ends.has_logit && model_.mtp_layers > 0) {
       const LayerParameters last = LayerParametersIn(model_, model_.num_layers - 1, 1);
       const double h = static_cast<double>(model_.hidden_size);

@@ -80,10 +80,8 @@ struct StageTemplates {
 struct StageEnds {
   bool has_embedding = false;
   bool has_logit = false;
-  // The chunk's first layer (which of its layers are MoE layers depends on
-  // it); -1: a chunk of MoE layers only where the model has any (the
-  // model's layers past its dense ones).
-  int64_t first_layer = -1;
+  // The chunk's first layer (which of its layers are MoE layers depends on it).
+  int64_t first_layer = 0;
 };
 
 // The ends and first layer of virtual stage `vs` (chunk * p + stage).
