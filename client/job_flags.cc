@@ -54,6 +54,11 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "cp", [&](int64_t v) { plan.set_context_parallel(v); }));
   VTRAIN_RETURN_IF_ERROR(
       SetInt(flags, "virtual-stages", [&](int64_t v) { plan.set_virtual_stages(v); }));
+  if (auto layout = flags.Get("pipeline-layout")) plan.set_pipeline_layout(*layout);
+  VTRAIN_RETURN_IF_ERROR(
+      SetInt(flags, "first-stage-layers", [&](int64_t v) { plan.set_first_stage_layers(v); }));
+  VTRAIN_RETURN_IF_ERROR(
+      SetInt(flags, "last-stage-layers", [&](int64_t v) { plan.set_last_stage_layers(v); }));
   if (auto sp = flags.Get("sequence-parallel")) {
     if (*sp != "on" && *sp != "off") {
       return absl::InvalidArgumentError(absl::StrCat("plan.sequence_parallel='", *sp,
@@ -95,9 +100,26 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
 
 // The request in -f FILE or --vtrain-config FILE.
 absl::StatusOr<v1::PredictRequest> RequestFromFile(const common::FlagParser& flags) {
-  for (const char* other : {"model", "layers", "hidden", "heads", "seq-len", "arch", "kv-heads",
-                            "gpus", "tp", "pp", "dp", "micro-batch", "global-batch", "cp",
-                            "virtual-stages", "sequence-parallel", "data-parallel-sharding"}) {
+  for (const char* other : {"model",
+                            "layers",
+                            "hidden",
+                            "heads",
+                            "seq-len",
+                            "arch",
+                            "kv-heads",
+                            "gpus",
+                            "tp",
+                            "pp",
+                            "dp",
+                            "micro-batch",
+                            "global-batch",
+                            "cp",
+                            "virtual-stages",
+                            "sequence-parallel",
+                            "data-parallel-sharding",
+                            "pipeline-layout",
+                            "first-stage-layers",
+                            "last-stage-layers"}) {
     if (flags.Has(other)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", other, " cannot be combined with a job file; put it in the file"));
@@ -178,6 +200,11 @@ void AddJobFlags(common::FlagParser& p) {
   p.AddValue("data-parallel-sharding", "S",
              "none, optimizer (distributed optimizer / ZeRO-1) or full (FSDP), default none");
   p.AddValue("virtual-stages", "V", "model chunks per GPU for interleaved 1F1B (default 1)");
+  p.AddValue("pipeline-layout", "L",
+             "auto (default: even, else Megatron-style lighter ends) or a layout in Megatron's "
+             "notation, e.g. 'Et*3|(tt|)*29m|L' (see docs/pipeline-layout.md)");
+  p.AddValue("first-stage-layers", "N", "decoder layers on the first pipeline stage");
+  p.AddValue("last-stage-layers", "N", "decoder layers on the last pipeline stage");
   p.AddValue("gradient-bucketing", "on|off", "overlap DP all-reduce with backward (default off)");
   p.AddValue("bucket-size", "SIZE", "gradient bucket size, e.g. 25MiB (default 25MiB)");
   p.AddValue("dtype", "T", "fp16, bf16 or fp8 (fp8: H100/H200/B200; default fp16)");

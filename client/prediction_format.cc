@@ -1,6 +1,7 @@
 #include "client/prediction_format.h"
 
 #include <algorithm>
+#include <functional>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -105,11 +106,20 @@ std::string PlanLine(const v1::PredictResponse& r) {
       q.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_NONE) {
     absl::StrAppend(&extras, ", sharding ", EnumName(q.data_parallel_sharding()));
   }
+  // An uneven pipeline layout gets a line of its own, in Megatron's notation.
+  bool uneven = false;
+  for (const v1::StageBreakdown& s : r.stages()) {
+    for (int64_t n : s.chunk_num_layers()) {
+      uneven = uneven || r.stages(0).chunk_num_layers_size() == 0 ||
+               n != r.stages(0).chunk_num_layers(0);
+    }
+  }
   return absl::StrFormat(
       "plan     %s, micro-batch %d, global batch %d (%d micro-batches), %s%s, recompute %s, %s, "
-      "bucketing %s\n",
+      "bucketing %s\n%s",
       degrees, q.micro_batch(), q.global_batch(), r.num_micro_batches(), EnumName(q.schedule()),
-      extras, EnumName(q.recompute()), EnumName(q.dtype()), q.gradient_bucketing() ? "on" : "off");
+      extras, EnumName(q.recompute()), EnumName(q.dtype()), q.gradient_bucketing() ? "on" : "off",
+      uneven ? absl::StrCat("layout   ", r.pipeline_layout(), " (uneven)\n") : "");
 }
 
 std::string ClusterLines(const v1::PredictResponse& r) {
@@ -179,14 +189,26 @@ std::string TimeLines(const v1::PredictResponse& r) {
 // A stage's layers: "0-5", or with interleaving its chunks ("0-1,8-9") or,
 // past four chunks, "6 x 2 layers".
 std::string StageLayers(const v1::StageBreakdown& s, int64_t pipeline_parallel) {
+  auto range = [](int64_t first, int64_t n) {
+    return n == 0 ? std::string("-") : absl::StrCat(first, "-", first + n - 1);
+  };
   const int64_t chunks = std::max<int64_t>(1, s.chunks());
-  if (chunks == 1) return absl::StrCat(s.first_layer(), "-", s.first_layer() + s.num_layers() - 1);
-  const int64_t per = s.layers_per_chunk();
-  if (chunks > 4) return absl::StrCat(chunks, " x ", per, " layers");
+  if (chunks == 1) return range(s.first_layer(), s.num_layers());
+  const bool listed = s.chunk_num_layers_size() == chunks && s.chunk_first_layers_size() == chunks;
+  if (chunks > 4) {
+    if (!listed || std::adjacent_find(s.chunk_num_layers().begin(), s.chunk_num_layers().end(),
+                                      std::not_equal_to<>()) == s.chunk_num_layers().end()) {
+      return absl::StrCat(chunks, " x ", listed ? s.chunk_num_layers(0) : s.layers_per_chunk(),
+                          " layers");
+    }
+    return absl::StrCat(s.num_layers(), " in ", chunks);
+  }
   std::string out;
   for (int64_t k = 0; k < chunks; ++k) {
-    const int64_t first = (k * pipeline_parallel + s.stage()) * per;
-    absl::StrAppend(&out, k > 0 ? "," : "", first, "-", first + per - 1);
+    const int64_t per = listed ? s.chunk_num_layers(k) : s.layers_per_chunk();
+    const int64_t first =
+        listed ? s.chunk_first_layers(k) : (k * pipeline_parallel + s.stage()) * per;
+    absl::StrAppend(&out, k > 0 ? "," : "", range(first, per));
   }
   return out;
 }

@@ -3,10 +3,12 @@
 #include <cmath>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/spec/pipeline_layout.h"
 #include "core/util/status_macros.h"
 #include "proto/enum_convert.h"
 #include "proto/moe_convert.h"
@@ -104,6 +106,25 @@ absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& c) {
 
 namespace {
 
+// plan.pipeline_layout, plan.first_stage_layers and plan.last_stage_layers.
+void LayoutFromProto(const v1::ParallelPlan& p, ParallelPlan& plan,
+                     std::vector<std::string>& problems) {
+  CheckGiven(p.has_first_stage_layers(), p.first_stage_layers(), "plan.first_stage_layers",
+             "--first-stage-layers", problems);
+  CheckGiven(p.has_last_stage_layers(), p.last_stage_layers(), "plan.last_stage_layers",
+             "--last-stage-layers", problems);
+  if (p.has_first_stage_layers()) plan.layout.first_stage_layers = p.first_stage_layers();
+  if (p.has_last_stage_layers()) plan.layout.last_stage_layers = p.last_stage_layers();
+  if (p.pipeline_layout().empty() || p.pipeline_layout() == "auto") return;
+  absl::StatusOr<std::vector<ChunkContent>> chunks =
+      ParsePipelineLayout(p.pipeline_layout(), "plan.pipeline_layout (--pipeline-layout)");
+  if (chunks.ok()) {
+    plan.layout.chunks = *std::move(chunks);
+  } else {
+    problems.emplace_back(chunks.status().message());
+  }
+}
+
 // The plan's defaults; d comes from the GPU count when not given.
 absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
   std::vector<std::string> problems;
@@ -178,6 +199,7 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
                    "plan.data_parallel_sharding"),
        plan.data_parallel_sharding);
   MoePlanFromProto(p, plan, problems);
+  LayoutFromProto(p, plan, problems);
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
   return absl::OkStatus();
 }
@@ -245,6 +267,16 @@ v1::PredictRequest JobToProto(const Job& job) {
   p->set_data_parallel_sharding(ToProto(job.plan.data_parallel_sharding));
   p->set_virtual_stages(job.plan.virtual_stages);
   MoePlanToProto(job.plan, *p);
+  const PipelineLayout& layout = job.plan.layout;
+  if (layout.first_stage_layers > 0) p->set_first_stage_layers(layout.first_stage_layers);
+  if (layout.last_stage_layers > 0) p->set_last_stage_layers(layout.last_stage_layers);
+  if (!layout.chunks.empty()) {
+    std::vector<ChunkLayers> chunks;
+    for (const ChunkContent& c : layout.chunks) {
+      chunks.push_back(ChunkLayers{0, c.layers, c.mtp_layers, c.embedding, c.loss});
+    }
+    p->set_pipeline_layout(FormatPipelineLayout(chunks));
+  }
   return r;
 }
 

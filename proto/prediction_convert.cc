@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/spec/moe.h"
+#include "core/spec/pipeline_layout.h"
 #include "proto/enum_convert.h"
 #include "proto/job_convert.h"
 
@@ -12,6 +14,9 @@ namespace vtrain::convert {
 void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse* out) {
   out->set_iteration_time_ms(p.iteration_time_ms());
   out->set_iteration_time_ns(p.iteration_time_ns);
+  const absl::StatusOr<std::vector<ChunkLayers>> layout = ResolvePipelineLayout(job);
+  if (layout.ok()) out->set_pipeline_layout(FormatPipelineLayout(*layout));
+  const int64_t pp = job.plan.pipeline_parallel;
   for (const StageBreakdown& s : p.stages) {
     v1::StageBreakdown* b = out->add_stages();
     b->set_stage(s.stage);
@@ -25,6 +30,12 @@ void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse*
     b->set_parameters_per_gpu(s.parameters_per_gpu);
     b->set_chunks(job.plan.virtual_stages);
     b->set_layers_per_chunk(s.num_layers / std::max<int64_t>(1, job.plan.virtual_stages));
+    for (int64_t k = 0; layout.ok() && k < job.plan.virtual_stages; ++k) {
+      const size_t vs = static_cast<size_t>(k * pp + s.stage);
+      if (vs >= layout->size()) break;
+      b->add_chunk_first_layers((*layout)[vs].first_layer);
+      b->add_chunk_num_layers((*layout)[vs].num_layers);
+    }
     const size_t i = static_cast<size_t>(out->stages_size() - 1);
     if (i < p.memory.stages.size()) {
       const StageMemory& sm = p.memory.stages[i];

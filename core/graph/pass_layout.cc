@@ -5,8 +5,10 @@
 #include <numeric>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "core/graph/pass_templates.h"
 #include "core/spec/moe.h"
+#include "core/spec/pipeline_layout.h"
 
 namespace vtrain::internal {
 
@@ -27,22 +29,24 @@ CommGroup DataParallelGroup(const Job& job) {
           CommUse::kDataParallel};
 }
 
-StageEnds ChunkEnds(const Job& job, int64_t vs) {
-  const int64_t chunks = job.plan.pipeline_parallel * job.plan.virtual_stages;
-  StageEnds ends;
-  ends.has_embedding = vs == 0;
-  ends.has_logit = vs == chunks - 1;
-  ends.first_layer = vs * LayersPerStage(job);
-  return ends;
+std::vector<StageEnds> JobChunks(const Job& job) {
+  absl::StatusOr<std::vector<ChunkLayers>> layout = ResolvePipelineLayout(job);
+  std::vector<StageEnds> chunks;
+  if (!layout.ok()) return chunks;  // not a valid job
+  chunks.reserve(layout->size());
+  for (const ChunkLayers& c : *layout) {
+    chunks.push_back(StageEnds{c.embedding, c.loss, c.first_layer, c.num_layers, c.mtp_layers});
+  }
+  return chunks;
 }
 
 std::string ChunkSignature(const Job& job, const StageEnds& ends) {
   std::string signature;
   signature.push_back(ends.has_embedding ? 'E' : '-');
   signature.push_back(ends.has_logit ? 'L' : '-');
+  absl::StrAppend(&signature, ends.num_layers, "/", ends.mtp_layers);
   if (!job.model.is_moe()) return signature;
-  const int64_t n = LayersPerStage(job);
-  for (int64_t l = 0; l < n; ++l) {
+  for (int64_t l = 0; l < ends.num_layers; ++l) {
     signature.push_back(job.model.IsMoeLayer(ends.first_layer + l) ? 'M' : 'D');
   }
   return signature;
@@ -107,10 +111,6 @@ Collective GradientCollective(const Job& job) {
   return job.plan.data_parallel_sharding == DataParallelSharding::kNone
              ? Collective::kAllReduce
              : Collective::kReduceScatter;
-}
-
-int64_t LayersPerStage(const Job& job) {
-  return job.model.num_layers / (job.plan.pipeline_parallel * job.plan.virtual_stages);
 }
 
 bool BucketsGradients(const Job& job) {

@@ -25,7 +25,6 @@ class TemplateMaker {
         t_(plan_.tensor_parallel),
         p_(plan_.pipeline_parallel),
         c_(plan_.context_parallel),
-        layers_per_stage_(LayersPerStage(job)),
         bucketing_(BucketsGradients(job)),
         sp_(plan_.sequence_parallel_active()),
         fsdp_(plan_.data_parallel_sharding == DataParallelSharding::kFull &&
@@ -84,14 +83,14 @@ class TemplateMaker {
     }
   }
   void PrepareMoe();
-  // The parameters of the chunk's layers (and of the MTP modules on the last
-  // stage), split as tensor and expert parallelism divide them.
+  // The parameters of the chunk's layers and MTP modules, split as tensor and
+  // expert parallelism divide them.
   LayerParameters ChunkParameters(StageEnds ends) const {
-    LayerParameters p = LayerParametersIn(model_, ends.first_layer, layers_per_stage_);
-    if (ends.has_logit && model_.mtp_layers > 0) {
+    LayerParameters p = LayerParametersIn(model_, ends.first_layer, ends.num_layers);
+    if (ends.mtp_layers > 0) {
       const LayerParameters last = LayerParametersIn(model_, model_.num_layers - 1, 1);
       const double h = static_cast<double>(model_.hidden_size);
-      const double mtp = static_cast<double>(model_.mtp_layers);
+      const double mtp = static_cast<double>(ends.mtp_layers);
       // Each module: a layer, the 2h -> h projection and two RMSNorms.
       p.dense += mtp * (last.dense + 2 * h * h + 2 * h);
       p.experts += mtp * last.experts;
@@ -165,7 +164,7 @@ class TemplateMaker {
   ProfileLookup& lookup_;
   const Granularity granularity_;
   LabelFn label_;
-  const int64_t t_, p_, c_, layers_per_stage_;
+  const int64_t t_, p_, c_;
   const bool bucketing_, sp_, fsdp_;
   const double activation_bytes_;
   const LayerShape shape_;
@@ -295,19 +294,19 @@ ActionTemplate TemplateMaker::Forward(StageEnds ends) {
       Block(w, mlp);
     }
   };
-  for (int64_t l = 0; l < layers_per_stage_; ++l) {
+  for (int64_t l = 0; l < ends.num_layers; ++l) {
     // The stage's first layer has nothing before it to hide its gather.
     ShardedLayer(w, fsdp_gather_ns_, l == 0 ? 0 : layer_ns);
     layer(IsMoe(ends.first_layer, l));
   }
+  // DeepSeek's multi-token prediction: each module one more layer (of the
+  // last layer's kind), then its own logit and loss.
+  for (int64_t i = 0; i < ends.mtp_layers; ++i) {
+    layer(model_.IsMoeLayer(model_.num_layers - 1));
+    w.Operator(Op(OperatorKind::kLogitFwd));
+    w.Operator(Op(OperatorKind::kLossFwd));
+  }
   if (ends.has_logit) {
-    // DeepSeek's multi-token prediction: each module one more layer (of the
-    // last layer's kind), then its own logit and loss.
-    for (int64_t i = 0; i < model_.mtp_layers; ++i) {
-      layer(model_.IsMoeLayer(model_.num_layers - 1));
-      w.Operator(Op(OperatorKind::kLogitFwd));
-      w.Operator(Op(OperatorKind::kLossFwd));
-    }
     // SP gathers the final layer norm's output before the logit GEMM.
     if (t_ > 1 && sp_) w.TensorParallel(gather_ns_, gather_label_);
     w.Operator(Op(OperatorKind::kLogitFwd));
@@ -390,16 +389,14 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
     ContextRing(w, 2);
     gradients_ready(is_moe ? moe_layer_params : layer_params);
   };
-  if (ends.has_logit) {
-    for (int64_t i = 0; i < model_.mtp_layers; ++i) {
-      w.Operator(Op(OperatorKind::kLossBwd));
-      w.Operator(Op(OperatorKind::kLogitBwd));
-      layer(model_.IsMoeLayer(model_.num_layers - 1));
-    }
+  for (int64_t i = 0; i < ends.mtp_layers; ++i) {
+    w.Operator(Op(OperatorKind::kLossBwd));
+    w.Operator(Op(OperatorKind::kLogitBwd));
+    layer(model_.IsMoeLayer(model_.num_layers - 1));
   }
-  for (int64_t l = 0; l < layers_per_stage_; ++l) {
+  for (int64_t l = 0; l < ends.num_layers; ++l) {
     ShardedLayer(w, fsdp_gather_ns_ + fsdp_scatter_ns_, l == 0 ? 0 : layer_ns);
-    layer(IsMoe(ends.first_layer, layers_per_stage_ - 1 - l));
+    layer(IsMoe(ends.first_layer, ends.num_layers - 1 - l));
   }
   if (ends.has_embedding) {
     // SP: the gradient of the embedding's reduce-scatter is an all-gather.

@@ -75,19 +75,22 @@ struct StageTemplates {
   int64_t expert_reduce_ns = 0;
 };
 
-// Which ends of the model a pipeline stage (or model chunk) holds, and its
-// layers.
+// What a pipeline stage (or model chunk) holds: the ends of the model, its
+// decoder layers and its multi-token-prediction modules.
 struct StageEnds {
   bool has_embedding = false;
   bool has_logit = false;
   // The chunk's first layer (which of its layers are MoE layers depends on it).
   int64_t first_layer = 0;
+  int64_t num_layers = 0;
+  int64_t mtp_layers = 0;
 };
 
-// The ends and first layer of virtual stage `vs` (chunk * p + stage).
-StageEnds ChunkEnds(const Job& job, int64_t vs);
-// A text naming what makes two chunks' templates differ: their ends and
-// which of their layers are MoE layers.
+// Every chunk of a valid job, in model order (virtual stage chunk * p +
+// stage), as its pipeline layout (core/spec/pipeline_layout.h) lays them.
+std::vector<StageEnds> JobChunks(const Job& job);
+// A text naming what makes two chunks' templates differ: their ends, their
+// layers and which of them are MoE layers, their MTP modules.
 std::string ChunkSignature(const Job& job, const StageEnds& ends);
 
 // Interns a task label (TaskGraph::AddLabel) and returns its index; sinks
@@ -127,8 +130,6 @@ double ActivationBytes(const Job& job);
 // reduces their gradients: an all-reduce, or a reduce-scatter when sharded.
 int64_t GradientRanks(const Job& job);
 Collective GradientCollective(const Job& job);
-// Layers of one model chunk: layers / (p * V) (a stage's, without interleaving).
-int64_t LayersPerStage(const Job& job);
 // Whether the last backward pass all-reduces its gradients in buckets.
 bool BucketsGradients(const Job& job);
 

@@ -131,9 +131,9 @@ class IterationWalker {
   // its bytes.
   void NoteChunk(int64_t micro_batch, int64_t chunk, int64_t stage, double bytes = 0) {
     if constexpr (kNotes) {
-      const int64_t per = internal::LayersPerStage(job_);
+      const internal::StageEnds& c = chunks_[chunk * p_ + stage];
       Note(TaskNote{static_cast<int32_t>(micro_batch), static_cast<int32_t>(chunk),
-                    static_cast<int32_t>((chunk * p_ + stage) * per), static_cast<int32_t>(per),
+                    static_cast<int32_t>(c.first_layer), static_cast<int32_t>(c.num_layers),
                     bytes});
     }
   }
@@ -155,6 +155,8 @@ class IterationWalker {
   const bool bucketing_;
 
   std::vector<StageInfo> stages_;
+  // Every chunk's layers and ends, per virtual stage chunk * p + stage.
+  std::vector<internal::StageEnds> chunks_;
   // Per virtual stage chunk * p + stage (the stage itself without interleaving).
   std::vector<const internal::StageTemplates*> stage_templates_;
   // One per distinct chunk (ChunkSignature); a deque keeps the pointers

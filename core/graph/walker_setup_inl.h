@@ -24,8 +24,9 @@ void IterationWalker<Sink>::MakeTemplates() {
   const int64_t virtual_stages = p_ * v_;
   stage_templates_.resize(virtual_stages);
   absl::flat_hash_map<std::string, const internal::StageTemplates*> made;
+  chunks_ = internal::JobChunks(job_);
   for (int64_t vs = 0; vs < virtual_stages; ++vs) {
-    const internal::StageEnds ends = internal::ChunkEnds(job_, vs);
+    const internal::StageEnds& ends = chunks_[vs];
     const internal::StageTemplates*& t = made[internal::ChunkSignature(job_, ends)];
     if (t == nullptr) {
       distinct_templates_.push_back(internal::MakeStageTemplates(
@@ -114,12 +115,12 @@ void IterationWalker<Sink>::DescribeStages() {
     send_ns_[p_ - 1] =
         CollectiveNs(Collective::kSendRecv, send_bytes, internal::StagePairGroup(job_, 0, p_ - 1));
   }
-  const int64_t layers_per_chunk = internal::LayersPerStage(job_);
   stages_.resize(p_);
   for (int64_t s = 0; s < p_; ++s) {
     StageInfo& info = stages_[s];
-    info.first_layer = s * layers_per_chunk;  // of its first chunk
-    info.num_layers = layers_per_chunk * v_;
+    info.first_layer = chunks_[s].first_layer;  // of its first chunk
+    info.num_layers = 0;
+    for (int64_t c = 0; c < v_; ++c) info.num_layers += chunks_[c * p_ + s].num_layers;
     info.has_embedding = s == 0;
     info.has_logit = s == p_ - 1;
     info.compute_stream = sink_.AddStream(absl::StrCat("stage", s, "/compute"));

@@ -319,8 +319,9 @@ double LowerBoundMs(const Job& job, ProfileLookup& lookup) {
   // the first and last stages hold the model's ends, the others none.
   // Chunks with equal signatures have equal templates: priced once.
   absl::flat_hash_map<std::string, double> priced;
+  const std::vector<internal::StageEnds> chunks = internal::JobChunks(job);
   auto pass_ns = [&](int64_t vs) {
-    const internal::StageEnds e = internal::ChunkEnds(job, vs);
+    const internal::StageEnds& e = chunks[vs];
     auto [it, fresh] = priced.try_emplace(internal::ChunkSignature(job, e), 0.0);
     if (fresh) {
       const internal::StageTemplates t =

@@ -5,6 +5,7 @@
 
 #include "core/spec/model.h"
 #include "core/spec/moe.h"
+#include "core/spec/pipeline_layout.h"
 
 namespace vtrain {
 
@@ -129,7 +130,17 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
   const double b = static_cast<double>(plan.micro_batch);
   const double vocab = static_cast<double>(PaddedVocab(m, plan.tensor_parallel));
   const int64_t v = plan.virtual_stages;
-  const int64_t layers_per_chunk = m.num_layers / (p * v);
+  // Each chunk's layers as the pipeline layout lays them (an unresolvable
+  // layout, which ValidateJob refuses, falls back to an even split).
+  absl::StatusOr<std::vector<ChunkLayers>> layout = ResolvePipelineLayout(job);
+  if (!layout.ok()) {
+    layout = std::vector<ChunkLayers>(p * v);
+    for (int64_t k = 0; k < p * v; ++k) {
+      (*layout)[k].num_layers = m.num_layers / (p * v);
+      (*layout)[k].first_layer = k * (*layout)[k].num_layers;
+    }
+    layout->back().mtp_layers = m.mtp_layers;
+  }
   const double layer_params = LayerParameterCount(m) / t;
   // Routed experts spread over ep * etp ranks; their optimizer states over
   // the expert data-parallel group.
@@ -154,21 +165,23 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
     StageMemory sm;
     sm.stage = stage;
     double dense = 0, experts = 0, chunk_activations = 0;
+    int64_t mtp_layers = 0;
     for (int64_t c = 0; c < v; ++c) {
-      const int64_t first = (c * p + stage) * layers_per_chunk;
-      const LayerParameters chunk = LayerParametersIn(m, first, layers_per_chunk);
+      const ChunkLayers& k = (*layout)[c * p + stage];
+      const LayerParameters chunk = LayerParametersIn(m, k.first_layer, k.num_layers);
       dense += chunk.dense / t;
       experts += chunk.experts / expert_split;
-      const int64_t moe_layers = m.MoeLayersIn(first, layers_per_chunk);
-      chunk_activations += static_cast<double>(layers_per_chunk - moe_layers) * per_layer +
+      const int64_t moe_layers = m.MoeLayersIn(k.first_layer, k.num_layers);
+      chunk_activations += static_cast<double>(k.num_layers - moe_layers) * per_layer +
                            static_cast<double>(moe_layers) * per_moe_layer;
+      mtp_layers += k.mtp_layers;
     }
     chunk_activations /= static_cast<double>(v);
-    if (stage == p - 1 && m.mtp_layers > 0) {
+    if (mtp_layers > 0) {
       // DeepSeek's MTP modules: a layer of the last layer's kind each, plus
       // the 2h -> h projection.
       const LayerParameters last = LayerParametersIn(m, m.num_layers - 1, 1);
-      const double mtp = static_cast<double>(m.mtp_layers);
+      const double mtp = static_cast<double>(mtp_layers);
       dense += mtp * (last.dense + 2 * h * h) / t;
       experts += mtp * last.experts / expert_split;
     }

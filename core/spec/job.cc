@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "core/spec/moe.h"
+#include "core/spec/pipeline_layout.h"
 
 namespace vtrain {
 namespace {
@@ -95,12 +96,6 @@ void ValidateSplits(const ModelSpec& m, const ParallelPlan& p, Violations& v, bo
     v.Add(absl::StrCat("plan.virtual_stages=", p.virtual_stages,
                        " needs plan.schedule=1f1b (interleaved 1F1B); use virtual_stages=1 "
                        "with gpipe"));
-  }
-  if (m.num_layers % (p.pipeline_parallel * p.virtual_stages) != 0) {
-    v.Add(absl::StrCat("model.num_layers=", m.num_layers,
-                       " is not divisible by plan.pipeline_parallel * plan.virtual_stages = ",
-                       p.pipeline_parallel * p.virtual_stages,
-                       "; use a chunk count that divides the layers per stage"));
   }
   // Megatron groups micro-batches by p per model chunk and refuses a last
   // group smaller than p: the micro-batches must be a multiple of p.
@@ -310,10 +305,12 @@ absl::Status ValidateJob(const Job& job) {
                        m.ffn(),
                        "; use a tensor-parallel degree that divides model.ffn_hidden_size"));
   }
-  if (pp_ok && layers_ok && m.num_layers % p.pipeline_parallel != 0) {
-    v.Add(absl::StrCat("plan.pipeline_parallel=", p.pipeline_parallel,
-                       " does not divide model.num_layers=", m.num_layers,
-                       "; use a pipeline degree that divides the layer count"));
+  // Layers that p * v does not divide are laid out unevenly, as Megatron-Core
+  // can (core/spec/pipeline_layout.h); what cannot be laid out is refused.
+  if (pp_ok && layers_ok && vs_ok) {
+    std::vector<std::string> layout_problems;
+    CheckPipelineLayout(job, layout_problems);
+    for (std::string& problem : layout_problems) v.Add(std::move(problem));
   }
   std::vector<std::string> moe_problems;
   CheckMoeFields(job, moe_problems);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -75,6 +76,32 @@ struct MoeRouting {
   double routing_sigma = 0;
 };
 
+// What one model chunk (a pipeline stage, or with interleaving one of its
+// virtual stages) holds besides its decoder layers: an explicit layout's entry.
+struct ChunkContent {
+  int64_t layers = 0;      // decoder layers
+  int64_t mtp_layers = 0;  // multi-token-prediction modules
+  bool embedding = false;
+  bool loss = false;  // the output layer and the loss
+};
+
+// How the decoder layers are laid over the p * v model chunks
+// (core/spec/pipeline_layout.h resolves it). Unset (the default): evenly when
+// p * v divides the layers, else as Megatron-Core's options would lay them.
+struct PipelineLayout {
+  // Megatron's --decoder-first-pipeline-num-layers and
+  // --decoder-last-pipeline-num-layers: decoder layers on the first / last
+  // stage (over its v chunks); 0: unset.
+  int64_t first_stage_layers = 0;
+  int64_t last_stage_layers = 0;
+  // An explicit layout (Megatron's --pipeline-model-parallel-layout), one
+  // entry per chunk in model order (chunk * p + stage); empty: derived.
+  std::vector<ChunkContent> chunks;
+  bool is_default() const {
+    return first_stage_layers == 0 && last_stage_layers == 0 && chunks.empty();
+  }
+};
+
 // How one training iteration is split over the GPUs (Megatron-style
 // parallelism: tensor t, context c, pipeline p, data d; GPUs = t * c * p * d).
 struct ParallelPlan {
@@ -98,6 +125,7 @@ struct ParallelPlan {
   DataParallelSharding data_parallel_sharding = DataParallelSharding::kNone;
   // Interleaved 1F1B (Narayanan et al. 2021, §2.2): model chunks per GPU.
   int64_t virtual_stages = 1;
+  PipelineLayout layout;
 
   // Mixture-of-Experts layers, as Megatron-Core lays them out ("parallel
   // folding"): attention runs on t * c * d ranks of a stage, the experts on

@@ -80,12 +80,26 @@ std::vector<Case<v1::PredictRequest>> PredictCases() {
        kBad, "plan.tensor_parallel"},
       {"dp negative", [](R& r) { r.mutable_plan()->set_data_parallel(-1); }, kBad,
        "plan.data_parallel"},
-      {"pp not dividing layers",
+      {"pp deeper than the layers",
        [](R& r) {
-         r.mutable_plan()->set_pipeline_parallel(5);
-         r.mutable_cluster()->set_num_gpus(10);
+         r.mutable_plan()->set_pipeline_parallel(32);
+         r.mutable_cluster()->set_num_gpus(32);
        },
        kBad, "plan.pipeline_parallel"},
+      {"layout missing a layer",
+       [](R& r) {
+         r.mutable_plan()->set_pipeline_parallel(2);
+         r.mutable_plan()->set_pipeline_layout("Et*12|t*11L");
+       },
+       kBad, "plan.pipeline_layout holds 23 decoder layers"},
+      {"layout unknown token",
+       [](R& r) {
+         r.mutable_plan()->set_pipeline_parallel(2);
+         r.mutable_plan()->set_pipeline_layout("Et*12|x*12L");
+       },
+       kBad, "unknown token 'x'"},
+      {"first stage layers zero", [](R& r) { r.mutable_plan()->set_first_stage_layers(0); }, kBad,
+       "plan.first_stage_layers=0"},
       {"micro batch negative", [](R& r) { r.mutable_plan()->set_micro_batch(-1); }, kBad,
        "plan.micro_batch"},
       {"micro batch not dividing", [](R& r) { r.mutable_plan()->set_micro_batch(3); }, kBad,

@@ -42,15 +42,18 @@ Made MakeMiddle(Job job, bool ends = false, const ProfileSet& set = WireByteProf
   job.cluster.intra_node_bandwidth_bytes_per_s = 1e9;
   ProfileLookup lookup(set, job.cluster.gpu, {1e9, 1e9});
   Made made;
-  made.templates =
-      MakeStageTemplates(job, lookup, Granularity::kKernel,
-                         {.has_embedding = ends, .has_logit = ends}, [&](const std::string& name) {
-                           for (size_t i = 0; i < made.labels.size(); ++i) {
-                             if (made.labels[i] == name) return static_cast<int32_t>(i);
-                           }
-                           made.labels.push_back(name);
-                           return static_cast<int32_t>(made.labels.size() - 1);
-                         });
+  made.templates = MakeStageTemplates(
+      job, lookup, Granularity::kKernel,
+      {.has_embedding = ends,
+       .has_logit = ends,
+       .num_layers = job.model.num_layers / (job.plan.pipeline_parallel * job.plan.virtual_stages)},
+      [&](const std::string& name) {
+        for (size_t i = 0; i < made.labels.size(); ++i) {
+          if (made.labels[i] == name) return static_cast<int32_t>(i);
+        }
+        made.labels.push_back(name);
+        return static_cast<int32_t>(made.labels.size() - 1);
+      });
   return made;
 }
 

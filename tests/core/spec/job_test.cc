@@ -93,8 +93,32 @@ const Violation kViolations[] = {
        j = WithPlan(j, 8, 1, 1, 1, 4);
      },
      "plan.tensor_parallel=8 does not divide the FFN size 100"},
-    {"PipelineDoesNotDivideLayers", [](Job& j) { j = WithPlan(j, 1, 1, 3, 1, 4); },
-     "plan.pipeline_parallel=3 does not divide model.num_layers=8"},
+    {"PipelineDeeperThanTheLayers", [](Job& j) { j = WithPlan(j, 1, 1, 10, 1, 4); },
+     "model.num_layers=8 cannot be laid over plan.pipeline_parallel * plan.virtual_stages = 10"},
+    {"LayoutLayersDoNotAddUp",
+     [](Job& j) {
+       j = WithPlan(j, 1, 1, 2, 1, 4);
+       j.plan.layout.chunks = {{.layers = 4, .embedding = true}, {.layers = 3, .loss = true}};
+     },
+     "plan.pipeline_layout holds 7 decoder layers (t) but model.num_layers=8"},
+    {"LayoutChunksDoNotMatchStages",
+     [](Job& j) {
+       j = WithPlan(j, 1, 1, 4, 1, 4);
+       j.plan.layout.chunks = {{.layers = 4, .embedding = true}, {.layers = 4, .loss = true}};
+     },
+     "plan.pipeline_layout has 2 chunks but plan.pipeline_parallel * plan.virtual_stages = 4"},
+    {"FirstStageLayersLeaveAnUnevenRest",
+     [](Job& j) {
+       j = WithPlan(j, 1, 1, 4, 1, 4);
+       j.plan.layout.first_stage_layers = 1;
+     },
+     "do not divide over the 3 middle stages"},
+    {"LastStageLayersAboveTheModel",
+     [](Job& j) {
+       j = WithPlan(j, 1, 1, 2, 1, 4);
+       j.plan.layout.last_stage_layers = 9;
+     },
+     "plan.last_stage_layers=9 is out of range"},
     {"GlobalBatchNotMultipleOfDataTimesMicro", [](Job& j) { j = WithPlan(j, 1, 2, 1, 2, 6); },
      "plan.global_batch=6"},
     {"HiddenNotDivisibleByHeads", [](Job& j) { j.model.hidden_size = 66; },
@@ -194,8 +218,8 @@ INSTANTIATE_TEST_SUITE_P(AllConstraints, SingleViolationTest, ::testing::ValuesI
 TEST(ValidateJobTest, ReportsEveryViolationInOneMessage) {
   Job job = TinyJob();
   job.model.hidden_size = 66;               // not divisible by 4 heads
-  job = WithPlan(job, 3, 2, 3, 2, 6);       // t=3 vs heads 4; p=3 vs 8 layers; 6 % (2*2)
-  job.cluster.num_gpus = 7;                 // 3 * 2 * 3 = 18 != 7
+  job = WithPlan(job, 3, 2, 10, 2, 6);      // t=3 vs heads 4; p=10 vs 8 layers; 6 % (2*2)
+  job.cluster.num_gpus = 7;                 // 3 * 2 * 10 = 60 != 7
   job.cluster.gpus_per_node = 0;            // non-positive
   job.cluster.price_usd_per_gpu_hour = -3;  // negative
   const absl::Status status = ValidateJob(job);
@@ -203,7 +227,7 @@ TEST(ValidateJobTest, ReportsEveryViolationInOneMessage) {
   const std::string message(status.message());
   EXPECT_THAT(message, AllOf(HasSubstr("model.hidden_size=66"), HasSubstr("cluster.num_gpus=7"),
                              HasSubstr("plan.tensor_parallel=3 does not divide"),
-                             HasSubstr("plan.pipeline_parallel=3 does not divide"),
+                             HasSubstr("model.num_layers=8 cannot be laid over"),
                              HasSubstr("plan.global_batch=6"), HasSubstr("cluster.gpus_per_node=0"),
                              HasSubstr("cluster.price_usd_per_gpu_hour=-3")));
   // Seven violations (the FFN, 4 * 66 = 264 = 3 * 88, is a multiple of t=3
