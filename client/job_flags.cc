@@ -218,6 +218,9 @@ void AddTrainingSpaceFlags(common::FlagParser& p) {
   p.AddValue("recompute-values", "R,..", "none,selective,full (default full)");
   p.AddValue("cp-values", "A,B,..", "context-parallel degrees to try (default 1)");
   p.AddValue("virtual-stages-values", "A,B,..", "interleaving chunks per stage to try (default 1)");
+  p.AddValue("pp-values", "A,B,..",
+             "pipeline degrees to try (default every divisor of the layers; others are laid "
+             "out unevenly)");
   p.AddValue("sequence-parallel-values", "on,off", "sequence parallelism to try (default off)");
   p.AddValue("sharding-values", "S,..",
              "none,optimizer,full data-parallel sharding (default none)");
@@ -259,6 +262,8 @@ absl::StatusOr<v1::PlanSpace> PlanSpaceFromFlags(const common::FlagParser& flags
   space.mutable_context_parallel_values()->Add(cps.begin(), cps.end());
   VTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> vs, flags.GetIntList("virtual-stages-values"));
   space.mutable_virtual_stages_values()->Add(vs.begin(), vs.end());
+  VTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> pps, flags.GetIntList("pp-values"));
+  space.mutable_pipeline_parallel_values()->Add(pps.begin(), pps.end());
   VTRAIN_RETURN_IF_ERROR(each("sequence-parallel-values", [&](absl::string_view v) {
     if (v != "on" && v != "off") {
       return absl::InvalidArgumentError(

@@ -82,6 +82,8 @@ void PlanSpaceFromProto(const v1::PlanSpace& in, PlanSpace& space,
        space.training.context_parallel);
   ints(in.virtual_stages_values(), "virtual_stages_values", "--virtual-stages-values",
        space.training.virtual_stages);
+  ints(in.pipeline_parallel_values(), "pipeline_parallel_values", "--pp-values",
+       space.training.pipeline_parallel);
   ints(in.expert_parallel_values(), "expert_parallel_values", "--ep-values",
        space.training.expert_parallel);
   ints(in.expert_tensor_parallel_values(), "expert_tensor_parallel_values", "--etp-values",

@@ -46,6 +46,9 @@ absl::Status Enumerate(const SearchSpace& space, const SearchOptions& options, S
   auto cancelled = [&] { return ++steps % 4096 == 0 && options.cancelled && options.cancelled(); };
   const std::vector<int64_t> batch_divisors = Divisors(space.global_batch);
   const TrainingOptionSpace& options_space = space.training;
+  const std::vector<int64_t> pps = options_space.pipeline_parallel.empty()
+                                       ? Divisors(space.model.num_layers)
+                                       : options_space.pipeline_parallel;
   // Adds the job of one point of the space, if valid and fitting.
   auto consider = [&](Job job) -> absl::Status {
     if (absl::Status valid = ValidateJob(job); !valid.ok()) {
@@ -68,7 +71,7 @@ absl::Status Enumerate(const SearchSpace& space, const SearchOptions& options, S
   };
   for (int64_t t : tps) {
     for (int64_t c : options_space.context_parallel) {
-      for (int64_t p : Divisors(space.model.num_layers)) {
+      for (int64_t p : pps) {
         for (int64_t d : batch_divisors) {
           if (cancelled()) return absl::CancelledError("search cancelled by the caller");
           if (t * c * p > limit || t * c * p * d > limit) continue;
@@ -221,11 +224,15 @@ std::string NoPlanReason(const SearchSpace& space, const SearchOptions& options,
   if (result.best >= 0) return "";
   const int64_t limit = space.gpus > 0 ? space.gpus : space.max_gpus;
   if (result.considered == 0 && result.invalid == 0) {
-    return absl::StrCat("no combination of t, c, p, d and micro-batch in the space uses ",
-                        space.gpus > 0 ? "exactly " : "at most ", limit,
-                        " GPUs with d dividing global_batch=", space.global_batch,
-                        " and p dividing the model's ", space.model.num_layers,
-                        " layers; change the GPU count, the batch or the tensor-parallel degrees");
+    return absl::StrCat(
+        "no combination of t, c, p, d and micro-batch in the space uses ",
+        space.gpus > 0 ? "exactly " : "at most ", limit,
+        " GPUs with d dividing global_batch=", space.global_batch, " and p ",
+        space.training.pipeline_parallel.empty()
+            ? absl::StrCat("dividing the model's ", space.model.num_layers, " layers")
+            : std::string("among the pipeline degrees given"),
+        "; change the GPU count, the batch or the tensor-parallel or pipeline "
+        "degrees");
   }
   if (result.considered == 0) {
     return absl::StrCat("none of the ", result.invalid,

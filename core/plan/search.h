@@ -25,6 +25,9 @@ namespace vtrain {
 // a deep enough pipeline, c that does not split the sequence) are skipped,
 // as is sequence parallelism with t = 1 (a no-op, the same plan).
 struct TrainingOptionSpace {
+  // Pipeline degrees; empty: every divisor of the layers. Others get the
+  // automatic uneven layout (core/spec/pipeline_layout.h).
+  std::vector<int64_t> pipeline_parallel;
   std::vector<int64_t> context_parallel = {1};
   std::vector<int64_t> virtual_stages = {1};
   std::vector<bool> sequence_parallel = {false};

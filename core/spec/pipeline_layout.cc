@@ -218,12 +218,16 @@ absl::Status CheckExplicit(const Job& job) {
     const ChunkContent& c = lay.chunks[k];
     if (c.embedding != (k == 0)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("plan.pipeline_layout has the embedding (E) in chunk ", k,
+          absl::StrCat("plan.pipeline_layout ",
+                       k == 0 ? "does not open with the embedding (E)"
+                              : absl::StrCat("has the embedding (E) in chunk ", k),
                        "; put it once, at the start of the first chunk"));
     }
     if (c.loss != (k == n - 1)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("plan.pipeline_layout has the loss (L) in chunk ", k,
+          absl::StrCat("plan.pipeline_layout ",
+                       k == n - 1 ? "does not end with the loss (L)"
+                                  : absl::StrCat("has the loss (L) in chunk ", k),
                        "; put it once, at the end of the last chunk"));
     }
     if (c.layers == 0 && c.mtp_layers == 0 && !c.embedding && !c.loss) {
