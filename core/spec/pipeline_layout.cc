@@ -165,23 +165,25 @@ absl::StatusOr<std::vector<int64_t>> AutoCounts(const Job& job) {
   if (layers % chunks == 0) return counts;
   // Megatron-Core's --account-for-embedding/loss-in-pipeline-split: the
   // embedding and the loss each take a layer's place (the published Llama 3.1
-  // 405B recipe lays its 126 layers on 8 x 8 chunks this way).
-  if ((layers + 2) % chunks == 0 && (layers + 2) / chunks >= 2) {
+  // 405B recipe lays its 126 layers on 8 x 8 chunks this way; Qwen3-235B's
+  // 94 on 32 x 3 leaves the embedding and the loss a chunk each).
+  if ((layers + 2) % chunks == 0) {
     counts.assign(chunks, (layers + 2) / chunks);
     --counts.front();
     --counts.back();
     return counts;
   }
-  if ((layers + 1) % chunks == 0 && (layers + 1) / chunks >= 2) {
+  if ((layers + 1) % chunks == 0) {
     counts.assign(chunks, (layers + 1) / chunks);
     --counts.back();
     return counts;
   }
   // Else the middle chunks even, the first and last lighter (the loss chunk
-  // the lightest: the output layer costs more than the embedding).
+  // the lightest: the output layer costs more than the embedding), down to
+  // none but the embedding or the loss.
   const int64_t per = (layers + chunks - 1) / chunks;
   const int64_t rest = layers - (chunks - 2) * per;
-  if (chunks < 3 || rest < 1) {
+  if (chunks < 3 || rest < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("model.num_layers=", layers,
                      " cannot be laid over plan.pipeline_parallel * "

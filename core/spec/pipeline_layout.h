@@ -53,7 +53,8 @@ void CheckPipelineLayout(const Job& job, std::vector<std::string>& problems);
 // them. With the layout unset: even when p * v divides the layers; else the
 // embedding and the loss counted as a layer each (first and last chunk one
 // layer lighter) when that divides, or the loss alone; else the middle chunks
-// ceil(layers / (p * v)) each and the first and last chunk the rest.
+// ceil(layers / (p * v)) each and the first and last chunk the rest. An end
+// chunk may hold no decoder layer; a middle chunk holds at least one.
 absl::StatusOr<std::vector<ChunkLayers>> ResolvePipelineLayout(const Job& job);
 
 // Whether the job's chunks all hold the same number of layers.

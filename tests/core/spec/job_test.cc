@@ -93,8 +93,8 @@ const Violation kViolations[] = {
        j = WithPlan(j, 8, 1, 1, 1, 4);
      },
      "plan.tensor_parallel=8 does not divide the FFN size 100"},
-    {"PipelineDeeperThanTheLayers", [](Job& j) { j = WithPlan(j, 1, 1, 10, 1, 4); },
-     "model.num_layers=8 cannot be laid over plan.pipeline_parallel * plan.virtual_stages = 10"},
+    {"PipelineDeeperThanTheLayers", [](Job& j) { j = WithPlan(j, 1, 1, 11, 1, 4); },
+     "model.num_layers=8 cannot be laid over plan.pipeline_parallel * plan.virtual_stages = 11"},
     {"LayoutLayersDoNotAddUp",
      [](Job& j) {
        j = WithPlan(j, 1, 1, 2, 1, 4);
@@ -218,8 +218,8 @@ INSTANTIATE_TEST_SUITE_P(AllConstraints, SingleViolationTest, ::testing::ValuesI
 TEST(ValidateJobTest, ReportsEveryViolationInOneMessage) {
   Job job = TinyJob();
   job.model.hidden_size = 66;               // not divisible by 4 heads
-  job = WithPlan(job, 3, 2, 10, 2, 6);      // t=3 vs heads 4; p=10 vs 8 layers; 6 % (2*2)
-  job.cluster.num_gpus = 7;                 // 3 * 2 * 10 = 60 != 7
+  job = WithPlan(job, 3, 2, 11, 2, 6);      // t=3 vs heads 4; p=11 vs 8 layers; 6 % (2*2)
+  job.cluster.num_gpus = 7;                 // 3 * 2 * 11 = 66 != 7
   job.cluster.gpus_per_node = 0;            // non-positive
   job.cluster.price_usd_per_gpu_hour = -3;  // negative
   const absl::Status status = ValidateJob(job);
@@ -371,10 +371,12 @@ TEST(ValidateJobTest, VirtualStagesFollowMegatronsRules) {
   Job job = WithPlan(TinyJob(), 1, 1, 2, 1, 4);
   job.plan.virtual_stages = 2;
   VTRAIN_EXPECT_OK(ValidateJob(job));
-  job.plan.virtual_stages = 3;  // 8 layers over 2 * 3 chunks
+  job.plan.virtual_stages = 3;  // 8 layers over 2 * 3 chunks: laid out unevenly
+  VTRAIN_EXPECT_OK(ValidateJob(job));
+  job.plan.virtual_stages = 6;  // 12 chunks for 8 layers: too many
   EXPECT_THAT(ValidateJob(job),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("plan.pipeline_parallel * plan.virtual_stages = 6")));
+                       HasSubstr("plan.pipeline_parallel * plan.virtual_stages = 12")));
   job.plan.virtual_stages = 2;
   job.plan.global_batch = 3;  // 3 micro-batches, not a multiple of p = 2
   EXPECT_THAT(ValidateJob(job), StatusIs(absl::StatusCode::kInvalidArgument,

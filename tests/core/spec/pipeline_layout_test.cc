@@ -77,10 +77,14 @@ TEST(PipelineLayoutTest, AutoElseMakesTheEndsLighterTheLossChunkLightest) {
   // ends.
   EXPECT_THAT(Counts(Layered(61, 16)), ElementsAreArray(Runs({{1, 3}, {14, 4}, {1, 2}})));
   // Past what the ends can give up: refused, with the fix.
-  EXPECT_THAT(ValidateJob(Layered(8, 10)),
+  // Down to an end chunk with the embedding or the loss alone: Qwen3-235B's
+  // 94 layers on 32 x 3 chunks (96 = 94 + 2), and 8 layers on 10 stages.
+  EXPECT_THAT(Counts(Layered(94, 32, 3)), ElementsAreArray(Runs({{1, 0}, {94, 1}, {1, 0}})));
+  EXPECT_THAT(Counts(Layered(12, 8)), ElementsAreArray(Runs({{1, 0}, {6, 2}, {1, 0}})));
+  EXPECT_THAT(ValidateJob(Layered(8, 11)),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("model.num_layers=8 cannot be laid over plan.pipeline_parallel "
-                                 "* plan.virtual_stages = 10 chunks")));
+                                 "* plan.virtual_stages = 11 chunks")));
 }
 
 TEST(PipelineLayoutTest, FirstAndLastStageLayersAsMegatronSplitsThem) {
