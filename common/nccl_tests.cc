@@ -48,6 +48,8 @@ std::optional<Collective> InferNcclCollective(absl::string_view text, absl::stri
       {"reducescatter", Collective::kReduceScatter},
       {"sendrecv", Collective::kSendRecv},
       {"send_recv", Collective::kSendRecv},
+      {"alltoall", Collective::kAllToAll},
+      {"all_to_all", Collective::kAllToAll},
   };
   auto find = [](absl::string_view in) -> std::optional<Collective> {
     const std::string lower = absl::AsciiStrToLower(in);

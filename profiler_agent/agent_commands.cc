@@ -47,7 +47,7 @@ constexpr char kUsage[] =
     "usage:\n"
     "  vtrain-agent import nccl-tests FILE... --gpu NAME [--ranks N] [--scope "
     "intra_node|inter_node]\n"
-    "                     [--collective all_reduce|all_gather|reduce_scatter|send_recv] -o "
+    "                     [--collective all_reduce|all_gather|reduce_scatter|send_recv|all_to_all] -o "
     "OUT.json\n"
     "  vtrain-agent import vtrain-trace FILE --gpu NAME --hidden H --heads A --seq-len S\n"
     "                     --micro-batch B --tp T [--ffn F] [--vocab V] -o OUT.json\n"
@@ -159,7 +159,8 @@ void AddImportFlags(common::FlagParser& flags) {
   flags.AddValue("ranks", "N", "nccl-tests: ranks of the collective (default: from the file)");
   flags.AddValue("scope", "S", "nccl-tests: intra_node (default) or inter_node");
   flags.AddValue("collective", "C",
-                 "nccl-tests: all_reduce, all_gather, reduce_scatter or send_recv (default: what "
+                 "nccl-tests: all_reduce, all_gather, reduce_scatter, send_recv or all_to_all "
+                 "(default: what "
                  "each file says, else all_reduce)");
   for (const char* f : {"hidden", "heads", "seq-len", "micro-batch", "tp", "ffn", "vocab"}) {
     flags.AddValue(f, "N", "vtrain-trace: the traced shape");

@@ -39,7 +39,8 @@ constexpr char kUsage[] =
     "        [--kv-heads K] [--adam-params N]\n"
     "        [--check] -o OUT.json      (no GPU needed: a kept recording, reduced again)\n"
     "  vtrain-agent-gpu nccl [--min-gpus N] [--max-gpus N] [--min-bytes B] [--max-bytes B]\n"
-    "        [--collectives all_reduce,all_gather,reduce_scatter,send_recv] [--iterations N]\n"
+    "        [--collectives all_reduce,all_gather,reduce_scatter,send_recv,all_to_all]\n"
+    "        [--iterations N]\n"
     "        [--gpu NAME] -o OUT.json\n"
     "  vtrain-agent-gpu nccl --check [--gpus N]\n"
     "  vtrain-agent-gpu selftest [--device I]   (our Llama/fp8 kernels against CPU references)\n\n"
@@ -416,10 +417,11 @@ int RunNccl(const std::vector<std::string>& args) {
     options.collectives.clear();
     std::stringstream list(flags.Get("collectives"));
     for (std::string c; std::getline(list, c, ',');) {
-      if (c != "all_reduce" && c != "all_gather" && c != "reduce_scatter" && c != "send_recv") {
-        return BadInput("nccl",
-                        "--collectives: '" + c +
-                            "' is unknown; use all_reduce, all_gather, reduce_scatter, send_recv");
+      if (c != "all_reduce" && c != "all_gather" && c != "reduce_scatter" && c != "send_recv" &&
+          c != "all_to_all") {
+        return BadInput("nccl", "--collectives: '" + c +
+                                    "' is unknown; use all_reduce, all_gather, reduce_scatter, "
+                                    "send_recv, all_to_all");
       }
       options.collectives.push_back(c);
     }

@@ -84,6 +84,19 @@ class Group {
       } else if (collective == "reduce_scatter") {
         r = ncclReduceScatter(send_[i], recv_[i], count / n_, ncclFloat, ncclSum, comms_[i],
                               streams_[i]);
+      } else if (collective == "all_to_all") {
+        // nccl-tests' alltoall_perf: `bytes` is a rank's send buffer, of
+        // which count / n goes to every rank (itself included), as grouped
+        // point-to-point calls.
+        const size_t chunk = count / static_cast<size_t>(n_);
+        float* send = static_cast<float*>(send_[i]);
+        float* recv = static_cast<float*>(recv_[i]);
+        for (int j = 0; j < n_ && r == ncclSuccess; ++j) {
+          r = ncclSend(send + j * chunk, chunk, ncclFloat, j, comms_[i], streams_[i]);
+          if (r == ncclSuccess) {
+            r = ncclRecv(recv + j * chunk, chunk, ncclFloat, j, comms_[i], streams_[i]);
+          }
+        }
       } else {  // send_recv: a ring, each rank sends `bytes` to the next
         r = ncclSend(send_[i], count, ncclFloat, (i + 1) % n_, comms_[i], streams_[i]);
         if (r == ncclSuccess) {

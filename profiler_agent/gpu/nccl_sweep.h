@@ -23,7 +23,7 @@ struct NcclSweepOptions {
   int warmup = 5;
   int iterations = 20;
   std::vector<std::string> collectives = {"all_reduce", "all_gather", "reduce_scatter",
-                                          "send_recv"};
+                                          "send_recv", "all_to_all"};
 };
 
 struct NcclSweepResult {

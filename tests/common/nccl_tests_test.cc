@@ -21,6 +21,22 @@ TEST(NcclTestsTest, ReadsOutOfPlaceTimes) {
   EXPECT_DOUBLE_EQ(curve->points()[0].latency_ns, 20'500);  // 20.50 us
 }
 
+TEST(NcclTestsTest, ReadsAllToAll) {
+  // nccl-tests 2.13 alltoall_perf: redop "none", root -1; the size is a
+  // rank's send buffer.
+  absl::StatusOr<CollectiveCurve> curve = ParseNcclTests(
+      "# Collective test starting: alltoall_perf\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)\n"
+      "     8388608       2097152     float    none      -1    61.20  137.07  119.93      0\n"
+      "    16777216       4194304     float    none      -1   112.40  149.26  130.60      0\n",
+      "a2a.txt");
+  ASSERT_TRUE(curve.ok()) << curve.status();
+  ASSERT_EQ(curve->points().size(), 2u);
+  EXPECT_DOUBLE_EQ(curve->points()[0].bytes, 8388608);
+  EXPECT_DOUBLE_EQ(curve->points()[1].latency_ns, 112'400);
+}
+
 // Regression: a line made only of separators used to index an empty split
 // (a segfault in vtrain-agent import nccl-tests and vtrainctl --nccl-dir).
 // A measurement row cut short says so, not "no measurement lines found".
@@ -105,6 +121,9 @@ TEST(NcclTestsTest, InfersTheCollectiveFromTheOutputOrTheFileName) {
   EXPECT_EQ(InferNcclCollective("", "sendrecv_perf_2gpu.txt"), Collective::kSendRecv);
   EXPECT_EQ(InferNcclCollective("# Collective test starting: sendrecv_perf\n", "x"),
             Collective::kSendRecv);
+  EXPECT_EQ(InferNcclCollective("", "alltoall_perf_8gpu.txt"), Collective::kAllToAll);
+  EXPECT_EQ(InferNcclCollective("# Collective test starting: alltoall_perf\n", "x"),
+            Collective::kAllToAll);
   EXPECT_EQ(InferNcclCollective("", "/runs/all_gather/x.txt"), std::nullopt);  // name only
   EXPECT_EQ(InferNcclCollective("", "nccl.txt"), std::nullopt);
 }

@@ -113,11 +113,12 @@ TEST(AgentCommandsTest, ImportsSeveralNcclTestsFiles) {
   EXPECT_NE(err3.str().find("a second curve"), std::string::npos) << err3.str();
 }
 
-// Files of the four nccl-tests binaries become curves of their collectives.
+// Files of the five nccl-tests binaries become curves of their collectives.
 TEST(AgentCommandsTest, ImportsEachFilesCollective) {
   const std::string dir = ::testing::TempDir();
   const std::string ag = dir + "/all_gather_perf_8gpu.txt", rs = dir + "/rs8.txt",
-                    sr = dir + "/sendrecv_perf_2gpu.txt", json = dir + "/four.json";
+                    sr = dir + "/sendrecv_perf_2gpu.txt", a2a = dir + "/alltoall_perf_8gpu.txt",
+                    json = dir + "/four.json";
   std::ofstream(ag) << "#       size count type redop root time algbw busbw #wrong\n"
                        "#  (B) (elements) (us)\n"
                        "1048576 32768 float none -1 24.71 42.44 37.13 0\n";
@@ -129,15 +130,20 @@ TEST(AgentCommandsTest, ImportsEachFilesCollective) {
   std::ofstream(sr) << "#       size count type redop root time algbw busbw #wrong\n"
                        "#  (B) (elements) (us)\n"
                        "1048576 262144 float sum -1 10.52 99.68 99.68 0\n";
+  std::ofstream(a2a) << "#       size count type redop root time algbw busbw #wrong\n"
+                        "#  (B) (elements) (us)\n"
+                        "8388608 2097152 float none -1 61.20 137.07 119.93 0\n";
   std::ostringstream out, err;
-  ASSERT_EQ(RunAgent({"import", "nccl-tests", ag, rs, sr, "--gpu", "h100-sxm5-80gb", "-o", json},
+  ASSERT_EQ(RunAgent({"import", "nccl-tests", ag, rs, sr, a2a, "--gpu", "h100-sxm5-80gb", "-o",
+                      json},
                      out, err),
             0)
       << err.str();
   absl::StatusOr<std::string> text = common::ReadFile(json);
   ASSERT_TRUE(text.ok()) << text.status();
   for (const char* c :
-       {"COLLECTIVE_ALL_GATHER", "COLLECTIVE_REDUCE_SCATTER", "COLLECTIVE_SEND_RECV"}) {
+       {"COLLECTIVE_ALL_GATHER", "COLLECTIVE_REDUCE_SCATTER", "COLLECTIVE_SEND_RECV",
+        "COLLECTIVE_ALL_TO_ALL"}) {
     EXPECT_NE(text->find(c), std::string::npos) << c << " in " << *text;
   }
   EXPECT_EQ(text->find("COLLECTIVE_ALL_REDUCE"), std::string::npos) << *text;

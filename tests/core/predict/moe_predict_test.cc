@@ -126,6 +126,32 @@ TEST(MoePredictTest, ImbalancedRoutingIsSlowerAndCapacityRecoversPartOfIt) {
   EXPECT_GE(Ms(capped), Ms(balanced));
 }
 
+// An all-to-all curve in the profile set (alltoall_perf imported by the
+// agent) replaces the analytical exchange: its lookups are no longer
+// analytical, and a slow curve makes the iteration slower.
+TEST(MoePredictTest, AMeasuredAllToAllCurveReplacesTheAnalyticalOne) {
+  const Job job = Qwen3(8);  // EP 8 inside one node
+  ProfileSet set = DefaultProfileSet(job.cluster.gpu);
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction base, Predict(job, set, PredictOptions{}));
+  std::vector<CollectivePoint> points;
+  for (double bytes = 1024; bytes <= double{int64_t{1} << 34}; bytes *= 2) {
+    points.push_back({bytes, 20'000 + bytes / 20.0});  // 20 us + 20 GB/s: slow
+  }
+  VTRAIN_ASSERT_OK_AND_ASSIGN(CollectiveCurve curve, CollectiveCurve::Create(points));
+  set.collectives.emplace(
+      CollectiveKey{set.gpu, LinkScope::kIntraNode, Collective::kAllToAll, 8}, curve);
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction slow, Predict(job, set, PredictOptions{}));
+  EXPECT_GT(slow.iteration_time_ns, base.iteration_time_ns);
+  int all_to_all = 0;
+  for (const LookupRecord& r : slow.fidelity.records) {
+    if (r.key.find("all_to_all") == std::string::npos) continue;
+    ++all_to_all;
+    EXPECT_NE(r.fidelity, Fidelity::kAnalytical) << r.key;
+    EXPECT_FALSE(r.missing) << r.key;
+  }
+  EXPECT_GT(all_to_all, 0);
+}
+
 TEST(MoePredictTest, OverlapHidesTokenExchange) {
   Job job = Qwen3(64);
   Job overlapped = job;
