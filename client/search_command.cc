@@ -102,7 +102,8 @@ absl::StatusOr<v1::SearchResult> SearchRemotely(
   return *result;
 }
 
-// " c=2 V=2 sp ep=8 shard=optimizer": the training options that are not plain.
+// " c=2 V=2 sp ep=8 shard=optimizer layout=Et*3|...": the training options
+// that are not plain.
 std::string OptionsTag(const v1::ParallelPlan& q) {
   std::string out;
   if (q.context_parallel() > 1) absl::StrAppend(&out, " c=", q.context_parallel());
@@ -115,6 +116,7 @@ std::string OptionsTag(const v1::ParallelPlan& q) {
   if (sharding != DataParallelSharding::kNone) {
     absl::StrAppend(&out, " shard=", ShardingName(sharding));
   }
+  if (!q.pipeline_layout().empty()) absl::StrAppend(&out, " layout=", q.pipeline_layout());
   return out;
 }
 

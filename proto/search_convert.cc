@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/predict/predictor.h"
+#include "core/spec/pipeline_layout.h"
 #include "proto/enum_convert.h"
 #include "proto/job_convert.h"
 #include "proto/moe_convert.h"
@@ -40,6 +41,14 @@ void EnumList(const google::protobuf::RepeatedField<int>& list, const char* fiel
 
 void PlanToProto(const PlanResult& p, v1::PlanSummary* out) {
   *out->mutable_plan() = JobToProto(p.job).plan();
+  // A plan the automatic layout lays out unevenly says how (Megatron's
+  // notation), so that it can be given back as it ran.
+  if (p.job.plan.layout.is_default()) {
+    absl::StatusOr<std::vector<ChunkLayers>> chunks = ResolvePipelineLayout(p.job);
+    if (chunks.ok() && !IsEvenLayout(*chunks)) {
+      out->mutable_plan()->set_pipeline_layout(FormatPipelineLayout(*chunks));
+    }
+  }
   out->set_gpus(p.job.cluster.num_gpus);
   out->set_iteration_time_ms(p.iteration_time_ms);
   out->set_training_days(p.training_days);

@@ -57,6 +57,13 @@ TEST(PipelineLayoutCliTest, SearchTriesPipelineDegreesThatDoNotDivideTheLayers) 
                                         "2", "--pp-values", "3", "--json"});
   ASSERT_EQ(r.code, common::kExitOk) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"pipeline_parallel\": 3,"));
+  // 26 layers on 3 stages: 27 = 26 + 1 divides, the loss counts as a layer.
+  EXPECT_THAT(r.out, HasSubstr("\"pipeline_layout\": \"Et*9|t*9|t*8L\""));
+  const auto text = RunVtrainctlInProcess({"search", "--local", "--model", "gpt3-1.3b", "--layers",
+                                           "26", "--gpus", "6", "--global-batch", "24",
+                                           "--tp-values", "2", "--pp-values", "3"});
+  ASSERT_EQ(text.code, common::kExitOk) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("layout=Et*9|t*9|t*8L"));
 }
 
 TEST(PipelineLayoutCliTest, BadLayoutsAreRefusedNamingTheField) {
