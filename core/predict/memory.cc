@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "core/spec/model.h"
 #include "core/spec/moe.h"
@@ -119,6 +121,25 @@ int64_t MicroBatchesInFlight(const ParallelPlan& plan, int64_t stage) {
   return std::min<int64_t>(warmup + 1, m * v);
 }
 
+namespace {
+
+// Each chunk's layers as the pipeline layout lays them; an unresolvable
+// layout (which ValidateJob refuses) falls back to an even split.
+std::vector<ChunkLayers> ChunksOf(const Job& job) {
+  absl::StatusOr<std::vector<ChunkLayers>> layout = ResolvePipelineLayout(job);
+  if (layout.ok()) return *std::move(layout);
+  const int64_t chunks = std::max<int64_t>(1, job.plan.pipeline_parallel * job.plan.virtual_stages);
+  std::vector<ChunkLayers> even(chunks);
+  for (int64_t k = 0; k < chunks; ++k) {
+    even[k].num_layers = job.model.num_layers / chunks;
+    even[k].first_layer = k * even[k].num_layers;
+  }
+  even.back().mtp_layers = job.model.mtp_layers;
+  return even;
+}
+
+}  // namespace
+
 MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
   const ModelSpec& m = job.model;
   const ParallelPlan& plan = job.plan;
@@ -130,17 +151,7 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
   const double b = static_cast<double>(plan.micro_batch);
   const double vocab = static_cast<double>(PaddedVocab(m, plan.tensor_parallel));
   const int64_t v = plan.virtual_stages;
-  // Each chunk's layers as the pipeline layout lays them (an unresolvable
-  // layout, which ValidateJob refuses, falls back to an even split).
-  absl::StatusOr<std::vector<ChunkLayers>> layout = ResolvePipelineLayout(job);
-  if (!layout.ok()) {
-    layout = std::vector<ChunkLayers>(p * v);
-    for (int64_t k = 0; k < p * v; ++k) {
-      (*layout)[k].num_layers = m.num_layers / (p * v);
-      (*layout)[k].first_layer = k * (*layout)[k].num_layers;
-    }
-    layout->back().mtp_layers = m.mtp_layers;
-  }
+  const std::vector<ChunkLayers> layout = ChunksOf(job);
   const double layer_params = LayerParameterCount(m) / t;
   // Routed experts spread over ep * etp ranks; their optimizer states over
   // the expert data-parallel group.
@@ -167,7 +178,7 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
     double dense = 0, experts = 0, chunk_activations = 0;
     int64_t mtp_layers = 0;
     for (int64_t c = 0; c < v; ++c) {
-      const ChunkLayers& k = (*layout)[c * p + stage];
+      const ChunkLayers& k = layout[c * p + stage];
       const LayerParameters chunk = LayerParametersIn(m, k.first_layer, k.num_layers);
       dense += chunk.dense / t;
       experts += chunk.experts / expert_split;

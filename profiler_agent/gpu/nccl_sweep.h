@@ -22,8 +22,8 @@ struct NcclSweepOptions {
   int64_t max_bytes = 1 << 30;
   int warmup = 5;
   int iterations = 20;
-  std::vector<std::string> collectives = {"all_reduce", "all_gather", "reduce_scatter",
-                                          "send_recv", "all_to_all"};
+  std::vector<std::string> collectives = {"all_reduce", "all_gather", "reduce_scatter", "send_recv",
+                                          "all_to_all"};
 };
 
 struct NcclSweepResult {

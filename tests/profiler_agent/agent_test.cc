@@ -134,16 +134,15 @@ TEST(AgentCommandsTest, ImportsEachFilesCollective) {
                         "#  (B) (elements) (us)\n"
                         "8388608 2097152 float none -1 61.20 137.07 119.93 0\n";
   std::ostringstream out, err;
-  ASSERT_EQ(RunAgent({"import", "nccl-tests", ag, rs, sr, a2a, "--gpu", "h100-sxm5-80gb", "-o",
-                      json},
-                     out, err),
-            0)
+  ASSERT_EQ(
+      RunAgent({"import", "nccl-tests", ag, rs, sr, a2a, "--gpu", "h100-sxm5-80gb", "-o", json},
+               out, err),
+      0)
       << err.str();
   absl::StatusOr<std::string> text = common::ReadFile(json);
   ASSERT_TRUE(text.ok()) << text.status();
-  for (const char* c :
-       {"COLLECTIVE_ALL_GATHER", "COLLECTIVE_REDUCE_SCATTER", "COLLECTIVE_SEND_RECV",
-        "COLLECTIVE_ALL_TO_ALL"}) {
+  for (const char* c : {"COLLECTIVE_ALL_GATHER", "COLLECTIVE_REDUCE_SCATTER",
+                        "COLLECTIVE_SEND_RECV", "COLLECTIVE_ALL_TO_ALL"}) {
     EXPECT_NE(text->find(c), std::string::npos) << c << " in " << *text;
   }
   EXPECT_EQ(text->find("COLLECTIVE_ALL_REDUCE"), std::string::npos) << *text;

@@ -138,8 +138,8 @@ TEST(MoePredictTest, AMeasuredAllToAllCurveReplacesTheAnalyticalOne) {
     points.push_back({bytes, 20'000 + bytes / 20.0});  // 20 us + 20 GB/s: slow
   }
   VTRAIN_ASSERT_OK_AND_ASSIGN(CollectiveCurve curve, CollectiveCurve::Create(points));
-  set.collectives.emplace(
-      CollectiveKey{set.gpu, LinkScope::kIntraNode, Collective::kAllToAll, 8}, curve);
+  set.collectives.emplace(CollectiveKey{set.gpu, LinkScope::kIntraNode, Collective::kAllToAll, 8},
+                          curve);
   VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction slow, Predict(job, set, PredictOptions{}));
   EXPECT_GT(slow.iteration_time_ns, base.iteration_time_ns);
   int all_to_all = 0;
