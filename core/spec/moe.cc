@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -233,16 +237,11 @@ int64_t ExpertDataParallel(const ParallelPlan& plan) {
   return std::max<int64_t>(1, tcd / (plan.expert_parallel * plan.expert_tensor_parallel));
 }
 
-ExpertLoad ExpectedExpertLoad(const ModelSpec& model, const ParallelPlan& plan) {
+namespace {
+
+// The draws behind ExpectedExpertLoad under log-normal routing (sigma > 0).
+ExpertLoad DrawExpertLoad(int64_t experts, int64_t ep, double sigma, double cap) {
   ExpertLoad out;
-  const int64_t experts = model.moe.num_experts, ep = plan.expert_parallel;
-  const double sigma = plan.moe.routing_sigma, cap = plan.moe.capacity_factor;
-  if (experts <= 0 || ep <= 0 || (sigma == 0 && (cap == 0 || cap >= 1))) return out;
-  if (sigma == 0) {  // balanced, every expert cut to the capacity
-    out.max_over_mean = cap;
-    out.kept = cap;
-    return out;
-  }
   constexpr int kDraws = 128;
   const int64_t local = experts / ep;
   SplitMix64 rng{0x5EED0F7A11ULL};
@@ -271,6 +270,37 @@ ExpertLoad ExpectedExpertLoad(const ModelSpec& model, const ParallelPlan& plan) 
   }
   out.max_over_mean = max_sum / kDraws;
   out.kept = kept_sum / kDraws;
+  return out;
+}
+
+}  // namespace
+
+ExpertLoad ExpectedExpertLoad(const ModelSpec& model, const ParallelPlan& plan) {
+  ExpertLoad out;
+  const int64_t experts = model.moe.num_experts, ep = plan.expert_parallel;
+  const double sigma = plan.moe.routing_sigma, cap = plan.moe.capacity_factor;
+  if (experts <= 0 || ep <= 0 || (sigma == 0 && (cap == 0 || cap >= 1))) return out;
+  if (sigma == 0) {  // balanced, every expert cut to the capacity
+    out.max_over_mean = cap;
+    out.kept = cap;
+    return out;
+  }
+  // The draws cost about a millisecond for 256 experts, and one prediction
+  // asks several times (each chunk's templates, memory, the answer), a search
+  // once per plan: remembered per (experts, ep, sigma, capacity). The result
+  // is deterministic, so the memo changes no figure.
+  using Key = std::tuple<int64_t, int64_t, double, double>;
+  static std::mutex mu;
+  static std::map<Key, ExpertLoad>* memo = new std::map<Key, ExpertLoad>();
+  const Key key{experts, ep, sigma, cap};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = memo->find(key); it != memo->end()) return it->second;
+  }
+  out = DrawExpertLoad(experts, ep, sigma, cap);
+  std::lock_guard<std::mutex> lock(mu);
+  if (memo->size() >= 4096) memo->clear();  // bounded
+  memo->emplace(key, out);
   return out;
 }
 
