@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -107,11 +108,12 @@ std::string PlanLine(const v1::PredictResponse& r) {
     absl::StrAppend(&extras, ", sharding ", EnumName(q.data_parallel_sharding()));
   }
   // An uneven pipeline layout gets a line of its own, in Megatron's notation.
+  std::optional<int64_t> layers;  // of the first chunk
   bool uneven = false;
   for (const v1::StageBreakdown& s : r.stages()) {
     for (int64_t n : s.chunk_num_layers()) {
-      uneven = uneven || r.stages(0).chunk_num_layers_size() == 0 ||
-               n != r.stages(0).chunk_num_layers(0);
+      if (!layers) layers = n;
+      uneven = uneven || n != *layers;
     }
   }
   return absl::StrFormat(

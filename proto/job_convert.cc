@@ -270,12 +270,12 @@ v1::PredictRequest JobToProto(const Job& job) {
   const PipelineLayout& layout = job.plan.layout;
   if (layout.first_stage_layers > 0) p->set_first_stage_layers(layout.first_stage_layers);
   if (layout.last_stage_layers > 0) p->set_last_stage_layers(layout.last_stage_layers);
+  // An explicit layout, written back in its normal form (resolving it keeps
+  // its chunks as given).
   if (!layout.chunks.empty()) {
-    std::vector<ChunkLayers> chunks;
-    for (const ChunkContent& c : layout.chunks) {
-      chunks.push_back(ChunkLayers{0, c.layers, c.mtp_layers, c.embedding, c.loss});
+    if (absl::StatusOr<std::vector<ChunkLayers>> chunks = ResolvePipelineLayout(job); chunks.ok()) {
+      p->set_pipeline_layout(FormatPipelineLayout(*chunks));
     }
-    p->set_pipeline_layout(FormatPipelineLayout(chunks));
   }
   return r;
 }

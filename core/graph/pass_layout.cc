@@ -30,20 +30,13 @@ CommGroup DataParallelGroup(const Job& job) {
 }
 
 std::vector<StageEnds> JobChunks(const Job& job) {
-  absl::StatusOr<std::vector<ChunkLayers>> layout = ResolvePipelineLayout(job);
-  std::vector<StageEnds> chunks;
-  if (!layout.ok()) return chunks;  // not a valid job
-  chunks.reserve(layout->size());
-  for (const ChunkLayers& c : *layout) {
-    chunks.push_back(StageEnds{c.embedding, c.loss, c.first_layer, c.num_layers, c.mtp_layers});
-  }
-  return chunks;
+  return ResolvePipelineLayout(job).value_or(std::vector<StageEnds>());  // empty: not valid
 }
 
 std::string ChunkSignature(const Job& job, const StageEnds& ends) {
   std::string signature;
-  signature.push_back(ends.has_embedding ? 'E' : '-');
-  signature.push_back(ends.has_logit ? 'L' : '-');
+  signature.push_back(ends.embedding ? 'E' : '-');
+  signature.push_back(ends.loss ? 'L' : '-');
   absl::StrAppend(&signature, ends.num_layers, "/", ends.mtp_layers);
   if (!job.model.is_moe()) return signature;
   for (int64_t l = 0; l < ends.num_layers; ++l) {

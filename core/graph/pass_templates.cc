@@ -272,7 +272,7 @@ void TemplateMaker::PrepareMoe() {
 
 ActionTemplate TemplateMaker::Forward(StageEnds ends) {
   TemplateWriter w = Writer();
-  if (ends.has_embedding) {
+  if (ends.embedding) {
     w.Operator(Op(OperatorKind::kEmbeddingFwd));
     // Vocabulary-parallel embedding: partial sums all-reduced, or with SP
     // reduce-scattered onto the sequence split.
@@ -306,7 +306,7 @@ ActionTemplate TemplateMaker::Forward(StageEnds ends) {
     w.Operator(Op(OperatorKind::kLogitFwd));
     w.Operator(Op(OperatorKind::kLossFwd));
   }
-  if (ends.has_logit) {
+  if (ends.loss) {
     // SP gathers the final layer norm's output before the logit GEMM.
     if (t_ > 1 && sp_) w.TensorParallel(gather_ns_, gather_label_);
     w.Operator(Op(OperatorKind::kLogitFwd));
@@ -338,7 +338,7 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
       pending = 0;
     }
   };
-  if (ends.has_logit) {
+  if (ends.loss) {
     w.Operator(Op(OperatorKind::kLossBwd));
     w.Operator(Op(OperatorKind::kLogitBwd));
     if (t_ > 1)
@@ -398,7 +398,7 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
     ShardedLayer(w, fsdp_gather_ns_ + fsdp_scatter_ns_, l == 0 ? 0 : layer_ns);
     layer(IsMoe(ends.first_layer, ends.num_layers - 1 - l));
   }
-  if (ends.has_embedding) {
+  if (ends.embedding) {
     // SP: the gradient of the embedding's reduce-scatter is an all-gather.
     if (t_ > 1 && sp_) w.TensorParallel(gather_ns_, gather_label_);
     w.Operator(Op(OperatorKind::kEmbeddingBwd));
@@ -417,8 +417,8 @@ StageTemplates TemplateMaker::Make(StageEnds ends) {
   const double expert_parameters =
       chunk.experts / static_cast<double>(plan_.expert_parallel * plan_.expert_tensor_parallel);
   s.parameters_per_gpu = layer_parameters + expert_parameters;
-  if (ends.has_embedding) s.parameters_per_gpu += EmbeddingParametersPerGpu(model_, t_);
-  if (ends.has_logit) s.parameters_per_gpu += OutputParametersPerGpu(model_, t_, p_);
+  if (ends.embedding) s.parameters_per_gpu += EmbeddingParametersPerGpu(model_, t_);
+  if (ends.loss) s.parameters_per_gpu += OutputParametersPerGpu(model_, t_, p_);
   // FSDP reduce-scatters the layers' gradients layer by layer; the rest at
   // the end of the pass.
   s.gradient_bytes =

@@ -14,6 +14,7 @@
 #include "core/profile/analytical.h"
 #include "core/profile/lookup.h"
 #include "core/spec/job.h"
+#include "core/spec/pipeline_layout.h"
 
 namespace vtrain::internal {
 
@@ -76,15 +77,9 @@ struct StageTemplates {
 };
 
 // What a pipeline stage (or model chunk) holds: the ends of the model, its
-// decoder layers and its multi-token-prediction modules.
-struct StageEnds {
-  bool has_embedding = false;
-  bool has_logit = false;
-  // The chunk's first layer (which of its layers are MoE layers depends on it).
-  int64_t first_layer = 0;
-  int64_t num_layers = 0;
-  int64_t mtp_layers = 0;
-};
+// decoder layers and its multi-token-prediction modules (a resolved chunk of
+// the pipeline layout).
+using StageEnds = ChunkLayers;
 
 // Every chunk of a valid job, in model order (virtual stage chunk * p +
 // stage), as its pipeline layout (core/spec/pipeline_layout.h) lays them.

@@ -123,7 +123,7 @@ absl::StatusOr<std::vector<int64_t>> FromStageOptions(const Job& job) {
   }
   const int64_t rest = layers - lay.first_stage_layers - lay.last_stage_layers;
   const int64_t middle = p - first - last;
-  if (rest < middle || (middle == 0 && rest != 0)) {
+  if (rest < middle) {  // (with no middle stage the check above holds)
     return absl::InvalidArgumentError(absl::StrCat(
         "plan.first_stage_layers=", lay.first_stage_layers, " and plan.last_stage_layers=",
         lay.last_stage_layers, " leave ", rest, " of model.num_layers=", layers, " for ", middle,

@@ -44,9 +44,9 @@ Made MakeMiddle(Job job, bool ends = false, const ProfileSet& set = WireByteProf
   Made made;
   made.templates = MakeStageTemplates(
       job, lookup, Granularity::kKernel,
-      {.has_embedding = ends,
-       .has_logit = ends,
-       .num_layers = job.model.num_layers / (job.plan.pipeline_parallel * job.plan.virtual_stages)},
+      {.num_layers = job.model.num_layers / (job.plan.pipeline_parallel * job.plan.virtual_stages),
+       .embedding = ends,
+       .loss = ends},
       [&](const std::string& name) {
         for (size_t i = 0; i < made.labels.size(); ++i) {
           if (made.labels[i] == name) return static_cast<int32_t>(i);
