@@ -59,7 +59,7 @@ void CommonSpec(const v1::ThroughputCurveRequest& r, CurveSpec& spec,
 
 }  // namespace
 
-absl::StatusOr<CurveCall> CurveCallFromProto(const v1::ThroughputCurveRequest& r) {
+absl::StatusOr<CurveCall> CurveCallFromProto(const v1::ThroughputCurveRequest& r, GpuLookup gpus) {
   std::vector<std::string> problems;
   if (r.jobs_size() == 0 || r.jobs_size() > kMaxCurveJobs) {
     problems.push_back(
@@ -73,7 +73,7 @@ absl::StatusOr<CurveCall> CurveCallFromProto(const v1::ThroughputCurveRequest& r
     const std::string where = absl::StrCat("jobs[", i, "].");
     CurveSpec spec = common;
     absl::StatusOr<ModelSpec> model = ModelFromProto(j.model());
-    absl::StatusOr<ClusterSpec> cluster = ClusterFromProto(j.cluster());
+    absl::StatusOr<ClusterSpec> cluster = ClusterFromProto(j.cluster(), gpus);
     absl::StatusOr<DType> dtype = FromProtoOr(j.dtype(), DType::kFp16, where + "dtype");
     for (const absl::Status& s : {model.status(), cluster.status(), dtype.status()}) {
       if (!s.ok()) problems.push_back(absl::StrCat(where, s.message()));

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/plan/curve.h"
+#include "proto/job_convert.h"
 #include "vtrain/v1/vtrain.pb.h"
 
 namespace vtrain::convert {
@@ -23,7 +24,8 @@ struct CurveCall {
 
 // INVALID_ARGUMENT listing every violation, each naming the field
 // ("jobs[2].model.preset", "gpu_counts") and the fix.
-absl::StatusOr<CurveCall> CurveCallFromProto(const v1::ThroughputCurveRequest& request);
+absl::StatusOr<CurveCall> CurveCallFromProto(const v1::ThroughputCurveRequest& request,
+                                             GpuLookup gpus = GpuByName);
 
 void CurveToProto(const std::string& name, const std::vector<CurvePoint>& points, v1::Curve* out);
 

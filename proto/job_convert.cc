@@ -78,7 +78,7 @@ absl::StatusOr<ModelSpec> ModelFromProto(const v1::ModelSpec& m) {
   return model;
 }
 
-absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& c) {
+absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& c, GpuLookup gpus) {
   std::vector<std::string> problems;
   CheckGiven(c.has_num_gpus(), c.num_gpus(), "cluster.num_gpus", "--gpus", problems);
   CheckGiven(c.has_gpus_per_node(), c.gpus_per_node(), "cluster.gpus_per_node", "--gpus-per-node",
@@ -88,7 +88,7 @@ absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& c) {
   CheckGiven(c.has_inter_node_bandwidth_bytes_per_s(), c.inter_node_bandwidth_bytes_per_s(),
              "cluster.inter_node_bandwidth_bytes_per_s", "--inter-node-bandwidth", problems);
   VTRAIN_RETURN_IF_ERROR(Problems(problems));
-  absl::StatusOr<GpuSpec> gpu = GpuByName(c.gpu().empty() ? kDefaultGpu : c.gpu());
+  absl::StatusOr<GpuSpec> gpu = gpus(c.gpu().empty() ? kDefaultGpu : c.gpu());
   if (!gpu.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("cluster.gpu: ", gpu.status().message()));
   }
@@ -206,10 +206,10 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
 
 }  // namespace
 
-absl::StatusOr<Job> JobFromProto(const v1::PredictRequest& r) {
+absl::StatusOr<Job> JobFromProto(const v1::PredictRequest& r, GpuLookup gpus) {
   Job job;
   VTRAIN_ASSIGN_OR_RETURN(job.model, ModelFromProto(r.model()));
-  VTRAIN_ASSIGN_OR_RETURN(job.cluster, ClusterFromProto(r.cluster()));
+  VTRAIN_ASSIGN_OR_RETURN(job.cluster, ClusterFromProto(r.cluster(), gpus));
   if (r.has_memory_headroom()) job.cluster.memory_headroom = r.memory_headroom();
   VTRAIN_RETURN_IF_ERROR(PlanFromProto(r.plan(), job));
   VTRAIN_RETURN_IF_ERROR(ValidateJob(job));

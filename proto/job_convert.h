@@ -4,7 +4,9 @@
 #ifndef VTRAIN_PROTO_JOB_CONVERT_H_
 #define VTRAIN_PROTO_JOB_CONVERT_H_
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/predict/predictor.h"
 #include "core/spec/job.h"
 #include "vtrain/v1/vtrain.pb.h"
@@ -14,10 +16,15 @@ namespace vtrain::convert {
 // The GPU of a ClusterSpec that names none.
 inline constexpr char kDefaultGpu[] = "a100-sxm4-80gb";
 
+// Finds a GPU's figures by name: GpuByName for this build's GPUs; a server
+// also finds those of GPUs a pushed profile set carries a datasheet for
+// (service::ProfileSource::GpuFor). NOT_FOUND or INVALID_ARGUMENT otherwise.
+using GpuLookup = absl::FunctionRef<absl::StatusOr<GpuSpec>(absl::string_view)>;
+
 // The job of a request, defaults filled in (see the comments in
 // vtrain.proto) and validated: INVALID_ARGUMENT lists every violation, each
 // naming the field path ("plan.tensor_parallel") and the fix.
-absl::StatusOr<Job> JobFromProto(const v1::PredictRequest& request);
+absl::StatusOr<Job> JobFromProto(const v1::PredictRequest& request, GpuLookup gpus = GpuByName);
 
 // The prediction options of a request (granularity, training tokens):
 // INVALID_ARGUMENT naming the field for an unknown granularity or a negative
@@ -27,7 +34,8 @@ absl::StatusOr<PredictOptions> OptionsFromProto(const v1::PredictRequest& reques
 // The model and cluster parts of a request, defaults filled in; errors name
 // the field (model.preset, cluster.gpu...). Shared by predictions and searches.
 absl::StatusOr<ModelSpec> ModelFromProto(const v1::ModelSpec& model);
-absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& cluster);
+absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& cluster,
+                                             GpuLookup gpus = GpuByName);
 
 // The request that describes `job` (every default written out); the model's
 // preset name is kept unless the model is custom.

@@ -36,10 +36,10 @@ bool Finite(double v) { return std::isfinite(v); }
 
 }  // namespace
 
-absl::StatusOr<DesignSpec> DesignSpecFromProto(const v1::PlanModelRequest& r) {
+absl::StatusOr<DesignSpec> DesignSpecFromProto(const v1::PlanModelRequest& r, GpuLookup gpus) {
   std::vector<std::string> problems;
   DesignSpec spec;
-  absl::StatusOr<ClusterSpec> cluster = ClusterFromProto(r.cluster());
+  absl::StatusOr<ClusterSpec> cluster = ClusterFromProto(r.cluster(), gpus);
   if (cluster.ok()) {
     spec.cluster = *cluster;
   } else {

@@ -6,11 +6,13 @@
 
 #include "absl/status/statusor.h"
 #include "core/plan/model_design.h"
+#include "proto/job_convert.h"
 #include "vtrain/v1/vtrain.pb.h"
 
 namespace vtrain::convert {
 
-absl::StatusOr<DesignSpec> DesignSpecFromProto(const v1::PlanModelRequest& request);
+absl::StatusOr<DesignSpec> DesignSpecFromProto(const v1::PlanModelRequest& request,
+                                               GpuLookup gpus = GpuByName);
 void DesignResultToProto(const DesignResult& result, v1::PlanModelResult* out);
 
 }  // namespace vtrain::convert

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -129,12 +130,64 @@ absl::StatusOr<OperatorKey> KeyFromProto(const v1::OperatorKey& k, const std::st
 
 }  // namespace
 
+namespace {
+
+// profile_set.datasheet: required for a GPU this build has no datasheet for,
+// refused for one it has (the build's figures are the GPU's).
+absl::Status DatasheetFromProto(const v1::ProfileSet& in, ProfileSet& set) {
+  const bool known = GpuByName(set.gpu).ok();
+  if (known && in.has_datasheet()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("profile_set.datasheet is given for gpu '", set.gpu,
+                     "', which this build has figures for; leave profile_set.datasheet out"));
+  }
+  if (known) return absl::OkStatus();
+  if (!in.has_datasheet()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "profile_set.gpu='", set.gpu,
+        "' has no datasheet in this build, so no prediction could use the set; add "
+        "profile_set.datasheet with the GPU's peak_bf16_flops_per_s (or peak_fp16), "
+        "peak_fp8_flops_per_s (0: none), hbm_bandwidth_bytes_per_s, memory_bytes, num_sms, "
+        "default_intra_node_bandwidth_bytes_per_s and default_inter_node_bandwidth_bytes_per_s, "
+        "or use one of the known GPUs: ",
+        absl::StrJoin(GpuNames(), ", ")));
+  }
+  const v1::GpuDatasheet& d = in.datasheet();
+  GpuSpec gpu;
+  gpu.name = set.gpu;
+  gpu.peak_fp16_flops_per_s = d.peak_fp16_flops_per_s();
+  gpu.peak_bf16_flops_per_s = d.peak_bf16_flops_per_s();
+  gpu.peak_fp8_flops_per_s = d.peak_fp8_flops_per_s();
+  gpu.hbm_bandwidth_bytes_per_s = d.hbm_bandwidth_bytes_per_s();
+  gpu.memory_bytes = d.memory_bytes();
+  gpu.num_sms = d.num_sms();
+  gpu.default_intra_node_bandwidth_bytes_per_s = d.default_intra_node_bandwidth_bytes_per_s();
+  gpu.default_inter_node_bandwidth_bytes_per_s = d.default_inter_node_bandwidth_bytes_per_s();
+  VTRAIN_RETURN_IF_ERROR(CheckGpuDatasheet(gpu, "profile_set.datasheet"));
+  set.datasheet = std::move(gpu);
+  return absl::OkStatus();
+}
+
+void DatasheetToProto(const GpuSpec& gpu, v1::GpuDatasheet* d) {
+  d->set_peak_fp16_flops_per_s(gpu.peak_fp16_flops_per_s);
+  d->set_peak_bf16_flops_per_s(gpu.peak_bf16_flops_per_s);
+  d->set_peak_fp8_flops_per_s(gpu.peak_fp8_flops_per_s);
+  d->set_hbm_bandwidth_bytes_per_s(gpu.hbm_bandwidth_bytes_per_s);
+  d->set_memory_bytes(gpu.memory_bytes);
+  d->set_num_sms(gpu.num_sms);
+  d->set_default_intra_node_bandwidth_bytes_per_s(gpu.default_intra_node_bandwidth_bytes_per_s);
+  d->set_default_inter_node_bandwidth_bytes_per_s(gpu.default_inter_node_bandwidth_bytes_per_s);
+}
+
+}  // namespace
+
 absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
   ProfileSet set;
   set.name = in.name();
   set.id = in.id();
   set.gpu = in.gpu();
   if (set.gpu.empty()) return absl::InvalidArgumentError("profile_set.gpu is required");
+  VTRAIN_RETURN_IF_ERROR(DatasheetFromProto(in, set));
   set.provenance = in.provenance().note();
   set.params = ParamsFromProto(in.params());
   for (int i = 0; i < in.operators_size(); ++i) {
@@ -195,6 +248,7 @@ v1::ProfileSet ProfileSetToProto(const ProfileSet& set) {
   out.set_name(set.name);
   out.set_gpu(set.gpu);
   out.mutable_provenance()->set_note(set.provenance);
+  if (set.datasheet.has_value()) DatasheetToProto(*set.datasheet, out.mutable_datasheet());
   ParamsToProto(set.params, out.mutable_params());
   for (const auto& [key, profile] : set.operators) {
     v1::OperatorProfile* op = out.add_operators();

@@ -132,7 +132,7 @@ void PlanSpaceFromProto(const v1::PlanSpace& in, PlanSpace& space,
                                      space.training.shardings, problems);
 }
 
-absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& r) {
+absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& r, GpuLookup gpus) {
   SearchCall call;
   SearchSpace& s = call.space;
   std::vector<std::string> problems;
@@ -142,7 +142,7 @@ absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& r) {
   } else {
     problems.emplace_back(model.status().message());
   }
-  absl::StatusOr<ClusterSpec> cluster = ClusterFromProto(r.cluster());
+  absl::StatusOr<ClusterSpec> cluster = ClusterFromProto(r.cluster(), gpus);
   if (cluster.ok()) {
     s.cluster = *cluster;
     s.cluster.num_gpus = 0;

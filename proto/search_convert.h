@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/plan/search.h"
+#include "proto/job_convert.h"
 #include "vtrain/v1/vtrain.pb.h"
 
 namespace vtrain::convert {
@@ -35,7 +36,8 @@ struct SearchCall {
 };
 
 // INVALID_ARGUMENT listing every violation, each naming the field and the fix.
-absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& request);
+absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& request,
+                                           GpuLookup gpus = GpuByName);
 
 // The result as a message: best, frontier, the `call.top` fastest and, with
 // call.include_all_plans, every plan that fits.

@@ -71,16 +71,8 @@ absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(v1::ProfileSet set,
   // Parameters left out took their defaults: store them written out, so the
   // stored set says what every prediction with it uses.
   convert::ParamsToProto(tables->params, set.mutable_params());
-  // A set for a GPU this build has no datasheet for (peak FLOP/s per dtype,
-  // memory, bandwidth) could answer no prediction: every request for that
-  // GPU is refused at cluster.gpu. Refuse the set rather than store it.
-  if (absl::StatusOr<GpuSpec> gpu = GpuByName(tables->gpu); !gpu.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "profile_set.gpu='", tables->gpu,
-        "' has no datasheet in this build (peak FLOP/s per dtype, memory, bandwidth), so no "
-        "prediction could use the set; use one of the known GPUs: ",
-        absl::StrJoin(GpuNames(), ", ")));
-  }
+  // A set for a GPU this build has no datasheet for carries the GPU's figures
+  // (ProfileSetFromProto refuses it otherwise): requests naming the GPU use them.
   // Built-in sets are this build's own; every other set must predict sanely.
   if (!builtin) {
     if (absl::Status sane = CheckPredictionsArePhysical(*tables); !sane.ok()) return sane;
@@ -143,7 +135,10 @@ absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(v1::ProfileSet set,
                  : "a partial set (no error bands, so no interval of its own): its tables are "
                    "laid over the newest complete set as the default for ",
         gpu, " (", resp.default_profile_set_id(), ", was ",
-        default_before.empty() ? "the built-in tables" : default_before, ")"));
+        !default_before.empty() ? default_before
+        : GpuByName(gpu).ok()   ? std::string("the built-in tables")
+                                : std::string("none: a GPU this build has no figures for"),
+        ")"));
   } else if (!complete && !put->already_present) {
     resp.set_note(absl::StrCat("a partial set, older than the newest complete set for ", gpu,
                                ": stored, used only when named by id"));
@@ -206,6 +201,21 @@ absl::StatusOr<std::shared_ptr<const ProfileSet>> Registry::TablesFor(
   }
   if (std::shared_ptr<const ProfileSet> tables = DefaultTables(gpu.name, &gpu)) return tables;
   return std::make_shared<const ProfileSet>(DefaultProfileSet(gpu));
+}
+
+absl::StatusOr<GpuSpec> Registry::GpuFor(absl::string_view name) const {
+  absl::StatusOr<GpuSpec> builtin = GpuByName(name);
+  if (builtin.ok()) return builtin;
+  ProfileCatalog::DefaultSets sets = catalog_.DefaultFor(std::string(name));
+  // Every set for such a GPU carries the figures (ProfileSetFromProto); the
+  // newest one's win.
+  for (auto it = sets.overlays.rbegin(); it != sets.overlays.rend(); ++it) {
+    if ((*it)->datasheet.has_value()) return *(*it)->datasheet;
+  }
+  if (sets.base != nullptr && sets.base->datasheet.has_value()) return *sets.base->datasheet;
+  return absl::NotFoundError(absl::StrCat(builtin.status().message(),
+                                          ", or push a profile set for it with its "
+                                          "profile_set.datasheet"));
 }
 
 std::shared_ptr<const ProfileSet> Registry::LoadedTablesFor(const std::string& profile_set_id,

@@ -85,6 +85,10 @@ class Registry {
   // merged set's id is "BASE+PARTIAL+..." (the ids of its parts).
   absl::StatusOr<std::shared_ptr<const ProfileSet>> TablesFor(const std::string& profile_set_id,
                                                               const GpuSpec& gpu) const;
+  // The figures of the GPU named `name`: this build's datasheet, else the one
+  // carried by the sets requests naming no set get for that GPU (the newest
+  // set's). NOT_FOUND naming the known GPUs when neither has it.
+  absl::StatusOr<GpuSpec> GpuFor(absl::string_view name) const;
   // The loaded set TablesFor would pick for a GPU named `gpu`, or nullptr
   // (not loaded: TablesFor would refuse or fall back to built-in tables).
   std::shared_ptr<const ProfileSet> LoadedTablesFor(const std::string& profile_set_id,

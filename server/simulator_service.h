@@ -67,6 +67,9 @@ class SimulatorService final
                                                                 const GpuSpec& gpu) const override {
       return registry_.TablesFor(profile_set_id, gpu);
     }
+    absl::StatusOr<GpuSpec> GpuFor(absl::string_view name) const override {
+      return registry_.GpuFor(name);
+    }
     std::shared_ptr<LookupMemo> MemoFor(
         const std::shared_ptr<const ProfileSet>& tables) const override {
       return memos_.For(tables);

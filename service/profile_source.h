@@ -11,6 +11,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "core/profile/lookup.h"
 #include "core/profile/profile.h"
@@ -27,6 +28,11 @@ class ProfileSource {
   // `gpu` get by default. NOT_FOUND naming the id when there is none.
   virtual absl::StatusOr<std::shared_ptr<const ProfileSet>> TablesFor(
       const std::string& profile_set_id, const GpuSpec& gpu) const = 0;
+
+  // The figures of the GPU named `name` (cluster.gpu): this build's datasheet
+  // (GpuByName), or, on a server, the one a pushed profile set carries for a
+  // GPU the build has none for. NOT_FOUND listing the known GPUs otherwise.
+  virtual absl::StatusOr<GpuSpec> GpuFor(absl::string_view name) const { return GpuByName(name); }
 
   // A lookup memo (core/profile/lookup.h) shared by every call over `tables`,
   // or nullptr (each call resolves its own; the answer is the same).

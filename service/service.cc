@@ -16,6 +16,11 @@ void ReportSimulation(const CallOptions& options, const char* method, int64_t wa
   if (options.simulated) options.simulated(method, wall_ns);
 }
 
+// The GPUs `source` knows, for the request conversions.
+auto GpusOf(const ProfileSource& source) {
+  return [&source](absl::string_view name) { return source.GpuFor(name); };
+}
+
 }  // namespace
 
 // ---- Predict
@@ -23,7 +28,7 @@ void ReportSimulation(const CallOptions& options, const char* method, int64_t wa
 absl::StatusOr<PreparedPredict> PreparePredict(const v1::PredictRequest& request,
                                                const ProfileSource& source,
                                                const CallOptions& options) {
-  VTRAIN_ASSIGN_OR_RETURN(Job job, convert::JobFromProto(request));
+  VTRAIN_ASSIGN_OR_RETURN(Job job, convert::JobFromProto(request, GpusOf(source)));
   VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
                           source.TablesFor(request.profile_set_id(), job.cluster.gpu));
   VTRAIN_ASSIGN_OR_RETURN(PredictOptions predict_options, convert::OptionsFromProto(request));
@@ -58,7 +63,8 @@ absl::StatusOr<v1::PredictResponse> Predict(const v1::PredictRequest& request,
 
 absl::StatusOr<PreparedSearch> PrepareSearch(const v1::SearchRequest& request,
                                              const ProfileSource& source) {
-  VTRAIN_ASSIGN_OR_RETURN(convert::SearchCall call, convert::SearchFromProto(request));
+  VTRAIN_ASSIGN_OR_RETURN(convert::SearchCall call,
+                          convert::SearchFromProto(request, GpusOf(source)));
   VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
                           source.TablesFor(/*profile_set_id=*/"", call.space.cluster.gpu));
   std::shared_ptr<LookupMemo> memo = source.MemoFor(tables);
@@ -91,7 +97,7 @@ absl::StatusOr<v1::SearchResult> Search(const v1::SearchRequest& request,
 absl::StatusOr<PreparedCurves> PrepareCurves(const v1::ThroughputCurveRequest& request,
                                              const ProfileSource& source) {
   PreparedCurves prepared;
-  VTRAIN_ASSIGN_OR_RETURN(prepared.call, convert::CurveCallFromProto(request));
+  VTRAIN_ASSIGN_OR_RETURN(prepared.call, convert::CurveCallFromProto(request, GpusOf(source)));
   for (const CurveSpec& spec : prepared.call.specs) {
     VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
                             source.TablesFor(/*profile_set_id=*/"", spec.cluster.gpu));
@@ -148,7 +154,7 @@ absl::StatusOr<v1::ThroughputCurveResponse> ThroughputCurve(
 
 absl::StatusOr<PreparedPlanModel> PreparePlanModel(const v1::PlanModelRequest& request,
                                                    const ProfileSource& source) {
-  VTRAIN_ASSIGN_OR_RETURN(DesignSpec spec, convert::DesignSpecFromProto(request));
+  VTRAIN_ASSIGN_OR_RETURN(DesignSpec spec, convert::DesignSpecFromProto(request, GpusOf(source)));
   VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
                           source.TablesFor(/*profile_set_id=*/"", spec.cluster.gpu));
   return PreparedPlanModel{std::move(spec), std::move(tables)};

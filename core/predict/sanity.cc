@@ -64,7 +64,8 @@ void CheckOne(const Probe& probe, const ProfileSet& set, const GpuSpec& gpu,
 }  // namespace
 
 absl::Status CheckPredictionsArePhysical(const ProfileSet& set) {
-  absl::StatusOr<GpuSpec> gpu = GpuByName(set.gpu);
+  absl::StatusOr<GpuSpec> gpu =
+      set.datasheet.has_value() ? absl::StatusOr<GpuSpec>(*set.datasheet) : GpuByName(set.gpu);
   if (!gpu.ok()) return absl::OkStatus();
   std::vector<std::string> problems;
   for (const Probe& probe : kProbes) CheckOne(probe, set, *gpu, problems);

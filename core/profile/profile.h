@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -230,6 +231,9 @@ struct ProfileSet {
   std::string id;    // content id ("sha256:..."); empty when not computed
   std::string name;  // a label for people, never an id
   std::string gpu;
+  // The GPU's figures, for a GPU this build has no datasheet for (GpuByName
+  // fails); unset for the built-in GPUs.
+  std::optional<GpuSpec> datasheet;
   std::string provenance;  // where the numbers come from, for humans
   AnalyticalParams params;
   std::vector<ErrorBand> error_bands;

@@ -1,5 +1,9 @@
 #include "core/spec/gpu.h"
 
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -71,7 +75,50 @@ const GpuSpec kGpus[] = {
         148, 450 * kGiga, 3200 * kGiga / 8),
 };
 
+// One figure of CheckGpuDatasheet: `value` in [lo, hi], or 0 where optional.
+void CheckFigure(double value, double lo, double hi, bool optional, absl::string_view field,
+                 std::vector<std::string>& problems) {
+  if (optional && value == 0) return;
+  if (std::isfinite(value) && value >= lo && value <= hi) return;
+  problems.push_back(value == 0
+                         ? absl::StrCat(field, " is missing")
+                         : absl::StrCat(field, "=", value, " must be in [", lo, ", ", hi, "]"));
+}
+
 }  // namespace
+
+absl::Status CheckGpuDatasheet(const GpuSpec& gpu, absl::string_view where) {
+  std::vector<std::string> problems;
+  if (gpu.name.empty()) problems.push_back(absl::StrCat(where, ".name is missing"));
+  // Ranges: a V100's 125 TFLOPS is 1.25e14; 1e17 leaves three orders of
+  // magnitude. 1 GB/s and 1 GiB are below any training GPU.
+  constexpr double kMaxFlops = 1e17;
+  constexpr double kMaxBytesPerS = 1e15;
+  const std::string w(where);
+  if (gpu.peak_fp16_flops_per_s == 0 && gpu.peak_bf16_flops_per_s == 0) {
+    problems.push_back(
+        absl::StrCat(w, ".peak_bf16_flops_per_s (or peak_fp16_flops_per_s) is missing"));
+  }
+  CheckFigure(gpu.peak_fp16_flops_per_s, 1e12, kMaxFlops, true, w + ".peak_fp16_flops_per_s",
+              problems);
+  CheckFigure(gpu.peak_bf16_flops_per_s, 1e12, kMaxFlops, true, w + ".peak_bf16_flops_per_s",
+              problems);
+  CheckFigure(gpu.peak_fp8_flops_per_s, 1e12, kMaxFlops, true, w + ".peak_fp8_flops_per_s",
+              problems);
+  CheckFigure(gpu.hbm_bandwidth_bytes_per_s, 1e9, kMaxBytesPerS, false,
+              w + ".hbm_bandwidth_bytes_per_s", problems);
+  CheckFigure(static_cast<double>(gpu.memory_bytes), static_cast<double>(kGiB),
+              static_cast<double>(kGiB) * 65536, false, w + ".memory_bytes", problems);
+  CheckFigure(gpu.num_sms, 1, 100000, false, w + ".num_sms", problems);
+  CheckFigure(gpu.default_intra_node_bandwidth_bytes_per_s, 1e8, kMaxBytesPerS, false,
+              w + ".default_intra_node_bandwidth_bytes_per_s", problems);
+  CheckFigure(gpu.default_inter_node_bandwidth_bytes_per_s, 1e8, kMaxBytesPerS, false,
+              w + ".default_inter_node_bandwidth_bytes_per_s", problems);
+  if (problems.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(absl::StrJoin(problems, "; "),
+                   "; give the GPU's dense datasheet figures (FLOP/s, bytes, bytes/s)"));
+}
 
 absl::string_view DTypeName(DType dtype) {
   switch (dtype) {

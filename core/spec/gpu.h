@@ -49,6 +49,14 @@ struct GpuSpec {
   friend bool operator==(const GpuSpec&, const GpuSpec&) = default;
 };
 
+// Checks the figures of a GPU this build has no datasheet for, as a profile set
+// carries them (profile_set.datasheet): a name, a dense fp16 or bf16 peak, HBM
+// bandwidth, memory, SMs and both default bandwidths given, every figure finite
+// and inside a physical range (a peak up to 1e17 FLOP/s, memory up to 64 TiB).
+// INVALID_ARGUMENT listing every missing or out-of-range figure, each named
+// "<where>.<field>".
+absl::Status CheckGpuDatasheet(const GpuSpec& gpu, absl::string_view where);
+
 // Returns the GPU model with this name, or NOT_FOUND listing the known names.
 absl::StatusOr<GpuSpec> GpuByName(absl::string_view name);
 std::vector<std::string> GpuNames();

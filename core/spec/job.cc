@@ -244,7 +244,7 @@ bool ValidateCluster(const ClusterSpec& c, DType dtype, Violations& v) {
                        "' (no fp8 tensor cores); use bf16, or an fp8 GPU such as h100-sxm5-80gb"));
   } else if (c.gpu.PeakFlops(dtype) <= 0) {
     v.Add(absl::StrCat("plan.dtype=", DTypeName(dtype), " is not supported by GPU '", c.gpu.name,
-                       "'; use fp16"));
+                       "'; use ", c.gpu.PeakFlops(DType::kBf16) > 0 ? "bf16" : "fp16"));
   }
   return gpus_ok;
 }
