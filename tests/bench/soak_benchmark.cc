@@ -218,7 +218,7 @@ MemoryReport ReportMemory(const SoakOptions& o, const std::vector<MemorySample>&
   for (const MemorySample& m : mem) {
     r.peak.rss_kib = std::max(r.peak.rss_kib, m.rss_kib);
     r.peak.heap_kib = std::max(r.peak.heap_kib, m.heap_kib);
-    if (m.t_s <= r.warm_s) r.warm = m;
+    if (m.t_s <= r.warm_s + 1) r.warm = m;  // the sample due at warm_s, a little late
   }
   r.last = mem.back();
   r.growth_kib = r.last.rss_kib - r.warm.rss_kib;
@@ -250,7 +250,7 @@ Convergence WaitForConvergence(const SoakOptions& o, const Servers& servers, con
 }
 
 void PrintKinds(const LoadResult& load) {
-  std::printf("%-14s %9s %9s %9s %9s %10s %10s  %s\n", "kind", "calls", "calls/s", "expected",
+  std::printf("%-18s %9s %9s %9s %9s %10s %10s  %s\n", "kind", "calls", "calls/s", "expected",
               "failures", "p50_ms", "p99_ms", "failures by code");
   for (int k = 0; k < kNumKinds; ++k) {
     const KindStats& s = load.total[k];
@@ -262,7 +262,7 @@ void PrintKinds(const LoadResult& load) {
       }
     }
     if (s.bad_responses > 0) codes.push_back(absl::StrCat("bad_response=", s.bad_responses));
-    std::printf("%-14s %9lld %9.1f %9lld %9lld %10.3f %10.3f  %s\n", kKindNames[k],
+    std::printf("%-18s %9lld %9.1f %9lld %9lld %10.3f %10.3f  %s\n", kKindNames[k],
                 static_cast<long long>(s.calls), static_cast<double>(s.calls) / load.elapsed_s,
                 static_cast<long long>(s.Expected()), static_cast<long long>(s.Unexpected()),
                 s.latency.QuantileMs(0.5), s.latency.QuantileMs(0.99),

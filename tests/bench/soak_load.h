@@ -33,10 +33,25 @@ namespace vtrain::server {
 inline constexpr char kToken[] = "soak-token";
 
 // The kinds of call, with their share of the mix (percent).
-enum Kind { kPredict, kPredictNamed, kSearch, kPush, kDelete, kNumKinds };
-constexpr const char* kKindNames[kNumKinds] = {"predict", "predict_named", "search", "push",
-                                               "delete"};
-constexpr int kMixPercent[kNumKinds] = {85, 5, 2, 4, 4};
+// predict_moe: MoE models with expert parallelism; predict_long: 128K-token
+// sequences with context parallelism; predict_oversized: a kernel-granularity
+// MoE graph past the server's task bound, refused (RESOURCE_EXHAUSTED) before
+// any work starts.
+enum Kind {
+  kPredict,
+  kPredictNamed,
+  kPredictMoe,
+  kPredictLong,
+  kPredictOversized,
+  kSearch,
+  kPush,
+  kDelete,
+  kNumKinds
+};
+constexpr const char* kKindNames[kNumKinds] = {
+    "predict",           "predict_named", "predict_moe", "predict_long",
+    "predict_oversized", "search",        "push",        "delete"};
+constexpr int kMixPercent[kNumKinds] = {72, 5, 8, 4, 1, 2, 4, 4};
 // The live pool of pushed sets stays under this (a push becomes a delete), so
 // the registry's contents, and the process's memory, stay bounded.
 constexpr size_t kMaxLiveSets = 256;
@@ -142,6 +157,48 @@ inline v1::PredictRequest SmallJob(std::mt19937_64& rng) {
   return r;
 }
 
+// A MoE job at operator granularity: 8 to 32 GPUs, t = 1, expert parallel
+// 2 to 8 over the data-parallel ranks, bf16.
+inline v1::PredictRequest MoeJob(std::mt19937_64& rng) {
+  static constexpr const char* kModels[] = {"qwen3-30b-a3b", "mixtral-8x7b", "gpt-oss-20b"};
+  v1::PredictRequest r;
+  r.mutable_model()->set_preset(kModels[rng() % 3]);
+  r.mutable_cluster()->set_num_gpus(int64_t{8} << (rng() % 3));
+  r.mutable_plan()->set_pipeline_parallel(int64_t{1} << (rng() % 2));
+  r.mutable_plan()->set_expert_parallel(int64_t{2} << (rng() % 2));  // divides d >= 4
+  r.mutable_plan()->set_dtype(v1::DTYPE_BF16);
+  r.mutable_plan()->set_global_batch(64);
+  r.set_granularity(v1::GRANULARITY_OPERATOR);
+  return r;
+}
+
+// Llama 3 8B on 128K-token sequences, context parallel 8, on 8 or 16 GPUs.
+inline v1::PredictRequest LongContextJob(std::mt19937_64& rng) {
+  v1::PredictRequest r;
+  r.mutable_model()->set_preset("llama3-8b");
+  r.mutable_model()->set_seq_len(131072);
+  r.mutable_cluster()->set_num_gpus(rng() % 2 == 0 ? 8 : 16);
+  r.mutable_plan()->set_context_parallel(8);
+  r.mutable_plan()->set_dtype(v1::DTYPE_BF16);
+  r.mutable_plan()->set_global_batch(8);
+  r.set_granularity(v1::GRANULARITY_OPERATOR);
+  return r;
+}
+
+// DeepSeek-V3 at kernel granularity with 4M sequences a batch: past the
+// server's task bound.
+inline v1::PredictRequest OversizedJob() {
+  v1::PredictRequest r;
+  r.mutable_model()->set_preset("deepseek-v3");
+  r.mutable_cluster()->set_num_gpus(1024);
+  r.mutable_plan()->set_pipeline_parallel(16);
+  r.mutable_plan()->set_expert_parallel(64);
+  r.mutable_plan()->set_dtype(v1::DTYPE_BF16);
+  r.mutable_plan()->set_global_batch(int64_t{1} << 22);
+  r.set_granularity(v1::GRANULARITY_KERNEL);
+  return r;
+}
+
 inline std::unique_ptr<grpc::ClientContext> Context(absl::Duration deadline, bool with_token) {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(absl::ToChronoTime(absl::Now() + deadline));
@@ -169,10 +226,19 @@ class Client {
       if (kind == kDelete && !DeleteOne()) kind = kPush;  // nothing to delete yet
       switch (kind) {
         case kPredict:
-          Predict();
+          Predict(kPredict, SmallJob(rng_));
           break;
         case kPredictNamed:
           PredictNamed();
+          break;
+        case kPredictMoe:
+          Predict(kPredictMoe, MoeJob(rng_));
+          break;
+        case kPredictLong:
+          Predict(kPredictLong, LongContextJob(rng_));
+          break;
+        case kPredictOversized:
+          PredictOversized();
           break;
         case kSearch:
           Search();
@@ -208,19 +274,29 @@ class Client {
     }
   }
 
-  void Predict() {
-    const v1::PredictRequest req = SmallJob(rng_);
+  void Predict(Kind kind, const v1::PredictRequest& req) {
     v1::PredictResponse resp;
     const absl::Time start = absl::Now();
     grpc::Status s = AnyPredictor().Predict(Context(absl::Seconds(30), false).get(), req, &resp);
-    Record(kPredict, start, s, false, resp.iteration_time_ns() <= 0);
+    Record(kind, start, s, false, resp.iteration_time_ns() <= 0);
+  }
+
+  // RESOURCE_EXHAUSTED naming max_tasks is the answer; OK is a bad one.
+  void PredictOversized() {
+    v1::PredictResponse resp;
+    const absl::Time start = absl::Now();
+    grpc::Status s =
+        AnyPredictor().Predict(Context(absl::Seconds(30), false).get(), OversizedJob(), &resp);
+    const bool refused = s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+                         s.error_message().find("max_tasks") != std::string::npos;
+    Record(kPredictOversized, start, s, refused, s.ok());
   }
 
   // NOT_FOUND is expected here: the set may have been deleted a moment ago,
   // or not reached this predictor yet (predictors follow asynchronously).
   void PredictNamed() {
     std::optional<std::string> id = book_.AnyRecent(rng_);
-    if (!id) return Predict();
+    if (!id) return Predict(kPredict, SmallJob(rng_));
     v1::PredictRequest req = SmallJob(rng_);
     req.set_profile_set_id(*id);
     v1::PredictResponse resp;
