@@ -145,9 +145,11 @@ absl::StatusOr<v1::PredictRequest> RequestFromFile(const common::FlagParser& fla
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", request.status().message()));
   }
   // What a file (a vTrain configuration has no price) may leave to the
-  // command line: the price and the memory headroom.
+  // command line: the price, the reliability and the memory headroom.
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> price, flags.GetDouble("price-usd-per-gpu-hour"));
   if (price) request->mutable_cluster()->set_price_usd_per_gpu_hour(*price);
+  VTRAIN_RETURN_IF_ERROR(
+      ReliabilityFromFlags(flags, *request->mutable_cluster()->mutable_reliability()));
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> headroom, flags.GetDouble("memory-headroom"));
   if (headroom) request->set_memory_headroom(*headroom);
   return request;
@@ -178,6 +180,36 @@ void AddClusterFlags(common::FlagParser& p) {
   p.AddValue("intra-node-bandwidth", "BW", "per-GPU NVLink bandwidth with unit, e.g. 150GB/s");
   p.AddValue("inter-node-bandwidth", "BW", "per-node network bandwidth with unit, e.g. 800Gb/s");
   p.AddValue("price-usd-per-gpu-hour", "USD", "price of one GPU-hour, for the cost");
+  p.AddValue("node-failure-rate", "R",
+             "node failures per 1,000 node-days, for the goodput with --tokens (default 6.5; 0: "
+             "none)");
+  p.AddValue("checkpoint-gbps", "G", "checkpoint write bandwidth per node, Gb/s (default 16)");
+  p.AddValue("async-checkpoint", "on|off",
+             "asynchronous checkpointing: training waits only for the copy to host (default off)");
+  p.AddValue("restart-minutes", "M",
+             "restart after a failure, before reading the checkpoint "
+             "(default 10)");
+  p.AddValue("checkpoint-interval", "S",
+             "seconds between checkpoints (default: the interval that maximises goodput)");
+}
+
+absl::Status ReliabilityFromFlags(const common::FlagParser& flags, v1::Reliability& r) {
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> rate, flags.GetDouble("node-failure-rate"));
+  if (rate) r.set_node_failures_per_1000_node_days(*rate);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> gbps, flags.GetDouble("checkpoint-gbps"));
+  if (gbps) r.set_checkpoint_gbps(*gbps);
+  if (auto a = flags.Get("async-checkpoint")) {
+    if (*a != "on" && *a != "off") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--async-checkpoint='", *a, "' must be on or off"));
+    }
+    r.set_async_checkpoint(*a == "on");
+  }
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> restart, flags.GetDouble("restart-minutes"));
+  if (restart) r.set_restart_minutes(*restart);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> interval, flags.GetDouble("checkpoint-interval"));
+  if (interval) r.set_checkpoint_interval_s(*interval);
+  return absl::OkStatus();
 }
 
 void AddJobFlags(common::FlagParser& p) {
@@ -320,6 +352,7 @@ absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const common::FlagParser& f
   }
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> price, flags.GetDouble("price-usd-per-gpu-hour"));
   if (price) c.set_price_usd_per_gpu_hour(*price);
+  VTRAIN_RETURN_IF_ERROR(ReliabilityFromFlags(flags, *c.mutable_reliability()));
   return c;
 }
 

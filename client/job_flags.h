@@ -17,8 +17,12 @@ namespace vtrain::cli {
 
 // --model, --layers, --hidden, --heads, --seq-len, --vocab, --ffn.
 void AddModelFlags(common::FlagParser& parser);
-// --gpu, --gpus-per-node, --intra-/--inter-node-bandwidth, --price-usd-per-gpu-hour.
+// --gpu, --gpus-per-node, --intra-/--inter-node-bandwidth, --price-usd-per-gpu-hour,
+// and the reliability flags (--node-failure-rate, --checkpoint-gbps,
+// --async-checkpoint, --restart-minutes, --checkpoint-interval).
 void AddClusterFlags(common::FlagParser& parser);
+// The reliability flags given, over `r`.
+absl::Status ReliabilityFromFlags(const common::FlagParser& flags, v1::Reliability& r);
 // -f/--job-file, --vtrain-config, the model and cluster flags, --gpus and the
 // plan flags (--tp, --pp, --dp, --micro-batch, --global-batch, --schedule...).
 void AddJobFlags(common::FlagParser& parser);

@@ -100,10 +100,12 @@ std::string Describe(const v1::DesignedModel& d) {
   const v1::ParallelPlan& p = d.plan();
   return absl::StrFormat(
       "%d layers x hidden %d (%.2fB parameters), %.0fB tokens; t=%d d=%d p=%d mb=%d on %d GPUs; "
-      "iteration %.0f ms, MFU %.1f%%; %.1f days (%.1f .. %.1f)%s",
+      "iteration %.0f ms, MFU %.1f%%; %.1f days (%.1f .. %.1f) with failures, %.1f without "
+      "(goodput %.3f)%s",
       d.model().num_layers(), d.model().hidden_size(), d.parameters() / 1e9, d.tokens() / 1e9,
       p.tensor_parallel(), p.data_parallel(), p.pipeline_parallel(), p.micro_batch(), d.plan_gpus(),
       d.iteration_time_ms(), 100 * d.mfu(), d.days(), d.days_low(), d.days_high(),
+      d.failure_free_days(), d.goodput(),
       d.cost_usd() > 0 ? absl::StrFormat(", $%.2fM", d.cost_usd() / 1e6) : "");
 }
 

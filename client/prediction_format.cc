@@ -142,6 +142,35 @@ std::string ClusterLines(const v1::PredictResponse& r) {
   return out;
 }
 
+// 5.67e12 -> "5.67 TB".
+std::string HumanBytes(double bytes) {
+  if (bytes >= 1e12) return absl::StrFormat("%.2f TB", bytes / 1e12);
+  if (bytes >= 1e9) return absl::StrFormat("%.1f GB", bytes / 1e9);
+  return absl::StrFormat("%.1f MB", bytes / 1e6);
+}
+
+// The "with failures" lines of a prediction with training tokens.
+std::string FormatGoodput(const v1::PredictResponse& r) {
+  const v1::Goodput& g = r.goodput();
+  std::string out = absl::StrFormat("with failures    %.2f days expected, goodput %.3f",
+                                    g.expected_days(), g.fraction());
+  if (r.cluster().price_usd_per_gpu_hour() > 0) {
+    absl::StrAppend(&out, absl::StrFormat(", $%s", Human(g.expected_cost_usd())));
+  }
+  if (g.job_mtbf_s() <= 0) return out + " (no failures assumed)\n";
+  absl::StrAppend(&out, absl::StrFormat(": %.0f interruptions (one every %.1f h)\n",
+                                        g.expected_interruptions(), g.job_mtbf_s() / 3600));
+  absl::StrAppend(
+      &out, absl::StrFormat(
+                "checkpoints      every %d iterations (%.1f min); %s written by %d nodes "
+                "in %.1f s, training blocked %.1f s; restart %.1f min; %.1f min of work "
+                "lost a failure\n",
+                g.checkpoint_interval_iterations(), g.checkpoint_interval_s() / 60,
+                HumanBytes(g.checkpoint_bytes()), g.writer_nodes(), g.checkpoint_write_s(),
+                g.checkpoint_blocking_s(), g.restart_s() / 60, g.lost_work_per_failure_s() / 60));
+  return out;
+}
+
 std::string TimeLines(const v1::PredictResponse& r) {
   std::string out = absl::StrFormat("iteration time   %.3f ms\n", r.iteration_time_ms());
   if (r.has_interval() && r.interval().coverage() > 0) {
@@ -176,6 +205,7 @@ std::string TimeLines(const v1::PredictResponse& r) {
       absl::StrAppend(&out, absl::StrFormat(", $%s", Human(t.cost_usd())));
     }
     out += "\n";
+    if (r.has_goodput()) absl::StrAppend(&out, FormatGoodput(r));
   }
   constexpr double kGiB = 1 << 30;
   if (r.memory().capacity_bytes() > 0) {  // an older server sends no memory estimate

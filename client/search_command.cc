@@ -135,8 +135,14 @@ std::string PlanLine(const char* tag, const v1::PlanSummary& p, const Columns& c
       ScheduleName(convert::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
       RecomputeName(convert::FromProto(q.recompute()).value_or(Recompute::kFull)),
       p.iteration_time_ms(), 100 * p.mfu());
-  if (columns.days) absl::StrAppend(&out, absl::StrFormat(" %9.2f days", p.training_days()));
-  if (columns.cost) absl::StrAppend(&out, absl::StrFormat(" $%-12.0f", p.cost_usd()));
+  // Failure-free / expected with failures, checkpoints and restarts.
+  if (columns.days) {
+    absl::StrAppend(&out,
+                    absl::StrFormat(" %8.2f/%-8.2f days", p.training_days(), p.expected_days()));
+  }
+  if (columns.cost) {
+    absl::StrAppend(&out, absl::StrFormat(" $%.0f/$%-12.0f", p.cost_usd(), p.expected_cost_usd()));
+  }
   absl::StrAppend(
       &out, absl::StrFormat(" %6.1f GiB%s\n", p.peak_memory_bytes() / (1 << 30), OptionsTag(q)));
   return out;
@@ -146,23 +152,24 @@ std::string Csv(const v1::SearchResult& r) {
   std::string out =
       "tensor_parallel,data_parallel,pipeline_parallel,micro_batch,gpus,schedule,recompute,"
       "iteration_time_ms,training_days,cost_usd,peak_memory_gib,pareto,context_parallel,"
-      "virtual_stages,sequence_parallel,data_parallel_sharding,mfu\n";
+      "virtual_stages,sequence_parallel,data_parallel_sharding,mfu,expected_days,"
+      "expected_cost_usd,goodput\n";
   for (const v1::PlanSummary& p : r.plans()) {
     const v1::ParallelPlan& q = p.plan();
     absl::StrAppend(
-        &out,
-        absl::StrFormat(
-            "%d,%d,%d,%d,%d,%s,%s,%.3f,%.4f,%.2f,%.2f,%d,%d,%d,%d,%s,%.4f\n", q.tensor_parallel(),
-            q.data_parallel(), q.pipeline_parallel(), q.micro_batch(), p.gpus(),
-            ScheduleName(convert::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
-            RecomputeName(convert::FromProto(q.recompute()).value_or(Recompute::kFull)),
-            p.iteration_time_ms(), p.training_days(), p.cost_usd(),
-            p.peak_memory_bytes() / (1 << 30), p.pareto(),
-            std::max<int64_t>(1, q.context_parallel()), std::max<int64_t>(1, q.virtual_stages()),
-            q.sequence_parallel() ? 1 : 0,
-            ShardingName(convert::FromProto(q.data_parallel_sharding())
-                             .value_or(DataParallelSharding::kNone)),
-            p.mfu()));
+        &out, absl::StrFormat(
+                  "%d,%d,%d,%d,%d,%s,%s,%.3f,%.4f,%.2f,%.2f,%d,%d,%d,%d,%s,%.4f,%.4f,%.2f,%.4f\n",
+                  q.tensor_parallel(), q.data_parallel(), q.pipeline_parallel(), q.micro_batch(),
+                  p.gpus(),
+                  ScheduleName(convert::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
+                  RecomputeName(convert::FromProto(q.recompute()).value_or(Recompute::kFull)),
+                  p.iteration_time_ms(), p.training_days(), p.cost_usd(),
+                  p.peak_memory_bytes() / (1 << 30), p.pareto(),
+                  std::max<int64_t>(1, q.context_parallel()),
+                  std::max<int64_t>(1, q.virtual_stages()), q.sequence_parallel() ? 1 : 0,
+                  ShardingName(convert::FromProto(q.data_parallel_sharding())
+                                   .value_or(DataParallelSharding::kNone)),
+                  p.mfu(), p.expected_days(), p.expected_cost_usd(), p.goodput()));
   }
   return out;
 }
@@ -176,11 +183,12 @@ absl::Status Plot(const std::string& path, const v1::SearchRequest& req,
   for (const v1::PlanSummary& p : r.plans()) {
     const v1::ParallelPlan& q = p.plan();
     PlanPoint pt;
-    pt.days = p.training_days();
-    pt.cost_usd = p.cost_usd();
-    pt.label = absl::StrFormat("t=%d d=%d p=%d mb=%d, %d GPUs: %.2f days, $%.0f",
+    // Expected, with failures: what the cost objective ranks by.
+    pt.days = p.expected_days();
+    pt.cost_usd = p.expected_cost_usd();
+    pt.label = absl::StrFormat("t=%d d=%d p=%d mb=%d, %d GPUs: %.2f days, $%.0f expected",
                                q.tensor_parallel(), q.data_parallel(), q.pipeline_parallel(),
-                               q.micro_batch(), p.gpus(), p.training_days(), p.cost_usd());
+                               q.micro_batch(), p.gpus(), p.expected_days(), p.expected_cost_usd());
     pt.frontier = p.pareto();
     pt.chosen = p.best();
     points.push_back(pt);
@@ -291,6 +299,9 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   const Columns columns{
       .days = request->train_tokens() > 0,
       .cost = request->train_tokens() > 0 && request->cluster().price_usd_per_gpu_hour() > 0};
+  if (columns.days) {
+    out << "days and cost: failure-free/expected with failures, checkpoints and restarts\n";
+  }
   if (r->has_best()) {
     out << PlanLine("best", r->best(), columns);
   } else {

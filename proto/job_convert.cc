@@ -12,6 +12,7 @@
 #include "core/util/status_macros.h"
 #include "proto/enum_convert.h"
 #include "proto/moe_convert.h"
+#include "proto/reliability_convert.h"
 
 namespace vtrain::convert {
 
@@ -101,6 +102,12 @@ absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& c, GpuLookup
     cluster.inter_node_bandwidth_bytes_per_s = c.inter_node_bandwidth_bytes_per_s();
   }
   cluster.price_usd_per_gpu_hour = c.price_usd_per_gpu_hour();
+  cluster.reliability = ReliabilityFromProto(c.reliability());
+  // Checked here too, not only by ValidateJob: a search, curve or model plan
+  // would otherwise refuse every plan it considers for the same reason.
+  std::vector<std::string> reliability;
+  CheckReliability(cluster.reliability, reliability);
+  VTRAIN_RETURN_IF_ERROR(Problems(reliability));
   return cluster;
 }
 
@@ -250,6 +257,7 @@ v1::PredictRequest JobToProto(const Job& job) {
   c->set_intra_node_bandwidth_bytes_per_s(job.cluster.intra_node_bandwidth_bytes_per_s);
   c->set_inter_node_bandwidth_bytes_per_s(job.cluster.inter_node_bandwidth_bytes_per_s);
   c->set_price_usd_per_gpu_hour(job.cluster.price_usd_per_gpu_hour);
+  ReliabilityToProto(job.cluster.reliability, c->mutable_reliability());
   r.set_memory_headroom(job.cluster.memory_headroom);
   v1::ParallelPlan* p = r.mutable_plan();
   p->set_tensor_parallel(job.plan.tensor_parallel);

@@ -30,6 +30,8 @@ void ModelToProto(const DesignedModel& d, v1::DesignedModel* out) {
   out->set_days_low(d.days_low);
   out->set_days_high(d.days_high);
   out->set_cost_usd(d.cost_usd);
+  out->set_failure_free_days(d.failure_free_days);
+  out->set_goodput(d.goodput);
 }
 
 bool Finite(double v) { return std::isfinite(v); }

@@ -8,6 +8,7 @@
 #include "core/spec/pipeline_layout.h"
 #include "proto/enum_convert.h"
 #include "proto/job_convert.h"
+#include "proto/reliability_convert.h"
 
 namespace vtrain::convert {
 
@@ -72,6 +73,7 @@ void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse*
     t->set_time_s(p.training_time_s);
     t->set_gpu_hours(p.gpu_hours);
     t->set_cost_usd(p.cost_usd);
+    GoodputToProto(p.goodput, out->mutable_goodput());
   }
   v1::FidelitySummary* f = out->mutable_fidelity();
   f->set_worst(ToProto(p.fidelity.worst));
@@ -163,6 +165,7 @@ Prediction PredictionFromProto(const v1::PredictResponse& r) {
     p.training_time_s = r.training().time_s();
     p.gpu_hours = r.training().gpu_hours();
     p.cost_usd = r.training().cost_usd();
+    p.goodput = GoodputFromProto(r.goodput());
   }
   p.granularity = FromProto(r.granularity()).value_or(Granularity::kOperator);
   p.num_tasks = r.num_tasks();

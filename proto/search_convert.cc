@@ -53,6 +53,9 @@ void PlanToProto(const PlanResult& p, v1::PlanSummary* out) {
   out->set_iteration_time_ms(p.iteration_time_ms);
   out->set_training_days(p.training_days);
   out->set_cost_usd(p.cost_usd);
+  out->set_expected_days(p.expected_days);
+  out->set_expected_cost_usd(p.expected_cost_usd);
+  out->set_goodput(p.goodput);
   out->set_peak_memory_bytes(p.peak_memory_bytes);
   // MFU as Predict reports it: model FLOPs over the job's GPUs' peak.
   const double peak =

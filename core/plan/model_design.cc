@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/predict/goodput.h"
 #include "core/util/status_macros.h"
 
 namespace vtrain {
@@ -93,9 +94,18 @@ absl::StatusOr<DesignedModel> Plan(const DesignSpec& spec, const ModelSpec& mode
   d.mfu = p.mfu;
   const double tokens_per_iteration =
       static_cast<double>(spec.global_batch) * static_cast<double>(model.seq_len);
-  const double seconds_per_token = d.iteration_time_ms / 1e3 / tokens_per_iteration;
-  d.budget_tokens = BudgetSeconds(spec, d.job.cluster.num_gpus) / seconds_per_token;
-  d.days_for_optimal = d.optimal_tokens * seconds_per_token / 86400;
+  const double iteration_s = d.iteration_time_ms / 1e3;
+  const double seconds_per_token = iteration_s / tokens_per_iteration;
+  const double budget_s = BudgetSeconds(spec, d.job.cluster.num_gpus);
+  const double useful_s = std::isfinite(budget_s)
+                              ? budget_s * EstimateGoodput(d.job, iteration_s, budget_s).fraction
+                              : budget_s;
+  d.budget_tokens = useful_s / seconds_per_token;
+  const double failure_free_s = d.optimal_tokens * seconds_per_token;
+  const Goodput goodput = EstimateGoodput(d.job, iteration_s, failure_free_s);
+  d.failure_free_days = failure_free_s / 86400;
+  d.goodput = goodput.fraction;
+  d.days_for_optimal = goodput.expected_time_s / 86400;
   if (p.interval_coverage > 0) {
     d.days_low = d.days_for_optimal * p.interval_low_ns / static_cast<double>(p.iteration_time_ns);
     d.days_high =

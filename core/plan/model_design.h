@@ -56,10 +56,16 @@ struct DesignedModel {
   Job job;            // its fastest plan
   double iteration_time_ms = 0;
   double mfu = 0;
-  double budget_tokens = 0;            // tokens that plan trains within the budget
-  double optimal_tokens = 0;           // tokens_per_parameter x parameters
-  double days_for_optimal = 0;         // wall days the plan needs for optimal_tokens
-  double days_low = 0, days_high = 0;  // the same through the prediction interval
+  // Tokens that plan trains within the budget, failures and checkpoints
+  // taken out (the goodput of a run as long as the budget).
+  double budget_tokens = 0;
+  double optimal_tokens = 0;  // tokens_per_parameter x parameters
+  // Wall days the plan needs for optimal_tokens, expected with failures,
+  // checkpoints and restarts (core/predict/goodput.h), and without.
+  double days_for_optimal = 0;
+  double failure_free_days = 0;
+  double goodput = 1;                  // failure_free_days / days_for_optimal
+  double days_low = 0, days_high = 0;  // days_for_optimal through the prediction interval
   double cost_usd = 0;                 // of days_for_optimal at the cluster's price
   double loss = 0;                     // HoffmannLoss(parameters, min(budget, optimal) tokens)
   SimulationCost simulation;           // planning it (FastestPlan); zero when nothing fits

@@ -146,6 +146,10 @@ absl::StatusOr<std::vector<PlanResult>> PredictAll(const std::vector<Job>& candi
       r.iteration_time_ms = p->iteration_time_ms();
       r.training_days = p->training_time_s / 86400;
       r.cost_usd = p->cost_usd;
+      const bool trained = p->train_tokens > 0;
+      r.expected_days = trained ? p->goodput.expected_time_s / 86400 : r.training_days;
+      r.expected_cost_usd = trained ? p->goodput.expected_cost_usd : r.cost_usd;
+      r.goodput = trained ? p->goodput.fraction : 1;
       r.peak_memory_bytes = p->memory.peak_bytes;
       r.simulation = p->simulation;
       ok[i] = 1;
@@ -176,29 +180,38 @@ void Rank(const SearchSpace& space, const SearchOptions& options, SearchResult* 
               }
               return a.job.cluster.num_gpus < b.job.cluster.num_gpus;
             });
-  // Pareto frontier of training time (iteration time) against cost: walking
-  // from the fastest, keep each plan cheaper than every faster one.
+  // Pareto frontier of training time against cost: walking from the
+  // fastest, keep each plan cheaper than every faster one. With tokens, time
+  // and cost are the expected ones (failures reorder plans); without, the
+  // iteration time and GPU-time.
+  const bool trained = space.train_tokens > 0;
+  std::vector<int> by_time(result->plans.size());
+  for (size_t i = 0; i < by_time.size(); ++i) by_time[i] = static_cast<int>(i);
+  if (trained) {
+    std::stable_sort(by_time.begin(), by_time.end(), [&](int a, int b) {
+      return result->plans[a].expected_days < result->plans[b].expected_days;
+    });
+  }
   double cheapest = INFINITY;
-  for (size_t i = 0; i < result->plans.size(); ++i) {
-    const double cost = space.train_tokens > 0
-                            ? result->plans[i].cost_usd
-                            : result->plans[i].iteration_time_ms *
-                                  static_cast<double>(result->plans[i].job.cluster.num_gpus);
+  for (int i : by_time) {
+    const PlanResult& p = result->plans[i];
+    const double cost = trained ? p.expected_cost_usd
+                                : p.iteration_time_ms * static_cast<double>(p.job.cluster.num_gpus);
     if (cost < cheapest) {
       cheapest = cost;
-      result->pareto.push_back(static_cast<int>(i));
+      result->pareto.push_back(i);
     }
   }
   for (size_t i = 0; i < result->plans.size(); ++i) {
     const PlanResult& r = result->plans[i];
-    const bool in_time = r.training_days <= options.deadline_days;
+    const bool in_time = r.expected_days <= options.deadline_days;
     auto better = [&](const PlanResult& b) {
       switch (options.objective) {
         case Objective::kTime:
           return r.iteration_time_ms < b.iteration_time_ms;
         case Objective::kCost:
         case Objective::kCostUnderDeadline:
-          return r.cost_usd < b.cost_usd;
+          return r.expected_cost_usd < b.expected_cost_usd;
         case Objective::kFewestGpusUnderDeadline:
           return r.job.cluster.num_gpus < b.job.cluster.num_gpus ||
                  (r.job.cluster.num_gpus == b.job.cluster.num_gpus &&
@@ -252,8 +265,8 @@ std::string NoPlanReason(const SearchSpace& space, const SearchOptions& options,
       options.objective == Objective::kFewestGpusUnderDeadline) {
     return absl::StrFormat(
         "none of the %d plans that fit trains within the deadline of %g days (the fastest "
-        "takes %.1f days); allow more GPUs or a later deadline",
-        result.plans.size(), options.deadline_days, result.plans.front().training_days);
+        "takes %.1f days with failures and checkpoints); allow more GPUs or a later deadline",
+        result.plans.size(), options.deadline_days, result.plans.front().expected_days);
   }
   return "no plan meets the objective";
 }
@@ -267,7 +280,7 @@ std::vector<std::string> SearchWarnings(const SearchSpace& space, const SearchOp
         "objective 'cost' with no deadline and no fixed GPU count favours the fewest GPUs "
         "whatever the run takes: the cheapest plan uses %d GPUs and trains for %.0f days; "
         "give --deadline-days with --objective deadline-cost, or --gpus N",
-        JobGpus(best.job), best.training_days));
+        JobGpus(best.job), best.expected_days));
   }
   return warnings;
 }

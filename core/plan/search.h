@@ -97,8 +97,13 @@ struct SearchOptions {
 struct PlanResult {
   Job job;
   double iteration_time_ms = 0;
-  double training_days = 0;
+  double training_days = 0;  // failure-free
   double cost_usd = 0;
+  // With failures, checkpoints and restarts (Prediction::goodput): what the
+  // cost objective and deadlines rank by. Equal to the above without tokens.
+  double expected_days = 0;
+  double expected_cost_usd = 0;
+  double goodput = 1;
   double peak_memory_bytes = 0;
   SimulationCost simulation;  // of its prediction
 };
@@ -108,7 +113,8 @@ struct SearchResult {
   int64_t considered = 0;         // valid plans enumerated
   int64_t out_of_memory = 0;      // of those, dropped by the memory model
   int best = -1;                  // index into plans; -1 when none qualifies
-  std::vector<int> pareto;        // indices: no other plan is both faster and cheaper
+  std::vector<int> pareto;        // indices, fastest first: no other plan is both faster and
+                                  // cheaper (expected days and cost with tokens)
   // The whole search: its wall time and every prediction's counts summed.
   SimulationCost simulation;
   // Caveats the caller should see (SearchWarnings).

@@ -216,6 +216,7 @@ void FillRates(const Job& j, double train_tokens, Prediction& p) {
     // The GPUs the job uses: a larger cluster's idle GPUs are not its cost.
     p.gpu_hours = p.training_time_s / 3600 * static_cast<double>(JobGpus(j));
     p.cost_usd = p.gpu_hours * j.cluster.price_usd_per_gpu_hour;
+    p.goodput = EstimateGoodput(j, seconds, p.training_time_s);
   }
 }
 

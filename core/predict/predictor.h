@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/graph/iteration.h"
+#include "core/predict/goodput.h"
 #include "core/predict/memory.h"
 #include "core/profile/lookup.h"
 #include "core/profile/profile.h"
@@ -83,6 +84,9 @@ struct Prediction {
   double training_time_s = 0;
   double gpu_hours = 0;
   double cost_usd = 0;  // 0 when the cluster has no price
+  // With failures, checkpoints and restarts (cluster.reliability); set with
+  // train_tokens.
+  Goodput goodput;
   // How it was computed.
   Granularity granularity = Granularity::kOperator;
   int64_t num_tasks = 0;

@@ -239,6 +239,9 @@ bool ValidateCluster(const ClusterSpec& c, DType dtype, Violations& v) {
     v.Add(absl::StrCat("memory_headroom=", c.memory_headroom, " must be in [0, ",
                        kMaxMemoryHeadroom, "] (a fraction of the GPU's memory, e.g. 0.03)"));
   }
+  std::vector<std::string> reliability;
+  CheckReliability(c.reliability, reliability);
+  for (std::string& message : reliability) v.Add(std::move(message));
   if (dtype == DType::kFp8 && c.gpu.PeakFlops(dtype) <= 0) {
     v.Add(absl::StrCat("plan.dtype=fp8 is not supported by GPU '", c.gpu.name,
                        "' (no fp8 tensor cores); use bf16, or an fp8 GPU such as h100-sxm5-80gb"));

@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "core/spec/gpu.h"
 #include "core/spec/model.h"
+#include "core/spec/reliability.h"
 
 namespace vtrain {
 
@@ -28,6 +29,8 @@ struct ClusterSpec {
   // The fraction of a GPU's memory a plan must leave free to count as fitting
   // (the memory estimate is approximate; a plan at 79.3 of 80 GiB is a risk).
   double memory_headroom = kDefaultMemoryHeadroom;
+  // Failures, checkpoints and restarts over a whole run (goodput).
+  ReliabilitySpec reliability;
 };
 
 // A cluster of `num_gpus` GPUs of `gpu` with that GPU's default bandwidths.
