@@ -35,6 +35,7 @@ import grpc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import json_format
 
+from vtrain.v1 import cluster_sim_pb2
 from vtrain.v1 import job_pb2
 from vtrain.v1 import vtrain_pb2
 from vtrain.v1 import vtrain_pb2_grpc
@@ -169,7 +170,7 @@ class VtrainClient:
         utilisation and per-job outcomes, as `vtrainctl cluster-sim --json`
         prints it.
         """
-        message = _parse(request, vtrain_pb2.ClusterSimRequest)
+        message = _parse(request, cluster_sim_pb2.ClusterSimRequest)
         return _to_dict(self._unary(self._simulator.ClusterSim, message))
 
     def plan_model(self, request, progress=None):
