@@ -27,12 +27,18 @@ namespace {
 constexpr char kHelp[] =
     "usage: vtrainctl plan-model --gpu NAME --gpus N (--days D | --budget-usd X "
     "--price-usd-per-gpu-hour P) [flags]\n\n"
-    "Over GPT shapes with the GPT-3 / Megatron aspect ratios, finds the largest model whose\n"
-    "compute-optimal token count (--tokens-per-parameter, default 20) trains within the\n"
-    "budget on its fastest plan (or, with --scaling-law hoffmann, the one minimising\n"
-    "Chinchilla's loss), next to the naive answer that assumes every GPU at its peak.\n\n"
-    "example (the vTrain paper's case: 3,360 A100s for 30 days):\n"
-    "  vtrainctl plan-model --gpu a100-sxm4-80gb --gpus 3360 --days 30 --global-batch 1680\n\n"
+    "Over the shapes of a family (--family gpt: GPT-3 / Megatron aspect ratios; llama: Llama "
+    "3's),\n"
+    "finds the largest model whose compute-optimal token count (--tokens-per-parameter,\n"
+    "default 20) trains within the budget on its fastest plan, expected with failures and\n"
+    "checkpoints (or, with --scaling-law hoffmann, the one minimising Chinchilla's loss), next\n"
+    "to the naive answer that assumes every GPU at its peak. With --params N --tokens T, the\n"
+    "inverse question: the fewest GPUs (up to --gpus) on which the family's shape nearest to N\n"
+    "trains T tokens within --days (exit 1 when none does).\n\n"
+    "examples (the vTrain paper's case: 3,360 A100s for 30 days; a 70B Llama on H100s):\n"
+    "  vtrainctl plan-model --gpu a100-sxm4-80gb --gpus 3360 --days 30 --global-batch 1680\n"
+    "  vtrainctl plan-model --family llama --dtype bf16 --gpu h100-sxm5-80gb --gpus 8192 \\\n"
+    "      --days 60 --params 70e9 --tokens 15e12\n\n"
     "flags:\n";
 
 absl::StatusOr<v1::PlanModelRequest> PlanRequestFromFlags(const common::FlagParser& f) {
@@ -69,8 +75,23 @@ absl::StatusOr<v1::PlanModelRequest> PlanRequestFromFlags(const common::FlagPars
     }
     r.set_scaling_law(v1::SCALING_LAW_HOFFMANN);
   }
-  if (auto family = f.Get("family"); family && *family != "gpt") {
-    return absl::InvalidArgumentError(absl::StrCat("--family='", *family, "' is unknown; use gpt"));
+  if (auto family = f.Get("family")) {
+    if (*family != "gpt" && *family != "llama") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--family='", *family, "' is unknown; use gpt or llama"));
+    }
+    r.set_family(*family == "llama" ? v1::MODEL_FAMILY_LLAMA : v1::MODEL_FAMILY_GPT);
+  }
+  if (auto d = f.Get("dtype")) {
+    VTRAIN_ASSIGN_OR_RETURN(DType dtype, ParseDType(*d));
+    r.set_dtype(convert::ToProto(dtype));
+  }
+  // The inverse question.
+  VTRAIN_RETURN_IF_ERROR(set_double("params", &v1::PlanModelRequest::set_target_parameters));
+  VTRAIN_RETURN_IF_ERROR(set_double("tokens", &v1::PlanModelRequest::set_target_tokens));
+  if (f.Has("params") != f.Has("tokens")) {
+    return absl::InvalidArgumentError(
+        "the inverse question needs both --params N and --tokens T (and --days D)");
   }
   VTRAIN_ASSIGN_OR_RETURN(*r.mutable_space(), PlanSpaceFromFlags(f));
   return r;
@@ -109,67 +130,25 @@ std::string Describe(const v1::DesignedModel& d) {
       d.cost_usd() > 0 ? absl::StrFormat(", $%.2fM", d.cost_usd() / 1e6) : "");
 }
 
-// The inverse question: the fewest GPUs (multiples of a node, up to --gpus)
-// on which a model of about --params parameters trains --tokens within
-// --days, from the best-plan throughput curve of the family's nearest shape.
-int RunInverse(const common::FlagParser& flags, std::ostream& out, std::ostream& err) {
-  auto bad = [&](const absl::Status& s) { return Fail(err, "plan-model", s); };
-  absl::StatusOr<std::optional<double>> params = flags.GetDouble("params");
-  absl::StatusOr<std::optional<double>> tokens = flags.GetDouble("tokens");
-  absl::StatusOr<std::optional<double>> days = flags.GetDouble("days");
-  absl::StatusOr<std::optional<int64_t>> gpus = flags.GetInt("gpus");
-  absl::StatusOr<std::optional<int64_t>> batch = flags.GetInt("global-batch");
-  for (const absl::Status& s :
-       {params.status(), tokens.status(), days.status(), gpus.status(), batch.status()}) {
-    if (!s.ok()) return bad(s);
-  }
-  if (!*tokens || !(**tokens > 0) || !*days || !(**days > 0) || !(**params > 0)) {
-    return bad(absl::InvalidArgumentError(
-        "the inverse question needs --params N, --tokens T and --days D, all positive"));
-  }
-  absl::StatusOr<v1::ClusterSpec> cluster = ClusterSpecFromFlags(flags);
-  if (!cluster.ok()) return bad(cluster.status());
-  // The family's shape nearest to the parameter count.
-  const std::vector<ModelSpec> family = GptFamily(1e8, 1e13, 2048, 50257);
-  const ModelSpec* nearest = nullptr;
-  for (const ModelSpec& m : family) {
-    if (!nearest || std::abs(std::log(ModelParameterCount(m) / **params)) <
-                        std::abs(std::log(ModelParameterCount(*nearest) / **params))) {
-      nearest = &m;
-    }
-  }
-  v1::ThroughputCurveRequest r;
-  v1::CurveJob* job = r.add_jobs();
-  job->mutable_model()->set_num_layers(nearest->num_layers);
-  job->mutable_model()->set_hidden_size(nearest->hidden_size);
-  job->mutable_model()->set_num_heads(nearest->num_heads);
-  job->mutable_model()->set_seq_len(nearest->seq_len);
-  *job->mutable_cluster() = *cluster;
-  job->set_global_batch(batch->value_or(1680));
-  r.set_max_gpus(gpus->value_or(4096));
-  absl::StatusOr<v1::ThroughputCurveResponse> curve =
-      flags.Has("server") ? CurveRemotely(flags, r)
-                          : service::ThroughputCurve(r, service::BuiltinProfiles(),
-                                                     service::CallOptions::WithThreads(2));
-  if (!curve.ok()) return bad(curve.status());
-  for (const v1::CurvePoint& p : curve->curves(0).points()) {
-    if (!p.fits()) continue;
-    const double needed_days = **tokens / p.tokens_per_s() / 86400;
-    if (needed_days > **days) continue;
-    const v1::ParallelPlan& q = p.plan();
-    const double price = cluster->price_usd_per_gpu_hour();
+// The inverse question's answer; exit 1 when no count trains in time.
+int PrintInverse(const v1::PlanModelResult& r, bool json, std::ostream& out) {
+  const v1::InverseAnswer& a = r.inverse();
+  if (json) {
+    out << convert::ToJson(r);
+  } else if (a.feasible()) {
+    const v1::DesignedModel& d = a.model();
+    const v1::ParallelPlan& q = d.plan();
     out << absl::StrFormat(
         "%d layers x hidden %d (%.2fB parameters) trains %.0fB tokens in %.1f days on %d GPUs "
-        "(t=%d d=%d p=%d mb=%d, iteration %.0f ms)%s\n",
-        nearest->num_layers, nearest->hidden_size, ModelParameterCount(*nearest) / 1e9,
-        **tokens / 1e9, needed_days, p.gpus(), q.tensor_parallel(), q.data_parallel(),
-        q.pipeline_parallel(), q.micro_batch(), p.iteration_time_ms(),
-        price > 0 ? absl::StrFormat(", $%.2fM", needed_days * 24 * p.gpus() * price / 1e6) : "");
-    return common::kExitOk;
+        "(t=%d d=%d p=%d mb=%d, iteration %.0f ms; %.1f days without failures, goodput %.3f)%s\n",
+        d.model().num_layers(), d.model().hidden_size(), d.parameters() / 1e9, d.tokens() / 1e9,
+        d.days(), a.gpus(), q.tensor_parallel(), q.data_parallel(), q.pipeline_parallel(),
+        q.micro_batch(), d.iteration_time_ms(), d.failure_free_days(), d.goodput(),
+        d.cost_usd() > 0 ? absl::StrFormat(", $%.2fM", d.cost_usd() / 1e6) : "");
+  } else {
+    out << "infeasible: " << a.reason() << "\n";
   }
-  out << absl::StrFormat("no count up to %d GPUs trains %.0fB tokens within %.1f days\n",
-                         r.max_gpus(), **tokens / 1e9, **days);
-  return common::kExitFailure;
+  return a.feasible() ? common::kExitOk : common::kExitFailure;
 }
 
 }  // namespace
@@ -182,10 +161,12 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
   flags.AddValue("budget-usd", "X", "a money budget (needs --price-usd-per-gpu-hour)");
   flags.AddValue("tokens-per-parameter", "K", "compute-optimal tokens per parameter (default 20)");
   flags.AddValue("scaling-law", "S", "hoffmann: minimise Chinchilla's L(N, D) instead");
-  flags.AddValue("family", "F", "gpt (the only family)");
-  flags.AddValue("seq-len", "N", "sequence length (default 2048)");
-  flags.AddValue("vocab", "N", "vocabulary (default 50257)");
-  flags.AddValue("global-batch", "N", "global batch in sequences (default 1680)");
+  flags.AddValue("family", "F",
+                 "gpt (GPT-3 shapes, default) or llama (Llama 3 shapes: GQA, SwiGLU, untied)");
+  flags.AddValue("dtype", "D", "fp16 (default), bf16 or fp8");
+  flags.AddValue("seq-len", "N", "sequence length (default 2048; llama 8192)");
+  flags.AddValue("vocab", "N", "vocabulary (default 50257; llama 128256)");
+  flags.AddValue("global-batch", "N", "global batch in sequences (default 1680; llama 2048)");
   flags.AddValue("min-params", "N", "smallest candidate (default 1e9)");
   flags.AddValue("max-params", "N", "largest candidate (default 1e12)");
   flags.AddValue("max-tp", "N", "tensor-parallel degrees 1, 2, 4, ... up to N (default 8)");
@@ -208,7 +189,6 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
     return Fail(err, "plan-model",
                 absl::InvalidArgumentError("give either --local or --server, not both"));
   }
-  if (flags.Has("params")) return RunInverse(flags, out, err);
   absl::StatusOr<v1::PlanModelRequest> request = PlanRequestFromFlags(flags);
   if (!request.ok()) return Fail(err, "plan-model", request.status());
   absl::StatusOr<v1::PlanModelResult> r =
@@ -240,6 +220,8 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
       return Fail(err, "plan-model", s);
     }
   }
+  for (const std::string& w : r->warnings()) err << "WARNING: " << w << "\n";
+  if (r->has_inverse()) return PrintInverse(*r, flags.Switch("json"), out);
   if (flags.Switch("json")) {
     out << convert::ToJson(*r);
   } else if (flags.Switch("csv")) {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "proto/enum_convert.h"
 #include "proto/job_convert.h"
 #include "proto/prediction_convert.h"
 #include "proto/search_convert.h"
@@ -70,17 +71,34 @@ absl::StatusOr<DesignSpec> DesignSpecFromProto(const v1::PlanModelRequest& r, Gp
              r.scaling_law() != v1::SCALING_LAW_TOKENS_PER_PARAMETER) {
     problems.push_back(absl::StrCat("scaling_law=", r.scaling_law(), " is not a ScalingLaw"));
   }
-  const int64_t seq = r.seq_len() == 0 ? 2048 : r.seq_len();
-  const int64_t vocab = r.vocab_size() == 0 ? 50257 : r.vocab_size();
-  spec.global_batch = r.global_batch() == 0 ? 1680 : r.global_batch();
+  const bool llama = r.family() == v1::MODEL_FAMILY_LLAMA;
+  if (r.family() != v1::MODEL_FAMILY_UNSPECIFIED && r.family() != v1::MODEL_FAMILY_GPT && !llama) {
+    problems.push_back(
+        absl::StrCat("family=", r.family(), " is not a ModelFamily; use gpt or llama"));
+  }
+  const int64_t seq = r.seq_len() != 0 ? r.seq_len() : llama ? 8192 : 2048;
+  const int64_t vocab = r.vocab_size() != 0 ? r.vocab_size() : llama ? 128256 : 50257;
+  spec.global_batch = r.global_batch() != 0 ? r.global_batch() : llama ? 2048 : 1680;
+  const bool inverse = r.target_parameters() != 0 || r.target_tokens() != 0;
+  if (inverse && !(Finite(r.target_parameters()) && r.target_parameters() >= 1e6 &&
+                   r.target_parameters() <= 1e14)) {
+    problems.push_back("target_parameters (--params) must be in [1e6, 1e14]");
+  }
+  if (inverse && !(Finite(r.target_tokens()) && r.target_tokens() > 0 &&
+                   r.target_tokens() <= kMaxTrainTokens)) {
+    problems.push_back(
+        absl::StrCat("target_tokens (--tokens) must be in (0, ", kMaxTrainTokens, "]"));
+  }
+  if (inverse && !(r.days() > 0)) problems.push_back("the inverse question needs days (--days)");
   if (seq < 1 || seq > (1 << 20) || vocab < 1 || vocab > (1 << 24)) {
     problems.push_back("seq_len (--seq-len) and vocab_size (--vocab) must be positive and sane");
   }
   if (spec.global_batch < 1 || spec.global_batch > (int64_t{1} << 24)) {
     problems.push_back("global_batch (--global-batch) must be in [1, 16777216]");
   }
-  const double lo = r.min_parameters() == 0 ? 1e9 : r.min_parameters();
-  const double hi = r.max_parameters() == 0 ? 1e12 : r.max_parameters();
+  // The inverse question picks the nearest shape: every size is a candidate.
+  const double lo = r.min_parameters() != 0 ? r.min_parameters() : inverse ? 1e8 : 1e9;
+  const double hi = r.max_parameters() != 0 ? r.max_parameters() : inverse ? 1e14 : 1e12;
   if (!Finite(lo) || !Finite(hi) || lo <= 0 || hi < lo) {
     problems.push_back(
         "min_parameters and max_parameters (--min-params, --max-params) must be "
@@ -88,9 +106,25 @@ absl::StatusOr<DesignSpec> DesignSpecFromProto(const v1::PlanModelRequest& r, Gp
   }
   spec.plan_space.tensor_parallel = {1, 2, 4, 8};  // the default of model planning
   PlanSpaceFromProto(r.space(), spec.plan_space, problems);
+  absl::StatusOr<DType> dtype = FromProtoOr(r.dtype(), DType::kFp16, "dtype (--dtype)");
+  if (dtype.ok()) {
+    spec.plan_space.dtype = *dtype;
+  } else {
+    problems.emplace_back(dtype.status().message());
+  }
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
-  spec.candidates = GptFamily(lo, hi, seq, vocab);
+  spec.candidates = llama ? LlamaFamily(lo, hi, seq, vocab) : GptFamily(lo, hi, seq, vocab);
   return spec;
+}
+
+void InverseResultToProto(const InverseResult& r, v1::PlanModelResult* out) {
+  v1::InverseAnswer* a = out->mutable_inverse();
+  a->set_feasible(r.feasible);
+  a->set_gpus(r.gpus);
+  ModelToProto(r.model, a->mutable_model());
+  a->set_reason(r.reason);
+  for (const std::string& w : r.warnings) out->add_warnings(w);
+  SimulationToProto(r.simulation, out->mutable_simulation());
 }
 
 void DesignResultToProto(const DesignResult& r, v1::PlanModelResult* out) {
@@ -99,6 +133,7 @@ void DesignResultToProto(const DesignResult& r, v1::PlanModelResult* out) {
   if (r.naive) ModelToProto(*r.naive, out->mutable_naive());
   if (r.optimal) ModelToProto(*r.optimal, out->mutable_optimal());
   for (const DesignedModel& d : r.candidates) ModelToProto(d, out->add_candidates());
+  for (const std::string& w : r.warnings) out->add_warnings(w);
   SimulationToProto(r.simulation, out->mutable_simulation());
 }
 

@@ -11,9 +11,12 @@
 
 namespace vtrain::convert {
 
+// INVALID_ARGUMENT listing every violation, each naming the field and flag.
 absl::StatusOr<DesignSpec> DesignSpecFromProto(const v1::PlanModelRequest& request,
                                                GpuLookup gpus = GpuByName);
 void DesignResultToProto(const DesignResult& result, v1::PlanModelResult* out);
+// The inverse question's answer: PlanModelResult.inverse and warnings.
+void InverseResultToProto(const InverseResult& r, v1::PlanModelResult* out);
 
 }  // namespace vtrain::convert
 

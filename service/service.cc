@@ -157,7 +157,8 @@ absl::StatusOr<PreparedPlanModel> PreparePlanModel(const v1::PlanModelRequest& r
   VTRAIN_ASSIGN_OR_RETURN(DesignSpec spec, convert::DesignSpecFromProto(request, GpusOf(source)));
   VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
                           source.TablesFor(/*profile_set_id=*/"", spec.cluster.gpu));
-  return PreparedPlanModel{std::move(spec), std::move(tables)};
+  return PreparedPlanModel{std::move(spec), std::move(tables), request.target_parameters(),
+                           request.target_tokens()};
 }
 
 absl::StatusOr<v1::PlanModelResult> RunPlanModel(const PreparedPlanModel& prepared,
@@ -165,9 +166,18 @@ absl::StatusOr<v1::PlanModelResult> RunPlanModel(const PreparedPlanModel& prepar
   DesignOptions design_options;
   design_options.cancelled = options.cancelled;
   design_options.progress = options.progress;
+  v1::PlanModelResult out;
+  if (prepared.target_parameters > 0 || prepared.target_tokens > 0) {
+    VTRAIN_ASSIGN_OR_RETURN(
+        InverseResult inverse,
+        DesignForModel(prepared.spec, prepared.target_parameters, prepared.target_tokens,
+                       *prepared.tables, design_options));
+    convert::InverseResultToProto(inverse, &out);
+    ReportSimulation(options, "PlanModel", inverse.simulation.wall_ns);
+    return out;
+  }
   VTRAIN_ASSIGN_OR_RETURN(DesignResult result,
                           DesignModel(prepared.spec, *prepared.tables, design_options));
-  v1::PlanModelResult out;
   convert::DesignResultToProto(result, &out);
   ReportSimulation(options, "PlanModel", result.simulation.wall_ns);
   return out;

@@ -119,6 +119,9 @@ absl::StatusOr<v1::ThroughputCurveResponse> ThroughputCurve(
 struct PreparedPlanModel {
   DesignSpec spec;
   std::shared_ptr<const ProfileSet> tables;
+  // The inverse question, when both are positive (DesignForModel).
+  double target_parameters = 0;
+  double target_tokens = 0;
 };
 absl::StatusOr<PreparedPlanModel> PreparePlanModel(const v1::PlanModelRequest& request,
                                                    const ProfileSource& source);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/predict/goodput.h"
 #include "core/util/status_macros.h"
 
@@ -17,20 +18,28 @@ constexpr std::pair<int64_t, int64_t> kMegatronShapes[] = {
     {10240, 60}, {12288, 80}, {16384, 96}, {20480, 105}, {25600, 128},
 };
 
-int64_t LayersFor(int64_t hidden) {
-  const auto* begin = std::begin(kMegatronShapes);
-  const auto* end = std::end(kMegatronShapes);
-  if (hidden <= begin->first) return begin->second;
-  for (const auto* it = begin + 1; it != end; ++it) {
-    if (hidden <= it->first) {
-      const auto& [h0, l0] = *(it - 1);
-      const auto& [h1, l1] = *it;
+// Llama 3's shapes (hidden, layers): Llama 3.2 1B and 3B, Llama 3 8B, 70B
+// and 405B.
+constexpr std::pair<int64_t, int64_t> kLlamaShapes[] = {
+    {2048, 16}, {3072, 28}, {4096, 32}, {8192, 80}, {16384, 126},
+};
+
+// Layers for `hidden` interpolated between `shapes` (held at the ends).
+template <size_t N>
+int64_t Interpolate(const std::pair<int64_t, int64_t> (&shapes)[N], int64_t hidden) {
+  if (hidden <= shapes[0].first) return shapes[0].second;
+  for (size_t i = 1; i < N; ++i) {
+    if (hidden <= shapes[i].first) {
+      const auto& [h0, l0] = shapes[i - 1];
+      const auto& [h1, l1] = shapes[i];
       const double f = static_cast<double>(hidden - h0) / static_cast<double>(h1 - h0);
       return std::llround(static_cast<double>(l0) + f * static_cast<double>(l1 - l0));
     }
   }
-  return (end - 1)->second;
+  return shapes[N - 1].second;
 }
+
+int64_t LayersFor(int64_t hidden) { return Interpolate(kMegatronShapes, hidden); }
 
 absl::Status CheckSpec(const DesignSpec& spec) {
   if (spec.candidates.empty()) {
@@ -136,6 +145,28 @@ std::vector<ModelSpec> GptFamily(double min_parameters, double max_parameters, i
   return family;
 }
 
+std::vector<ModelSpec> LlamaFamily(double min_parameters, double max_parameters, int64_t seq_len,
+                                   int64_t vocab_size) {
+  std::vector<ModelSpec> family;
+  for (int64_t hidden = 1024; hidden <= 32768; hidden += 1024) {
+    ModelSpec m;
+    m.arch = Architecture::kLlama;
+    m.hidden_size = hidden;
+    m.num_heads = hidden / 128;  // head size 128
+    m.num_kv_heads = std::min<int64_t>(8, m.num_heads);
+    m.num_layers = Interpolate(kLlamaShapes, hidden);
+    const double multiplier = hidden <= 8192 ? 1.3 : 1.2;
+    const auto ffn = static_cast<int64_t>(multiplier * 8.0 * static_cast<double>(hidden) / 3);
+    m.ffn_hidden_size = (ffn + 1023) / 1024 * 1024;
+    m.seq_len = seq_len;
+    m.vocab_size = vocab_size;
+    m.name = absl::StrCat("llama-h", hidden, "-l", m.num_layers);
+    const double n = ModelParameterCount(m);
+    if (n >= min_parameters && n <= max_parameters) family.push_back(m);
+  }
+  return family;
+}
+
 double HoffmannLoss(double parameters, double tokens) {
   // Hoffmann et al. 2022, "Training Compute-Optimal Large Language Models",
   // Section 3.3 / Appendix D.2 (Approach 3).
@@ -169,6 +200,93 @@ absl::StatusOr<DesignResult> DesignModel(const DesignSpec& spec, const ProfileSe
     if (spec.rule == DesignRule::kHoffmann && d.fits &&
         (!result.optimal || d.loss < result.optimal->loss)) {
       result.optimal = d;
+    }
+  }
+  if (result.optimal) {
+    if (std::string w = BatchWarning(result.optimal->job); !w.empty()) {
+      result.warnings.push_back(std::move(w));
+    }
+  }
+  result.simulation.wall_ns = SteadyNowNs() - started_ns;
+  return result;
+}
+
+std::string BatchWarning(const Job& job) {
+  const ParallelPlan& p = job.plan;
+  if (p.pipeline_parallel < 2 || p.data_parallel < 1 || p.micro_batch < 1) return "";
+  const int64_t m = p.global_batch / (p.data_parallel * p.micro_batch);
+  const double stages = static_cast<double>(p.pipeline_parallel);
+  const double bubble = (stages - 1) / (static_cast<double>(p.virtual_stages * m) + stages - 1);
+  if (bubble <= 0.25) return "";
+  return absl::StrFormat(
+      "the global batch (%d sequences) limits the efficiency: its plan (t=%d d=%d p=%d) runs %d "
+      "micro-batches per pipeline of %d stages, a pipeline bubble of %.0f%% of the iteration; "
+      "a larger --global-batch trains faster",
+      p.global_batch, p.tensor_parallel, p.data_parallel, p.pipeline_parallel, m,
+      p.pipeline_parallel, 100 * bubble);
+}
+
+absl::StatusOr<InverseResult> DesignForModel(const DesignSpec& spec, double parameters,
+                                             double tokens, const ProfileSet& profiles,
+                                             const DesignOptions& options) {
+  VTRAIN_RETURN_IF_ERROR(CheckSpec(spec));
+  if (!(parameters > 0) || !(tokens > 0) || !(spec.days > 0)) {
+    return absl::InvalidArgumentError(
+        "the inverse question needs target_parameters (--params), target_tokens (--tokens) "
+        "and days (--days), all positive");
+  }
+  const int64_t started_ns = SteadyNowNs();
+  const ModelSpec* nearest = nullptr;
+  for (const ModelSpec& m : spec.candidates) {
+    if (!nearest || std::abs(std::log(ModelParameterCount(m) / parameters)) <
+                        std::abs(std::log(ModelParameterCount(*nearest) / parameters))) {
+      nearest = &m;
+    }
+  }
+  InverseResult result;
+  // The nearest shape's fastest plan on at most `gpus` GPUs, for `tokens`.
+  auto plan = [&](int64_t gpus) -> absl::StatusOr<DesignedModel> {
+    DesignSpec s = spec;
+    s.max_gpus = gpus;
+    s.tokens_per_parameter = tokens / ModelParameterCount(*nearest);
+    absl::StatusOr<DesignedModel> d = Plan(s, *nearest, profiles, options);
+    if (d.ok()) result.simulation.Add(d->simulation);
+    return d;
+  };
+  auto in_time = [&](const DesignedModel& d) { return d.fits && d.days_for_optimal <= spec.days; };
+  const int64_t node = std::max<int64_t>(1, std::min(spec.cluster.gpus_per_node, spec.max_gpus));
+  int64_t lo = 0, hi = spec.max_gpus / node;  // in nodes: lo never in time, hi in time
+  VTRAIN_ASSIGN_OR_RETURN(DesignedModel at_most, plan(hi * node));
+  if (!in_time(at_most)) {
+    result.model = std::move(at_most);
+    result.reason =
+        !result.model.fits
+            ? absl::StrFormat("no plan of %s fits on up to %d GPUs with a global batch of %d",
+                              nearest->name, hi * node, spec.global_batch)
+            : absl::StrFormat(
+                  "on up to %d GPUs the fastest plan of %s needs %.1f days (%.1f without "
+                  "failures) for %.0fB tokens, more than %g; allow more GPUs or days",
+                  hi * node, nearest->name, result.model.days_for_optimal,
+                  result.model.failure_free_days, tokens / 1e9, spec.days);
+  } else {
+    DesignedModel best = std::move(at_most);
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      VTRAIN_ASSIGN_OR_RETURN(DesignedModel d, plan(mid * node));
+      if (in_time(d)) {
+        hi = mid;
+        best = std::move(d);
+      } else {
+        lo = mid;
+      }
+    }
+    result.model = std::move(best);
+    result.feasible = true;
+    result.gpus = result.model.job.cluster.num_gpus;
+  }
+  if (result.model.fits) {
+    if (std::string w = BatchWarning(result.model.job); !w.empty()) {
+      result.warnings.push_back(std::move(w));
     }
   }
   result.simulation.wall_ns = SteadyNowNs() - started_ns;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,6 +26,17 @@ namespace vtrain {
 // Includes Megatron's 76.1B shape (60 layers x hidden 10,240).
 std::vector<ModelSpec> GptFamily(double min_parameters, double max_parameters, int64_t seq_len,
                                  int64_t vocab_size);
+
+// Llama shapes with the Llama 3 aspect ratios ("The Llama 3 Herd of
+// Models", Table 3, and Llama 3.2's 1B and 3B model cards: hidden 2048, 3072,
+// 4096, 8192 and 16384 against 16, 28, 32, 80 and 126 layers; interpolated
+// between them): hidden a multiple of 1024, head size 128, 8 key/value heads
+// (grouped-query attention), SwiGLU with FFN width 1.3 x 8h/3 up to hidden
+// 8192 and 1.2 x 8h/3 above, rounded up to a multiple of 1024 (Llama 3's
+// ffn_dim_multiplier and multiple_of: 14,336, 28,672 and 53,248 for 8B, 70B
+// and 405B), untied embeddings. Ascending parameter count.
+std::vector<ModelSpec> LlamaFamily(double min_parameters, double max_parameters, int64_t seq_len,
+                                   int64_t vocab_size);
 
 // Chinchilla's parametric loss L(N, D) = E + A / N^alpha + B / D^beta with
 // the fitted coefficients of Hoffmann et al. 2022 (Approach 3): E = 1.69,
@@ -80,6 +92,22 @@ struct DesignResult {
   std::optional<DesignedModel> naive;
   std::optional<DesignedModel> optimal;  // nullopt: no candidate fits the budget
   SimulationCost simulation;             // the whole call: wall time, every prediction's counts
+  // Caveats about the answer (BatchWarning).
+  std::vector<std::string> warnings;
+};
+
+// The inverse question: the fewest GPUs on which the family's shape nearest
+// to `parameters` trains `tokens` within spec.days, expected with failures
+// and checkpoints.
+struct InverseResult {
+  // The shape on its fastest plan at the answer; when infeasible, at
+  // spec.max_gpus (fits == false: no plan fits there at all).
+  DesignedModel model;
+  bool feasible = false;
+  int64_t gpus = 0;    // the plan's GPUs
+  std::string reason;  // why not, when infeasible
+  std::vector<std::string> warnings;
+  SimulationCost simulation;
 };
 
 struct DesignOptions {
@@ -91,6 +119,20 @@ struct DesignOptions {
 // non-positive GPU count or batch; CANCELLED.
 absl::StatusOr<DesignResult> DesignModel(const DesignSpec& spec, const ProfileSet& profiles,
                                          const DesignOptions& options = {});
+
+// The fastest plan allowed at most g GPUs is never slower than with fewer,
+// so the fewest GPUs (a multiple of a node, up to spec.max_gpus) are found by
+// bisection over node counts: about log2(max_gpus / node) plan searches.
+// INVALID_ARGUMENT as DesignModel, and for parameters, tokens or spec.days
+// not positive; CANCELLED.
+absl::StatusOr<InverseResult> DesignForModel(const DesignSpec& spec, double parameters,
+                                             double tokens, const ProfileSet& profiles,
+                                             const DesignOptions& options = {});
+
+// A warning when the global batch is what limits a plan's efficiency: its
+// m = batch / (d x micro-batch) micro-batches leave a pipeline bubble of
+// (p - 1) / (V m + p - 1) above a quarter. Empty otherwise.
+std::string BatchWarning(const Job& job);
 
 }  // namespace vtrain
 

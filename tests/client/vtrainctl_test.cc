@@ -13,6 +13,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/commands.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
@@ -433,7 +434,28 @@ TEST(VtrainctlPlanModelTest, TheInverseQuestionFindsTheFewestGpus) {
   const ProcessResult impossible = RunBinary(
       {"plan-model", "--params", "6.7e9", "--tokens", "1e11", "--days", "0.0001", "--gpus", "64"});
   EXPECT_EQ(impossible.exit_code, 1);
-  EXPECT_THAT(impossible.out, HasSubstr("no count up to 64 GPUs"));
+  EXPECT_THAT(impossible.out, HasSubstr("infeasible: on up to 64 GPUs"));
+  // Under --json the infeasible answer is JSON too, with the reason; still exit 1.
+  const ProcessResult json = RunBinary({"plan-model", "--params", "6.7e9", "--tokens", "1e11",
+                                        "--days", "0.0001", "--gpus", "64", "--json"});
+  EXPECT_EQ(json.exit_code, 1);
+  EXPECT_THAT(json.out, HasSubstr("\"feasible\": false"));
+  EXPECT_THAT(json.out, HasSubstr("\"reason\": \"on up to 64 GPUs"));
+  // The Llama family in bf16, over the same RPC message.
+  const ProcessResult llama = RunBinary({"plan-model", "--family", "llama", "--dtype", "bf16",
+                                         "--gpu", "h100-sxm5-80gb", "--params", "8e9", "--tokens",
+                                         "1e12", "--days", "30", "--gpus", "1024", "--json"});
+  ASSERT_EQ(llama.exit_code, 0) << llama.err;
+  EXPECT_THAT(llama.out, HasSubstr("\"feasible\": true"));
+  EXPECT_THAT(llama.out, HasSubstr("\"arch\": \"ARCHITECTURE_LLAMA\""));
+  EXPECT_THAT(llama.out, HasSubstr("\"dtype\": \"DTYPE_BF16\""));
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"plan-model", "--gpus", "64", "--days", "1", "--family", "bert"},
+        {"plan-model", "--gpus", "64", "--days", "1", "--params", "7e9"},
+        {"plan-model", "--gpus", "64", "--days", "1", "--dtype", "fp4"}}) {
+    const ProcessResult r = RunBinary(bad);
+    EXPECT_EQ(r.exit_code, 2) << absl::StrJoin(bad, " ");
+  }
 }
 
 TEST(VtrainctlPlanModelTest, PlotsTheBudgetTheLineAndBothAnswers) {
