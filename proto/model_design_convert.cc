@@ -112,6 +112,12 @@ absl::StatusOr<DesignSpec> DesignSpecFromProto(const v1::PlanModelRequest& r, Gp
   } else {
     problems.emplace_back(dtype.status().message());
   }
+  // Interpolated Llama depths are often prime (97, 103): the divisors of the
+  // layers would leave p = 1 or p = layers. Megatron lays such depths out
+  // unevenly instead, so the family's plans try powers of two.
+  if (llama && r.space().pipeline_parallel_values().empty()) {
+    spec.plan_space.training.pipeline_parallel = {1, 2, 4, 8, 16, 32, 64};
+  }
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
   spec.candidates = llama ? LlamaFamily(lo, hi, seq, vocab) : GptFamily(lo, hi, seq, vocab);
   return spec;
