@@ -245,7 +245,8 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
     }
     out << SimulationLine(r->simulation());
   }
-  return common::kExitOk;
+  // No answer is a failure, as a search with no plan is (the JSON says so too).
+  return r->has_optimal() ? common::kExitOk : common::kExitFailure;
 }
 
 }  // namespace vtrain::cli

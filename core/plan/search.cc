@@ -263,10 +263,12 @@ std::string NoPlanReason(const SearchSpace& space, const SearchOptions& options,
   }
   if (options.objective == Objective::kCostUnderDeadline ||
       options.objective == Objective::kFewestGpusUnderDeadline) {
+    double soonest = INFINITY;
+    for (const PlanResult& p : result.plans) soonest = std::min(soonest, p.expected_days);
     return absl::StrFormat(
-        "none of the %d plans that fit trains within the deadline of %g days (the fastest "
+        "none of the %d plans that fit trains within the deadline of %g days (the soonest "
         "takes %.1f days with failures and checkpoints); allow more GPUs or a later deadline",
-        result.plans.size(), options.deadline_days, result.plans.front().expected_days);
+        result.plans.size(), options.deadline_days, soonest);
   }
   return "no plan meets the objective";
 }

@@ -29,6 +29,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::vtrain::testing::ProcessResult;
 using ::vtrain::testing::RunProcess;
 
@@ -449,6 +450,12 @@ TEST(VtrainctlPlanModelTest, TheInverseQuestionFindsTheFewestGpus) {
   EXPECT_THAT(llama.out, HasSubstr("\"feasible\": true"));
   EXPECT_THAT(llama.out, HasSubstr("\"arch\": \"ARCHITECTURE_LLAMA\""));
   EXPECT_THAT(llama.out, HasSubstr("\"dtype\": \"DTYPE_BF16\""));
+  // The forward question with no answer exits 1 too, its JSON without "optimal".
+  const ProcessResult none = RunBinary({"plan-model", "--gpus", "8", "--days", "0.001",
+                                        "--min-params", "1e11", "--max-params", "2e11", "--json"});
+  EXPECT_EQ(none.exit_code, 1) << none.err;
+  EXPECT_THAT(none.out, Not(HasSubstr("\"optimal\"")));
+  EXPECT_THAT(none.out, HasSubstr("\"candidates\""));
   for (const std::vector<std::string>& bad :
        {std::vector<std::string>{"plan-model", "--gpus", "64", "--days", "1", "--family", "bert"},
         {"plan-model", "--gpus", "64", "--days", "1", "--params", "7e9"},
