@@ -59,13 +59,9 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
       SetInt(flags, "first-stage-layers", [&](int64_t v) { plan.set_first_stage_layers(v); }));
   VTRAIN_RETURN_IF_ERROR(
       SetInt(flags, "last-stage-layers", [&](int64_t v) { plan.set_last_stage_layers(v); }));
-  if (auto sp = flags.Get("sequence-parallel")) {
-    if (*sp != "on" && *sp != "off") {
-      return absl::InvalidArgumentError(absl::StrCat("plan.sequence_parallel='", *sp,
-                                                     "' (--sequence-parallel) must be on or off"));
-    }
-    plan.set_sequence_parallel(*sp == "on");
-  }
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> sp,
+                          flags.GetOnOff("sequence-parallel", "plan.sequence_parallel"));
+  if (sp) plan.set_sequence_parallel(*sp);
   if (auto sh = flags.Get("data-parallel-sharding")) {
     VTRAIN_ASSIGN_OR_RETURN(DataParallelSharding sharding, ParseSharding(*sh));
     plan.set_data_parallel_sharding(convert::ToProto(sharding));
@@ -80,13 +76,9 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
     VTRAIN_ASSIGN_OR_RETURN(Recompute recompute, ParseRecompute(*r));
     plan.set_recompute(convert::ToProto(recompute));
   }
-  if (auto b = flags.Get("gradient-bucketing")) {
-    if (*b != "on" && *b != "off") {
-      return absl::InvalidArgumentError(absl::StrCat("plan.gradient_bucketing='", *b,
-                                                     "' (--gradient-bucketing) must be on or off"));
-    }
-    plan.set_gradient_bucketing(*b == "on");
-  }
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> bucketing,
+                          flags.GetOnOff("gradient-bucketing", "plan.gradient_bucketing"));
+  if (bucketing) plan.set_gradient_bucketing(*bucketing);
   if (auto size = flags.Get("bucket-size")) {
     VTRAIN_ASSIGN_OR_RETURN(int64_t bytes, ParseBytes(*size, "plan.bucket_size_bytes"));
     plan.set_bucket_size_bytes(bytes);
@@ -198,13 +190,8 @@ absl::Status ReliabilityFromFlags(const common::FlagParser& flags, v1::Reliabili
   if (rate) r.set_node_failures_per_1000_node_days(*rate);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> gbps, flags.GetDouble("checkpoint-gbps"));
   if (gbps) r.set_checkpoint_gbps(*gbps);
-  if (auto a = flags.Get("async-checkpoint")) {
-    if (*a != "on" && *a != "off") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--async-checkpoint='", *a, "' must be on or off"));
-    }
-    r.set_async_checkpoint(*a == "on");
-  }
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> async, flags.GetOnOff("async-checkpoint"));
+  if (async) r.set_async_checkpoint(*async);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> restart, flags.GetDouble("restart-minutes"));
   if (restart) r.set_restart_minutes(*restart);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> interval, flags.GetDouble("checkpoint-interval"));

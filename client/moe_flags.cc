@@ -44,13 +44,7 @@ absl::StatusOr<Routing> RoutingFromFlags(const common::FlagParser& flags) {
     }
     r.dispatcher = convert::ToProto(*parsed);
   }
-  if (auto o = flags.Get("moe-overlap")) {
-    if (*o != "on" && *o != "off") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("plan.moe_overlap='", *o, "' (--moe-overlap) must be on or off"));
-    }
-    r.overlap = *o == "on";
-  }
+  VTRAIN_ASSIGN_OR_RETURN(r.overlap, flags.GetOnOff("moe-overlap", "plan.moe_overlap"));
   VTRAIN_ASSIGN_OR_RETURN(r.capacity_factor, flags.GetDouble("capacity-factor"));
   if (auto routing = flags.Get("routing")) {
     double sigma = 0;

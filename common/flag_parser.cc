@@ -117,6 +117,16 @@ absl::StatusOr<std::optional<double>> FlagParser::GetDouble(absl::string_view na
   return std::optional<double>(value);
 }
 
+absl::StatusOr<std::optional<bool>> FlagParser::GetOnOff(absl::string_view name,
+                                                         absl::string_view field) const {
+  std::optional<std::string> text = Get(name);
+  if (!text) return std::optional<bool>();
+  if (*text == "on" || *text == "off") return std::optional<bool>(*text == "on");
+  return absl::InvalidArgumentError(
+      field.empty() ? absl::StrCat("--", name, "='", *text, "' must be on or off")
+                    : absl::StrCat(field, "='", *text, "' (--", name, ") must be on or off"));
+}
+
 absl::StatusOr<std::vector<int64_t>> FlagParser::GetIntList(absl::string_view name) const {
   std::vector<int64_t> values;
   std::optional<std::string> text = Get(name);

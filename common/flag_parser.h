@@ -36,6 +36,11 @@ class FlagParser {
   // the value does not parse.
   absl::StatusOr<std::optional<int64_t>> GetInt(absl::string_view name) const;
   absl::StatusOr<std::optional<double>> GetDouble(absl::string_view name) const;
+  // An on|off flag: nullopt when absent; otherwise INVALID_ARGUMENT
+  // "<field>='v' (--name) must be on or off" (with no field:
+  // "--name='v' must be on or off") for any other value.
+  absl::StatusOr<std::optional<bool>> GetOnOff(absl::string_view name,
+                                               absl::string_view field = "") const;
   // GetInt, and INVALID_ARGUMENT naming the flag and the range when the
   // value is outside [lo, hi].
   absl::StatusOr<std::optional<int64_t>> GetIntIn(absl::string_view name, int64_t lo,
