@@ -69,6 +69,10 @@ absl::StatusOr<v1::ThroughputCurveRequest> CurveRequestFromFlags(const common::F
   }
   r.set_monotone(f.Switch("monotone"));
   VTRAIN_ASSIGN_OR_RETURN(*r.mutable_space(), PlanSpaceFromFlags(f));
+  if (auto s = f.Get("schedule")) {
+    VTRAIN_ASSIGN_OR_RETURN(PipelineSchedule schedule, ParseSchedule(*s));
+    r.mutable_space()->add_schedules(convert::ToProto(schedule));
+  }
   return r;
 }
 
@@ -165,6 +169,9 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
   flags.AddSwitch("compare", "both policies (table, --csv)");
   flags.AddSwitch("monotone", "the best achievable at or below each count");
   flags.AddValue("tp-values", "A,B,..", "tensor-parallel degrees (best policy)");
+  flags.AddValue("schedule", "S",
+                 "pipeline schedule of every point: gpipe, 1f1b, zb-h1, dualpipe or dualpipev "
+                 "(default 1f1b)");
   AddTrainingSpaceFlags(flags);
   flags.AddValue("max-micro-batch", "N", "largest micro-batch");
   flags.AddValue("threads", "N", "parallel predictions (default: all cores)");

@@ -71,6 +71,10 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
   if (auto s = flags.Get("schedule")) {
     VTRAIN_ASSIGN_OR_RETURN(PipelineSchedule schedule, ParseSchedule(*s));
     plan.set_schedule(convert::ToProto(schedule));
+    // DualPipeV always runs two chunks per stage: the default follows it.
+    if (schedule == PipelineSchedule::kDualPipeV && !flags.Get("virtual-stages")) {
+      plan.set_virtual_stages(2);
+    }
   }
   if (auto r = flags.Get("recompute")) {
     VTRAIN_ASSIGN_OR_RETURN(Recompute recompute, ParseRecompute(*r));
@@ -210,7 +214,9 @@ void AddJobFlags(common::FlagParser& p) {
   p.AddValue("dp", "N", "data-parallel degree (plan.data_parallel, default GPUs / (tp x pp))");
   p.AddValue("micro-batch", "N", "micro-batch size (plan.micro_batch, default 1)");
   p.AddValue("global-batch", "N", "global batch in sequences (plan.global_batch)");
-  p.AddValue("schedule", "S", "pipeline schedule: gpipe or 1f1b (default 1f1b)");
+  p.AddValue("schedule", "S",
+             "pipeline schedule: gpipe, 1f1b, zb-h1, dualpipe or dualpipev (default 1f1b; "
+             "docs/schedules.md)");
   p.AddValue("recompute", "R",
              "activation recomputation: none, selective (attention core) or full (default full)");
   p.AddValue("sequence-parallel", "on|off",
@@ -267,11 +273,13 @@ absl::StatusOr<v1::PlanSpace> PlanSpaceFromFlags(const common::FlagParser& flags
   if (max_dp) space.set_max_data_parallel(*max_dp);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_mb, flags.GetInt("max-micro-batch"));
   if (max_mb) space.set_max_micro_batch(*max_mb);
-  VTRAIN_RETURN_IF_ERROR(each("schedules", [&](absl::string_view v) -> absl::Status {
-    VTRAIN_ASSIGN_OR_RETURN(PipelineSchedule x, ParseSchedule(v));
-    space.add_schedules(convert::ToProto(x));
-    return absl::OkStatus();
-  }));
+  for (const char* flag : {"schedule-values", "schedules"}) {
+    VTRAIN_RETURN_IF_ERROR(each(flag, [&](absl::string_view v) -> absl::Status {
+      VTRAIN_ASSIGN_OR_RETURN(PipelineSchedule x, ParseSchedule(v));
+      space.add_schedules(convert::ToProto(x));
+      return absl::OkStatus();
+    }));
+  }
   VTRAIN_RETURN_IF_ERROR(each("recompute-values", [&](absl::string_view v) -> absl::Status {
     VTRAIN_ASSIGN_OR_RETURN(Recompute x, ParseRecompute(v));
     space.add_recomputes(convert::ToProto(x));

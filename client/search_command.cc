@@ -130,7 +130,7 @@ struct Columns {
 std::string PlanLine(const char* tag, const v1::PlanSummary& p, const Columns& columns) {
   const v1::ParallelPlan& q = p.plan();
   std::string out = absl::StrFormat(
-      "%-7s t=%-3d d=%-4d p=%-4d mb=%-4d gpus=%-6d %-5s %-9s %12.1f ms %5.1f%% MFU", tag,
+      "%-7s t=%-3d d=%-4d p=%-4d mb=%-4d gpus=%-6d %-9s %-9s %12.1f ms %5.1f%% MFU", tag,
       q.tensor_parallel(), q.data_parallel(), q.pipeline_parallel(), q.micro_batch(), p.gpus(),
       ScheduleName(convert::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
       RecomputeName(convert::FromProto(q.recompute()).value_or(Recompute::kFull)),
@@ -214,7 +214,10 @@ void AddSearchFlags(common::FlagParser& flags) {
   flags.AddValue("tp-values", "A,B,..", "tensor-parallel degrees (default 1,2,4,...,2x node)");
   flags.AddValue("max-dp", "N", "largest data-parallel degree");
   flags.AddValue("max-micro-batch", "N", "largest micro-batch");
-  flags.AddValue("schedules", "S,..", "gpipe,1f1b (default 1f1b)");
+  flags.AddValue("schedule-values", "S,..",
+                 "pipeline schedules to try: gpipe, 1f1b, zb-h1, dualpipe, dualpipev (default "
+                 "1f1b)");
+  flags.AddValue("schedules", "S,..", "the same as --schedule-values");
   AddTrainingSpaceFlags(flags);
   flags.AddValue("objective", "O", "time (default), cost, deadline-cost, deadline-gpus");
   flags.AddValue("deadline-days", "D", "for the deadline objectives");

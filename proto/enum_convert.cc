@@ -41,6 +41,9 @@ constexpr Row<Architecture, v1::Architecture> kArchitectures[] = {
 constexpr Row<PipelineSchedule, v1::PipelineSchedule> kSchedules[] = {
     {PipelineSchedule::kGpipe, v1::PIPELINE_SCHEDULE_GPIPE},
     {PipelineSchedule::k1F1B, v1::PIPELINE_SCHEDULE_1F1B},
+    {PipelineSchedule::kZbH1, v1::PIPELINE_SCHEDULE_ZB_H1},
+    {PipelineSchedule::kDualPipe, v1::PIPELINE_SCHEDULE_DUALPIPE},
+    {PipelineSchedule::kDualPipeV, v1::PIPELINE_SCHEDULE_DUALPIPEV},
 };
 constexpr Row<Recompute, v1::Recompute> kRecomputes[] = {
     {Recompute::kNone, v1::RECOMPUTE_NONE},

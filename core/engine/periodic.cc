@@ -399,8 +399,9 @@ PeriodicStats AdvancePeriodically(Walker& walker, TimelineSink& sink) {
   const ParallelPlan& plan = walker.plan();
   const int64_t p = plan.pipeline_parallel, m = plan.num_micro_batches();
   // Interleaved 1F1B (virtual stages) is stepped: its chunks make the
-  // periods this file recognises longer and uneven.
-  if (plan.virtual_stages > 1) return runner.stats();
+  // periods this file recognises longer and uneven; so are the schedules
+  // that split the backward (their passes come from a list).
+  if (plan.virtual_stages > 1 || SplitsBackward(plan.schedule)) return runner.stats();
   Phase forwards, backwards;
   for (int64_t s = 0; s < p; ++s) forwards.steps.push_back({.stage = s, .forward = true});
   for (int64_t s = p - 1; s >= 0; --s) backwards.steps.push_back({.stage = s, .forward = false});

@@ -108,10 +108,11 @@ Collective GradientCollective(const Job& job) {
 
 bool BucketsGradients(const Job& job) {
   // FSDP reduces layer by layer already; with interleaving each stage
-  // reduces once after its last chunk backward.
+  // reduces once after its last chunk backward, and under the split-backward
+  // schedules once after its last weight gradient.
   return job.plan.gradient_bucketing && GradientRanks(job) > 1 &&
          job.plan.data_parallel_sharding != DataParallelSharding::kFull &&
-         job.plan.virtual_stages == 1;
+         job.plan.virtual_stages == 1 && !SplitsBackward(job.plan.schedule);
 }
 
 }  // namespace vtrain::internal

@@ -173,6 +173,8 @@ class TemplateMaker {
   // experts need tensor-parallel collectives.
   double moe_exchange_ns_ = 0;
   bool shared_tp_ = false;
+  // Set by Backward: the weight-gradient share of the pass's compute (W).
+  double weight_ns_ = 0;
   int32_t moe_label_ = 0;
   // Set by Prepare.
   int64_t reduce_ns_ = 0, gather_ns_ = 0, scatter_ns_ = 0, core_ns_ = 0, ring_step_ns_ = 0;
@@ -329,6 +331,12 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   const double t = static_cast<double>(t_);
   const double bucket_limit = static_cast<double>(plan_.bucket_size_bytes);
   double pending = 0;
+  // The weight-gradient (W) share of each operator's time (AttentionWeightShare).
+  weight_ns_ = 0;
+  const double attention_w = AttentionWeightShare(model_);
+  auto weight_share = [&](const ResolvedOperator& op, double share) {
+    weight_ns_ += share * static_cast<double>(op.profile.SpanNs());
+  };
   // Gradients of `params` parameters are final: close a bucket once full.
   auto gradients_ready = [&](double params) {
     if (!bucketed) return;
@@ -341,6 +349,7 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   if (ends.loss) {
     w.Operator(Op(OperatorKind::kLossBwd));
     w.Operator(Op(OperatorKind::kLogitBwd));
+    weight_share(Op(OperatorKind::kLogitBwd), 0.5);
     if (t_ > 1)
       w.TensorParallel(sp_ ? scatter_ns_ : reduce_ns_, sp_ ? scatter_label_ : reduce_label_);
     // With p > 1 the last stage holds its own copy of a tied embedding.
@@ -382,6 +391,8 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
     } else {
       Block(w, mlp_bwd);
     }
+    weight_share(is_moe ? *moe_bwd : mlp_bwd, 0.5);
+    weight_share(attention_bwd, attention_w);
     // Selective recomputation re-runs only the attention core before the
     // attention backward (Korthikanti et al. 2022, §5).
     if (selective) w.Operator(*core_fwd);
@@ -392,6 +403,7 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   for (int64_t i = 0; i < ends.mtp_layers; ++i) {
     w.Operator(Op(OperatorKind::kLossBwd));
     w.Operator(Op(OperatorKind::kLogitBwd));
+    weight_share(Op(OperatorKind::kLogitBwd), 0.5);
     layer(model_.IsMoeLayer(model_.num_layers - 1));
   }
   for (int64_t l = 0; l < ends.num_layers; ++l) {
@@ -402,6 +414,7 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
     // SP: the gradient of the embedding's reduce-scatter is an all-gather.
     if (t_ > 1 && sp_) w.TensorParallel(gather_ns_, gather_label_);
     w.Operator(Op(OperatorKind::kEmbeddingBwd));
+    weight_share(Op(OperatorKind::kEmbeddingBwd), 1);  // the table's gradient itself
     gradients_ready(EmbeddingParametersPerGpu(model_, t_));
   }
   w.EndSegment(bucketed ? pending : 0);
@@ -433,6 +446,10 @@ StageTemplates TemplateMaker::Make(StageEnds ends) {
   s.forward = Forward(ends);
   s.backward = Backward(ends, /*bucketed=*/false);
   s.backward_last = bucketing_ ? Backward(ends, /*bucketed=*/true) : s.backward;
+  if (SplitsBackward(plan_.schedule)) {
+    // weight_ns_ as the Backward calls above set it.
+    SplitWeightGradient(s, weight_ns_, label_("backward_input"), label_("backward_weight"));
+  }
   // Sharded optimizers step their 1/(d*c) share.
   const double ranks = static_cast<double>(GradientRanks(job_));
   const bool sharded = plan_.data_parallel_sharding != DataParallelSharding::kNone && ranks > 1;

@@ -64,6 +64,9 @@ struct StageTemplates {
   ActionTemplate backward;       // every micro-batch but the last
   ActionTemplate backward_last;  // the last, split at gradient buckets
   ActionTemplate optimizer;      // with the distributed optimizer's parameter all-gather
+  // Schedules that split the backward (SplitsBackward): B, the backward with
+  // its weight-gradient GEMMs taken out, and W, those GEMMs as one task.
+  ActionTemplate input_grad, weight_grad;
   double parameters_per_gpu = 0;
   // Gradient bytes the data-parallel collective (GradientCollective) reduces
   // after the last backward: every gradient but the routed experts', or under
@@ -98,6 +101,15 @@ using LabelFn = absl::FunctionRef<int32_t(const std::string&)>;
 // both in a fixed order, so equal calls give equal lookups and label indices.
 StageTemplates MakeStageTemplates(const Job& job, ProfileLookup& lookup, Granularity granularity,
                                   StageEnds ends, LabelFn label);
+
+// The share of the attention block's backward time that is weight
+// gradients (the MLP's is one half, recomputed forwards' none).
+double AttentionWeightShare(const ModelSpec& model);
+// Splits s.backward into s.input_grad and s.weight_grad: B keeps every item,
+// its compute shortened in proportion so that W, one task, takes
+// `weight_ns` (at most the compute) and B + W is the backward.
+void SplitWeightGradient(StageTemplates& s, double weight_ns, int32_t input_label,
+                         int32_t weight_label);
 
 // Megatron rank order: tensor-parallel ranks innermost, then context-,
 // then data-parallel, then pipeline (rank = stage * t*c*d + replica * t*c +

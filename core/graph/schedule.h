@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "core/spec/job.h"
 
@@ -95,6 +96,38 @@ inline int64_t InterleavedWrapIndex(bool sending, int64_t stages, int64_t chunks
   const int64_t position = r / stages - (sending ? 0 : 1);
   return group * stages * (chunks - 1) + position * stages + r % stages;
 }
+
+// The schedules that split each backward into B (input gradients, sent on at
+// once) and W (weight gradients, run later to fill bubbles): one stage's
+// passes in the order it runs them.
+enum class PassKind : uint8_t {
+  kForward,
+  kBackward,    // B and W together
+  kInputGrad,   // B: its W comes later, first in first out
+  kWeightGrad,  // W of the oldest kInputGrad still waiting
+};
+struct ScheduledPass {
+  PassKind kind = PassKind::kForward;
+  // The stage's chunk (ParallelPlan::chunk_position gives its place in the
+  // model) and the micro-batch; under DualPipe chunk 0 runs micro-batches
+  // 0 .. m/2 - 1 down the pipeline and chunk 1 the rest up it.
+  int32_t chunk = 0;
+  int64_t micro_batch = 0;
+  // A forward overlapped with the backward after it (DualPipe's F&B): both
+  // start once both their inputs have arrived.
+  bool paired = false;
+};
+
+// Every pass of `stage` under plan.schedule (SplitsBackward), in order:
+//  - zb-h1 (Qi et al. 2024, §3.1): 1F1B's order with B and W split; stage s
+//    keeps s weight-gradient passes waiting, run in the cool-down, so the
+//    bubble is (p - 1)(F + B - 2W) with B the whole backward, at 1F1B's peak
+//    activation memory (over all stages).
+//  - dualpipev and dualpipe: the eight steps of DualPipe's reference
+//    schedules (github.com/deepseek-ai/DualPipe, dualpipev.py and
+//    dualpipe.py, DualPipeV.step / DualPipe.step).
+// `plan` must be valid (ValidateJob).
+std::vector<ScheduledPass> ScheduledPasses(const ParallelPlan& plan, int64_t stage);
 
 }  // namespace vtrain
 

@@ -49,6 +49,8 @@ class IterationWalker {
         m_(plan_.num_micro_batches()),
         v_(plan_.virtual_stages),
         n_(m_ * v_),
+        held_(plan_.chunks_per_stage()),
+        listed_(SplitsBackward(plan_.schedule)),
         bucketing_(internal::BucketsGradients(job)) {}
 
   // Puts every task into the sink and fills stages(). RESOURCE_EXHAUSTED,
@@ -95,6 +97,15 @@ class IterationWalker {
   double TotalTaskNs() const;
   void DescribeStages();
   void MergePasses();
+  // The split-backward schedules (walker_listed_inl.h): each stage runs its
+  // ScheduledPasses in order.
+  int64_t CountListedTasks() const;
+  bool DrainListed(int64_t stage);
+  bool EmitListed(int64_t stage, const ScheduledPass& pass);
+  // The stage that runs place `position` for micro-batch `mb`.
+  int64_t StageOf(int64_t position, int64_t mb) const;
+  // `stage`'s `chunk`-th chunk's place in the model (ParallelPlan::chunk_position).
+  int64_t Pos(int64_t stage, int64_t chunk) const { return plan_.chunk_position(stage, chunk); }
   bool Drain(int64_t stage);
   bool EmitNext(int64_t stage);
   // Whether `stage`'s next action, after `f` forwards and `b` backwards, is
@@ -131,7 +142,7 @@ class IterationWalker {
   // its bytes.
   void NoteChunk(int64_t micro_batch, int64_t chunk, int64_t stage, double bytes = 0) {
     if constexpr (kNotes) {
-      const internal::StageEnds& c = chunks_[chunk * p_ + stage];
+      const internal::StageEnds& c = chunks_[Pos(stage, chunk)];
       Note(TaskNote{static_cast<int32_t>(micro_batch), static_cast<int32_t>(chunk),
                     static_cast<int32_t>(c.first_layer), static_cast<int32_t>(c.num_layers),
                     bytes});
@@ -150,9 +161,10 @@ class IterationWalker {
   ProfileLookup& lookup_;
   const BuildOptions& options_;
   // d_: the ranks that reduce gradients (d * c); v_: model chunks per stage
-  // (interleaving); n_ = m_ * v_: forwards (and backwards) per stage.
-  const int64_t d_, p_, m_, v_, n_;
-  const bool bucketing_;
+  // (interleaving); n_ = m_ * v_: forwards (and backwards) per stage;
+  // held_: chunks per stage (ParallelPlan::chunks_per_stage).
+  const int64_t d_, p_, m_, v_, n_, held_;
+  const bool listed_, bucketing_;
 
   std::vector<StageInfo> stages_;
   // Every chunk's layers and ends, per virtual stage chunk * p + stage.
@@ -178,6 +190,13 @@ class IterationWalker {
   std::vector<MergedPass> merged_;               // per stage; unused unless kMergesSends
   double send_bytes_ = 0;                        // a pipeline transfer's message
   TaskNote note_;                                // Note()
+  // Split-backward schedules: each stage's passes and how far it got; what
+  // each place's forward and backward of each micro-batch handed on (its
+  // send, or its last task when the next place is on the same stage), at
+  // position * m + micro-batch.
+  std::vector<std::vector<ScheduledPass>> orders_;
+  std::vector<size_t> order_pos_;
+  std::vector<Handle> forward_out_, backward_out_;
 };
 
 // Emits the next action of stage `s` (which has one left) if it can run now
@@ -227,6 +246,7 @@ bool IterationWalker<Sink>::EmitNext(int64_t s) {
 // Emits the actions of stage `s` that can run now; whether it emitted any.
 template <IterationSink Sink>
 bool IterationWalker<Sink>::Drain(int64_t s) {
+  if (listed_) return DrainListed(s);
   bool any = false;
   while (ps_.backwards[s] < n_ && !sink_.Stopped() && EmitNext(s)) any = true;
   return any;
@@ -331,70 +351,6 @@ void IterationWalker<Sink>::EmitAction(int64_t s, PipelineAction a, int64_t k) {
 }
 
 template <IterationSink Sink>
-void IterationWalker<Sink>::EmitTail() {
-  // Without bucketing, each stage all-reduces all its gradients at once.
-  if (d_ > 1 && !bucketing_) {
-    int64_t ns = 0;
-    double last_bytes = -1;
-    for (int64_t s = 0; s < p_; ++s) {
-      double bytes = 0;
-      for (int64_t c = 0; c < v_; ++c) bytes += stage_templates_[c * p_ + s]->gradient_bytes;
-      // The middle stages hold as many gradients: one lookup for them.
-      if (bytes != last_bytes) {
-        ns = CollectiveNs(internal::GradientCollective(job_), bytes,
-                          internal::DataParallelGroup(job_));
-        last_bytes = bytes;
-      }
-      NoteBytes(bytes);
-      last_dp_[s] = sink_.Add(stages_[s].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
-                              dp_label_, absl::MakeConstSpan(&last_backward_[s], 1));
-    }
-  }
-  auto done = [&](int64_t s) { return Sink::IsSet(last_dp_[s]) ? last_dp_[s] : last_backward_[s]; };
-  // MoE: the routed experts' gradients, reduced over the expert
-  // data-parallel group after the rest, on the same stream.
-  for (int64_t s = 0; s < p_ && expert_reduce_; ++s) {
-    int64_t ns = 0;
-    double bytes = 0;
-    for (int64_t c = 0; c < v_; ++c) {
-      ns += stage_templates_[c * p_ + s]->expert_reduce_ns;
-      bytes += stage_templates_[c * p_ + s]->expert_gradient_bytes;
-    }
-    if (ns == 0) continue;
-    NoteBytes(bytes);
-    const Handle parent = done(s);
-    last_dp_[s] = sink_.Add(stages_[s].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
-                            expert_dp_label_, absl::MakeConstSpan(&parent, 1));
-  }
-  Handle embedding_sync = Sink::None();
-  if (p_ > 1 && TiedEmbeddings(job_.model)) {
-    // Tied embeddings: the first and last stages all-reduce the word
-    // embedding gradient (Megatron's allreduce_embedding_grads).
-    const ModelSpec& model = job_.model;
-    const double bytes = static_cast<double>(model.vocab_size) *
-                         static_cast<double>(model.hidden_size) /
-                         static_cast<double>(plan_.tensor_parallel) * internal::kElemBytes;
-    const int64_t ns =
-        CollectiveNs(Collective::kAllReduce, bytes, internal::StagePairGroup(job_, 0, p_ - 1));
-    const Handle ends[2] = {done(0), done(p_ - 1)};
-    NoteBytes(bytes);
-    embedding_sync = sink_.Add(stages_[0].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
-                               emb_label_, ends);
-  }
-  for (int64_t s = 0; s < p_; ++s) {
-    Handle parents[2] = {done(s), embedding_sync};
-    const bool synced = Sink::IsSet(embedding_sync) && (s == 0 || s == p_ - 1);
-    // One step per model chunk, one after another on the stream.
-    for (int64_t c = 0; c < v_; ++c) {
-      NoteChunk(/*micro_batch=*/-1, c, s);
-      EmitTemplate(stage_templates_[c * p_ + s]->optimizer, stages_[s].compute_stream,
-                   absl::MakeConstSpan(parents, synced ? 2 : 1), stages_[s].data_parallel_stream,
-                   nullptr);
-    }
-  }
-}
-
-template <IterationSink Sink>
 absl::Status IterationWalker<Sink>::Walk() {
   VTRAIN_RETURN_IF_ERROR(Begin());
   return Finish();
@@ -447,6 +403,17 @@ absl::Status IterationWalker<Sink>::Begin() {
   ps_.forwards.assign(p_, 0);
   ps_.backwards.assign(p_, 0);
   ps_.remaining = p_ * 2 * n_;
+  if (listed_) {
+    ps_.remaining = 0;
+    orders_.resize(p_);
+    for (int64_t s = 0; s < p_; ++s) {
+      orders_[s] = ScheduledPasses(plan_, s);
+      ps_.remaining += static_cast<int64_t>(orders_[s].size());
+    }
+    order_pos_.assign(p_, 0);
+    forward_out_.assign(p_ * v_ * m_, Sink::None());
+    backward_out_.assign(p_ * v_ * m_, Sink::None());
+  }
   return absl::OkStatus();
 }
 
@@ -471,6 +438,7 @@ absl::Status IterationWalker<Sink>::Finish() {
 
 }  // namespace vtrain
 
-#include "core/graph/walker_setup_inl.h"  // IWYU pragma: export
+#include "core/graph/walker_listed_inl.h"  // IWYU pragma: export
+#include "core/graph/walker_setup_inl.h"   // IWYU pragma: export
 
 #endif  // VTRAIN_CORE_GRAPH_WALKER_H_

@@ -1,6 +1,7 @@
 // The iteration walker's setup: the templates of every (virtual) stage, the
 // bounds it checks before walking (task count, summed task time), the stages'
-// streams and send times, and the passes merged with their sends.
+// streams and send times, and the passes merged with their sends; and its
+// tail: gradient reductions and optimizer steps.
 // Included by walker.h only; not for direct use.
 #ifndef VTRAIN_CORE_GRAPH_WALKER_SETUP_INL_H_
 #define VTRAIN_CORE_GRAPH_WALKER_SETUP_INL_H_
@@ -43,6 +44,7 @@ void IterationWalker<Sink>::MakeTemplates() {
 
 template <IterationSink Sink>
 int64_t IterationWalker<Sink>::CountTasks() const {
+  if (listed_) return CountListedTasks();
   double count = 0;
   const double m = static_cast<double>(m_);
   for (int64_t s = 0; s < p_ && v_ == 1; ++s) {
@@ -71,8 +73,8 @@ int64_t IterationWalker<Sink>::CountTasks() const {
   if (p_ > 1 && TiedEmbeddings(job_.model)) count += 1;  // embedding gradient all-reduce
   for (int64_t s = 0; s < p_ && expert_reduce_; ++s) {   // routed experts' gradients
     bool any = false;
-    for (int64_t c = 0; c < v_; ++c)
-      any = any || stage_templates_[c * p_ + s]->expert_reduce_ns > 0;
+    for (int64_t c = 0; c < held_; ++c)
+      any = any || stage_templates_[Pos(s, c)]->expert_reduce_ns > 0;
     count += any ? 1 : 0;
   }
   return count > 9e18 ? INT64_MAX : static_cast<int64_t>(count);
@@ -99,7 +101,7 @@ double IterationWalker<Sink>::TotalTaskNs() const {
 // The pipeline send times, the streams and what each stage holds.
 template <IterationSink Sink>
 void IterationWalker<Sink>::DescribeStages() {
-  send_ns_.resize(std::max<int64_t>(0, v_ > 1 ? p_ : p_ - 1));
+  send_ns_.resize(std::max<int64_t>(0, v_ > 1 && !listed_ ? p_ : p_ - 1));
   const double send_bytes = internal::ActivationBytes(job_) /
                             static_cast<double>(plan_.tensor_parallel);  // scatter-gather
   send_bytes_ = send_bytes;
@@ -111,7 +113,7 @@ void IterationWalker<Sink>::DescribeStages() {
     send_ns_[s] = same ? send_ns_[s - 1] : CollectiveNs(Collective::kSendRecv, send_bytes, g);
     last = g;
   }
-  if (v_ > 1) {
+  if (v_ > 1 && !listed_) {
     send_ns_[p_ - 1] =
         CollectiveNs(Collective::kSendRecv, send_bytes, internal::StagePairGroup(job_, 0, p_ - 1));
   }
@@ -120,21 +122,25 @@ void IterationWalker<Sink>::DescribeStages() {
     StageInfo& info = stages_[s];
     info.first_layer = chunks_[s].first_layer;  // of its first chunk
     info.num_layers = 0;
-    for (int64_t c = 0; c < v_; ++c) info.num_layers += chunks_[c * p_ + s].num_layers;
+    for (int64_t c = 0; c < held_; ++c) info.num_layers += chunks_[Pos(s, c)].num_layers;
     info.has_embedding = s == 0;
     info.has_logit = s == p_ - 1;
     info.compute_stream = sink_.AddStream(absl::StrCat("stage", s, "/compute"));
     info.data_parallel_stream = sink_.AddStream(absl::StrCat("stage", s, "/data_parallel"));
-    send_streams_.push_back(v_ == 1 ? info.compute_stream
-                                    : sink_.AddStream(absl::StrCat("stage", s, "/pipeline")));
-    for (int64_t c = 0; c < v_; ++c) {
-      const int64_t vs = c * p_ + s;
+    // DualPipe overlaps its transfers with compute too.
+    const bool own_stream = v_ > 1 || plan_.schedule == PipelineSchedule::kDualPipe;
+    send_streams_.push_back(own_stream ? sink_.AddStream(absl::StrCat("stage", s, "/pipeline"))
+                                       : info.compute_stream);
+    for (int64_t c = 0; c < held_; ++c) {
+      const int64_t vs = Pos(s, c);
       const internal::StageTemplates& st = *stage_templates_[vs];
+      // DualPipe's chunks run half the micro-batches each.
+      const int64_t passes = plan_.schedule == PipelineSchedule::kDualPipe ? m_ / 2 : m_;
       info.tensor_parallel_ns +=
-          m_ * (st.forward.tensor_parallel_ns + st.backward.tensor_parallel_ns);
+          passes * (st.forward.tensor_parallel_ns + st.backward.tensor_parallel_ns);
       // Sends out of this chunk, forward and backward, when they hold the
       // compute stream.
-      if (v_ == 1) {
+      if (!own_stream) {
         info.pipeline_send_ns += m_ * ((vs + 1 < p_ * v_ ? send_ns_[s + 1 < p_ ? s : p_ - 1] : 0) +
                                        (vs > 0 ? send_ns_[s > 0 ? s - 1 : p_ - 1] : 0));
       }
@@ -151,7 +157,7 @@ void IterationWalker<Sink>::DescribeStages() {
 template <IterationSink Sink>
 void IterationWalker<Sink>::MergePasses() {
   merged_.assign(p_, MergedPass{});
-  for (int64_t s = 0; s < p_ && Sink::kMergesSends && v_ == 1; ++s) {
+  for (int64_t s = 0; s < p_ && Sink::kMergesSends && v_ == 1 && !listed_; ++s) {
     const internal::StageTemplates& st = *stage_templates_[s];
     MergedPass& mp = merged_[s];
     if (s + 1 < p_ && MergesSend(st.forward)) {
@@ -165,6 +171,70 @@ void IterationWalker<Sink>::MergePasses() {
       mp.backward_ok = true;
       mp.backward_send_ns = send_ns_[s - 1];
       mp.backward_ns = i.duration_ns + i.gap_ns + send_ns_[s - 1];
+    }
+  }
+}
+
+template <IterationSink Sink>
+void IterationWalker<Sink>::EmitTail() {
+  // Without bucketing, each stage all-reduces all its gradients at once.
+  if (d_ > 1 && !bucketing_) {
+    int64_t ns = 0;
+    double last_bytes = -1;
+    for (int64_t s = 0; s < p_; ++s) {
+      double bytes = 0;
+      for (int64_t c = 0; c < held_; ++c) bytes += stage_templates_[Pos(s, c)]->gradient_bytes;
+      // The middle stages hold as many gradients: one lookup for them.
+      if (bytes != last_bytes) {
+        ns = CollectiveNs(internal::GradientCollective(job_), bytes,
+                          internal::DataParallelGroup(job_));
+        last_bytes = bytes;
+      }
+      NoteBytes(bytes);
+      last_dp_[s] = sink_.Add(stages_[s].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
+                              dp_label_, absl::MakeConstSpan(&last_backward_[s], 1));
+    }
+  }
+  auto done = [&](int64_t s) { return Sink::IsSet(last_dp_[s]) ? last_dp_[s] : last_backward_[s]; };
+  // MoE: the routed experts' gradients, reduced over the expert
+  // data-parallel group after the rest, on the same stream.
+  for (int64_t s = 0; s < p_ && expert_reduce_; ++s) {
+    int64_t ns = 0;
+    double bytes = 0;
+    for (int64_t c = 0; c < held_; ++c) {
+      ns += stage_templates_[Pos(s, c)]->expert_reduce_ns;
+      bytes += stage_templates_[Pos(s, c)]->expert_gradient_bytes;
+    }
+    if (ns == 0) continue;
+    NoteBytes(bytes);
+    const Handle parent = done(s);
+    last_dp_[s] = sink_.Add(stages_[s].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
+                            expert_dp_label_, absl::MakeConstSpan(&parent, 1));
+  }
+  Handle embedding_sync = Sink::None();
+  if (p_ > 1 && TiedEmbeddings(job_.model)) {
+    // Tied embeddings: the first and last stages all-reduce the word
+    // embedding gradient (Megatron's allreduce_embedding_grads).
+    const ModelSpec& model = job_.model;
+    const double bytes = static_cast<double>(model.vocab_size) *
+                         static_cast<double>(model.hidden_size) /
+                         static_cast<double>(plan_.tensor_parallel) * internal::kElemBytes;
+    const int64_t ns =
+        CollectiveNs(Collective::kAllReduce, bytes, internal::StagePairGroup(job_, 0, p_ - 1));
+    const Handle ends[2] = {done(0), done(p_ - 1)};
+    NoteBytes(bytes);
+    embedding_sync = sink_.Add(stages_[0].data_parallel_stream, ns, 0, TaskKind::kDataParallel,
+                               emb_label_, ends);
+  }
+  for (int64_t s = 0; s < p_; ++s) {
+    Handle parents[2] = {done(s), embedding_sync};
+    const bool synced = Sink::IsSet(embedding_sync) && (s == 0 || s == p_ - 1);
+    // One step per model chunk, one after another on the stream.
+    for (int64_t c = 0; c < held_; ++c) {
+      NoteChunk(/*micro_batch=*/-1, c, s);
+      EmitTemplate(stage_templates_[Pos(s, c)]->optimizer, stages_[s].compute_stream,
+                   absl::MakeConstSpan(parents, synced ? 2 : 1), stages_[s].data_parallel_stream,
+                   nullptr);
     }
   }
 }

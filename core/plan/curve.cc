@@ -130,7 +130,10 @@ absl::StatusOr<CurvePoint> DataParallelAt(const CurveSpec& spec, int64_t t, int6
     job.plan.global_batch = spec.global_batch;
     job.plan.schedule = spec.schedules.front();
     job.plan.recompute = spec.recomputes.front();
-    job.plan.virtual_stages = spec.training.virtual_stages.front();
+    // DualPipeV always runs two chunks per stage.
+    job.plan.virtual_stages = job.plan.schedule == PipelineSchedule::kDualPipeV
+                                  ? 2
+                                  : spec.training.virtual_stages.front();
     job.plan.sequence_parallel = spec.training.sequence_parallel.front();
     job.plan.data_parallel_sharding = spec.training.shardings.front();
     job.plan.dtype = spec.dtype;

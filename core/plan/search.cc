@@ -92,8 +92,12 @@ absl::Status Enumerate(const SearchSpace& space, const SearchOptions& options, S
             job.plan.global_batch = space.global_batch;
             job.plan.dtype = space.dtype;
             for (PipelineSchedule schedule : space.schedules) {
+              // Interleaving is 1F1B's; DualPipeV always runs two chunks.
+              std::vector<int64_t> chunks = {1};
+              if (schedule == PipelineSchedule::k1F1B) chunks = options_space.virtual_stages;
+              if (schedule == PipelineSchedule::kDualPipeV) chunks = {2};
               for (Recompute recompute : space.recomputes) {
-                for (int64_t v : options_space.virtual_stages) {
+                for (int64_t v : chunks) {
                   for (bool sp : options_space.sequence_parallel) {
                     if (sp && t == 1) continue;  // a no-op: the same plan as off
                     for (DataParallelSharding sharding : options_space.shardings) {
@@ -336,9 +340,12 @@ namespace {
 // their operators repeat, and it memoises them.
 double LowerBoundMs(const Job& job, ProfileLookup& lookup) {
   auto label = [](const std::string&) { return 0; };
-  const int64_t p = job.plan.pipeline_parallel, v = job.plan.virtual_stages;
-  // With interleaving a stage runs V chunks (virtual stages chunk * p + s):
-  // the first and last stages hold the model's ends, the others none.
+  const int64_t p = job.plan.pipeline_parallel, held = job.plan.chunks_per_stage();
+  // With interleaving a stage runs V chunks (virtual stages chunk * p + s,
+  // or as the schedule places them): the first and last stages hold the
+  // model's ends, the others none. DualPipe's two chunks run half the
+  // micro-batches each.
+  const double share = job.plan.schedule == PipelineSchedule::kDualPipe ? 0.5 : 1.0;
   // Chunks with equal signatures have equal templates: priced once.
   absl::flat_hash_map<std::string, double> priced;
   const std::vector<internal::StageEnds> chunks = internal::JobChunks(job);
@@ -355,7 +362,7 @@ double LowerBoundMs(const Job& job, ProfileLookup& lookup) {
   double busiest = 0;
   for (int64_t s = 0; s < p; ++s) {
     double stage = 0;
-    for (int64_t c = 0; c < v; ++c) stage += pass_ns(c * p + s);
+    for (int64_t c = 0; c < held; ++c) stage += share * pass_ns(job.plan.chunk_position(s, c));
     busiest = std::max(busiest, stage);
   }
   return busiest * static_cast<double>(job.plan.num_micro_batches()) * 1e-6;

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/graph/schedule.h"
 #include "core/spec/model.h"
 #include "core/spec/moe.h"
 #include "core/spec/pipeline_layout.h"
@@ -112,9 +113,50 @@ double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan, bo
   return s * b * h * per_token / c + (moe_layer ? RoutedActivationBytes(model, plan) : 0);
 }
 
+double SplitChunksInFlight(const ParallelPlan& plan, int64_t stage, double weight_share) {
+  double held = 0, peak = 0;
+  for (const ScheduledPass& pass : ScheduledPasses(plan, stage)) {
+    switch (pass.kind) {
+      case PassKind::kForward:
+        held += 1;
+        break;
+      case PassKind::kBackward:
+        held -= 1;
+        break;
+      case PassKind::kInputGrad:
+        held -= 1 - weight_share;
+        break;
+      case PassKind::kWeightGrad:
+        held -= weight_share;
+        break;
+    }
+    peak = std::max(peak, held);
+  }
+  return peak;
+}
+
+double WeightGradientShare(const ModelSpec& model, const ParallelPlan& plan) {
+  // Per token: the inputs of QKV and FC1 (h wide, split over t under SP),
+  // of the attention projection (heads x head width) and of FC2 (the FFN
+  // width), over t; fp16.
+  const double t = static_cast<double>(plan.tensor_parallel);
+  const double h = static_cast<double>(model.hidden_size);
+  const double split_h = plan.sequence_parallel_active() ? h / t : h;
+  const double per_token =
+      2 * (2 * split_h + static_cast<double>(model.num_heads * model.head_width()) / t +
+           static_cast<double>(model.ffn()) / t);
+  const double tokens = static_cast<double>(model.seq_len * plan.micro_batch) /
+                        static_cast<double>(plan.context_parallel);
+  const double layer = LayerActivationBytes(model, plan);
+  return layer > 0 ? std::min(1.0, per_token * tokens / layer) : 1.0;
+}
+
 int64_t MicroBatchesInFlight(const ParallelPlan& plan, int64_t stage) {
   const int64_t p = plan.pipeline_parallel, m = plan.num_micro_batches();
   if (plan.schedule == PipelineSchedule::kGpipe) return m;
+  if (SplitsBackward(plan.schedule)) {
+    return std::llround(std::ceil(SplitChunksInFlight(plan, stage, /*weight_share=*/1)));
+  }
   const int64_t v = plan.virtual_stages;
   if (v == 1) return std::min<int64_t>(p - stage, m);
   const int64_t warmup = 2 * (p - stage - 1) + (v - 1) * p;
@@ -138,6 +180,26 @@ std::vector<ChunkLayers> ChunksOf(const Job& job) {
   return even;
 }
 
+// One layer's activations without recomputation (the largest kind of layer).
+double UncomputedLayerBytes(const ModelSpec& m, ParallelPlan plan) {
+  plan.recompute = Recompute::kNone;
+  return std::max(LayerActivationBytes(m, plan),
+                  m.is_moe() ? LayerActivationBytes(m, plan, true) : 0.0);
+}
+
+// Whether `stage` holds the model's first and last chunks: the first and
+// last stages, or where the schedule places them (DualPipeV: both on stage
+// 0; DualPipe: both on the first and the last).
+std::pair<bool, bool> HoldsEnds(const ParallelPlan& plan, int64_t stage) {
+  bool first = false, last = false;
+  for (int64_t c = 0; c < plan.chunks_per_stage(); ++c) {
+    first = first || plan.chunk_position(stage, c) == 0;
+    last =
+        last || plan.chunk_position(stage, c) == plan.pipeline_parallel * plan.virtual_stages - 1;
+  }
+  return {first, last};
+}
+
 }  // namespace
 
 MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
@@ -150,7 +212,7 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
   const double s = static_cast<double>(m.seq_len);
   const double b = static_cast<double>(plan.micro_batch);
   const double vocab = static_cast<double>(PaddedVocab(m, plan.tensor_parallel));
-  const int64_t v = plan.virtual_stages;
+  const int64_t v = plan.chunks_per_stage();
   const std::vector<ChunkLayers> layout = ChunksOf(job);
   const double layer_params = LayerParameterCount(m) / t;
   // Routed experts spread over ep * etp ranks; their optimizer states over
@@ -164,11 +226,7 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
   const bool sp = plan.sequence_parallel_active();
   const double per_layer = LayerActivationBytes(m, plan);
   const double per_moe_layer = m.is_moe() ? LayerActivationBytes(m, plan, true) : 0;
-  Job uncomputed = job;
-  uncomputed.plan.recompute = Recompute::kNone;
-  const double full_layer =
-      std::max(LayerActivationBytes(m, uncomputed.plan),
-               m.is_moe() ? LayerActivationBytes(m, uncomputed.plan, true) : 0.0);
+  const double full_layer = UncomputedLayerBytes(m, plan);
 
   MemoryEstimate out;
   out.capacity_bytes = static_cast<double>(job.cluster.gpu.memory_bytes);
@@ -178,7 +236,7 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
     double dense = 0, experts = 0, chunk_activations = 0;
     int64_t mtp_layers = 0;
     for (int64_t c = 0; c < v; ++c) {
-      const ChunkLayers& k = layout[c * p + stage];
+      const ChunkLayers& k = layout[plan.chunk_position(stage, c)];
       const LayerParameters chunk = LayerParametersIn(m, k.first_layer, k.num_layers);
       dense += chunk.dense / t;
       experts += chunk.experts / expert_split;
@@ -196,8 +254,9 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
       dense += mtp * (last.dense + 2 * h * h) / t;
       experts += mtp * last.experts / expert_split;
     }
-    if (stage == 0) dense += EmbeddingParametersPerGpu(m, plan.tensor_parallel);
-    if (stage == p - 1) dense += OutputParametersPerGpu(m, plan.tensor_parallel, p);
+    const auto [first, last] = HoldsEnds(plan, stage);
+    if (first) dense += EmbeddingParametersPerGpu(m, plan.tensor_parallel);
+    if (last) dense += OutputParametersPerGpu(m, plan.tensor_parallel, p);
     sm.parameters = dense + experts;
     switch (plan.data_parallel_sharding) {
       case DataParallelSharding::kNone:
@@ -220,14 +279,17 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
     }
     sm.micro_batches_in_flight = MicroBatchesInFlight(plan, stage);
     const double in_flight = static_cast<double>(sm.micro_batches_in_flight);
-    sm.activations_bytes = in_flight * chunk_activations;
+    sm.activations_bytes = (SplitsBackward(plan.schedule)
+                                ? SplitChunksInFlight(plan, stage, WeightGradientShare(m, plan))
+                                : in_flight) *
+                           chunk_activations;
     // Recomputed layers rebuild one layer's activations at a time.
     if (plan.recompute == Recompute::kFull) sm.activations_bytes += full_layer;
     // Embedding output (fp16) on the first stage; fp32 logits of the
     // vocabulary-parallel loss and their gradient on the last. SP keeps the
     // embedding output split over t; CP holds s/c tokens.
-    if (stage == 0) sm.logits_bytes += 2 * s * b * h / (sp ? t : 1) / c;
-    if (stage == p - 1) sm.logits_bytes += 2 * 4 * s / c * b * std::ceil(vocab / t);
+    if (first) sm.logits_bytes += 2 * s * b * h / (sp ? t : 1) / c;
+    if (last) sm.logits_bytes += 2 * 4 * s / c * b * std::ceil(vocab / t);
     sm.reserve_bytes = params.reserve_bytes;
     sm.peak_bytes =
         sm.model_states_bytes + sm.activations_bytes + sm.logits_bytes + sm.reserve_bytes;

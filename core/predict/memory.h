@@ -70,7 +70,19 @@ double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan, bo
 // GPipe: m; interleaved 1F1B (Megatron-LM's schedules.py): its warm-up of
 // 2*(p - stage - 1) + (V - 1)*p chunk forwards plus the one of the steady
 // state, at most m*V.
+// The split-backward schedules (zb-h1, dualpipe, dualpipev): the chunk
+// forwards whose backward or weight gradient has not run yet, at the peak of
+// the stage's pass list (core/graph/schedule.h).
 int64_t MicroBatchesInFlight(const ParallelPlan& plan, int64_t stage);
+
+// Chunk activations `stage` holds at its peak under a split-backward
+// schedule, counting a chunk whose B has run and whose W has not as
+// `weight_share` of one (W keeps only the linear layers' inputs).
+double SplitChunksInFlight(const ParallelPlan& plan, int64_t stage, double weight_share);
+
+// The share of a layer's stored activations its weight-gradient pass still
+// needs: the inputs of its linear layers, at most all of them.
+double WeightGradientShare(const ModelSpec& model, const ParallelPlan& plan);
 
 // The per-GPU memory of every stage of `job` (which must be valid).
 // With full recomputation a layer keeps only its input (2*s*b*h bytes) per

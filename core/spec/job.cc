@@ -67,6 +67,41 @@ class Violations {
   std::vector<std::string> messages_;
 };
 
+// The zero-bubble and DualPipe schedules' shapes, as their reference
+// implementations assert them (DualPipe's dualpipe.py / dualpipev.py: an even
+// number of ranks, at least 2p micro-batches).
+void ValidateSplitSchedule(const ParallelPlan& p, Violations& v) {
+  const std::string name(ScheduleName(p.schedule));
+  const int64_t pp = p.pipeline_parallel, m = p.num_micro_batches();
+  const bool v_shape = p.schedule == PipelineSchedule::kDualPipeV;
+  if (p.virtual_stages != (v_shape ? 2 : 1)) {
+    v.Add(v_shape ? absl::StrCat("plan.schedule=dualpipev runs two model chunks per stage in a V; "
+                                 "set plan.virtual_stages=2 (it is ",
+                                 p.virtual_stages, ")")
+                  : absl::StrCat("plan.schedule=", name,
+                                 " runs one model chunk per stage; set plan.virtual_stages=1 (it "
+                                 "is ",
+                                 p.virtual_stages, ")"));
+  }
+  if (p.schedule == PipelineSchedule::kZbH1) return;
+  if (pp < 2 || (p.schedule == PipelineSchedule::kDualPipe && pp % 2 != 0)) {
+    v.Add(absl::StrCat("plan.schedule=", name, " needs ",
+                       p.schedule == PipelineSchedule::kDualPipe ? "an even " : "a ",
+                       "plan.pipeline_parallel of at least 2 (it is ", pp,
+                       "); use 1f1b or zb-h1 for this pipeline"));
+    return;
+  }
+  if (p.global_batch % (p.data_parallel * p.micro_batch) != 0) return;
+  if (m < 2 * pp || (p.schedule == PipelineSchedule::kDualPipe && m % 2 != 0)) {
+    v.Add(absl::StrCat("plan.schedule=", name,
+                       " needs at least 2 * plan.pipeline_parallel = ", 2 * pp,
+                       p.schedule == PipelineSchedule::kDualPipe ? ", and an even number of," : "",
+                       " micro-batches per replica (global_batch / (data_parallel * "
+                       "micro_batch) = ",
+                       m, "); raise the global batch or lower the micro-batch"));
+  }
+}
+
 // Context parallelism and interleaving, as Megatron-LM checks them
 // (megatron/training/arguments.py, megatron/core/pipeline_parallel/
 // schedules.py). `sizes_ok`: the degrees and batch sizes are in range.
@@ -81,6 +116,10 @@ void ValidateSplits(const ModelSpec& m, const ParallelPlan& p, Violations& v, bo
                        2 * p.context_parallel,
                        " (context parallelism splits the sequence into 2c balanced chunks); "
                        "use a context-parallel degree whose double divides the sequence length"));
+  }
+  if (sizes_ok && SplitsBackward(p.schedule)) {
+    ValidateSplitSchedule(p, v);
+    return;
   }
   if (!sizes_ok || p.virtual_stages == 1) return;
   // Megatron needs p > 1 for interleaving (p > 2 only when the pipeline
@@ -141,14 +180,34 @@ absl::StatusOr<MoeDispatcher> ParseDispatcher(absl::string_view name) {
 }
 
 absl::string_view ScheduleName(PipelineSchedule s) {
-  return s == PipelineSchedule::kGpipe ? "gpipe" : "1f1b";
+  switch (s) {
+    case PipelineSchedule::kGpipe:
+      return "gpipe";
+    case PipelineSchedule::kZbH1:
+      return "zb-h1";
+    case PipelineSchedule::kDualPipe:
+      return "dualpipe";
+    case PipelineSchedule::kDualPipeV:
+      return "dualpipev";
+    case PipelineSchedule::k1F1B:
+      break;
+  }
+  return "1f1b";
 }
 
 absl::StatusOr<PipelineSchedule> ParseSchedule(absl::string_view name) {
-  if (name == "gpipe") return PipelineSchedule::kGpipe;
-  if (name == "1f1b") return PipelineSchedule::k1F1B;
+  for (PipelineSchedule s :
+       {PipelineSchedule::kGpipe, PipelineSchedule::k1F1B, PipelineSchedule::kZbH1,
+        PipelineSchedule::kDualPipe, PipelineSchedule::kDualPipeV}) {
+    if (name == ScheduleName(s)) return s;
+  }
   return absl::InvalidArgumentError(
-      absl::StrCat("plan.schedule='", name, "' is unknown; use gpipe or 1f1b"));
+      absl::StrCat("plan.schedule='", name, "' is unknown; use ", kScheduleNames));
+}
+
+bool SplitsBackward(PipelineSchedule s) {
+  return s == PipelineSchedule::kZbH1 || s == PipelineSchedule::kDualPipe ||
+         s == PipelineSchedule::kDualPipeV;
 }
 
 absl::string_view RecomputeName(Recompute r) {

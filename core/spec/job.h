@@ -36,7 +36,15 @@ struct ClusterSpec {
 // A cluster of `num_gpus` GPUs of `gpu` with that GPU's default bandwidths.
 ClusterSpec DefaultCluster(const GpuSpec& gpu, int64_t num_gpus);
 
-enum class PipelineSchedule { kGpipe, k1F1B };
+// kGpipe, k1F1B (interleaved with virtual_stages > 1), and the schedules
+// that split the backward pass into input-gradient (B) and weight-gradient
+// (W) work (core/graph/schedule.h): kZbH1 (Qi et al., "Zero Bubble Pipeline
+// Parallelism", ICLR 2024), kDualPipe (DeepSeek-V3 report, §3.2.1) and
+// kDualPipeV (its cut-in-half V shape, two chunks per stage).
+enum class PipelineSchedule { kGpipe, k1F1B, kZbH1, kDualPipe, kDualPipeV };
+// Whether `schedule` splits the backward into B and W (and runs from a
+// per-stage list of passes, ScheduledPasses in core/graph/schedule.h).
+bool SplitsBackward(PipelineSchedule schedule);
 // kSelective (Korthikanti et al. 2022, §5): only the attention core (scores,
 // softmax, dropout, context) is recomputed in the backward pass.
 enum class Recompute { kNone, kFull, kSelective };
@@ -59,6 +67,8 @@ absl::StatusOr<MoeDispatcher> ParseDispatcher(absl::string_view name);
 
 absl::string_view ScheduleName(PipelineSchedule schedule);
 absl::StatusOr<PipelineSchedule> ParseSchedule(absl::string_view name);
+// Every schedule's name, comma-separated, for messages and help.
+inline constexpr absl::string_view kScheduleNames = "gpipe, 1f1b, zb-h1, dualpipe or dualpipev";
 absl::string_view RecomputeName(Recompute recompute);
 absl::StatusOr<Recompute> ParseRecompute(absl::string_view name);
 absl::string_view ShardingName(DataParallelSharding sharding);
@@ -141,6 +151,21 @@ struct ParallelPlan {
   bool sequence_parallel_active() const { return sequence_parallel && tensor_parallel > 1; }
   // global_batch / (d * micro_batch): micro-batches per replica per iteration.
   int64_t num_micro_batches() const { return global_batch / (data_parallel * micro_batch); }
+  // Model chunks each stage holds: virtual_stages, or 2 under DualPipe (its
+  // own stage and, for the reverse direction, the mirrored one).
+  int64_t chunks_per_stage() const {
+    return schedule == PipelineSchedule::kDualPipe ? 2 : virtual_stages;
+  }
+  // The place in the pipeline layout (model order, 0 .. p * virtual_stages)
+  // of `stage`'s `chunk`-th chunk: chunk * p + stage when interleaved;
+  // DualPipeV's V (chunk 1 runs back up: 2p - 1 - stage); DualPipe's mirror
+  // (chunk 1 is stage p - 1 - stage's).
+  int64_t chunk_position(int64_t stage, int64_t chunk) const {
+    if (chunk == 0) return stage;
+    if (schedule == PipelineSchedule::kDualPipeV) return 2 * pipeline_parallel - 1 - stage;
+    if (schedule == PipelineSchedule::kDualPipe) return pipeline_parallel - 1 - stage;
+    return chunk * pipeline_parallel + stage;
+  }
 };
 
 struct Job {
