@@ -22,29 +22,36 @@ double AttentionWeightShare(const ModelSpec& model) {
 
 void SplitWeightGradient(StageTemplates& s, double weight_ns, int32_t input_label,
                          int32_t weight_label) {
-  double compute = 0;
+  int64_t compute = 0;
   for (const Segment& seg : s.backward.segments) {
     for (const Item& i : seg.items) {
-      if (i.kind == TaskKind::kCompute) compute += static_cast<double>(i.duration_ns);
+      if (i.kind == TaskKind::kCompute) compute += i.duration_ns;
     }
   }
   // W is at most the pass's compute (a profile may price operators apart).
-  const double keep = compute > 0 ? 1 - std::clamp(weight_ns, 0.0, compute) / compute : 1;
+  // The same whole nanoseconds leave B at either granularity, so kernel and
+  // operator graphs keep the same makespan: each compute item gives its
+  // share of what is left, the last one the rest.
+  const int64_t w = std::llround(std::clamp(weight_ns, 0.0, static_cast<double>(compute)));
   s.input_grad = s.backward;
-  int64_t moved = 0;
+  int64_t left = w, rest = compute;
   for (Segment& seg : s.input_grad.segments) {
     for (Item& i : seg.items) {
-      if (i.kind != TaskKind::kCompute) continue;
-      const int64_t before = i.duration_ns;
-      i.duration_ns = std::llround(static_cast<double>(i.duration_ns) * keep);
+      if (i.kind != TaskKind::kCompute || rest <= 0) continue;
+      const int64_t take =
+          std::min<int64_t>(i.duration_ns, std::llround(static_cast<double>(left) *
+                                                        static_cast<double>(i.duration_ns) /
+                                                        static_cast<double>(rest)));
+      rest -= i.duration_ns;
+      i.duration_ns -= take;
+      left -= take;
       if (s.backward.NumItems() == 1) i.label = input_label;  // a merged pass
-      moved += before - i.duration_ns;
     }
   }
-  // W: one task holding exactly what B gave up, so B + W is the backward.
+  // W: one task holding what B gave up, so B + W is the backward.
   s.weight_grad = ActionTemplate{};
   s.weight_grad.segments.push_back(
-      Segment{{Item{moved, 0, weight_label, TaskKind::kCompute, 0}}, 0});
+      Segment{{Item{w - left, 0, weight_label, TaskKind::kCompute, 0}}, 0});
 }
 
 }  // namespace vtrain::internal

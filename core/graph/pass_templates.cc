@@ -334,8 +334,12 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   // The weight-gradient (W) share of each operator's time (AttentionWeightShare).
   weight_ns_ = 0;
   const double attention_w = AttentionWeightShare(model_);
+  // Of its kernels' GPU time, not its host gaps: W never exceeds the
+  // kernels it is taken from, at either granularity.
   auto weight_share = [&](const ResolvedOperator& op, double share) {
-    weight_ns_ += share * static_cast<double>(op.profile.SpanNs());
+    for (const KernelRecord& k : op.profile.kernels) {
+      weight_ns_ += share * static_cast<double>(k.duration_ns);
+    }
   };
   // Gradients of `params` parameters are final: close a bucket once full.
   auto gradients_ready = [&](double params) {

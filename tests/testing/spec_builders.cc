@@ -89,6 +89,16 @@ Job RandomSmallJob(uint64_t seed) {
   job.plan.gradient_bucketing = r.Uniform(0, 1) == 1;
   // Small buckets so that the last backward splits into several.
   job.plan.bucket_size_bytes = r.Pick<int64_t>({1, 50'000, 400'000, 25 << 20});
+  // Some jobs split the backward pass, where their shape allows it.
+  const int64_t split = r.Uniform(0, 7);
+  if (split == 0) job.plan.schedule = PipelineSchedule::kZbH1;
+  if (split == 1 && p % 2 == 0 && m >= 2 * p && m % 2 == 0) {
+    job.plan.schedule = PipelineSchedule::kDualPipe;
+  }
+  if (split == 2 && p >= 2 && m >= 2 * p && job.model.num_layers % (2 * p) == 0) {
+    job.plan.schedule = PipelineSchedule::kDualPipeV;
+    job.plan.virtual_stages = 2;
+  }
   return job;
 }
 

@@ -32,7 +32,8 @@ Job Gpt13bJob();
 // A random valid job small enough to simulate at kernel granularity in a few
 // milliseconds: 1-12 layers, hidden 64-256, 1-8 heads, t in {1, 2, 4, 8},
 // d in 1..4, p in 1..4, 1-9 micro-batches of 1-4, any GPU, 1-16 GPUs per
-// node, either schedule and recomputation, bucketing on or off with buckets
+// node, any schedule (the split-backward ones where the shape allows) and
+// recomputation, bucketing on or off with buckets
 // from 1 byte to 25 MiB. The same seed gives the same job with any standard
 // library.
 Job RandomSmallJob(uint64_t seed);
