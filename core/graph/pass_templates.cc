@@ -480,7 +480,17 @@ StageTemplates TemplateMaker::Make(StageEnds ends) {
 
 StageTemplates MakeStageTemplates(const Job& job, ProfileLookup& lookup, Granularity granularity,
                                   StageEnds ends, LabelFn label) {
-  return TemplateMaker(job, lookup, granularity, label).Make(ends);
+  StageTemplates s = TemplateMaker(job, lookup, granularity, label).Make(ends);
+  const bool dualpipe = job.plan.schedule == PipelineSchedule::kDualPipe ||
+                        job.plan.schedule == PipelineSchedule::kDualPipeV;
+  if (dualpipe && job.model.is_moe() && !job.plan.moe.overlap) {
+    Job overlapped = job;
+    overlapped.plan.moe.overlap = true;
+    StageTemplates o = TemplateMaker(overlapped, lookup, granularity, label).Make(ends);
+    s.paired_forward = std::move(o.forward);
+    s.paired_backward = std::move(o.backward);
+  }
+  return s;
 }
 
 }  // namespace vtrain::internal

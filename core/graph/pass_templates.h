@@ -10,6 +10,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "core/graph/iteration.h"
+#include "core/graph/schedule.h"
 #include "core/graph/task_graph.h"
 #include "core/profile/analytical.h"
 #include "core/profile/lookup.h"
@@ -67,6 +68,10 @@ struct StageTemplates {
   // Schedules that split the backward (SplitsBackward): B, the backward with
   // its weight-gradient GEMMs taken out, and W, those GEMMs as one task.
   ActionTemplate input_grad, weight_grad;
+  // DualPipe(V) with MoE layers: the forward and backward of an F&B pair,
+  // each hiding its token exchange behind the other's compute as
+  // MoeRouting::overlap does; empty otherwise (the plain passes serve).
+  ActionTemplate paired_forward, paired_backward;
   double parameters_per_gpu = 0;
   // Gradient bytes the data-parallel collective (GradientCollective) reduces
   // after the last backward: every gradient but the routed experts', or under
@@ -101,6 +106,23 @@ using LabelFn = absl::FunctionRef<int32_t(const std::string&)>;
 // both in a fixed order, so equal calls give equal lookups and label indices.
 StageTemplates MakeStageTemplates(const Job& job, ProfileLookup& lookup, Granularity granularity,
                                   StageEnds ends, LabelFn label);
+
+// The template of a pass of `kind` (an F&B pair's own when `paired` and the
+// chunk has them).
+inline const ActionTemplate& PassTemplate(const StageTemplates& st, PassKind kind, bool paired) {
+  const bool pair = paired && !st.paired_forward.segments.empty();
+  switch (kind) {
+    case PassKind::kForward:
+      return pair ? st.paired_forward : st.forward;
+    case PassKind::kBackward:
+      return pair ? st.paired_backward : st.backward;
+    case PassKind::kInputGrad:
+      return st.input_grad;
+    case PassKind::kWeightGrad:
+      break;
+  }
+  return st.weight_grad;
+}
 
 // The share of the attention block's backward time that is weight
 // gradients (the MLP's is one half, recomputed forwards' none).

@@ -25,9 +25,9 @@ class PassList {
     out_.push_back({PassKind::kForward, chunk, next_forward_[chunk]++, paired});
   }
   // A backward; `split`: its W waits for a later W().
-  void B(int32_t chunk, bool split) {
+  void B(int32_t chunk, bool split, bool paired = false) {
     const int64_t mb = next_backward_[chunk]++;
-    out_.push_back({split ? PassKind::kInputGrad : PassKind::kBackward, chunk, mb, false});
+    out_.push_back({split ? PassKind::kInputGrad : PassKind::kBackward, chunk, mb, paired});
     if (split) waiting_.push_back(out_.back());
   }
   void W() {
@@ -39,7 +39,7 @@ class PassList {
   // DualPipe's overlapped pair: forward of chunk `f`, backward of chunk `b`.
   void FB(int32_t f, int32_t b) {
     F(f, /*paired=*/true);
-    B(b, /*split=*/false);
+    B(b, /*split=*/false, /*paired=*/true);
   }
   size_t waiting() const { return waiting_.size(); }
   std::vector<ScheduledPass> Take() && { return std::move(out_); }

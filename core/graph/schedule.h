@@ -113,8 +113,9 @@ struct ScheduledPass {
   // 0 .. m/2 - 1 down the pipeline and chunk 1 the rest up it.
   int32_t chunk = 0;
   int64_t micro_batch = 0;
-  // A forward overlapped with the backward after it (DualPipe's F&B): both
-  // start once both their inputs have arrived.
+  // DualPipe's F&B: a forward overlapped with the backward after it (both
+  // passes are marked). They start once both inputs have arrived, and each
+  // hides the other's MoE token exchange.
   bool paired = false;
 };
 

@@ -35,19 +35,16 @@ int64_t IterationWalker<Sink>::CountListedTasks() const {
     for (const ScheduledPass& pass : ScheduledPasses(plan_, s)) {
       const int64_t q = Pos(s, pass.chunk);
       const internal::StageTemplates& st = *stage_templates_[q];
+      count += static_cast<double>(internal::PassTemplate(st, pass.kind, pass.paired).NumItems());
       switch (pass.kind) {
         case PassKind::kForward:
-          count += static_cast<double>(st.forward.NumItems());
           if (q + 1 < positions && StageOf(q + 1, pass.micro_batch) != s) count += 1;
           break;
         case PassKind::kBackward:
         case PassKind::kInputGrad:
-          count += static_cast<double>(pass.kind == PassKind::kBackward ? st.backward.NumItems()
-                                                                        : st.input_grad.NumItems());
           if (q > 0 && StageOf(q - 1, pass.micro_batch) != s) count += 1;
           break;
         case PassKind::kWeightGrad:
-          count += static_cast<double>(st.weight_grad.NumItems());
           break;
       }
     }
@@ -96,7 +93,7 @@ bool IterationWalker<Sink>::EmitListed(int64_t s, const ScheduledPass& pass) {
   Handle parents[2] = {Sink::None(), Sink::None()};
   int n = 0;
   if (in != nullptr) parents[n++] = *in;
-  if (pass.paired) {
+  if (pass.paired && pass.kind == PassKind::kForward) {
     // DualPipe's F&B starts once both inputs are there.
     const Handle* other = input(orders_[s][order_pos_[s] + 1]);
     if (other != nullptr && !Sink::IsSet(*other)) return false;
@@ -108,10 +105,7 @@ bool IterationWalker<Sink>::EmitListed(int64_t s, const ScheduledPass& pass) {
   const internal::StageTemplates& st = *stage_templates_[q];
   const StageInfo& info = stages_[s];
   NoteChunk(mb, pass.chunk, s);
-  const internal::ActionTemplate& t = pass.kind == PassKind::kForward     ? st.forward
-                                      : pass.kind == PassKind::kBackward  ? st.backward
-                                      : pass.kind == PassKind::kInputGrad ? st.input_grad
-                                                                          : st.weight_grad;
+  const internal::ActionTemplate& t = internal::PassTemplate(st, pass.kind, pass.paired);
   const Handle last = EmitTemplate(t, info.compute_stream, absl::MakeConstSpan(parents, n),
                                    info.data_parallel_stream, nullptr);
   last_backward_[s] = last;  // the stage's last pass, once all are out
