@@ -65,10 +65,12 @@ struct Study {
   int64_t first_row = 0;  // 0-based
 };
 
-// Reads the trace, picks the window (--jobs consecutive jobs from a seeded
-// start, or from --window-start) and fills the request; the ranges are
-// service::PrepareClusterSim's to check, on either side.
-absl::StatusOr<Study> StudyFromFlags(const common::FlagParser& flags) {
+// Reads the trace, picks the window (--jobs consecutive jobs, or --hours of
+// them, from a seeded start or from --window-start) and fills the request;
+// the ranges are service::PrepareClusterSim's to check, on either side.
+// `seed`: the seed to use instead of --seed (--seeds).
+absl::StatusOr<Study> StudyFromFlags(const common::FlagParser& flags,
+                                     std::optional<int64_t> seed_override = std::nullopt) {
   if (!flags.Has("trace")) return absl::InvalidArgumentError("--trace FILE.csv is required");
   VTRAIN_ASSIGN_OR_RETURN(std::string text, common::ReadFile(*flags.Get("trace")));
   VTRAIN_ASSIGN_OR_RETURN(std::vector<TraceJob> trace, ParseTrace(text, *flags.Get("trace")));
@@ -80,7 +82,20 @@ absl::StatusOr<Study> StudyFromFlags(const common::FlagParser& flags) {
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> count,
                           flags.GetIntIn("jobs", 1, service::kMaxClusterJobs));
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> seed, flags.GetInt("seed"));
+  if (seed_override) seed = seed_override;
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> window_start, flags.GetDouble("window-start"));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> hours, flags.GetDouble("hours"));
+  if (hours && count) {
+    return absl::InvalidArgumentError("give --jobs or --hours, not both");
+  }
+  if (hours && !(*hours > 0 && *hours <= 100'000)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--hours=", *hours, " must be in (0, 100000], e.g. 400"));
+  }
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> load, flags.GetDouble("target-load"));
+  if (load) r.set_target_load(*load);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> slack, flags.GetDouble("deadline-slack"));
+  if (slack) r.set_deadline_slack(*slack);
   if (auto o = flags.Get("rescale-overhead")) {
     VTRAIN_ASSIGN_OR_RETURN(double restart, Seconds(*o, "--rescale-overhead"));
     r.set_rescale_overhead_s(restart);
@@ -90,9 +105,28 @@ absl::StatusOr<Study> StudyFromFlags(const common::FlagParser& flags) {
     r.add_policies(std::string(p));
   }
   const int64_t rows = static_cast<int64_t>(trace.size());
-  const int64_t take = std::min(count.value_or(128), rows);
+  int64_t take = std::min(count.value_or(128), rows);
   int64_t first = 0;
-  if (window_start) {
+  if (hours) {
+    // A window of H hours from a seeded row (or --window-start): the rows
+    // submitted before the trace's last H hours can start one.
+    const double span = *hours * 3600;
+    int64_t starts = 0;
+    while (starts < rows && trace[starts].submit_s + span <= trace[rows - 1].submit_s) ++starts;
+    starts = std::max<int64_t>(starts, 1);
+    if (window_start) {
+      while (first < rows && trace[first].submit_s < *window_start) ++first;
+      first = std::min(first, rows - 1);
+    } else {
+      std::mt19937_64 engine(static_cast<uint64_t>(seed.value_or(1)));
+      first = static_cast<int64_t>(engine() % static_cast<uint64_t>(starts));
+    }
+    take = 0;
+    while (first + take < rows && trace[first + take].submit_s < trace[first].submit_s + span &&
+           take < service::kMaxClusterJobs) {
+      ++take;
+    }
+  } else if (window_start) {
     while (first < rows && trace[first].submit_s < *window_start) ++first;
     first = std::min(first, rows - take);
   } else {
@@ -201,7 +235,16 @@ void AddClusterSimFlags(common::FlagParser& flags) {
   flags.AddValue("gpus", "N", "GPUs in the cluster (default 1024)");
   AddClusterFlags(flags);
   flags.AddValue("jobs", "N", "consecutive jobs of the trace to replay (default 128)");
+  flags.AddValue("hours", "H", "instead of --jobs: the jobs submitted in H hours (the paper: 400)");
   flags.AddValue("seed", "N", "picks the first job (default 1)");
+  flags.AddValue("seeds", "A-B",
+                 "run the study once per seed A..B and report each, the mean and the worst");
+  flags.AddValue("target-load", "L",
+                 "compress or stretch the arrivals to an offered load of L (GPU-time asked for "
+                 "over the cluster's, from the first arrival to the last); default: as traced");
+  flags.AddValue("deadline-slack", "X",
+                 "each deadline = submit + X x the job's traced duration (default: the trace's "
+                 "deadlines)");
   flags.AddValue("window-start", "S", "instead of --seed: the first job submitted at or after S");
   flags.AddValue("policy", "P,..", "elasticflow,vtrain (default both)");
   flags.AddValue("rescale-overhead", "SECONDS", "checkpoint and restart per change (default 30s)");
@@ -212,6 +255,109 @@ void AddClusterSimFlags(common::FlagParser& flags) {
   common::AddConnectionFlags(flags);
   flags.AddSwitch("local", "draw the curves in this process (the default without --server)");
   flags.AddSwitch("help", "show this help");
+}
+
+}  // namespace
+
+namespace {
+
+// --seeds A-B (or one seed): at most 1000.
+absl::StatusOr<std::vector<int64_t>> SeedsFromFlags(const common::FlagParser& flags) {
+  std::vector<int64_t> seeds;
+  const std::optional<std::string> text = flags.Get("seeds");
+  if (!text) return seeds;
+  const std::vector<std::string> ends = absl::StrSplit(*text, '-');
+  int64_t a = 0, b = 0;
+  if (ends.size() > 2 || !absl::SimpleAtoi(ends.front(), &a) ||
+      !absl::SimpleAtoi(ends.back(), &b) || a < 0 || b < a || b - a >= 1000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--seeds='", *text, "' is not a range A-B of at most 1000 seeds (0 <= A <= B), e.g. 1-5"));
+  }
+  for (int64_t k = a; k <= b; ++k) seeds.push_back(k);
+  return seeds;
+}
+
+// One study: locally or on the server.
+absl::StatusOr<v1::ClusterSimResponse> RunStudy(const common::FlagParser& flags,
+                                                const v1::ClusterSimRequest& request, int threads) {
+  return flags.Has("server") ? ClusterSimRemotely(flags, request)
+                             : service::ClusterSim(request, service::BuiltinProfiles(),
+                                                   service::CallOptions::WithThreads(threads));
+}
+
+// vtrain against elasticflow in one study: the deadline-satisfaction ratio
+// and the change of the average JCT; nullopt unless both ran.
+std::optional<std::pair<double, double>> Compare(const v1::ClusterSimResponse& r) {
+  const v1::ClusterPolicyOutcome *e = nullptr, *v = nullptr;
+  for (const v1::ClusterPolicyOutcome& o : r.outcomes()) {
+    (o.policy() == "vtrain" ? v : e) = &o;
+  }
+  if (e == nullptr || v == nullptr) return std::nullopt;
+  const double ratio =
+      e->deadline_satisfaction() > 0 ? v->deadline_satisfaction() / e->deadline_satisfaction() : 0;
+  const double jct = e->avg_jct_s() > 0 ? v->avg_jct_s() / e->avg_jct_s() - 1 : 0;
+  return std::make_pair(ratio, jct);
+}
+
+// --seeds: one study per seed, each reported, then the mean and the worst.
+int RunSeeds(const common::FlagParser& flags, const std::vector<int64_t>& seeds, int threads,
+             std::ostream& out, std::ostream& err) {
+  std::string table =
+      absl::StrFormat("%-6s %-13s %5s %6s %6s  %-32s %-8s %8s\n", "seed", "rows", "jobs", "trace",
+                      "load", "per policy: deadline, avg JCT (s)", "deadline", "avg_jct");
+  std::string json = "{\"seeds\": [";
+  double ratio_sum = 0, jct_sum = 0, worst_ratio = 1e300, worst_jct = -1e300;
+  int compared = 0;
+  for (size_t k = 0; k < seeds.size(); ++k) {
+    absl::StatusOr<Study> study = StudyFromFlags(flags, seeds[k]);
+    if (!study.ok()) return Fail(err, "cluster-sim", study.status());
+    absl::StatusOr<v1::ClusterSimResponse> r = RunStudy(flags, study->request, threads);
+    if (!r.ok()) return Fail(err, "cluster-sim", r.status());
+    std::string policies;
+    for (const v1::ClusterPolicyOutcome& o : r->outcomes()) {
+      absl::StrAppend(&policies, absl::StrFormat("%s %.1f%% %.0f  ", o.policy(),
+                                                 100 * o.deadline_satisfaction(), o.avg_jct_s()));
+    }
+    const std::optional<std::pair<double, double>> c = Compare(*r);
+    absl::StrAppend(
+        &table,
+        absl::StrFormat(
+            "%-6d %-13s %5d %6.2f %6.2f  %-32s", seeds[k],
+            absl::StrCat(study->first_row + 1, "-", study->first_row + study->request.jobs_size()),
+            study->request.jobs_size(), r->trace_load(), r->offered_load(), policies),
+        c ? absl::StrFormat(" %7.2fx %+7.1f%%", c->first, 100 * c->second) : "", "\n");
+    if (c) {
+      ratio_sum += c->first;
+      jct_sum += c->second;
+      worst_ratio = std::min(worst_ratio, c->first);
+      worst_jct = std::max(worst_jct, c->second);
+      ++compared;
+    }
+    absl::StrAppend(&json, k > 0 ? ", " : "", "{\"seed\": ", seeds[k],
+                    ", \"first_row\": ", study->first_row + 1,
+                    ", \"result\": ", convert::ToJson(*r), "}");
+  }
+  const double n = std::max(1, compared);
+  if (flags.Switch("json")) {
+    absl::StrAppend(&json, "]");
+    if (compared > 0) {
+      absl::StrAppend(&json,
+                      absl::StrFormat(", \"mean_deadline_ratio\": %.6g, \"mean_avg_jct_change\": "
+                                      "%.6g, \"worst_deadline_ratio\": %.6g, "
+                                      "\"worst_avg_jct_change\": %.6g",
+                                      ratio_sum / n, jct_sum / n, worst_ratio, worst_jct));
+    }
+    out << json << "}\n";
+    return common::kExitOk;
+  }
+  out << table;
+  if (compared > 0) {
+    out << absl::StrFormat(
+        "\nvtrain vs elasticflow over %d seeds: deadline satisfaction %.2fx mean, %.2fx worst; "
+        "average JCT %+.1f%% mean, %+.1f%% worst\n",
+        compared, ratio_sum / n, worst_ratio, 100 * jct_sum / n, 100 * worst_jct);
+  }
+  return common::kExitOk;
 }
 
 }  // namespace
@@ -228,15 +374,23 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
   if (flags.Has("server") && flags.Switch("local")) {
     return bad(absl::InvalidArgumentError("give either --local or --server, not both"));
   }
+  absl::StatusOr<int> threads = flags.GetThreads();
+  if (!threads.ok()) return bad(threads.status());
+  absl::StatusOr<std::vector<int64_t>> seeds = SeedsFromFlags(flags);
+  if (!seeds.ok()) return bad(seeds.status());
+  if (!seeds->empty()) {
+    if (flags.Has("seed") || flags.Has("window-start") || flags.Has("plot") ||
+        flags.Switch("csv")) {
+      return bad(absl::InvalidArgumentError(
+          "--seeds runs several windows: it does not go with --seed, --window-start, --plot "
+          "or --csv"));
+    }
+    return RunSeeds(flags, *seeds, *threads, out, err);
+  }
   absl::StatusOr<Study> study = StudyFromFlags(flags);
   if (!study.ok()) return bad(study.status());
   const v1::ClusterSimRequest* request = &study->request;
-  absl::StatusOr<int> threads = flags.GetThreads();
-  if (!threads.ok()) return bad(threads.status());
-  absl::StatusOr<v1::ClusterSimResponse> response =
-      flags.Has("server") ? ClusterSimRemotely(flags, *request)
-                          : service::ClusterSim(*request, service::BuiltinProfiles(),
-                                                service::CallOptions::WithThreads(*threads));
+  absl::StatusOr<v1::ClusterSimResponse> response = RunStudy(flags, *request, *threads);
   if (!response.ok()) return bad(response.status());
   if (auto plot = flags.Get("plot")) {
     if (absl::Status s = Plot(*plot, *response); !s.ok()) return bad(s);
@@ -246,10 +400,12 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
   } else if (flags.Switch("csv")) {
     out << Csv(*response);
   } else {
-    out << absl::StrFormat("%d jobs of %s from row %d, %d GPUs, restart %.0f s\n\n",
-                           request->jobs_size(), *flags.Get("trace"), study->first_row + 1,
-                           request->gpus(),
-                           request->has_rescale_overhead_s() ? request->rescale_overhead_s() : 30)
+    out << absl::StrFormat(
+               "%d jobs of %s from row %d, %d GPUs, restart %.0f s, offered load %.2f (traced "
+               "%.2f)\n\n",
+               request->jobs_size(), *flags.Get("trace"), study->first_row + 1, request->gpus(),
+               request->has_rescale_overhead_s() ? request->rescale_overhead_s() : 30,
+               response->offered_load(), response->trace_load())
         << Summary(*response);
   }
   return common::kExitOk;

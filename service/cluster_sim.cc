@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -87,6 +88,25 @@ void OutcomeToProto(const std::string& policy, const ClusterOutcome& o,
   }
 }
 
+// Applies the request's target load and deadline slack to its jobs.
+absl::Status ShapeRequest(PreparedClusterSim& prepared) {
+  v1::ClusterSimRequest& r = prepared.request;
+  std::vector<WindowJob> window;
+  for (const v1::ClusterTraceJob& j : r.jobs()) {
+    window.push_back({j.submit_s(), j.deadline_s(), j.duration_s(), j.num_gpus()});
+  }
+  prepared.trace_load = OfferedLoad(window, r.gpus());
+  VTRAIN_RETURN_IF_ERROR(ShapeWindow(
+      window, r.gpus(), r.has_target_load() ? std::optional<double>(r.target_load()) : std::nullopt,
+      r.has_deadline_slack() ? std::optional<double>(r.deadline_slack()) : std::nullopt));
+  prepared.offered_load = OfferedLoad(window, r.gpus());
+  for (int i = 0; i < r.jobs_size(); ++i) {
+    r.mutable_jobs(i)->set_submit_s(window[static_cast<size_t>(i)].submit_s);
+    r.mutable_jobs(i)->set_deadline_s(window[static_cast<size_t>(i)].deadline_s);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::pair<std::string, int64_t> LlmShape(int64_t gpus) {
@@ -126,6 +146,7 @@ absl::StatusOr<PreparedClusterSim> PrepareClusterSim(const v1::ClusterSimRequest
   }
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
   prepared.request = r;
+  VTRAIN_RETURN_IF_ERROR(ShapeRequest(prepared));
   prepared.policies.assign(r.policies().begin(), r.policies().end());
   if (prepared.policies.empty()) prepared.policies = {"elasticflow", "vtrain"};
   prepared.options = ClusterSimOptions{
@@ -194,6 +215,8 @@ absl::StatusOr<v1::ClusterSimResponse> RunClusterSim(const PreparedClusterSim& p
     OutcomeToProto(policy, outcome, prepared.shape_names, response.add_outcomes());
   }
   convert::SimulationToProto(cost, response.mutable_simulation());
+  response.set_trace_load(prepared.trace_load);
+  response.set_offered_load(prepared.offered_load);
   if (options.simulated) options.simulated("ClusterSim", cost.wall_ns);
   return response;
 }

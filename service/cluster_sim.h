@@ -32,10 +32,14 @@ struct PreparedClusterSim {
   // Per distinct shape: the data-parallel and the best-plan curves.
   std::vector<PreparedCurves> data_parallel, best;
   ClusterSimOptions options;
+  // The window's offered load as traced and as simulated (request's jobs are
+  // already shaped by target_load and deadline_slack).
+  double trace_load = 0, offered_load = 0;
 };
 
 // INVALID_ARGUMENT naming the field (jobs[3].duration_s, gpus, policies[0],
-// rescale_overhead_s, cluster.gpu) for a request that is not a study.
+// rescale_overhead_s, target_load, deadline_slack, cluster.gpu) for a request
+// that is not a study. Applies target_load and deadline_slack (ShapeWindow).
 absl::StatusOr<PreparedClusterSim> PrepareClusterSim(const v1::ClusterSimRequest& request,
                                                      const ProfileSource& source);
 // Draws the tables (through `store` when given), then runs the cluster once

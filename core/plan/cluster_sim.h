@@ -10,9 +10,12 @@
 #define VTRAIN_CORE_PLAN_CLUSTER_SIM_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace vtrain {
@@ -69,6 +72,33 @@ struct ClusterOutcome {
 absl::StatusOr<ClusterOutcome> SimulateCluster(const std::vector<ClusterJob>& jobs,
                                                const std::vector<ThroughputTable>& tables,
                                                const ClusterSimOptions& options);
+
+// A trace job as the study's window holds it, before it becomes a training
+// job: when it arrived, its deadline, how long it ran on the GPUs it asked
+// for.
+struct WindowJob {
+  double submit_s = 0;
+  double deadline_s = 0;
+  double duration_s = 0;
+  int64_t gpus = 0;
+};
+
+// The load a window offers a cluster of `total_gpus`: its jobs' GPU-seconds
+// at their requested sizes over the cluster's GPU-seconds from the first
+// arrival to the last; 0 when they all arrive at once.
+double OfferedLoad(const std::vector<WindowJob>& jobs, int64_t total_gpus);
+
+// Reshapes a window in place, in the spirit of ElasticFlow's evaluation:
+//  - `target_load`: every arrival moves towards (or away from) the first, by
+//    one factor, until OfferedLoad is target_load; each deadline keeps its
+//    slack over its submission;
+//  - `deadline_slack` λ: every deadline becomes submit + λ × duration (the
+//    job's runtime at the GPUs it asked for).
+// INVALID_ARGUMENT, naming the field, for a target load of a window whose
+// jobs all arrive at once, or values out of range (target_load in (0, 100],
+// deadline_slack in (0, 1000]).
+absl::Status ShapeWindow(std::vector<WindowJob>& jobs, int64_t total_gpus,
+                         std::optional<double> target_load, std::optional<double> deadline_slack);
 
 }  // namespace vtrain
 

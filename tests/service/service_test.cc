@@ -210,6 +210,27 @@ TEST(ServiceTest, ClusterSimRunsEachPolicyOnTheSameJobs) {
   EXPECT_EQ(r->outcomes(0).policy(), "vtrain");
 }
 
+TEST(ServiceTest, ClusterSimShapesTheWindowToTheTargetLoadAndSlack) {
+  const BuiltinProfiles builtin;
+  // Two jobs 100 s apart on 16 GPUs: (1800 x 8 + 1800 x 2) / (100 x 16) =
+  // 11.25 as traced; at load 1 they arrive 1125 s apart.
+  v1::ClusterSimRequest r = TwoJobs();
+  r.set_target_load(1);
+  r.set_deadline_slack(2);
+  r.add_policies("vtrain");
+  absl::StatusOr<PreparedClusterSim> p = PrepareClusterSim(r, builtin);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(p->trace_load, 11.25);
+  EXPECT_DOUBLE_EQ(p->offered_load, 1);
+  EXPECT_DOUBLE_EQ(p->request.jobs(0).submit_s(), 0);
+  EXPECT_DOUBLE_EQ(p->request.jobs(1).submit_s(), 1125);
+  EXPECT_DOUBLE_EQ(p->request.jobs(1).deadline_s(), 1125 + 2 * 1800);
+  absl::StatusOr<v1::ClusterSimResponse> out = RunClusterSim(*p, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_DOUBLE_EQ(out->offered_load(), 1);
+  EXPECT_DOUBLE_EQ(out->trace_load(), 11.25);
+}
+
 TEST(ServiceTest, ClusterSimRefusesWhatIsNotAStudy) {
   const BuiltinProfiles builtin;
   struct Case {
@@ -225,6 +246,13 @@ TEST(ServiceTest, ClusterSimRefusesWhatIsNotAStudy) {
       {[](v1::ClusterSimRequest& r) { r.mutable_jobs(0)->set_num_gpus(0); }, "jobs[0].num_gpus=0"},
       {[](v1::ClusterSimRequest& r) { r.set_rescale_overhead_s(-1); }, "rescale_overhead_s"},
       {[](v1::ClusterSimRequest& r) { r.mutable_cluster()->set_gpu("tpu"); }, "cluster.gpu"},
+      {[](v1::ClusterSimRequest& r) { r.set_target_load(0); }, "target_load=0"},
+      {[](v1::ClusterSimRequest& r) { r.set_deadline_slack(-1); }, "deadline_slack=-1"},
+      {[](v1::ClusterSimRequest& r) {
+         r.mutable_jobs(1)->set_submit_s(0);
+         r.set_target_load(1);
+       },
+       "target_load (--target-load) needs a window whose jobs arrive at two or more"},
   };
   for (const Case& c : cases) {
     v1::ClusterSimRequest r = TwoJobs();

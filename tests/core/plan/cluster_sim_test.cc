@@ -97,5 +97,27 @@ TEST(ClusterSimTest, PlacementIsNodeAligned) {
   EXPECT_DOUBLE_EQ(aligned.jobs[1].finish_s, 200);
 }
 
+TEST(ClusterSimTest, ShapeWindowReachesTheTargetLoadAndKeepsSlack) {
+  // 3 jobs over 1,000 s on 10 GPUs: (100 x 4 + 200 x 2 + 300 x 1) / (1000 x
+  // 10) = 0.11.
+  std::vector<WindowJob> w = {{500, 900, 100, 4}, {1000, 1600, 200, 2}, {1500, 1550, 300, 1}};
+  EXPECT_DOUBLE_EQ(OfferedLoad(w, 10), 0.11);
+  ASSERT_TRUE(ShapeWindow(w, 10, 0.55, std::nullopt).ok());
+  EXPECT_NEAR(OfferedLoad(w, 10), 0.55, 1e-12);
+  EXPECT_DOUBLE_EQ(w[0].submit_s, 500);                   // the first arrival stays
+  EXPECT_DOUBLE_EQ(w[1].submit_s, 600);                   // 500 s after it, compressed 5x
+  EXPECT_DOUBLE_EQ(w[2].deadline_s - w[2].submit_s, 50);  // its slack kept
+  ASSERT_TRUE(ShapeWindow(w, 10, std::nullopt, 1.5).ok());
+  EXPECT_DOUBLE_EQ(w[1].deadline_s, 600 + 1.5 * 200);
+  // Stretching works the same way; an instant window has no load to scale.
+  ASSERT_TRUE(ShapeWindow(w, 10, 0.11, std::nullopt).ok());
+  EXPECT_NEAR(w[2].submit_s, 1500, 1e-9);
+  std::vector<WindowJob> instant = {{5, 10, 1, 1}, {5, 10, 1, 1}};
+  EXPECT_EQ(OfferedLoad(instant, 8), 0);
+  EXPECT_EQ(ShapeWindow(instant, 8, 1.0, std::nullopt).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ShapeWindow(w, 10, 101.0, std::nullopt).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ShapeWindow(w, 10, std::nullopt, 0.0).code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace vtrain
