@@ -146,29 +146,65 @@ class Cluster {
     r.outcome.admitted = r.admitted;
   }
 
-  // Minimum shares first (admitted jobs), then spare GPUs one step at a time
-  // to the job whose completion they speed up most per GPU (admitted jobs
-  // before best-effort ones). Running jobs keep what they have when that
-  // still leaves every admitted job its minimum (a change costs a restart),
-  // and grow only when the restart is repaid by finishing earlier.
+  // Running jobs keep what they have and admitted jobs get their minimum
+  // share; when that does not fit, GPUs come back one step at a time where
+  // they are worth least (a change costs a restart, so few jobs change).
+  // Then spare GPUs go one step at a time to the job whose completion they
+  // speed up most per GPU (admitted jobs before best-effort ones); a running
+  // job grows only when the restart is repaid by finishing earlier.
   void Replan(double now) {
     std::vector<int64_t> plan(jobs_.size(), 0);
     Placement placed(options_.total_gpus, options_.gpus_per_node);
-    int64_t kept = 0;
-    for (const Running& r : jobs_) {
+    // Start from what runs: every running job keeps its GPUs (admitted ones
+    // at least their share), waiting admitted jobs get their share.
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      const Running& r = jobs_[i];
       if (!r.arrived || r.done) continue;
-      kept += r.admitted ? std::max(Share(r, now), r.gpus) : r.gpus;
+      plan[i] = r.admitted ? std::max(Share(r, now), r.gpus) : r.gpus;
+      placed.Add(plan[i]);
     }
-    const bool keep = kept <= options_.total_gpus;
-    for (int admitted_pass = 1; admitted_pass >= 0; --admitted_pass) {
-      for (size_t i = 0; i < jobs_.size(); ++i) {
-        const Running& r = jobs_[i];
-        if (!r.arrived || r.done || r.admitted != (admitted_pass == 1)) continue;
-        int64_t share = r.admitted ? Share(r, now) : 0;
-        if (keep) share = std::max(share, r.gpus);
-        if (!placed.FitsWith(0, share)) share = 0;
-        plan[i] = share;
-        placed.Add(share);
+    // Over capacity: take GPUs back a step at a time where they are worth
+    // the least (throughput lost per GPU, relative to the work left), from
+    // best-effort jobs first and never below an admitted job's share. Each
+    // job changed pays one restart, so changing few is the point.
+    for (int admitted_pass = 0; admitted_pass <= 1 && !placed.FitsWith(0, 0); ++admitted_pass) {
+      while (!placed.FitsWith(0, 0)) {
+        double least = kInf;
+        size_t pick = jobs_.size();
+        int64_t to = 0;
+        for (size_t i = 0; i < jobs_.size(); ++i) {
+          const Running& r = jobs_[i];
+          if (!r.arrived || r.done || plan[i] == 0 || r.admitted != (admitted_pass == 1)) continue;
+          const int64_t floor = r.admitted ? Share(r, now) : 0;
+          const int64_t smaller = std::max(floor, PreviousCount(r, plan[i]));
+          if (smaller >= plan[i]) continue;
+          const double loss = (r.table->At(plan[i]) - r.table->At(smaller)) / r.remaining /
+                              static_cast<double>(plan[i] - smaller);
+          if (loss < least) {
+            least = loss;
+            pick = i;
+            to = smaller;
+          }
+        }
+        if (pick == jobs_.size()) break;
+        placed.Remove(plan[pick]);
+        placed.Add(to);
+        plan[pick] = to;
+      }
+    }
+    if (!placed.FitsWith(0, 0)) {
+      // Even the shares do not fit (promises made earlier, node rounding):
+      // shares in arrival order, admitted jobs first, as far as they go.
+      placed = Placement(options_.total_gpus, options_.gpus_per_node);
+      for (int admitted_pass = 1; admitted_pass >= 0; --admitted_pass) {
+        for (size_t i = 0; i < jobs_.size(); ++i) {
+          const Running& r = jobs_[i];
+          if (!r.arrived || r.done || r.admitted != (admitted_pass == 1)) continue;
+          int64_t share = r.admitted ? Share(r, now) : 0;
+          if (!placed.FitsWith(0, share)) share = 0;
+          plan[i] = share;
+          placed.Add(share);
+        }
       }
     }
     for (int admitted_pass = 1; admitted_pass >= 0; --admitted_pass) {
@@ -227,6 +263,15 @@ class Cluster {
       if (r.table->iterations_per_s[i] > 0) return r.table->gpus[i];
     }
     return 0;
+  }
+
+  // The next smaller count with a plan (0 when none).
+  static int64_t PreviousCount(const Running& r, int64_t current) {
+    int64_t best = 0;
+    for (size_t i = 0; i < r.table->gpus.size() && r.table->gpus[i] < current; ++i) {
+      if (r.table->iterations_per_s[i] > 0) best = r.table->gpus[i];
+    }
+    return best;
   }
 
   // The next larger count with more throughput, or 0.

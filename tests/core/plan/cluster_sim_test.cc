@@ -97,6 +97,27 @@ TEST(ClusterSimTest, PlacementIsNodeAligned) {
   EXPECT_DOUBLE_EQ(aligned.jobs[1].finish_s, 200);
 }
 
+TEST(ClusterSimTest, GpusComeBackFromTheJobThatLosesLeast) {
+  // a scales poorly past 4 GPUs, b linearly; both take 8 of 16. c arrives
+  // needing 4 GPUs for its deadline (with 2 it would finish at 1 + 10 +
+  // 20 = 31 > 25): a gives back 4 (0.05 iterations/s per GPU lost against
+  // b's 1), b keeps its 8 without a restart.
+  const ThroughputTable poor{{1, 2, 4, 8}, {1, 2, 3, 3.2}};
+  const std::vector<ClusterJob> jobs = {
+      {"a", 0, 1000, 1e6, 0}, {"b", 0, 1000, 1e6, 1}, {"c", 1, 40, 25, 1}};
+  VTRAIN_ASSERT_OK_AND_ASSIGN(
+      ClusterOutcome out,
+      SimulateCluster(jobs, {poor, Linear()},
+                      {.total_gpus = 16, .rescale_overhead_s = 10, .gpus_per_node = 0}));
+  ASSERT_EQ(out.jobs.size(), 3u);
+  EXPECT_TRUE(out.jobs[2].admitted);
+  EXPECT_TRUE(out.jobs[2].met_deadline);
+  EXPECT_EQ(out.jobs[0].reallocations, 2);  // 8 -> 4, and back once c is done
+  EXPECT_EQ(out.jobs[1].reallocations, 0);
+  // b ran on 8 GPUs from its start at 10 s: 1000 / 8 = 125 s.
+  EXPECT_DOUBLE_EQ(out.jobs[1].finish_s, 135);
+}
+
 TEST(ClusterSimTest, ShapeWindowReachesTheTargetLoadAndKeepsSlack) {
   // 3 jobs over 1,000 s on 10 GPUs: (100 x 4 + 200 x 2 + 300 x 1) / (1000 x
   // 10) = 0.11.
