@@ -238,6 +238,7 @@ class Cluster {
         plan[best] = best_next;
       }
     }
+    Rebalance(now, plan, placed);
     int64_t allocated = 0;
     for (size_t i = 0; i < jobs_.size(); ++i) {
       Running& r = jobs_[i];
@@ -249,6 +250,67 @@ class Cluster {
       allocated += r.gpus;
     }
     allocated_.emplace_back(now, allocated);
+  }
+
+  // How much a step from `from` to `to` GPUs speeds `r`'s completion per GPU:
+  // the change of throughput over the work left, per GPU.
+  static double PerGpu(const Running& r, int64_t from, int64_t to) {
+    return (r.table->At(to) - r.table->At(from)) / r.remaining / static_cast<double>(to - from);
+  }
+
+  // GPUs held where they do little move to where they do much more: while
+  // the best next step of any job is worth kRebalanceFactor times the worst
+  // last step of another (which never goes below its share), and the move
+  // fits, the step moves. Both jobs restart, hence the factor; a running
+  // receiver must also finish earlier despite its restart. Without this, a
+  // job that grew on idle GPUs at low efficiency keeps them while later
+  // arrivals run on their minimum shares.
+  void Rebalance(double now, std::vector<int64_t>& plan, Placement& placed) const {
+    constexpr double kRebalanceFactor = 2;
+    auto active = [&](size_t i) { return jobs_[i].arrived && !jobs_[i].done; };
+    for (size_t moves = 0; moves < 4 * jobs_.size() + 16; ++moves) {
+      size_t to = jobs_.size(), from = jobs_.size();
+      double gain = 0, loss = kInf;
+      int64_t to_next = 0, from_prev = 0;
+      for (size_t i = 0; i < jobs_.size(); ++i) {
+        if (!active(i)) continue;
+        const Running& r = jobs_[i];
+        const int64_t next = NextCount(r, plan[i]);
+        if (next == 0) continue;
+        if (r.gpus > 0 && plan[i] == r.gpus &&
+            now + options_.rescale_overhead_s + r.remaining / r.table->At(next) >=
+                FinishTime(r, r.gpus, now)) {
+          continue;
+        }
+        if (const double g = PerGpu(r, plan[i], next); g > gain) {
+          gain = g;
+          to = i;
+          to_next = next;
+        }
+      }
+      if (to == jobs_.size()) return;
+      for (size_t j = 0; j < jobs_.size(); ++j) {
+        if (j == to || !active(j) || plan[j] == 0) continue;
+        const Running& r = jobs_[j];
+        const int64_t prev = std::max(r.admitted ? Share(r, now) : 0, PreviousCount(r, plan[j]));
+        if (prev >= plan[j]) continue;
+        if (const double l = PerGpu(r, prev, plan[j]); l < loss) {
+          loss = l;
+          from = j;
+          from_prev = prev;
+        }
+      }
+      if (from == jobs_.size() || gain < kRebalanceFactor * loss) return;
+      Placement trial = placed;
+      trial.Remove(plan[from]);
+      trial.Add(from_prev);
+      trial.Remove(plan[to]);
+      trial.Add(to_next);
+      if (!trial.FitsWith(0, 0)) return;
+      placed = trial;
+      plan[from] = from_prev;
+      plan[to] = to_next;
+    }
   }
 
   // An admitted job's share: the fewest GPUs that still meet its deadline,

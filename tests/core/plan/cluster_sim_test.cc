@@ -118,6 +118,24 @@ TEST(ClusterSimTest, GpusComeBackFromTheJobThatLosesLeast) {
   EXPECT_DOUBLE_EQ(out.jobs[1].finish_s, 135);
 }
 
+TEST(ClusterSimTest, GpusMoveFromALowGainToAMuchHigherOne) {
+  // a takes all 8 GPUs of a 9-GPU cluster although it barely scales past 2;
+  // b arrives and fits on the ninth. Per GPU and per iteration left, each of
+  // b's next steps is worth more than twice a's last one (b 4 -> 8: 1/400
+  // against a 2 -> 1: 0.9/1000), so a keeps 1 GPU and b starts on 8: 400
+  // iterations at 8/s after a 10 s start, done at 61 s instead of 411 s.
+  const ThroughputTable poor{{1, 2, 4, 8}, {1, 1.9, 2.2, 2.3}};
+  const std::vector<ClusterJob> jobs = {{"a", 0, 1000, 1e6, 0}, {"b", 1, 400, 1e6, 1}};
+  VTRAIN_ASSERT_OK_AND_ASSIGN(
+      ClusterOutcome out,
+      SimulateCluster(jobs, {poor, Linear()},
+                      {.total_gpus = 9, .rescale_overhead_s = 10, .gpus_per_node = 0}));
+  ASSERT_EQ(out.jobs.size(), 2u);
+  EXPECT_DOUBLE_EQ(out.jobs[1].finish_s, 61);
+  EXPECT_EQ(out.jobs[1].reallocations, 0);
+  EXPECT_GE(out.jobs[0].reallocations, 1);
+}
+
 TEST(ClusterSimTest, ShapeWindowReachesTheTargetLoadAndKeepsSlack) {
   // 3 jobs over 1,000 s on 10 GPUs: (100 x 4 + 200 x 2 + 300 x 1) / (1000 x
   // 10) = 0.11.
