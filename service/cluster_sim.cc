@@ -15,11 +15,17 @@ namespace vtrain::service {
 namespace {
 
 // The counts a table covers: 1, 2, 4, then every multiple of a node up to
-// `max` (data-parallel footprints such as t8 x p6 = 48 need them).
+// 128 nodes (data-parallel footprints such as t8 x p6 = 48 need them), then
+// 64 counts per doubling (every 2 nodes to 256, every 4 to 512, ...), so
+// that a 10,000-GPU cluster's tables stay under the curve's 1,024 counts.
 std::vector<int64_t> TableCounts(int64_t gpus_per_node, int64_t max) {
   std::vector<int64_t> counts;
   for (int64_t g = 1; g < gpus_per_node && g <= max; g *= 2) counts.push_back(g);
-  for (int64_t g = gpus_per_node; g <= max; g += gpus_per_node) counts.push_back(g);
+  int64_t step = gpus_per_node;
+  for (int64_t g = gpus_per_node; g <= max; g += step) {
+    counts.push_back(g);
+    if (g >= 128 * step) step *= 2;
+  }
   return counts;
 }
 

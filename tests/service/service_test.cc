@@ -231,6 +231,22 @@ TEST(ServiceTest, ClusterSimShapesTheWindowToTheTargetLoadAndSlack) {
   EXPECT_DOUBLE_EQ(out->trace_load(), 11.25);
 }
 
+TEST(ServiceTest, ClusterSimTakesATenThousandGpuCluster) {
+  // Its tables thin out past 128 nodes: every node up to 1,024 GPUs, then
+  // 64 counts per doubling, under the curve's limit of 1,024 counts.
+  const BuiltinProfiles builtin;
+  v1::ClusterSimRequest r = TwoJobs();
+  r.set_gpus(10'000);
+  absl::StatusOr<PreparedClusterSim> p = PrepareClusterSim(r, builtin);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_FALSE(p->best.empty());
+  const v1::ThroughputCurveRequest& curve = p->best[0].request;
+  EXPECT_LE(curve.gpu_counts_size(), 1024);
+  EXPECT_EQ(curve.gpu_counts(2 + 128), 1024);  // 1, 2, 4, then 8 .. 1,024 by 8
+  EXPECT_EQ(curve.gpu_counts(2 + 129), 1040);  // then by 16
+  EXPECT_LE(curve.gpu_counts(curve.gpu_counts_size() - 1), 10'000);
+}
+
 TEST(ServiceTest, ClusterSimRefusesWhatIsNotAStudy) {
   const BuiltinProfiles builtin;
   struct Case {
