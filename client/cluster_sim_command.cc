@@ -34,8 +34,9 @@ namespace vtrain::cli {
 namespace {
 
 constexpr char kHelp[] =
-    "usage: vtrainctl cluster-sim --trace FILE.csv [--gpus 1024] [--jobs 128] [--seed 1] "
-    "[flags]\n\n"
+    "usage: vtrainctl cluster-sim --trace FILE.csv [--gpus 1024] [--jobs 128 | --hours H]\n"
+    "                             [--seed 1 | --seeds A-B] [--target-load L] "
+    "[--deadline-slack X] [flags]\n\n"
     "Replays a window of an ElasticFlow-format job trace (job_id, submission_time,\n"
     "num_iteration, model_name, deadline, batch_size, num_gpu, duration) as LLM training jobs\n"
     "on a shared cluster under an elastic, deadline-aware scheduler, once with data-parallel\n"
@@ -45,6 +46,9 @@ constexpr char kHelp[] =
     "of 16 x its GPUs rounded up to a power of two in [32, 1536], and as many iterations as\n"
     "the elasticflow plan at its GPU count runs in the job's recorded duration; it keeps the\n"
     "trace's deadline (so its slack over the duration).\n\n"
+    "--target-load L compresses the window's arrivals until the jobs' GPU-time at the GPUs\n"
+    "they asked for is L times the cluster's between the first and last arrival;\n"
+    "--deadline-slack X sets each deadline to submit + X x the job's traced duration.\n\n"
     "example:\n  vtrainctl cluster-sim --trace ../shared/data/itp-job-traces/cluster02.csv "
     "--gpus 1024 --jobs 128 --seed 1\n\nflags:\n";
 
