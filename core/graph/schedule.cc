@@ -2,12 +2,14 @@
 // (schedule.h).
 #include "core/graph/schedule.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <utility>
 #include <vector>
 
 #include "core/spec/job.h"
+#include "core/util/status_macros.h"
 
 namespace vtrain {
 namespace {
@@ -16,28 +18,24 @@ namespace {
 // running deferred weight gradients first in first out.
 class PassList {
  public:
-  // `first`: the first micro-batch of each chunk (DualPipe numbers the
-  // reverse direction's from m/2).
-  PassList(int64_t first0, int64_t first1)
-      : next_forward_{first0, first1}, next_backward_{first0, first1} {}
-
-  void F(int32_t chunk, bool paired = false) {
-    out_.push_back({PassKind::kForward, chunk, next_forward_[chunk]++, paired});
+  void F(int16_t chunk, bool paired = false) {
+    out_.push_back({PassKind::kForward, paired, chunk, next_forward_[chunk]++});
   }
   // A backward; `split`: its W waits for a later W().
-  void B(int32_t chunk, bool split, bool paired = false) {
-    const int64_t mb = next_backward_[chunk]++;
-    out_.push_back({split ? PassKind::kInputGrad : PassKind::kBackward, chunk, mb, paired});
+  void B(int16_t chunk, bool split, bool paired = false) {
+    const int32_t mb = next_backward_[chunk]++;
+    out_.push_back({split ? PassKind::kInputGrad : PassKind::kBackward, paired, chunk, mb});
     if (split) waiting_.push_back(out_.back());
   }
   void W() {
+    VTRAIN_CHECK(!waiting_.empty());
     ScheduledPass w = waiting_.front();
     waiting_.pop_front();
     w.kind = PassKind::kWeightGrad;
     out_.push_back(w);
   }
   // DualPipe's overlapped pair: forward of chunk `f`, backward of chunk `b`.
-  void FB(int32_t f, int32_t b) {
+  void FB(int16_t f, int16_t b) {
     F(f, /*paired=*/true);
     B(b, /*split=*/false, /*paired=*/true);
   }
@@ -45,13 +43,13 @@ class PassList {
   std::vector<ScheduledPass> Take() && { return std::move(out_); }
 
  private:
-  int64_t next_forward_[2], next_backward_[2];
+  int32_t next_forward_[2] = {0, 0}, next_backward_[2] = {0, 0};
   std::deque<ScheduledPass> waiting_;
   std::vector<ScheduledPass> out_;
 };
 
 std::vector<ScheduledPass> ZbH1(int64_t stage, int64_t p, int64_t m) {
-  PassList l(0, 0);
+  PassList l;
   const int64_t warmup = std::min(p - stage - 1, m);
   // Each backward defers its W; once `stage` are waiting, the oldest runs.
   auto backward = [&] {
@@ -117,7 +115,7 @@ std::vector<ScheduledPass> ScheduledPasses(const ParallelPlan& plan, int64_t sta
   const int64_t p = plan.pipeline_parallel, m = plan.num_micro_batches();
   switch (plan.schedule) {
     case PipelineSchedule::kDualPipeV: {
-      PassList l(0, 0);
+      PassList l;
       DualPipeSteps(l, stage, p, m, /*middle=*/stage == p - 1);
       return std::move(l).Take();
     }
@@ -127,13 +125,13 @@ std::vector<ScheduledPass> ScheduledPasses(const ParallelPlan& plan, int64_t sta
       const int64_t half = p / 2;
       const bool second = stage >= half;
       const int64_t half_rank = second ? p - 1 - stage : stage;
-      PassList l(0, 0);
+      PassList l;
       DualPipeSteps(l, half_rank, half, m / 2,
                     /*middle=*/half_rank == half - 1);
       std::vector<ScheduledPass> passes = std::move(l).Take();
       for (ScheduledPass& pass : passes) {
         if (second) pass.chunk = 1 - pass.chunk;
-        if (pass.chunk == 1) pass.micro_batch += m / 2;
+        if (pass.chunk == 1) pass.micro_batch += static_cast<int32_t>(m / 2);
       }
       return passes;
     }

@@ -106,17 +106,17 @@ enum class PassKind : uint8_t {
   kInputGrad,   // B: its W comes later, first in first out
   kWeightGrad,  // W of the oldest kInputGrad still waiting
 };
-struct ScheduledPass {
+struct ScheduledPass {  // 8 bytes: lists hold every pass of an iteration
   PassKind kind = PassKind::kForward;
-  // The stage's chunk (ParallelPlan::chunk_position gives its place in the
-  // model) and the micro-batch; under DualPipe chunk 0 runs micro-batches
-  // 0 .. m/2 - 1 down the pipeline and chunk 1 the rest up it.
-  int32_t chunk = 0;
-  int64_t micro_batch = 0;
   // DualPipe's F&B: a forward overlapped with the backward after it (both
   // passes are marked). They start once both inputs have arrived, and each
   // hides the other's MoE token exchange.
   bool paired = false;
+  // The stage's chunk (ParallelPlan::chunk_position gives its place in the
+  // model) and the micro-batch; under DualPipe chunk 0 runs micro-batches
+  // 0 .. m/2 - 1 down the pipeline and chunk 1 the rest up it.
+  int16_t chunk = 0;
+  int32_t micro_batch = 0;
 };
 
 // Every pass of `stage` under plan.schedule (SplitsBackward), in order:

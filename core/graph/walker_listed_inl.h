@@ -29,6 +29,13 @@ int64_t IterationWalker<Sink>::StageOf(int64_t position, int64_t mb) const {
 
 template <IterationSink Sink>
 int64_t IterationWalker<Sink>::CountListedTasks() const {
+  // Every chunk of every micro-batch runs at least a forward and a backward
+  // task on each stage: past the limit, say so without building the lists.
+  const double at_least = 2.0 * static_cast<double>(p_ * held_) * static_cast<double>(m_) /
+                          (plan_.schedule == PipelineSchedule::kDualPipe ? 2 : 1);
+  if (at_least > static_cast<double>(options_.max_tasks)) {
+    return at_least > 9e18 ? INT64_MAX : static_cast<int64_t>(at_least);
+  }
   double count = 0;
   const int64_t positions = p_ * v_;
   for (int64_t s = 0; s < p_; ++s) {

@@ -114,8 +114,14 @@ double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan, bo
 }
 
 double SplitChunksInFlight(const ParallelPlan& plan, int64_t stage, double weight_share) {
+  // The lists repeat one steady pattern between warm-up and cool-down, whose
+  // length alone grows with m: the peak of 4p + 4 micro-batches is that of
+  // any more (and the list stays small for any m).
+  ParallelPlan shorter = plan;
+  const int64_t m = std::min(plan.num_micro_batches(), 4 * plan.pipeline_parallel + 4);
+  shorter.global_batch = m * plan.data_parallel * plan.micro_batch;
   double held = 0, peak = 0;
-  for (const ScheduledPass& pass : ScheduledPasses(plan, stage)) {
+  for (const ScheduledPass& pass : ScheduledPasses(shorter, stage)) {
     switch (pass.kind) {
       case PassKind::kForward:
         held += 1;

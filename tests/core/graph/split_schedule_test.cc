@@ -356,3 +356,39 @@ TEST(SplitScheduleTest, DualPipePairsHideTheMoeExchange) {
 
 }  // namespace
 }  // namespace vtrain
+
+namespace vtrain {
+namespace {
+
+TEST(SplitScheduleTest, PeakOfAFewMicroBatchesIsThePeakOfMany) {
+  // SplitChunksInFlight walks at most 4p + 4 micro-batches: the peak of the
+  // whole list is the same.
+  for (PipelineSchedule schedule : kSplit) {
+    for (int64_t p : {2, 4, 8}) {
+      const ParallelPlan plan = Plan(schedule, p, 20 * p);
+      for (int64_t s = 0; s < p; ++s) {
+        double held = 0, peak = 0;
+        for (const ScheduledPass& x : ScheduledPasses(plan, s)) {
+          held += x.kind == PassKind::kForward     ? 1
+                  : x.kind == PassKind::kBackward  ? -1
+                  : x.kind == PassKind::kInputGrad ? -0.6
+                                                   : -0.4;
+          peak = std::max(peak, held);
+        }
+        EXPECT_DOUBLE_EQ(SplitChunksInFlight(plan, s, 0.4), peak)
+            << ScheduleName(schedule) << " p=" << p << " stage " << s;
+      }
+    }
+  }
+}
+
+TEST(SplitScheduleTest, AHugeBatchIsRefusedBeforeAnyListIsBuilt) {
+  Job job = UnitJob(PipelineSchedule::kDualPipeV, 4, int64_t{1} << 30);
+  VTRAIN_ASSERT_OK(ValidateJob(job));
+  EXPECT_GT(EstimateMemory(job).peak_bytes, 0);
+  EXPECT_THAT(Predict(job, testing::UnitProfileSet(job)).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("max_tasks")));
+}
+
+}  // namespace
+}  // namespace vtrain
