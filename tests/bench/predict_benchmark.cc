@@ -1,10 +1,14 @@
 // Speed of one prediction end to end (graph build + simulation) at kernel and
 // operator granularity, on the plans the foundation issue names.
+#include <cmath>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "benchmark/benchmark.h"
 #include "core/engine/engine.h"
 #include "core/graph/builder.h"
+#include "core/plan/cluster_sim.h"
 #include "core/plan/curve.h"
 #include "core/plan/search.h"
 #include "core/predict/predictor.h"
@@ -112,6 +116,48 @@ void BM_MtNlg530B_Operator_Baseline_Stepped(benchmark::State& state) {
              false);
 }
 
+// t=16 d=2 p=105 under ZB-H1: the split-backward walk (always stepped), to
+// set against BM_MtNlg530B_Operator_Stepped (1F1B, stepped).
+void BM_MtNlg530B_Operator_ZbH1(benchmark::State& state) {
+  Job job = testing::PresetJob("mtnlg-530b", 16, 2, 105, 1, 1920);
+  job.plan.schedule = PipelineSchedule::kZbH1;
+  RunPredict(state, job, Granularity::kOperator);
+}
+
+// The scheduler of the cluster study alone (core/plan/cluster_sim.h), on
+// 10,000 GPUs in nodes of 8 with 1,000 jobs of 1 to 128 GPUs arriving a
+// minute apart, each shape's table sublinear (g^0.9) over the counts the
+// service draws (every node to 1,024 GPUs, then 64 counts per doubling).
+void BM_ClusterSim_10kGpus_1kJobs(benchmark::State& state) {
+  std::vector<int64_t> counts = {1, 2, 4};
+  for (int64_t g = 8, step = 8; g <= 10'000; g += step) {
+    counts.push_back(g);
+    if (g >= 128 * step) step *= 2;
+  }
+  std::vector<ThroughputTable> tables;
+  for (int k = 0; k < 8; ++k) {
+    ThroughputTable t;
+    for (int64_t g : counts) {
+      t.gpus.push_back(g);
+      t.iterations_per_s.push_back(std::pow(static_cast<double>(g), 0.9) / (1 << k));
+    }
+    tables.push_back(std::move(t));
+  }
+  std::vector<ClusterJob> jobs;
+  for (int i = 0; i < 1000; ++i) {
+    const int k = i % 8;
+    const double duration = 1800.0 * (1 + (i * 7) % 13);
+    const double iterations = duration * tables[k].At(int64_t{1} << k);
+    jobs.push_back({std::to_string(i), 60.0 * i, iterations, 60.0 * i + 2 * duration, k});
+  }
+  for (auto _ : state) {
+    absl::StatusOr<ClusterOutcome> out =
+        SimulateCluster(jobs, tables, {.total_gpus = 10'000, .gpus_per_node = 8});
+    VTRAIN_CHECK(out.ok());
+    benchmark::DoNotOptimize(out->avg_jct_s);
+  }
+}
+
 // The MT-NLG 530B search of docs/accuracy.md (8,789 plans, 303 that fit) on one thread
 // (arg 0: stepping every action, 1: periodic jumps).
 void BM_MtNlg530B_Search(benchmark::State& state) {
@@ -183,6 +229,8 @@ BENCHMARK(BM_MtNlg530B_Operator_Gpipe)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_Stepped)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_D1_Stepped)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_Baseline_Stepped)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MtNlg530B_Operator_ZbH1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ClusterSim_10kGpus_1kJobs)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace vtrain
