@@ -178,8 +178,7 @@ class Cluster {
           const int64_t floor = r.admitted ? Share(r, now) : 0;
           const int64_t smaller = std::max(floor, PreviousCount(r, plan[i]));
           if (smaller >= plan[i]) continue;
-          const double loss = (r.table->At(plan[i]) - r.table->At(smaller)) / r.remaining /
-                              static_cast<double>(plan[i] - smaller);
+          const double loss = PerGpu(r, smaller, plan[i]);
           if (loss < least) {
             least = loss;
             pick = i;
@@ -217,15 +216,8 @@ class Cluster {
           if (!r.arrived || r.done || r.admitted != (admitted_pass == 1)) continue;
           const int64_t next = NextCount(r, plan[i]);
           if (next == 0 || !placed.FitsWith(plan[i], next)) continue;
-          // Growing a running job restarts it: only worth it if it then
-          // finishes earlier than it would have.
-          if (r.gpus > 0 && plan[i] == r.gpus &&
-              now + options_.rescale_overhead_s + r.remaining / r.table->At(next) >=
-                  FinishTime(r, r.gpus, now)) {
-            continue;
-          }
-          const double gain = (r.table->At(next) - r.table->At(plan[i])) / r.remaining /
-                              static_cast<double>(next - plan[i]);
+          if (!RepaysRestart(r, plan[i], next, now)) continue;
+          const double gain = PerGpu(r, plan[i], next);
           if (gain > best_gain) {
             best_gain = gain;
             best = i;
@@ -250,6 +242,15 @@ class Cluster {
       allocated += r.gpus;
     }
     allocated_.emplace_back(now, allocated);
+  }
+
+  // Whether growing `r` from its planned `planned` GPUs to `next` is worth
+  // it: a running job's first step restarts it, so it must then finish
+  // earlier than it would have.
+  bool RepaysRestart(const Running& r, int64_t planned, int64_t next, double now) const {
+    return r.gpus == 0 || planned != r.gpus ||
+           now + options_.rescale_overhead_s + r.remaining / r.table->At(next) <
+               FinishTime(r, r.gpus, now);
   }
 
   // How much a step from `from` to `to` GPUs speeds `r`'s completion per GPU:
@@ -277,11 +278,7 @@ class Cluster {
         const Running& r = jobs_[i];
         const int64_t next = NextCount(r, plan[i]);
         if (next == 0) continue;
-        if (r.gpus > 0 && plan[i] == r.gpus &&
-            now + options_.rescale_overhead_s + r.remaining / r.table->At(next) >=
-                FinishTime(r, r.gpus, now)) {
-          continue;
-        }
+        if (!RepaysRestart(r, plan[i], next, now)) continue;
         if (const double g = PerGpu(r, plan[i], next); g > gain) {
           gain = g;
           to = i;
