@@ -102,6 +102,7 @@ absl::StatusOr<v1::PredictRequest> RequestFromFile(const common::FlagParser& fla
                             "heads",
                             "seq-len",
                             "arch",
+                            "attention-impl",
                             "kv-heads",
                             "gpus",
                             "tp",
@@ -159,6 +160,9 @@ void AddModelFlags(common::FlagParser& p) {
              "llama3.1-405b; MoE: deepseek-v3, qwen3-30b-a3b, qwen3-235b-a22b, gpt-oss-20b/120b, "
              "mixtral-8x7b/8x22b");
   p.AddValue("arch", "A", "layer architecture: gpt or llama (model.arch; default the preset's)");
+  p.AddValue("attention-impl", "I",
+             "attention core: flash (one fused kernel, the default for every model) or unfused "
+             "(the paper's Megatron-LM, as the measured A100 runs were; model.attention_impl)");
   p.AddValue("kv-heads", "N",
              "key/value heads for grouped-query attention (model.num_kv_heads, llama only)");
   p.AddValue("layers", "N", "decoder layers (model.num_layers); overrides the preset");
@@ -327,6 +331,14 @@ absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const common::FlagParser& flags
       return absl::InvalidArgumentError(absl::StrCat(arch.status().message(), " (--arch)"));
     }
     m.set_arch(convert::ToProto(*arch));
+  }
+  if (auto a = flags.Get("attention-impl")) {
+    absl::StatusOr<AttentionImpl> impl = ParseAttentionImpl(*a);
+    if (!impl.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(impl.status().message(), " (--attention-impl)"));
+    }
+    m.set_attention_impl(convert::ToProto(*impl));
   }
   VTRAIN_RETURN_IF_ERROR(MoeModelFromFlags(flags, m));
   return m;

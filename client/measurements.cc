@@ -24,6 +24,7 @@ MeasurementSetup MegatronA100Setup() {
   s.plan.recompute = Recompute::kFull;
   s.plan.dtype = DType::kFp16;
   s.plan.gradient_bucketing = false;
+  s.attention_impl = AttentionImpl::kUnfused;
   return s;
 }
 
@@ -80,6 +81,7 @@ absl::StatusOr<std::vector<Measurement>> ParseMeasurementCsv(absl::string_view t
     m.job.plan = setup.plan;
     m.job.model.name = "measured";
     m.job.model.vocab_size = setup.vocab_size;
+    m.job.model.attention_impl = setup.attention_impl;
     VTRAIN_ASSIGN_OR_RETURN(m.job.cluster.num_gpus, integer("num_gpus"));
     VTRAIN_ASSIGN_OR_RETURN(m.job.plan.global_batch, integer("global_batch"));
     VTRAIN_ASSIGN_OR_RETURN(m.job.plan.micro_batch, integer("micro_batch"));

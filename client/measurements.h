@@ -21,10 +21,12 @@ struct MeasurementSetup {
   ClusterSpec cluster;  // GPU, GPUs per node, bandwidths (num_gpus comes from the row)
   ParallelPlan plan;    // schedule, recomputation, dtype, bucketing
   int64_t vocab_size = 50257;
+  AttentionImpl attention_impl = AttentionImpl::kFlash;
 };
 
 // The setup of the measured A100 runs (DESIGN.md §4): A100-SXM4-80GB, 8 per
-// node, NVLink 150 GB/s, 800 Gb/s per node, fp16, full recomputation, 1F1B.
+// node, NVLink 150 GB/s, 800 Gb/s per node, fp16, full recomputation, 1F1B,
+// Megatron-LM's unfused attention.
 MeasurementSetup MegatronA100Setup();
 
 // Parses CSV text with a header naming at least num_gpus, global_batch,

@@ -86,6 +86,14 @@ absl::StatusOr<v1::PlanModelRequest> PlanRequestFromFlags(const common::FlagPars
     VTRAIN_ASSIGN_OR_RETURN(DType dtype, ParseDType(*d));
     r.set_dtype(convert::ToProto(dtype));
   }
+  if (auto a = f.Get("attention-impl")) {
+    absl::StatusOr<AttentionImpl> impl = ParseAttentionImpl(*a);
+    if (!impl.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(impl.status().message(), " (--attention-impl)"));
+    }
+    r.set_attention_impl(convert::ToProto(*impl));
+  }
   // The inverse question.
   VTRAIN_RETURN_IF_ERROR(set_double("params", &v1::PlanModelRequest::set_target_parameters));
   VTRAIN_RETURN_IF_ERROR(set_double("tokens", &v1::PlanModelRequest::set_target_tokens));
@@ -164,6 +172,8 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
   flags.AddValue("family", "F",
                  "gpt (GPT-3 shapes, default) or llama (Llama 3 shapes: GQA, SwiGLU, untied)");
   flags.AddValue("dtype", "D", "fp16 (default), bf16 or fp8");
+  flags.AddValue("attention-impl", "I",
+                 "flash (default) or unfused (the paper's Megatron-LM, for its case study)");
   flags.AddValue("seq-len", "N", "sequence length (default 2048; llama 8192)");
   flags.AddValue("vocab", "N", "vocabulary (default 50257; llama 128256)");
   flags.AddValue("global-batch", "N", "global batch in sequences (default 1680; llama 2048)");

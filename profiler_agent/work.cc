@@ -114,6 +114,17 @@ class WorkSorter {
       optimizer_[{key->dtype, key->num_parameters}].push_back(text);
       return;
     }
+    // The agent's layers run one attention core per architecture (GPT the
+    // paper's unfused one, Llama FlashAttention): measuring the other would
+    // store it under a key it does not answer.
+    const bool attention =
+        key->op == OperatorKind::kAttentionFwd || key->op == OperatorKind::kAttentionBwd;
+    if (attention && key->attention_impl != DefaultAttentionImpl(key->arch)) {
+      return Skip(text, absl::StrCat("the agent's ", ArchitectureName(key->arch), " layer runs ",
+                                     AttentionImplName(DefaultAttentionImpl(key->arch)),
+                                     " attention, not ", AttentionImplName(key->attention_impl),
+                                     "; predictions keep the analytical model for it"));
+    }
     // Loss keys carry no architecture (core's MakeOperatorKey): they ride
     // with a GPT run of their shape, which runs the same kernels.
     const Architecture arch = key->arch;

@@ -105,6 +105,10 @@ constexpr Row<AttentionKind, v1::AttentionKind> kAttentions[] = {
     {AttentionKind::kStandard, v1::ATTENTION_KIND_STANDARD},
     {AttentionKind::kMla, v1::ATTENTION_KIND_MLA},
 };
+constexpr Row<AttentionImpl, v1::AttentionImpl> kAttentionImpls[] = {
+    {AttentionImpl::kFlash, v1::ATTENTION_IMPL_FLASH},
+    {AttentionImpl::kUnfused, v1::ATTENTION_IMPL_UNFUSED},
+};
 constexpr Row<RouterScore, v1::RouterScore> kRouterScores[] = {
     {RouterScore::kSoftmax, v1::ROUTER_SCORE_SOFTMAX},
     {RouterScore::kSigmoid, v1::ROUTER_SCORE_SIGMOID},
@@ -130,6 +134,7 @@ VTRAIN_ENUM_PAIR(DataParallelSharding, DataParallelSharding, kShardings)
 VTRAIN_ENUM_PAIR(Granularity, Granularity, kGranularities)
 VTRAIN_ENUM_PAIR(MoeDispatcher, MoeDispatcher, kDispatchers)
 VTRAIN_ENUM_PAIR(AttentionKind, AttentionKind, kAttentions)
+VTRAIN_ENUM_PAIR(AttentionImpl, AttentionImpl, kAttentionImpls)
 VTRAIN_ENUM_PAIR(RouterScore, RouterScore, kRouterScores)
 VTRAIN_ENUM_PAIR(Fidelity, Fidelity, kFidelities)
 VTRAIN_ENUM_PAIR(Objective, Objective, kObjectives)

@@ -37,6 +37,7 @@ v1::OperatorKind ToProto(OperatorKind value);
 v1::CurvePolicy ToProto(CurvePolicy value);
 v1::MoeDispatcher ToProto(MoeDispatcher value);
 v1::AttentionKind ToProto(AttentionKind value);
+v1::AttentionImpl ToProto(AttentionImpl value);
 v1::RouterScore ToProto(RouterScore value);
 
 // Proto to core: nullopt for *_UNSPECIFIED and for numbers the enum does not
@@ -55,6 +56,7 @@ std::optional<OperatorKind> FromProto(v1::OperatorKind value);
 std::optional<CurvePolicy> FromProto(v1::CurvePolicy value);
 std::optional<MoeDispatcher> FromProto(v1::MoeDispatcher value);
 std::optional<AttentionKind> FromProto(v1::AttentionKind value);
+std::optional<AttentionImpl> FromProto(v1::AttentionImpl value);
 std::optional<RouterScore> FromProto(v1::RouterScore value);
 
 // The names a proto enum defines other than *_UNSPECIFIED, comma-separated,

@@ -118,8 +118,17 @@ absl::StatusOr<DesignSpec> DesignSpecFromProto(const v1::PlanModelRequest& r, Gp
   if (llama && r.space().pipeline_parallel_values().empty()) {
     spec.plan_space.training.pipeline_parallel = {1, 2, 4, 8, 16, 32, 64};
   }
+  AttentionImpl attention_impl = AttentionImpl::kFlash;
+  if (absl::StatusOr<AttentionImpl> impl = FromProtoOr(r.attention_impl(), AttentionImpl::kFlash,
+                                                       "attention_impl (--attention-impl)");
+      impl.ok()) {
+    attention_impl = *impl;
+  } else {
+    problems.emplace_back(impl.status().message());
+  }
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
   spec.candidates = llama ? LlamaFamily(lo, hi, seq, vocab) : GptFamily(lo, hi, seq, vocab);
+  for (ModelSpec& m : spec.candidates) m.attention_impl = attention_impl;
   return spec;
 }
 

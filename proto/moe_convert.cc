@@ -40,6 +40,7 @@ void MoeModelFromProto(const v1::ModelSpec& m, ModelSpec& model,
   TakeInt(m.has_mtp_layers(), m.mtp_layers(), 0, "model.mtp_layers", "--mtp-layers",
           model.mtp_layers, problems);
   TakeEnum(m.attention(), "model.attention", model.attention, problems);
+  TakeEnum(m.attention_impl(), "model.attention_impl", model.attention_impl, problems);
   const v1::MlaDims& a = m.mla();
   TakeInt(a.has_q_lora_rank(), a.q_lora_rank(), 0, "model.mla.q_lora_rank", "--mla-q-lora-rank",
           model.mla.q_lora_rank, problems);
@@ -83,6 +84,9 @@ void MoePlanFromProto(const v1::ParallelPlan& p, ParallelPlan& plan,
 void MoeModelToProto(const ModelSpec& model, v1::ModelSpec& m) {
   if (model.head_dim > 0) m.set_head_dim(model.head_dim);
   if (model.mtp_layers > 0) m.set_mtp_layers(model.mtp_layers);
+  if (model.attention_impl != AttentionImpl::kFlash) {
+    m.set_attention_impl(ToProto(model.attention_impl));
+  }
   if (model.attention == AttentionKind::kMla) {
     m.set_attention(ToProto(model.attention));
     v1::MlaDims* a = m.mutable_mla();

@@ -124,6 +124,11 @@ absl::StatusOr<OperatorKey> KeyFromProto(const v1::OperatorKey& k, const std::st
   shape.expert_parallel = std::max<int64_t>(1, k.expert_parallel());
   shape.expert_tensor_parallel = std::max<int64_t>(1, k.expert_tensor_parallel());
   shape.expert_load_permille = k.expert_load_permille() == 0 ? 1000 : k.expert_load_permille();
+  if (k.attention_impl() != v1::ATTENTION_IMPL_UNSPECIFIED) {
+    VTRAIN_ASSIGN_OR_RETURN(shape.attention_impl,
+                            FromProtoOr(k.attention_impl(), AttentionImpl::kFlash,
+                                        absl::StrCat(where, ".key.attention_impl")));
+  }
   key = WithLayerShape(std::move(key), shape);
   return key;
 }
@@ -269,6 +274,11 @@ v1::ProfileSet ProfileSetToProto(const ProfileSet& set) {
     k->set_sequence_parallel(key.sequence_parallel);
     if (key.context_parallel != 1) k->set_context_parallel(key.context_parallel);
     k->set_attention_core_only(key.attention_core_only);
+    const bool attention =
+        key.op == OperatorKind::kAttentionFwd || key.op == OperatorKind::kAttentionBwd;
+    if (attention && key.attention_impl != DefaultAttentionImpl(key.arch)) {
+      k->set_attention_impl(ToProto(key.attention_impl));
+    }
     k->set_head_dim(key.head_dim);
     k->set_mla_q_lora(key.mla_q_lora);
     k->set_mla_kv_lora(key.mla_kv_lora);

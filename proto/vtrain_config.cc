@@ -238,6 +238,8 @@ absl::StatusOr<v1::PredictRequest> RequestFromVtrainConfig(const std::string& js
   // Read for their type only: vtrain has no use for them.
   VTRAIN_RETURN_IF_ERROR(c.Text("model_arch", "").status());
   VTRAIN_RETURN_IF_ERROR(c.Text("trace_path", "").status());
+  // vTrain profiled Megatron-LM's unfused attention; its files mean that.
+  r.mutable_model()->set_attention_impl(v1::ATTENTION_IMPL_UNFUSED);
   return r;
 }
 

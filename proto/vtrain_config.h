@@ -15,6 +15,7 @@ namespace vtrain::convert {
 // num_attention_heads, max_length, vocab_size, use_checkpoint,
 // use_gradient_bucket, ddp_bucket_size [MB], inter_node_bandwidth [Gb/s],
 // intra_node_bandwidth [GB/s], pipeline_scheduling, node_size, gpu_name.
+// The model's attention is unfused, as vTrain profiled it.
 // INVALID_ARGUMENT names the vTrain field (a missing required one, a
 // non-number, a non-integer, a negative size, an unknown schedule).
 absl::StatusOr<v1::PredictRequest> RequestFromVtrainConfig(const std::string& json);

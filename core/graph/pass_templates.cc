@@ -39,6 +39,7 @@ class TemplateMaker {
   static LayerShape ShapeOf(const Job& job) {
     const ModelSpec& m = job.model;
     LayerShape shape;
+    shape.attention_impl = m.attention_impl;
     shape.head_dim = m.arch == Architecture::kLlama ? m.head_width() : 0;
     if (m.attention == AttentionKind::kMla) shape.mla = m.mla;
     if (m.is_moe()) {

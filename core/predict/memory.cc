@@ -36,6 +36,7 @@ LayerActivationTerms Terms(const ModelSpec& model, bool moe_layer = false) {
   const double h = static_cast<double>(model.hidden_size);
   const double a = static_cast<double>(model.num_heads);
   const double s = static_cast<double>(model.seq_len);
+  const bool unfused = model.attention_impl == AttentionImpl::kUnfused;
   if (model.arch == Architecture::kLlama) {
     // FlashAttention keeps no s x s scores, only its output (and a row
     // log-sum-exp, negligible). Per token, in units of h bytes: two RMSNorm
@@ -58,12 +59,19 @@ LayerActivationTerms Terms(const ModelSpec& model, bool moe_layer = false) {
     }
     const double qd = a * d / h;
     const double kvd = static_cast<double>(model.kv_heads()) * d / h;
-    return {8, 4 * qd + 4 * kvd + 6 * f, 2 * qd};
+    // Unfused, the softmax output (2 bytes per score; no dropout in Llama
+    // recipes) is kept for the weighted sum's and the softmax's backward.
+    const double scores = unfused ? 2 * a * s / h : 0;
+    return {8, 4 * qd + 4 * kvd + 6 * f + scores, 2 * qd + scores};
   }
   // Korthikanti et al. 2022, §4.1: 10 replicated (layer-norm inputs 4, QKV
   // and MLP inputs 2 + 2, dropout masks 1 + 1), 24 split (Q, K 4, V 2,
   // projection input 2, GeLU input and output 8 + 8), and the attention
   // core's 5*a*s/h (scores 2, softmax dropout mask 1, its output 2).
+  // FlashAttention keeps none of the s x s terms (its dropout mask is
+  // regenerated from the RNG state); selective recomputation then drops the
+  // attention output's 2, as for Llama.
+  if (!unfused) return {10, 24, 2};
   return {10, 24 + 5 * a * s / h, 5 * a * s / h};
 }
 

@@ -63,18 +63,18 @@ GptDims DimsOf(const OperatorKey& key) {
 void GptLayerKernels(KernelSequence& seq, const OperatorKey& key, const GptDims& d) {
   const auto& [fp8, t, h, s, sq, tokens, norm_tokens, e, vocab_local, head_dim, batch_heads,
                ffn_local, scores] = d;
+  const bool unfused = key.attention_impl == AttentionImpl::kUnfused;
   switch (key.op) {
     case OperatorKind::kAttentionFwd:
       if (!key.attention_core_only) {
         seq.Memory("layernorm_fwd", norm_tokens * h * 2 * e);
         internal::LinearForward(seq, fp8, "gemm_qkv_fwd", tokens, 3 * h / t, h);
       }
-      seq.Gemm("bgemm_attention_scores_fwd", sq, s, head_dim, batch_heads);
-      seq.Memory("scaled_masked_softmax_fwd", scores * 2 * e);
-      seq.Memory("attention_dropout_fwd", scores * (2 * e + 1));
-      seq.Gemm("bgemm_attention_context_fwd", sq, head_dim, s, batch_heads);
+      // GPT recipes keep attention dropout (0.1): its own kernel unfused,
+      // inside the kernel with flash.
+      internal::AttentionCoreForward(seq, key, /*dropout=*/true);
       if (key.attention_core_only) break;
-      seq.Memory("context_transpose_copy", tokens * h / t * 2 * e);
+      if (unfused) seq.Memory("context_transpose_copy", tokens * h / t * 2 * e);
       internal::LinearForward(seq, fp8, "gemm_projection_fwd", tokens, h, h / t);
       seq.Memory("bias_dropout_add_fwd", norm_tokens * h * (3 * e + 1));
       internal::Fp8ScaleUpdate(seq, fp8);
@@ -91,13 +91,8 @@ void GptLayerKernels(KernelSequence& seq, const OperatorKey& key, const GptDims&
       seq.Memory("bias_dropout_add_bwd", norm_tokens * h * (2 * e + 1));
       internal::LinearBackward(seq, fp8, "gemm_projection_dgrad", "gemm_projection_wgrad", tokens,
                                h, h / t);
-      seq.Memory("context_transpose_copy_bwd", tokens * h / t * 2 * e);
-      seq.Gemm("bgemm_context_dgrad_probs", sq, s, head_dim, batch_heads);
-      seq.Gemm("bgemm_context_dgrad_values", s, head_dim, sq, batch_heads);
-      seq.Memory("attention_dropout_bwd", scores * (2 * e + 1));
-      seq.Memory("scaled_masked_softmax_bwd", scores * 3 * e);
-      seq.Gemm("bgemm_scores_dgrad_query", sq, head_dim, s, batch_heads);
-      seq.Gemm("bgemm_scores_dgrad_key", s, head_dim, sq, batch_heads);
+      if (unfused) seq.Memory("context_transpose_copy_bwd", tokens * h / t * 2 * e);
+      internal::AttentionCoreBackward(seq, key, /*dropout=*/true);
       internal::LinearBackward(seq, fp8, "gemm_qkv_dgrad", "gemm_qkv_wgrad", tokens, 3 * h / t, h);
       seq.Memory("bias_grad_reduce", tokens * (3 * h / t + h) * e);
       seq.Memory("layernorm_bwd", norm_tokens * h * 4 * e);

@@ -41,24 +41,25 @@ struct Shape {
 
 // Megatron-Core's attention block with Transformer Engine (Llama recipe):
 // RMSNorm, fused QKV GEMM of (heads + 2 kv_heads) * head_dim columns, rotary
-// embedding on Q and K, causal FlashAttention reading K/V once per group of
-// heads (grouped-query attention), output projection, residual add. No
-// biases; dropout is 0 in Llama recipes and launches nothing.
+// embedding on Q and K, the attention core (causal FlashAttention reading K/V
+// once per group of heads, unless the key asks for the unfused core),
+// output projection, residual add. No biases; dropout is 0 in Llama recipes
+// and launches nothing.
 void AttentionForward(KernelSequence& seq, bool fp8, const Shape& x, const OperatorKey& key) {
   const double e = kElem;
-  const double lse = x.tokens * x.heads_local * 4;  // fp32 log-sum-exp per row
+  const bool unfused = key.attention_impl == AttentionImpl::kUnfused;
   // Selective recomputation re-runs the attention core alone.
   if (key.attention_core_only) {
-    seq.FusedTensorCore("flash_attention_fwd", FlashAttentionForwardFlops(key),
-                        2 * x.q_bytes() + 2 * x.c * x.kv_bytes() + lse, kFlashForwardEfficiency);
+    AttentionCoreForward(seq, key, /*dropout=*/false);
     return;
   }
   seq.Memory("rmsnorm_fwd", x.norm_tokens * x.h * 2 * e);
   LinearForward(seq, fp8, "gemm_qkv_fwd", x.tokens, x.qkv_width(), x.h);
   seq.Memory("rotary_q_fwd", 2 * x.q_bytes());
   seq.Memory("rotary_k_fwd", 2 * x.kv_bytes());
-  seq.FusedTensorCore("flash_attention_fwd", FlashAttentionForwardFlops(key),
-                      2 * x.q_bytes() + 2 * x.c * x.kv_bytes() + lse, kFlashForwardEfficiency);
+  AttentionCoreForward(seq, key, /*dropout=*/false);
+  // The unfused core's [b * heads, s, d] output back to [s, b, heads * d].
+  if (unfused) seq.Memory("context_transpose_copy", 2 * x.q_bytes());
   LinearForward(seq, fp8, "gemm_projection_fwd", x.tokens, x.h, x.heads_local * x.d);
   seq.Memory("residual_add_fwd", x.norm_tokens * x.h * 3 * e);
   Fp8ScaleUpdate(seq, fp8);
@@ -66,18 +67,12 @@ void AttentionForward(KernelSequence& seq, bool fp8, const Shape& x, const Opera
 
 void AttentionBackward(KernelSequence& seq, bool fp8, const Shape& x, const OperatorKey& key) {
   const double e = kElem;
-  const double rows = x.tokens * x.heads_local;
-  const double dq_fp32 = x.q_bytes() / e * 4;
   LinearBackward(seq, fp8, "gemm_projection_dgrad", "gemm_projection_wgrad", x.tokens, x.h,
                  x.heads_local * x.d);
-  // FlashAttention-2's backward: D = rowsum(dO * O), then the main kernel
-  // (reads Q, K, V, dO, LSE and D; writes dK and dV; accumulates dQ in
-  // fp32), then dQ back to 16 bits.
-  seq.Memory("flash_attention_bwd_preprocess", 2 * x.q_bytes() + rows * 4);
-  seq.FusedTensorCore("flash_attention_bwd", FlashAttentionBackwardFlops(key),
-                      2 * x.q_bytes() + 4 * x.kv_bytes() + 2 * dq_fp32 + rows * 8,
-                      kFlashBackwardEfficiency);
-  seq.Memory("flash_attention_bwd_dq_convert", dq_fp32 + x.q_bytes());
+  if (key.attention_impl == AttentionImpl::kUnfused) {
+    seq.Memory("context_transpose_copy_bwd", 2 * x.q_bytes());
+  }
+  AttentionCoreBackward(seq, key, /*dropout=*/false);
   seq.Memory("rotary_q_bwd", 2 * x.q_bytes());
   seq.Memory("rotary_k_bwd", 2 * x.kv_bytes());
   LinearBackward(seq, fp8, "gemm_qkv_dgrad", "gemm_qkv_wgrad", x.tokens, x.qkv_width(), x.h);
@@ -111,6 +106,77 @@ void MlpBackward(KernelSequence& seq, bool fp8, const Shape& x) {
 }
 
 }  // namespace
+
+double FlashAttentionEfficiency(double key_len, double head_dim, bool backward) {
+  // Anchored at s = 4096, head dimension 128 (see the header).
+  constexpr double kForwardAt4K = 0.60, kBackwardAt4K = 0.45;
+  auto length = [](double keys) {
+    const double n = std::max(keys, 1.0) / 128;  // key blocks of 128
+    return n / (n + 4);
+  };
+  const double width = std::min(1.1, 1.25 * head_dim / (std::max(head_dim, 1.0) + 32));
+  const double at4k = backward ? kBackwardAt4K : kForwardAt4K;
+  return at4k * width * length(key_len) / length(4096);
+}
+
+double FlashAttentionEfficiency(const OperatorKey& key, double head_dim, bool backward) {
+  const double c = static_cast<double>(std::max<int64_t>(1, key.context_parallel));
+  return FlashAttentionEfficiency(static_cast<double>(key.seq) / c, head_dim, backward);
+}
+
+void AttentionCoreForward(KernelSequence& seq, const OperatorKey& key, bool dropout) {
+  const Shape x(key);
+  const double e = kElem;
+  if (key.attention_impl == AttentionImpl::kFlash) {
+    const double lse = x.tokens * x.heads_local * 4;  // fp32 log-sum-exp per row
+    seq.FusedTensorCore("flash_attention_fwd", FlashAttentionForwardFlops(key),
+                        2 * x.q_bytes() + 2 * x.c * x.kv_bytes() + lse,
+                        FlashAttentionEfficiency(key, x.d, /*backward=*/false));
+    return;
+  }
+  // Per sequence: s / c queries against all s keys, every score written.
+  const double sq = x.s / x.c, batch_heads = x.b * x.heads_local;
+  const double scores = batch_heads * sq * x.s;
+  if (x.kv_local < x.heads_local) {
+    seq.Memory("gqa_kv_repeat",
+               2 * (x.c * x.kv_bytes() + x.c * x.kv_bytes() * x.heads_local / x.kv_local));
+  }
+  seq.Gemm("bgemm_attention_scores_fwd", sq, x.s, x.d, batch_heads);
+  seq.Memory("scaled_masked_softmax_fwd", scores * 2 * e);
+  if (dropout) seq.Memory("attention_dropout_fwd", scores * (2 * e + 1));
+  seq.Gemm("bgemm_attention_context_fwd", sq, x.d, x.s, batch_heads);
+}
+
+void AttentionCoreBackward(KernelSequence& seq, const OperatorKey& key, bool dropout) {
+  const Shape x(key);
+  const double e = kElem;
+  if (key.attention_impl == AttentionImpl::kFlash) {
+    // FlashAttention-2's backward: D = rowsum(dO * O), then the main kernel
+    // (reads Q, K, V, dO, LSE and D; writes dK and dV; accumulates dQ in
+    // fp32), then dQ back to 16 bits.
+    const double rows = x.tokens * x.heads_local;
+    const double dq_fp32 = x.q_bytes() / e * 4;
+    seq.Memory("flash_attention_bwd_preprocess", 2 * x.q_bytes() + rows * 4);
+    seq.FusedTensorCore("flash_attention_bwd", FlashAttentionBackwardFlops(key),
+                        2 * x.q_bytes() + 4 * x.kv_bytes() + 2 * dq_fp32 + rows * 8,
+                        FlashAttentionEfficiency(key, x.d, /*backward=*/true));
+    seq.Memory("flash_attention_bwd_dq_convert", dq_fp32 + x.q_bytes());
+    return;
+  }
+  const double sq = x.s / x.c, batch_heads = x.b * x.heads_local;
+  const double scores = batch_heads * sq * x.s;
+  seq.Gemm("bgemm_context_dgrad_probs", sq, x.s, x.d, batch_heads);
+  seq.Gemm("bgemm_context_dgrad_values", x.s, x.d, sq, batch_heads);
+  if (dropout) seq.Memory("attention_dropout_bwd", scores * (2 * e + 1));
+  seq.Memory("scaled_masked_softmax_bwd", scores * 3 * e);
+  seq.Gemm("bgemm_scores_dgrad_query", sq, x.d, x.s, batch_heads);
+  seq.Gemm("bgemm_scores_dgrad_key", x.s, x.d, sq, batch_heads);
+  if (x.kv_local < x.heads_local) {
+    // The repeated keys' and values' gradients summed back per group.
+    seq.Memory("gqa_kv_grad_reduce",
+               2 * (x.c * x.kv_bytes() * x.heads_local / x.kv_local + x.c * x.kv_bytes()));
+  }
+}
 
 void LinearForward(KernelSequence& seq, bool fp8, const char* gemm, double tokens, double n,
                    double k) {

@@ -13,15 +13,27 @@
 
 namespace vtrain::internal {
 
-// FlashAttention's share of the tensor-core peak. FlashAttention-3 (Shah et
-// al. 2024, §4.1) reaches 600-740 TFLOP/s forward in bf16 at head dimension
-// 128 on H100 (61-75% of the dense peak) and its backward 1.5-1.75x
-// FlashAttention-2's, about 450-550 TFLOP/s; FlashAttention-2 (Dao 2023, §4.1)
-// reaches 50-73% of the A100 peak forward and less backward. We take the low
-// ends, as cuDNN's fused attention (Transformer Engine's default) lands
-// there at training shapes. Not calibrated: no measured attention kernels.
-inline constexpr double kFlashForwardEfficiency = 0.60;
-inline constexpr double kFlashBackwardEfficiency = 0.45;
+// FlashAttention's share of the tensor-core peak for one causal kernel whose
+// queries each attend to `key_len` keys (s, or s / c per ring step under
+// context parallelism) with query/key heads of `head_dim`. At s = 4096 and
+// head dimension 128 it is 0.60 forward and 0.45 backward: FlashAttention-3
+// (Shah et al. 2024, §4.1) reaches 61-75% of the H100 dense peak forward at
+// head dimension 128 and its backward 1.5-1.75x FlashAttention-2's;
+// FlashAttention-2 (Dao 2023, §4.1) 50-73% of the A100 peak forward and less
+// backward; we take the low ends, as cuDNN's fused attention (Transformer
+// Engine's default) lands there at training shapes. Around that point:
+//  - length: a thread block of 128 queries loops over the key blocks (n =
+//    key_len / 128), computing (n + 1) / 2 of them under the causal mask
+//    (the diagonal block in full) for n / 2 useful ones, plus about 1.5
+//    blocks' worth of loading Q and writing O: efficiency ∝ n / (n + 4).
+//    FlashAttention-2's Fig. 4 (A100, fwd+bwd) rises from 54% (causal) and
+//    68% (not) of its 16K speed at 512 to its plateau past 4K, as this does.
+//  - head width: 1.25 d / (d + 32), 1 at 128, 0.83 at 64 (FlashAttention-2
+//    at head dimension 64 runs about 0.8x its head-128 speed), at most 1.1.
+// Not calibrated: no measured attention kernels.
+double FlashAttentionEfficiency(double key_len, double head_dim, bool backward);
+// The same for a key's attention core (head_dim: the query/key width).
+double FlashAttentionEfficiency(const OperatorKey& key, double head_dim, bool backward);
 
 // The dtype of everything but fp8 linear layers: fp8 training runs attention,
 // norms and element-wise kernels in bf16.
@@ -52,6 +64,19 @@ std::vector<KernelRecord> GenerateLlamaKernels(const GpuSpec& gpu, const Operato
 // dK). Attention is head-parallel, so the FLOPs split over t.
 double FlashAttentionForwardFlops(const OperatorKey& key);
 double FlashAttentionBackwardFlops(const OperatorKey& key);
+
+// The attention core of multi-head or grouped-query attention (either
+// architecture; key.attention_impl picks the kernels):
+//  - flash: one fused kernel forward; backward FlashAttention-2's rowsum
+//    preprocess, the main kernel (dQ accumulated in fp32) and dQ's
+//    conversion;
+//  - unfused (Megatron-LM's CoreAttention): the scores as a batched GEMM,
+//    the scaled masked softmax and (`dropout`) the attention dropout on the
+//    s x s scores, the weighted sum as a batched GEMM; grouped-query keys
+//    and values are first repeated to every query head. Backward: the same
+//    in reverse, two batched GEMMs per forward one.
+void AttentionCoreForward(KernelSequence& seq, const OperatorKey& key, bool dropout);
+void AttentionCoreBackward(KernelSequence& seq, const OperatorKey& key, bool dropout);
 
 }  // namespace vtrain::internal
 

@@ -131,7 +131,7 @@ struct MlaShape {
 void MlaCore(KernelSequence& seq, const MlaShape& x, const OperatorKey& key) {
   seq.FusedTensorCore("flash_attention_fwd", CausalAttentionFlops(key, x.d + x.rope, x.v, false),
                       x.qk_bytes() * (1 + x.c) + x.v_bytes() * (1 + x.c) + x.lse_bytes(),
-                      kFlashForwardEfficiency);
+                      FlashAttentionEfficiency(key, x.d + x.rope, /*backward=*/false));
 }
 
 void MlaForward(KernelSequence& seq, bool fp8, const MlaShape& x, const OperatorKey& key) {
@@ -169,7 +169,7 @@ void MlaBackward(KernelSequence& seq, bool fp8, const MlaShape& x, const Operato
   seq.Memory("flash_attention_bwd_preprocess", 2 * x.v_bytes() + rows * 4);
   seq.FusedTensorCore("flash_attention_bwd", CausalAttentionFlops(key, x.d + x.rope, x.v, true),
                       4 * x.qk_bytes() + 4 * x.v_bytes() + 2 * x.qk_bytes() / e * 4 + rows * 8,
-                      kFlashBackwardEfficiency);
+                      FlashAttentionEfficiency(key, x.d + x.rope, /*backward=*/true));
   seq.Memory("flash_attention_bwd_dq_convert", x.qk_bytes() / e * 4 + x.qk_bytes());
   seq.Memory("mla_qk_concat_bwd", 4 * x.qk_bytes());
   seq.Memory("rotary_bwd", 2 * x.tokens * (x.heads_local + 1) * x.rope * e);

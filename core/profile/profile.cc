@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -87,6 +88,10 @@ std::string OperatorKey::ToString() const {
   if (sequence_parallel) absl::StrAppend(&out, " sp=1");
   if (context_parallel != 1) absl::StrAppend(&out, " c=", context_parallel);
   if (attention_core_only) absl::StrAppend(&out, " core=1");
+  const bool attention = op == OperatorKind::kAttentionFwd || op == OperatorKind::kAttentionBwd;
+  if (attention && attention_impl != DefaultAttentionImpl(arch)) {
+    absl::StrAppend(&out, " attn=", AttentionImplName(attention_impl));
+  }
   if (experts > 0) {
     absl::StrAppend(&out, " ep=", expert_parallel, " etp=", expert_tensor_parallel,
                     " load=", expert_load_permille);
@@ -104,7 +109,7 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
     return absl::InvalidArgumentError(absl::StrCat(
         "operator key '", text, "': ", why,
         "; expected GPU/DTYPE/OP [arch=llama] h=.. [a=..] [kv=..] [f=..] s=.. b=.. t=.. "
-        "[v=..] [sp=1] [c=..] [core=1] [hd=.. qlr=.. kvlr=.. rope=.. vd=..] "
+        "[v=..] [sp=1] [c=..] [core=1] [attn=flash|unfused] [hd=.. qlr=.. kvlr=.. rope=.. vd=..] "
         "[e=.. k=.. sf=.. ep=.. etp=.. load=..] or "
         "GPU/DTYPE/optimizer_step params=.."));
   };
@@ -126,6 +131,15 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
   Architecture arch = Architecture::kGpt;
   for (size_t i = 1; i < words.size(); ++i) {
     const std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(words[i], '=');
+    if (kv.first == "attn") {
+      absl::StatusOr<AttentionImpl> parsed = ParseAttentionImpl(kv.second);
+      if (!parsed.ok()) return bad(absl::StrCat("'", words[i], "' is not attn=flash or unfused"));
+      if (!absl::StartsWith(path[2], "attention_")) {
+        return bad("attn= applies to attention_fwd and attention_bwd only");
+      }
+      shape.attention_impl = *parsed;
+      continue;
+    }
     if (kv.first == "arch") {
       absl::StatusOr<Architecture> parsed = ParseArchitecture(kv.second);
       if (!parsed.ok()) return bad(absl::StrCat("'", words[i], "' is not arch=gpt or arch=llama"));
@@ -186,10 +200,15 @@ OperatorKey WithParallelSplits(OperatorKey key, bool sequence_parallel, int64_t 
   return key;
 }
 
+AttentionImpl DefaultAttentionImpl(Architecture arch) {
+  return arch == Architecture::kGpt ? AttentionImpl::kUnfused : AttentionImpl::kFlash;
+}
+
 OperatorKey WithLayerShape(OperatorKey key, const LayerShape& shape) {
   switch (key.op) {
     case OperatorKind::kAttentionFwd:
     case OperatorKind::kAttentionBwd:
+      if (shape.attention_impl.has_value()) key.attention_impl = *shape.attention_impl;
       if (key.arch != Architecture::kLlama) return key;
       key.head_dim = shape.head_dim > 0 && key.heads > 0 && shape.head_dim * key.heads != key.hidden
                          ? shape.head_dim
@@ -239,6 +258,7 @@ OperatorKey MakeOperatorKey(std::string gpu, DType dtype, OperatorKind op, int64
     case OperatorKind::kAttentionBwd:
       k.heads = heads;
       if (arch == Architecture::kLlama) k.kv_heads = kv_heads > 0 ? kv_heads : heads;
+      k.attention_impl = DefaultAttentionImpl(arch);
       break;
     case OperatorKind::kMlpFwd:
     case OperatorKind::kMlpBwd:

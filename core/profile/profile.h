@@ -65,6 +65,10 @@ struct OperatorKey {
   // (loss, optimizer step).
   Architecture arch = Architecture::kGpt;
   int64_t kv_heads = 0;  // Llama attention only: key/value heads
+  // Attention keys only: how the core runs. MakeOperatorKey sets each
+  // architecture's historical default (DefaultAttentionImpl), so keys
+  // written before the choice existed keep their meaning.
+  AttentionImpl attention_impl = AttentionImpl::kFlash;
   // Parallel splits (see WithParallelSplits); the defaults leave a key as
   // it was before they existed.
   bool sequence_parallel = false;    // layer norms and dropout on seq / t tokens
@@ -86,16 +90,17 @@ struct OperatorKey {
   friend H AbslHashValue(H h, const OperatorKey& k) {
     return H::combine(std::move(h), k.gpu, k.dtype, k.op, k.hidden, k.heads, k.ffn, k.seq,
                       k.micro_batch, k.tensor_parallel, k.vocab, k.num_parameters, k.arch,
-                      k.kv_heads, k.sequence_parallel, k.context_parallel, k.attention_core_only,
-                      k.head_dim, k.mla_q_lora, k.mla_kv_lora, k.mla_rope, k.mla_v, k.experts,
-                      k.top_k, k.shared_ffn, k.expert_parallel, k.expert_tensor_parallel,
-                      k.expert_load_permille);
+                      k.kv_heads, k.attention_impl, k.sequence_parallel, k.context_parallel,
+                      k.attention_core_only, k.head_dim, k.mla_q_lora, k.mla_kv_lora, k.mla_rope,
+                      k.mla_v, k.experts, k.top_k, k.shared_ffn, k.expert_parallel,
+                      k.expert_tensor_parallel, k.expert_load_permille);
   }
   // "a100-sxm4-80gb/fp16/attention_fwd h=2048 a=16 f=8192 s=2048 b=1 t=1";
   // Llama keys carry "arch=llama" and, for attention, "kv=N":
   // "h100-sxm5-80gb/bf16/attention_fwd arch=llama h=4096 a=32 kv=8 s=8192 b=1 t=1";
-  // with " sp=1", " c=N" and " core=1" when set; attention with " hd=",
-  // " qlr=", " kvlr=", " rope=", " vd=" when set; MoE keys
+  // with " sp=1", " c=N" and " core=1" when set; " attn=flash" (GPT) or
+  // " attn=unfused" (Llama) when attention is not the architecture's default; attention with "
+  // hd=", " qlr=", " kvlr=", " rope=", " vd=" when set; MoE keys
   // "... moe_fwd arch=llama h=7168 f=2048 e=256 k=8 sf=2048 s=4096 b=1 t=1
   // ep=64 etp=1 load=1000".
   std::string ToString() const;
@@ -127,8 +132,14 @@ OperatorKey MakeOperatorKey(std::string gpu, DType dtype, OperatorKind op, int64
 OperatorKey WithParallelSplits(OperatorKey key, bool sequence_parallel, int64_t context_parallel,
                                bool attention_core_only);
 
+// The attention implementation an attention key of `arch` has unless told:
+// unfused for GPT (the paper's measured kernels), flash for Llama.
+AttentionImpl DefaultAttentionImpl(Architecture arch);
+
 // The layer shape beyond MakeOperatorKey's arguments.
 struct LayerShape {
+  // Set: the attention keys' implementation; unset: the key's as made.
+  std::optional<AttentionImpl> attention_impl;
   int64_t head_dim = 0;  // 0: hidden / heads
   MlaDims mla;           // kv_lora_rank > 0: MLA attention
   int64_t experts = 0, top_k = 0, shared_ffn = 0;
@@ -136,8 +147,9 @@ struct LayerShape {
 };
 
 // `key` with the fields of `shape` its operator depends on: attention keys
-// take the head width (only when it differs from hidden / heads) and MLA's
-// dimensions, MoE keys the expert fields; other keys are returned as given.
+// take the implementation, the head width (only when it differs from
+// hidden / heads) and MLA's dimensions, MoE keys the expert fields; other keys are returned as
+// given.
 OperatorKey WithLayerShape(OperatorKey key, const LayerShape& shape);
 
 // One kernel of an operator: GPU time, then the idle time on the stream until

@@ -229,6 +229,17 @@ absl::StatusOr<AttentionKind> ParseAttention(absl::string_view name) {
       absl::StrCat("model.attention='", name, "' is unknown; use mha, gqa or mla"));
 }
 
+absl::string_view AttentionImplName(AttentionImpl impl) {
+  return impl == AttentionImpl::kUnfused ? "unfused" : "flash";
+}
+
+absl::StatusOr<AttentionImpl> ParseAttentionImpl(absl::string_view name) {
+  if (name == "flash") return AttentionImpl::kFlash;
+  if (name == "unfused") return AttentionImpl::kUnfused;
+  return absl::InvalidArgumentError(
+      absl::StrCat("model.attention_impl='", name, "' is unknown; use flash or unfused"));
+}
+
 absl::string_view RouterScoreName(RouterScore score) {
   return score == RouterScore::kSigmoid ? "sigmoid" : "softmax";
 }

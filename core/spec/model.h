@@ -40,6 +40,21 @@ absl::string_view AttentionName(AttentionKind kind);
 // Accepts mha, gqa and mla; INVALID_ARGUMENT naming model.attention otherwise.
 absl::StatusOr<AttentionKind> ParseAttention(absl::string_view name);
 
+// How the attention core (scores, softmax, weighted sum) runs, independent of
+// the architecture.
+//  kFlash: one fused kernel per pass that keeps no s x s scores
+//    (FlashAttention-2/3, cuDNN fused attention: what Megatron-Core with
+//    Transformer Engine runs; --attention-backend flash/fused).
+//  kUnfused: the paper's Megatron-LM of 2022: batched GEMMs for the scores
+//    and the weighted sum, the s x s scores written to memory, softmax and
+//    dropout as their own kernels (--attention-backend unfused). The measured
+//    A100 runs of ../shared/data and the paper's reproductions use it.
+enum class AttentionImpl { kFlash, kUnfused };
+// "flash" / "unfused".
+absl::string_view AttentionImplName(AttentionImpl impl);
+// INVALID_ARGUMENT naming model.attention_impl and the choices otherwise.
+absl::StatusOr<AttentionImpl> ParseAttentionImpl(absl::string_view name);
+
 // MLA's dimensions (DeepSeek-V3 config.json names in comments).
 struct MlaDims {
   int64_t q_lora_rank = 0;     // q_lora_rank; 0: queries projected directly from h
@@ -94,6 +109,8 @@ struct ModelSpec {
   // from the hidden size (64 heads of 128 over hidden 4096).
   int64_t head_dim = 0;
   AttentionKind attention = AttentionKind::kStandard;
+  // Flash for every model unless asked: what Megatron-Core runs today.
+  AttentionImpl attention_impl = AttentionImpl::kFlash;
   MlaDims mla;  // attention == kMla only
   MoeSpec moe;
   // DeepSeek-V3's multi-token-prediction modules (num_nextn_predict_layers):

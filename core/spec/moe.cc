@@ -182,6 +182,11 @@ void CheckAttention(const ModelSpec& m, Problems& p) {
   if (m.arch != Architecture::kLlama) {
     p.Add("model.attention=mla needs model.arch=llama; set --arch llama");
   }
+  if (m.attention_impl == AttentionImpl::kUnfused) {
+    p.Add(
+        "model.attention_impl=unfused is not modelled for model.attention=mla (MLA runs as "
+        "fused attention in Megatron-Core); use --attention-impl flash");
+  }
   p.InRange("model.mla.q_lora_rank", a.q_lora_rank, 0, kMaxLoraRank,
             "use 0 for uncompressed queries (--mla-q-lora-rank)");
   p.InRange("model.mla.kv_lora_rank", a.kv_lora_rank, 1, kMaxLoraRank,

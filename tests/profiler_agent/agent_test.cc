@@ -231,6 +231,27 @@ TEST(WorkPlanTest, KeysBecomeLayerAndNcclRuns) {
   EXPECT_NE(plan.skipped[1].find("spans nodes"), std::string::npos);
 }
 
+// The agent's GPT layer runs unfused attention and its Llama layer
+// FlashAttention: keys asking for the other are skipped, saying why, not
+// answered with kernels of the wrong core.
+TEST(WorkPlanTest, AttentionTheAgentDoesNotRunIsSkippedSayingWhy) {
+  const std::string g = "a100-sxm4-80gb";
+  const WorkPlan plan = PlanProfilingWork(
+      {g + "/fp16/attention_fwd h=2048 a=16 s=2048 b=1 t=1 attn=flash",
+       g + "/bf16/attention_bwd arch=llama h=4096 a=32 kv=8 s=8192 b=1 t=1 attn=unfused",
+       g + "/fp16/attention_fwd h=2048 a=16 s=2048 b=1 t=1",
+       g + "/fp16/mlp_fwd h=2048 f=8192 s=2048 b=1 t=1"},
+      g, 8);
+  ASSERT_EQ(plan.skipped.size(), 2u);
+  EXPECT_NE(plan.skipped[0].find("gpt layer runs unfused attention, not flash"), std::string::npos)
+      << plan.skipped[0];
+  EXPECT_NE(plan.skipped[1].find("llama layer runs flash attention, not unfused"),
+            std::string::npos)
+      << plan.skipped[1];
+  ASSERT_EQ(plan.runs.size(), 1u);
+  EXPECT_EQ(plan.runs[0].keys.size(), 2u);  // the unfused attention and the MLP
+}
+
 // Llama keys get Llama runs (their KV heads from the attention key), fp8
 // keys fp8 runs of their architecture; the loss and optimizer keys, which
 // carry no architecture, ride with a GPT run of their dtype.
@@ -309,10 +330,10 @@ TEST(AgentCommandsTest, ServeAnswersProfilingWork) {
   const std::string address = absl::StrCat("127.0.0.1:", (*srv)->port());
   // A prediction on a GPU with only analytical tables leaves work behind.
   std::ostringstream pout, perr;
-  ASSERT_EQ(cli::RunVtrainctl(
-                {"predict", "--server", address, "--model", "gpt3-1.3b", "--gpu", "a100-sxm4-80gb",
-                 "--gpus", "8", "--tp", "2", "--dp", "4", "--global-batch", "64"},
-                pout, perr),
+  ASSERT_EQ(cli::RunVtrainctl({"predict", "--server", address, "--model", "gpt3-1.3b",
+                               "--attention-impl", "unfused", "--gpu", "a100-sxm4-80gb", "--gpus",
+                               "8", "--tp", "2", "--dp", "4", "--global-batch", "64"},
+                              pout, perr),
             0)
       << perr.str();
 

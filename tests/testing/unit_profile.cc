@@ -64,12 +64,17 @@ ProfileSet UnitProfileSet(const Job& job, const UnitTimes& times) {
 
   const ModelSpec& m = job.model;
   const ParallelPlan& plan = job.plan;
+  LayerShape shape;
+  shape.attention_impl = m.attention_impl;
   auto key = [&](OperatorKind op, int64_t num_parameters, bool core_only = false) {
-    return WithParallelSplits(
-        MakeOperatorKey(job.cluster.gpu.name, plan.dtype, op, m.hidden_size, m.num_heads, m.ffn(),
-                        m.seq_len, plan.micro_batch, plan.tensor_parallel,
-                        PaddedVocab(m, plan.tensor_parallel), num_parameters, m.arch, m.kv_heads()),
-        plan.sequence_parallel, plan.context_parallel, core_only);
+    return WithLayerShape(
+        WithParallelSplits(
+            MakeOperatorKey(job.cluster.gpu.name, plan.dtype, op, m.hidden_size, m.num_heads,
+                            m.ffn(), m.seq_len, plan.micro_batch, plan.tensor_parallel,
+                            PaddedVocab(m, plan.tensor_parallel), num_parameters, m.arch,
+                            m.kv_heads()),
+            plan.sequence_parallel, plan.context_parallel, core_only),
+        shape);
   };
   const std::vector<KernelRecord> zero = {{"zero", 0, 0}};
   set.operators[key(OperatorKind::kAttentionFwd, 0)] = Measured(times.attention_fwd);

@@ -152,6 +152,7 @@ TEST(PassTemplatesTest, SequenceParallelismShortensNormAndDropoutKernelsOnly) {
 
 TEST(PassTemplatesTest, SelectiveRecomputationRerunsOnlyTheAttentionCore) {
   Job job = WithPlan(TinyJob(), 1, 1, 1, 1, 4);
+  job.model.attention_impl = AttentionImpl::kUnfused;
   job.plan.recompute = Recompute::kSelective;
   const Made selective = MakeMiddle(job);
   // Per layer: the core's four kernels once more, before attention_bwd.
@@ -197,6 +198,7 @@ TEST(PassTemplatesTest, ContextParallelismSplitsTokensAndExchangesKeysAndValues)
   job.model.hidden_size = 4096;
   job.model.num_heads = 32;
   job.model.seq_len = 4096;
+  job.model.attention_impl = AttentionImpl::kUnfused;  // the score GEMM is its own kernel
   const double whole = ActivationBytes(job);
   const Made plain = MakeMiddle(job);
   job.plan.context_parallel = 2;

@@ -14,7 +14,8 @@ TEST(MemoryTest, LayerActivationsFollowKorthikanti) {
 }
 
 TEST(MemoryTest, StagesHoldTheirShareAndTheMicroBatchesInFlight) {
-  const Job job = testing::PresetJob("gpt3-175b", 8, 4, 16, 1, 1536);
+  Job job = testing::PresetJob("gpt3-175b", 8, 4, 16, 1, 1536);
+  job.model.attention_impl = AttentionImpl::kUnfused;  // Korthikanti's s x s terms
   const MemoryEstimate m = EstimateMemory(job);
   ASSERT_EQ(m.stages.size(), 16u);
   // 1F1B: stage s keeps min(p - s, m) = 16 - s micro-batches.
@@ -63,7 +64,8 @@ TEST(MemoryTest, RecomputationAndSchedulesChangeActivations) {
 TEST(MemoryTest, LayerActivationsForEachOptionFollowKorthikantiTable2) {
   // GPT-3 175B, s=2048, b=1, h=12288, a=96, t=8: s*b*h = 25,165,824 and
   // 5*a*s/h = 5*96*2048/12288 = 80.
-  const ModelSpec model = *ModelPreset("gpt3-175b");
+  ModelSpec model = *ModelPreset("gpt3-175b");
+  model.attention_impl = AttentionImpl::kUnfused;  // as Korthikanti et al. measured
   ParallelPlan plan;
   plan.tensor_parallel = 8;
   auto bytes = [&](Recompute r, bool sp, int64_t cp) {
@@ -84,6 +86,13 @@ TEST(MemoryTest, LayerActivationsForEachOptionFollowKorthikantiTable2) {
   EXPECT_DOUBLE_EQ(bytes(Recompute::kFull, true, 1), kSbh * 0.25);
   // Context parallelism 2: each rank holds half the tokens.
   EXPECT_DOUBLE_EQ(bytes(Recompute::kNone, false, 2), 578'813'952.0 / 2);
+  // FlashAttention keeps none of the 5*a*s/h: 10 + 24/8 = 13 without
+  // recomputation; selective drops the attention output, 10 + 22/8 = 12.75.
+  model.attention_impl = AttentionImpl::kFlash;
+  EXPECT_DOUBLE_EQ(bytes(Recompute::kNone, false, 1), kSbh * 13);
+  EXPECT_DOUBLE_EQ(bytes(Recompute::kSelective, false, 1), kSbh * 12.75);
+  EXPECT_DOUBLE_EQ(bytes(Recompute::kFull, false, 1), kSbh * 2);
+  model.attention_impl = AttentionImpl::kUnfused;
   // SP is a no-op without tensor parallelism (as Megatron turns it off).
   plan.tensor_parallel = 1;
   EXPECT_DOUBLE_EQ(bytes(Recompute::kNone, true, 1), bytes(Recompute::kNone, false, 1));
@@ -113,6 +122,7 @@ TEST(MemoryTest, InterleavingHoldsMegatronsWarmUpOfChunks) {
   // p=4, V=2, m=8: stage 0 warms up 2*(4-0-1) + (2-1)*4 = 10 chunk forwards
   // and holds 11; stage 3 warms up 0 + 4 and holds 5.
   Job job = testing::PresetJob("gpt3-175b", 8, 4, 4, 1, 32);
+  job.model.attention_impl = AttentionImpl::kUnfused;
   job.plan.virtual_stages = 2;
   ASSERT_EQ(job.plan.num_micro_batches(), 8);
   const MemoryEstimate m = EstimateMemory(job);
