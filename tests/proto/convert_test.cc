@@ -32,6 +32,7 @@ TEST(ConvertTest, JobRoundTripsThroughTheRequest) {
     EXPECT_EQ(back->plan.pipeline_parallel, job.plan.pipeline_parallel);
     EXPECT_EQ(back->plan.schedule, job.plan.schedule);
     EXPECT_EQ(back->plan.recompute, job.plan.recompute);
+    EXPECT_EQ(back->model.attention_impl, job.model.attention_impl);
     EXPECT_EQ(back->cluster.num_gpus, job.cluster.num_gpus);
     EXPECT_EQ(back->cluster.gpu.name, job.cluster.gpu.name);
   }
@@ -99,6 +100,15 @@ TEST(ConvertTest, LlamaModelsAndFp8ConvertAndValidate) {
   job = JobFromProto(custom);
   ASSERT_FALSE(job.ok());
   EXPECT_NE(job.status().message().find("model.arch"), std::string::npos) << job.status();
+  custom.mutable_model()->set_arch(v1::ARCHITECTURE_LLAMA);
+  custom.mutable_model()->set_attention_impl(static_cast<v1::AttentionImpl>(9));
+  job = JobFromProto(custom);
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(job.status().message().find("model.attention_impl"), std::string::npos) << job.status();
+  custom.mutable_model()->set_attention_impl(v1::ATTENTION_IMPL_UNFUSED);
+  job = JobFromProto(custom);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->model.attention_impl, AttentionImpl::kUnfused);
 }
 
 TEST(ConvertTest, NewPlanFieldsRoundTripAndDeriveTheDataParallelDegree) {

@@ -99,6 +99,7 @@ Job RandomSmallJob(uint64_t seed) {
     job.plan.schedule = PipelineSchedule::kDualPipeV;
     job.plan.virtual_stages = 2;
   }
+  job.model.attention_impl = r.Pick({AttentionImpl::kFlash, AttentionImpl::kUnfused});
   return job;
 }
 

@@ -33,7 +33,7 @@ Job Gpt13bJob();
 // milliseconds: 1-12 layers, hidden 64-256, 1-8 heads, t in {1, 2, 4, 8},
 // d in 1..4, p in 1..4, 1-9 micro-batches of 1-4, any GPU, 1-16 GPUs per
 // node, any schedule (the split-backward ones where the shape allows) and
-// recomputation, bucketing on or off with buckets
+// recomputation, either attention core, bucketing on or off with buckets
 // from 1 byte to 25 MiB. The same seed gives the same job with any standard
 // library.
 Job RandomSmallJob(uint64_t seed);
