@@ -180,6 +180,15 @@ void AddClusterFlags(common::FlagParser& p) {
   p.AddValue("intra-node-bandwidth", "BW", "per-GPU NVLink bandwidth with unit, e.g. 150GB/s");
   p.AddValue("inter-node-bandwidth", "BW", "per-node network bandwidth with unit, e.g. 800Gb/s");
   p.AddValue("price-usd-per-gpu-hour", "USD", "price of one GPU-hour, for the cost");
+  p.AddValue("nodes-per-leaf", "K",
+             "a rail-optimised leaf/spine fabric with K nodes under each leaf "
+             "(cluster.fabric.nodes_per_leaf; default: flat and non-blocking)");
+  p.AddValue("oversubscription", "R", "leaf downlink:uplink bandwidth, e.g. 4 for 4:1 (default 1)");
+  p.AddValue("placement", "P",
+             "packed (default: consecutive nodes fill a leaf) or spread (round-robin over the "
+             "cluster's leaves)");
+  p.AddValue("cluster-nodes", "N",
+             "nodes in the whole cluster, the leaves spread uses (default the job's)");
   p.AddValue("node-failure-rate", "R",
              "node failures per 1,000 node-days, for the goodput with --tokens (default 6.5; 0: "
              "none)");
@@ -360,6 +369,22 @@ absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const common::FlagParser& f
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> price, flags.GetDouble("price-usd-per-gpu-hour"));
   if (price) c.set_price_usd_per_gpu_hour(*price);
   VTRAIN_RETURN_IF_ERROR(ReliabilityFromFlags(flags, *c.mutable_reliability()));
+  v1::Fabric& f = *c.mutable_fabric();
+  VTRAIN_RETURN_IF_ERROR(
+      SetInt(flags, "nodes-per-leaf", [&](int64_t v) { f.set_nodes_per_leaf(v); }));
+  VTRAIN_RETURN_IF_ERROR(
+      SetInt(flags, "cluster-nodes", [&](int64_t v) { f.set_cluster_nodes(v); }));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> over, flags.GetDouble("oversubscription"));
+  if (over) f.set_oversubscription(*over);
+  if (auto p = flags.Get("placement")) {
+    absl::StatusOr<Placement> placement = ParsePlacement(*p);
+    if (!placement.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(placement.status().message(), " (--placement)"));
+    }
+    f.set_placement(*placement == Placement::kSpread ? v1::PLACEMENT_SPREAD : v1::PLACEMENT_PACKED);
+  }
+  if (f.ByteSizeLong() == 0) c.clear_fabric();
   return c;
 }
 

@@ -127,10 +127,19 @@ std::string PlanLine(const v1::PredictResponse& r) {
 std::string ClusterLines(const v1::PredictResponse& r) {
   const v1::ClusterSpec& c = r.cluster();
   const v1::ParallelPlan& q = r.plan();
+  std::string fabric;
+  if (c.fabric().nodes_per_leaf() > 0) {
+    fabric = absl::StrFormat("\nfabric   leaf/spine, %d nodes per leaf, %g:1 oversubscribed, %s",
+                             c.fabric().nodes_per_leaf(), c.fabric().oversubscription(),
+                             c.fabric().placement() == v1::PLACEMENT_SPREAD ? "spread" : "packed");
+    if (c.fabric().cluster_nodes() > 0) {
+      absl::StrAppend(&fabric, " over ", c.fabric().cluster_nodes(), " nodes");
+    }
+  }
   std::string out = absl::StrFormat(
-      "cluster  %d x %s, %d per node, NVLink %.0f GB/s per GPU, network %.0f Gb/s per node\n\n",
+      "cluster  %d x %s, %d per node, NVLink %.0f GB/s per GPU, network %.0f Gb/s per node%s\n\n",
       c.num_gpus(), c.gpu(), c.gpus_per_node(), c.intra_node_bandwidth_bytes_per_s() / 1e9,
-      c.inter_node_bandwidth_bytes_per_s() * 8 / 1e9);
+      c.inter_node_bandwidth_bytes_per_s() * 8 / 1e9, fabric);
   const int64_t job_gpus = q.tensor_parallel() * std::max<int64_t>(1, q.context_parallel()) *
                            q.data_parallel() * q.pipeline_parallel();
   if (job_gpus < c.num_gpus()) {

@@ -103,6 +103,16 @@ absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& c, GpuLookup
   }
   cluster.price_usd_per_gpu_hour = c.price_usd_per_gpu_hour();
   cluster.reliability = ReliabilityFromProto(c.reliability());
+  const v1::Fabric& f = c.fabric();
+  cluster.fabric.nodes_per_leaf = f.nodes_per_leaf();
+  if (f.has_oversubscription()) cluster.fabric.oversubscription = f.oversubscription();
+  cluster.fabric.cluster_nodes = f.cluster_nodes();
+  if (f.placement() == v1::PLACEMENT_SPREAD) {
+    cluster.fabric.placement = Placement::kSpread;
+  } else if (f.placement() != v1::PLACEMENT_UNSPECIFIED && f.placement() != v1::PLACEMENT_PACKED) {
+    return absl::InvalidArgumentError(absl::StrCat("cluster.fabric.placement=", f.placement(),
+                                                   " is unknown; use PACKED or SPREAD"));
+  }
   // Checked here too, not only by ValidateJob: a search, curve or model plan
   // would otherwise refuse every plan it considers for the same reason.
   std::vector<std::string> reliability;
@@ -258,6 +268,14 @@ v1::PredictRequest JobToProto(const Job& job) {
   c->set_inter_node_bandwidth_bytes_per_s(job.cluster.inter_node_bandwidth_bytes_per_s);
   c->set_price_usd_per_gpu_hour(job.cluster.price_usd_per_gpu_hour);
   ReliabilityToProto(job.cluster.reliability, c->mutable_reliability());
+  if (!job.cluster.fabric.flat()) {
+    v1::Fabric* f = c->mutable_fabric();
+    f->set_nodes_per_leaf(job.cluster.fabric.nodes_per_leaf);
+    f->set_oversubscription(job.cluster.fabric.oversubscription);
+    f->set_placement(job.cluster.fabric.placement == Placement::kSpread ? v1::PLACEMENT_SPREAD
+                                                                        : v1::PLACEMENT_PACKED);
+    f->set_cluster_nodes(job.cluster.fabric.cluster_nodes);
+  }
   r.set_memory_headroom(job.cluster.memory_headroom);
   v1::ParallelPlan* p = r.mutable_plan();
   p->set_tensor_parallel(job.plan.tensor_parallel);

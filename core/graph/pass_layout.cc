@@ -7,16 +7,49 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/graph/pass_templates.h"
+#include "core/spec/fabric.h"
 #include "core/spec/moe.h"
 #include "core/spec/pipeline_layout.h"
 
 namespace vtrain::internal {
+namespace {
+
+int64_t JobRanks(const Job& job) {
+  const ParallelPlan& p = job.plan;
+  return p.tensor_parallel * p.context_parallel * p.data_parallel * p.pipeline_parallel;
+}
+
+// The spine slowdown of every group of one kind running at once: groups of
+// `size` ranks, member k of group g at rank first(g) + k * stride, where the
+// groups' first ranks are every rank whose index along this dimension is 0
+// (block = size * stride: ranks r with (r % block) < stride start a group).
+double StridedSpine(const Job& job, int64_t size, int64_t stride, double nic_share,
+                    bool all_to_all = false) {
+  if (job.cluster.fabric.flat() || size < 2) return 1;
+  const int64_t ranks = JobRanks(job);
+  SpineLoad load(job.cluster.fabric, job.cluster.gpus_per_node, ranks);
+  std::vector<int64_t> members(static_cast<size_t>(size));
+  for (int64_t first = 0; first < ranks; ++first) {
+    if (first % (size * stride) >= stride) continue;
+    for (int64_t k = 0; k < size; ++k) members[static_cast<size_t>(k)] = first + k * stride;
+    if (all_to_all) {
+      load.AddAllToAll(members, nic_share);
+    } else {
+      load.AddRing(members, nic_share);
+    }
+  }
+  return load.Slowdown();
+}
+
+}  // namespace
 
 CommGroup TensorParallelGroup(const Job& job) {
   const int64_t t = job.plan.tensor_parallel, gpn = job.cluster.gpus_per_node;
   const int64_t per_node = std::gcd(t, gpn);
-  return {t, per_node, static_cast<double>(per_node) / static_cast<double>(gpn),
-          CommUse::kTensorParallel};
+  CommGroup g{t, per_node, static_cast<double>(per_node) / static_cast<double>(gpn),
+              CommUse::kTensorParallel};
+  if (t > gpn) g.spine_slowdown = StridedSpine(job, t, 1, g.nic_fraction);
+  return g;
 }
 
 CommGroup DataParallelGroup(const Job& job) {
@@ -25,8 +58,10 @@ CommGroup DataParallelGroup(const Job& job) {
   const int64_t t = job.plan.tensor_parallel, d = GradientRanks(job);
   const int64_t gpn = job.cluster.gpus_per_node;
   const int64_t per_node = t < gpn ? std::max<int64_t>(1, std::min(d, gpn / t)) : 1;
-  return {d, per_node, static_cast<double>(per_node) / static_cast<double>(gpn),
-          CommUse::kDataParallel};
+  CommGroup g{d, per_node, static_cast<double>(per_node) / static_cast<double>(gpn),
+              CommUse::kDataParallel};
+  g.spine_slowdown = StridedSpine(job, d, t, g.nic_fraction);
+  return g;
 }
 
 std::vector<StageEnds> JobChunks(const Job& job) {
@@ -52,13 +87,17 @@ CommGroup ExpertParallelGroup(const Job& job) {
   const int64_t per_node = std::max<int64_t>(1, std::min(ep, gpn / std::max<int64_t>(1, etp)));
   // Every EP group on a node exchanges at once: this one gets its ranks'
   // share of the node's NICs.
-  return {ep, per_node, static_cast<double>(per_node) / static_cast<double>(gpn)};
+  CommGroup g{ep, per_node, static_cast<double>(per_node) / static_cast<double>(gpn)};
+  g.spine_slowdown = StridedSpine(job, ep, etp, g.nic_fraction, /*all_to_all=*/true);
+  return g;
 }
 
 CommGroup ExpertTensorParallelGroup(const Job& job) {
   const int64_t etp = job.plan.expert_tensor_parallel, gpn = job.cluster.gpus_per_node;
   const int64_t per_node = std::gcd(etp, gpn);
-  return {etp, per_node, static_cast<double>(per_node) / static_cast<double>(gpn)};
+  CommGroup g{etp, per_node, static_cast<double>(per_node) / static_cast<double>(gpn)};
+  if (etp > gpn) g.spine_slowdown = StridedSpine(job, etp, 1, g.nic_fraction);
+  return g;
 }
 
 CommGroup ExpertDataParallelGroup(const Job& job) {
@@ -67,8 +106,10 @@ CommGroup ExpertDataParallelGroup(const Job& job) {
   const int64_t inner = job.plan.expert_parallel * job.plan.expert_tensor_parallel;
   const int64_t gpn = job.cluster.gpus_per_node;
   const int64_t per_node = inner < gpn ? std::max<int64_t>(1, std::min(edp, gpn / inner)) : 1;
-  return {edp, per_node, static_cast<double>(per_node) / static_cast<double>(gpn),
-          CommUse::kDataParallel};
+  CommGroup g{edp, per_node, static_cast<double>(per_node) / static_cast<double>(gpn),
+              CommUse::kDataParallel};
+  g.spine_slowdown = StridedSpine(job, edp, inner, g.nic_fraction);
+  return g;
 }
 
 CommGroup ContextRingGroup(const Job& job) {
@@ -77,7 +118,9 @@ CommGroup ContextRingGroup(const Job& job) {
   const int64_t t = job.plan.tensor_parallel, c = job.plan.context_parallel;
   const int64_t gpn = job.cluster.gpus_per_node;
   const bool one_node = c * t <= gpn && gpn % (c * t) == 0;
-  return {2, one_node ? 2 : 1, 1.0 / static_cast<double>(gpn)};
+  CommGroup g{2, one_node ? 2 : 1, 1.0 / static_cast<double>(gpn)};
+  g.spine_slowdown = StridedSpine(job, c, t, g.nic_fraction);
+  return g;
 }
 
 CommGroup StagePairGroup(const Job& job, int64_t stage, int64_t stages_apart) {
@@ -89,7 +132,23 @@ CommGroup StagePairGroup(const Job& job, int64_t stage, int64_t stages_apart) {
     crosses = rank / gpn != (rank + stages_apart * td) / gpn;
   }
   if (td > gpn) crosses = true;
-  return {2, crosses ? 1 : 2, 1.0 / static_cast<double>(std::min(td, gpn)), CommUse::kPipeline};
+  CommGroup g{2, crosses ? 1 : 2, 1.0 / static_cast<double>(std::min(td, gpn)), CommUse::kPipeline};
+  if (crosses && !job.cluster.fabric.flat()) {
+    // Every stage sends to its neighbour at once (activations forward,
+    // gradients back), stages_apart apart and around for interleaving.
+    const int64_t p = job.plan.pipeline_parallel, per_stage = JobRanks(job) / p;
+    SpineLoad load(job.cluster.fabric, gpn, JobRanks(job));
+    for (int64_t s = 0; s < p; ++s) {
+      const int64_t to = (s + stages_apart) % p;
+      if (to == s || (to < s && job.plan.virtual_stages == 1)) continue;
+      for (int64_t i = 0; i < per_stage; ++i) {
+        load.AddFlow(s * per_stage + i, to * per_stage + i, g.nic_fraction);
+        load.AddFlow(to * per_stage + i, s * per_stage + i, g.nic_fraction);
+      }
+    }
+    g.spine_slowdown = load.Slowdown();
+  }
+  return g;
 }
 
 double ActivationBytes(const Job& job) {

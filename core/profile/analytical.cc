@@ -215,7 +215,7 @@ double AllToAllNs(double bytes, const CommGroup& group, const LinkBandwidths& li
   if (group.nodes() <= 1) return params.intra_node_latency_ns + peers_ns + intra_ns;
   const double nic_bytes_per_s =
       links.inter_node_bytes_per_s * group.nic_fraction * params.inter_node_efficiency;
-  const double inter_ns = r * (n - r) / n * bytes / nic_bytes_per_s * 1e9;
+  const double inter_ns = r * (n - r) / n * bytes / nic_bytes_per_s * 1e9 * group.spine_slowdown;
   return params.inter_node_latency_ns + peers_ns + std::max(intra_ns, inter_ns);
 }
 
@@ -253,7 +253,7 @@ double AnalyticalCollectiveNs(Collective collective, double bytes, const CommGro
   }
   const double nic_bytes_per_s =
       links.inter_node_bytes_per_s * group.nic_fraction * params.inter_node_efficiency;
-  const double inter_ns = factor * bytes / nic_bytes_per_s * 1e9;
+  const double inter_ns = factor * bytes / nic_bytes_per_s * 1e9 * group.spine_slowdown;
   return p2p_ns + params.inter_node_latency_ns + std::max(intra_ns, inter_ns);
 }
 

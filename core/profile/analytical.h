@@ -31,6 +31,10 @@ struct CommGroup {
   // symmetric collectives).
   double nic_fraction = 1.0;
   CommUse use = CommUse::kOther;
+  // How much longer the cross-node part takes because the group's hops, and
+  // those of the groups that run with it, share oversubscribed leaf uplinks
+  // (core/spec/fabric.h SpineLoad); 1 on a flat fabric.
+  double spine_slowdown = 1;
   int64_t nodes() const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
 };
 
@@ -46,7 +50,8 @@ struct LinkBandwidths {
 // 2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter, 1 for
 // send/recv; across nodes the slower of the NVLink and NIC terms (vTrain's
 // inter-node model t = S/B * 2(n-1)/n * alpha). The bandwidths of TP and DP
-// groups are scaled by tp_bandwidth_factor and dp_bandwidth_factor.
+// groups are scaled by tp_bandwidth_factor and dp_bandwidth_factor; the
+// NIC term is multiplied by group.spine_slowdown.
 double AnalyticalCollectiveNs(Collective collective, double bytes, const CommGroup& group,
                               const LinkBandwidths& links, const AnalyticalParams& params);
 

@@ -185,6 +185,7 @@ ProfileLookup::CollectiveTime ProfileLookup::CollectiveNs(Collective collective,
                           group.ranks_per_node,
                           group.nic_fraction,
                           group.use,
+                          group.spine_slowdown,
                           links_.intra_node_bytes_per_s,
                           links_.inter_node_bytes_per_s};
   if (auto it = collectives_.find(q); it != collectives_.end()) {
@@ -207,14 +208,25 @@ ResolvedCollective ProfileLookup::ResolveCollective(Collective collective, doubl
   CollectiveKey key{set_.gpu, scope, collective, group.ranks};
   ResolvedCollective result;
   const double analytical = AnalyticalCollectiveNs(collective, bytes, group, links_, set_.params);
+  // Measured curves come from a flat fabric: an oversubscribed spine
+  // stretches them as it stretches the analytical model.
+  auto SpineScale = [&](double size) {
+    if (group.spine_slowdown == 1) return 1.0;
+    CommGroup flat = group;
+    flat.spine_slowdown = 1;
+    return AnalyticalCollectiveNs(collective, size, group, links_, set_.params) /
+           AnalyticalCollectiveNs(collective, size, flat, links_, set_.params);
+  };
   auto table = set_.gpu == gpu_.name ? set_.collectives.find(key) : set_.collectives.end();
   if (table == set_.collectives.end()) {
     result.latency_ns = std::llround(analytical);
     result.fidelity = Fidelity::kAnalytical;
   } else if (table->second.Covers(bytes)) {
     // Log-log interpolation between measured sizes (exact at a measured one).
-    result.latency_ns = std::llround(table->second.LatencyNs(bytes));
-    result.fidelity = table->second.IsPoint(bytes) ? Fidelity::kMeasured : Fidelity::kInterpolated;
+    result.latency_ns = std::llround(table->second.LatencyNs(bytes) * SpineScale(bytes));
+    result.fidelity = table->second.IsPoint(bytes) && group.spine_slowdown == 1
+                          ? Fidelity::kMeasured
+                          : Fidelity::kInterpolated;
   } else {
     // Outside the measured range: the nearest measured end, scaled by the
     // analytical model's ratio between the two sizes.
@@ -223,7 +235,8 @@ ResolvedCollective ProfileLookup::ResolveCollective(Collective collective, doubl
                                                              : curve.points().back().bytes;
     const double edge_analytical =
         AnalyticalCollectiveNs(collective, edge, group, links_, set_.params);
-    result.latency_ns = std::llround(curve.LatencyNs(edge) * analytical / edge_analytical);
+    result.latency_ns =
+        std::llround(curve.LatencyNs(edge) * analytical / edge_analytical * SpineScale(edge));
     result.fidelity = Fidelity::kInterpolated;
   }
   // Sizes between measured points are covered by the curve; only a missing

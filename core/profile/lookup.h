@@ -55,12 +55,14 @@ struct CollectiveQuery {
   int64_t ranks = 1, ranks_per_node = 1;
   double nic_fraction = 1;
   CommUse use = CommUse::kOther;
+  double spine_slowdown = 1;
   double intra_bytes_per_s = 0, inter_bytes_per_s = 0;
   friend bool operator==(const CollectiveQuery&, const CollectiveQuery&) = default;
   template <typename H>
   friend H AbslHashValue(H h, const CollectiveQuery& q) {
     return H::combine(std::move(h), q.gpu, q.collective, q.bytes, q.ranks, q.ranks_per_node,
-                      q.nic_fraction, q.use, q.intra_bytes_per_s, q.inter_bytes_per_s);
+                      q.nic_fraction, q.use, q.spine_slowdown, q.intra_bytes_per_s,
+                      q.inter_bytes_per_s);
   }
 };
 struct ResolvedCollective {

@@ -300,6 +300,9 @@ bool ValidateCluster(const ClusterSpec& c, DType dtype, Violations& v) {
   }
   std::vector<std::string> reliability;
   CheckReliability(c.reliability, reliability);
+  if (c.gpus_per_node >= 1 && c.num_gpus >= 1) {
+    CheckFabric(c.fabric, (c.num_gpus + c.gpus_per_node - 1) / c.gpus_per_node, reliability);
+  }
   for (std::string& message : reliability) v.Add(std::move(message));
   if (dtype == DType::kFp8 && c.gpu.PeakFlops(dtype) <= 0) {
     v.Add(absl::StrCat("plan.dtype=fp8 is not supported by GPU '", c.gpu.name,

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/spec/fabric.h"
 #include "core/spec/gpu.h"
 #include "core/spec/model.h"
 #include "core/spec/reliability.h"
@@ -31,6 +32,9 @@ struct ClusterSpec {
   double memory_headroom = kDefaultMemoryHeadroom;
   // Failures, checkpoints and restarts over a whole run (goodput).
   ReliabilitySpec reliability;
+  // The leaf/spine fabric and where the job's nodes sit on it; flat by
+  // default.
+  FabricSpec fabric;
 };
 
 // A cluster of `num_gpus` GPUs of `gpu` with that GPU's default bandwidths.

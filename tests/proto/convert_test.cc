@@ -38,6 +38,27 @@ TEST(ConvertTest, JobRoundTripsThroughTheRequest) {
   }
 }
 
+TEST(ConvertTest, FabricRoundTripsAndUnknownPlacementsAreRefused) {
+  Job job = testing::Gpt13bJob();
+  job.cluster.fabric.nodes_per_leaf = 4;
+  job.cluster.fabric.oversubscription = 2.5;
+  job.cluster.fabric.placement = Placement::kSpread;
+  job.cluster.fabric.cluster_nodes = 64;
+  v1::PredictRequest r = JobToProto(job);
+  absl::StatusOr<Job> back = JobFromProto(r);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->cluster.fabric.nodes_per_leaf, 4);
+  EXPECT_EQ(back->cluster.fabric.oversubscription, 2.5);
+  EXPECT_EQ(back->cluster.fabric.placement, Placement::kSpread);
+  EXPECT_EQ(back->cluster.fabric.cluster_nodes, 64);
+  // A flat fabric leaves the message out.
+  EXPECT_FALSE(JobToProto(testing::Gpt13bJob()).cluster().has_fabric());
+  r.mutable_cluster()->mutable_fabric()->set_placement(static_cast<v1::Placement>(7));
+  back = JobFromProto(r);
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.status().message().find("cluster.fabric.placement"), std::string::npos);
+}
+
 TEST(ConvertTest, DefaultsAndFieldPathsInErrors) {
   v1::PredictRequest r;
   r.mutable_model()->set_preset("gpt3-1.3b");
