@@ -114,6 +114,13 @@ std::string Table(const v1::ThroughputCurveResponse& r) {
           &out, absl::StrFormat("%6d  %-22s %12.1f %9.4f %11.2f %13.0f %8.1f\n", p.gpus(), plan,
                                 p.iteration_time_ms(), p.iterations_per_s(), p.samples_per_s(),
                                 p.tokens_per_s(), p.peak_memory_bytes() / (1 << 30)));
+      if (p.fragmented_samples_per_s() > 0) {
+        out.pop_back();  // the newline
+        absl::StrAppend(
+            &out, absl::StrFormat("   spread: %.1f ms, %.2f samples/s (%+.1f%%)\n",
+                                  p.fragmented_iteration_time_ms(), p.fragmented_samples_per_s(),
+                                  100 * (p.fragmented_samples_per_s() / p.samples_per_s() - 1)));
+      }
     }
     absl::StrAppend(&out, SimulationLine(c.simulation()));
   }
@@ -123,18 +130,19 @@ std::string Table(const v1::ThroughputCurveResponse& r) {
 std::string Csv(const std::vector<v1::ThroughputCurveResponse>& responses) {
   std::string out =
       "name,policy,gpus,fits,tensor_parallel,data_parallel,pipeline_parallel,micro_batch,"
-      "plan_gpus,iteration_time_ms,iterations_per_s,samples_per_s,tokens_per_s,peak_memory_gib\n";
+      "plan_gpus,iteration_time_ms,iterations_per_s,samples_per_s,tokens_per_s,peak_memory_gib,"
+      "fragmented_samples_per_s\n";
   for (const v1::ThroughputCurveResponse& r : responses) {
     for (const v1::Curve& c : r.curves()) {
       for (const v1::CurvePoint& p : c.points()) {
         const v1::ParallelPlan& q = p.plan();
         absl::StrAppend(
-            &out, absl::StrFormat("%s,%s,%d,%d,%d,%d,%d,%d,%d,%.3f,%.6f,%.3f,%.1f,%.2f\n", c.name(),
-                                  PolicyName(r.policy()), p.gpus(), p.fits(), q.tensor_parallel(),
-                                  q.data_parallel(), q.pipeline_parallel(), q.micro_batch(),
-                                  p.plan_gpus(), p.iteration_time_ms(), p.iterations_per_s(),
-                                  p.samples_per_s(), p.tokens_per_s(),
-                                  p.peak_memory_bytes() / (1 << 30)));
+            &out, absl::StrFormat("%s,%s,%d,%d,%d,%d,%d,%d,%d,%.3f,%.6f,%.3f,%.1f,%.2f,%.3f\n",
+                                  c.name(), PolicyName(r.policy()), p.gpus(), p.fits(),
+                                  q.tensor_parallel(), q.data_parallel(), q.pipeline_parallel(),
+                                  q.micro_batch(), p.plan_gpus(), p.iteration_time_ms(),
+                                  p.iterations_per_s(), p.samples_per_s(), p.tokens_per_s(),
+                                  p.peak_memory_bytes() / (1 << 30), p.fragmented_samples_per_s()));
       }
     }
   }

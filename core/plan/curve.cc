@@ -214,6 +214,20 @@ absl::StatusOr<std::vector<CurvePoint>> ThroughputCurve(const CurveSpec& spec,
     if (!point.ok() && point.status().code() == absl::StatusCode::kInvalidArgument) {
       point = NoPlan(gpus, std::string(point.status().message()));
     }
+    if (point.ok() && point->fits && !spec.cluster.fabric.flat()) {
+      Job spread = point->job;
+      spread.cluster.fabric.placement = Placement::kSpread;
+      PredictOptions po;
+      po.cancelled = options.cancelled;
+      absl::StatusOr<Prediction> p = Predict(spread, profiles, po);
+      if (p.ok()) {
+        point->fragmented_iteration_time_ms = p->iteration_time_ms();
+        point->fragmented_samples_per_s =
+            static_cast<double>(spread.plan.global_batch) / (p->iteration_time_ms() / 1e3);
+      } else {
+        point = p.status();
+      }
+    }
     const bool fine = point.ok();
     if (fine) point->simulation.wall_ns = SteadyNowNs() - started_ns;
     points[static_cast<size_t>(i)] = std::move(point);

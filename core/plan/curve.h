@@ -49,6 +49,11 @@ struct CurvePoint {
   double tokens_per_s = 0;
   double peak_memory_bytes = 0;
   double interval_low_ms = 0, interval_high_ms = 0;  // 0 when the set has no band
+  // On a leaf/spine fabric (cluster.fabric), the same plan with its nodes
+  // spread over the cluster's leaves: what fragmentation costs a scheduler.
+  // 0 on a flat fabric.
+  double fragmented_iteration_time_ms = 0;
+  double fragmented_samples_per_s = 0;
   // Computing this point: its wall time and the counts of its predictions.
   SimulationCost simulation;
 };

@@ -47,6 +47,34 @@ TEST(CurveTest, TheBestPlanIsNeverSlowerThanDataParallelScaling) {
   EXPECT_FALSE(dp[2].fits);
 }
 
+// On a leaf/spine fabric each point also prices fragmentation: its plan with
+// the nodes spread over the cluster's leaves, never faster than packed, and
+// slower once the plan's rings cross leaves; on a flat fabric there is none.
+TEST(CurveTest, LeafSpineFabricsPriceFragmentation) {
+  const ProfileSet profiles = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::vector<CurvePoint> flat,
+                              ThroughputCurve(Gpt13bSpec(CurvePolicy::kDataParallel), profiles));
+  for (const CurvePoint& p : flat) EXPECT_EQ(p.fragmented_samples_per_s, 0) << p.gpus;
+  CurveSpec spec = Gpt13bSpec(CurvePolicy::kDataParallel);
+  spec.cluster.fabric.nodes_per_leaf = 2;
+  spec.cluster.fabric.oversubscription = 4;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::vector<CurvePoint> fabric, ThroughputCurve(spec, profiles));
+  ASSERT_EQ(fabric.size(), flat.size());
+  for (size_t i = 0; i < fabric.size(); ++i) {
+    EXPECT_EQ(fabric[i].fits, flat[i].fits) << fabric[i].gpus;
+    if (!fabric[i].fits) continue;
+    EXPECT_LE(fabric[i].fragmented_samples_per_s, fabric[i].samples_per_s) << fabric[i].gpus;
+    EXPECT_NEAR(fabric[i].fragmented_samples_per_s,
+                128 / (fabric[i].fragmented_iteration_time_ms / 1e3),
+                1e-9 * fabric[i].samples_per_s);
+  }
+  // 8 and 16 GPUs sit under one leaf of 2 nodes: nothing to spread. 64 GPUs
+  // (8 nodes on 4 leaves) all-reduce across leaves.
+  EXPECT_DOUBLE_EQ(fabric[0].fragmented_samples_per_s, fabric[0].samples_per_s);
+  EXPECT_DOUBLE_EQ(fabric[1].fragmented_samples_per_s, fabric[1].samples_per_s);
+  EXPECT_LT(fabric[4].fragmented_samples_per_s, fabric[4].samples_per_s);
+}
+
 TEST(CurveTest, MonotoneCurvesNeverDip) {
   const ProfileSet profiles = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
   CurveSpec spec = Gpt13bSpec(CurvePolicy::kDataParallel);
