@@ -41,6 +41,50 @@ double StridedSpine(const Job& job, int64_t size, int64_t stride, double nic_sha
   return load.Slowdown();
 }
 
+// The spine slowdown of the pipeline sends: every stage sends to the stage
+// `apart` on at once (activations forward, gradients back), around the end
+// for interleaving. The same for every stage, so the last answer is kept
+// (the walker asks once per stage).
+double PipelineSpine(const Job& job, int64_t apart, double nic_share) {
+  struct Memo {
+    FabricSpec fabric;
+    int64_t gpn = 0, t = 0, c = 0, d = 0, p = 0, v = 0, apart = 0;
+    double share = 0, slowdown = 1;
+    bool Matches(const Job& job, int64_t a, double s) const {
+      const FabricSpec& f = job.cluster.fabric;
+      const ParallelPlan& q = job.plan;
+      return gpn == job.cluster.gpus_per_node && t == q.tensor_parallel &&
+             c == q.context_parallel && d == q.data_parallel && p == q.pipeline_parallel &&
+             v == q.virtual_stages && apart == a && share == s &&
+             fabric.nodes_per_leaf == f.nodes_per_leaf &&
+             fabric.oversubscription == f.oversubscription && fabric.placement == f.placement &&
+             fabric.cluster_nodes == f.cluster_nodes;
+    }
+  };
+  thread_local Memo memo;
+  if (memo.gpn != 0 && memo.Matches(job, apart, nic_share)) return memo.slowdown;
+  const int64_t p = job.plan.pipeline_parallel, per_stage = JobRanks(job) / p;
+  const int64_t gpn = job.cluster.gpus_per_node;
+  SpineLoad load(job.cluster.fabric, gpn, JobRanks(job));
+  // Stages that start on node boundaries send node to node: one flow per
+  // node carrying its GPUs' shares together.
+  const bool whole_nodes = per_stage % gpn == 0;
+  const int64_t step = whole_nodes ? gpn : 1;
+  const double share = whole_nodes ? nic_share * static_cast<double>(gpn) : nic_share;
+  for (int64_t s = 0; s < p; ++s) {
+    const int64_t to = (s + apart) % p;
+    if (to == s || (to < s && job.plan.virtual_stages == 1)) continue;
+    for (int64_t i = 0; i < per_stage; i += step) {
+      load.AddFlow(s * per_stage + i, to * per_stage + i, share);
+      load.AddFlow(to * per_stage + i, s * per_stage + i, share);
+    }
+  }
+  const ParallelPlan& q = job.plan;
+  memo = {job.cluster.fabric, gpn,   q.tensor_parallel, q.context_parallel, q.data_parallel, p,
+          q.virtual_stages,   apart, nic_share,         load.Slowdown()};
+  return memo.slowdown;
+}
+
 }  // namespace
 
 CommGroup TensorParallelGroup(const Job& job) {
@@ -134,19 +178,7 @@ CommGroup StagePairGroup(const Job& job, int64_t stage, int64_t stages_apart) {
   if (td > gpn) crosses = true;
   CommGroup g{2, crosses ? 1 : 2, 1.0 / static_cast<double>(std::min(td, gpn)), CommUse::kPipeline};
   if (crosses && !job.cluster.fabric.flat()) {
-    // Every stage sends to its neighbour at once (activations forward,
-    // gradients back), stages_apart apart and around for interleaving.
-    const int64_t p = job.plan.pipeline_parallel, per_stage = JobRanks(job) / p;
-    SpineLoad load(job.cluster.fabric, gpn, JobRanks(job));
-    for (int64_t s = 0; s < p; ++s) {
-      const int64_t to = (s + stages_apart) % p;
-      if (to == s || (to < s && job.plan.virtual_stages == 1)) continue;
-      for (int64_t i = 0; i < per_stage; ++i) {
-        load.AddFlow(s * per_stage + i, to * per_stage + i, g.nic_fraction);
-        load.AddFlow(to * per_stage + i, s * per_stage + i, g.nic_fraction);
-      }
-    }
-    g.spine_slowdown = load.Slowdown();
+    g.spine_slowdown = PipelineSpine(job, stages_apart, g.nic_fraction);
   }
   return g;
 }

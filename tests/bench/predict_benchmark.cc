@@ -92,6 +92,18 @@ void BM_MtNlg530B_Operator(benchmark::State& state) {
 void BM_MtNlg530B_Operator_D1(benchmark::State& state) {
   RunPredict(state, testing::PresetJob("mtnlg-530b", 8, 1, 105, 1, 1920), Granularity::kOperator);
 }
+// GPT-3 175B on 16,384 GPUs (t=8 d=64 p=32), on a flat fabric (Arg 0) and
+// spread over 16-node leaves at 2:1 (Arg 1): the cost of the spine load,
+// which walks every rank once per group kind and once per stage pair.
+void BM_Gpt175B_16kGpus_Fabric(benchmark::State& state) {
+  Job job = testing::PresetJob("gpt3-175b", 8, 64, 32, 1, 4096);
+  if (state.range(0) == 1) {
+    job.cluster.fabric.nodes_per_leaf = 16;
+    job.cluster.fabric.oversubscription = 2;
+    job.cluster.fabric.placement = Placement::kSpread;
+  }
+  RunPredict(state, job, Granularity::kOperator);
+}
 // Baseline plan of the paper's case study (t=8, d=4, p=105).
 void BM_MtNlg530B_Operator_Baseline(benchmark::State& state) {
   RunPredict(state, testing::PresetJob("mtnlg-530b", 8, 4, 105, 1, 1920), Granularity::kOperator);
@@ -231,6 +243,7 @@ BENCHMARK(BM_MtNlg530B_Operator_D1_Stepped)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_Baseline_Stepped)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_ZbH1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ClusterSim_10kGpus_1kJobs)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Gpt175B_16kGpus_Fabric)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace vtrain
