@@ -43,31 +43,12 @@ double StridedSpine(const Job& job, int64_t size, int64_t stride, double nic_sha
 
 // The spine slowdown of the pipeline sends: every stage sends to the stage
 // `apart` on at once (activations forward, gradients back), around the end
-// for interleaving. The same for every stage, so the last answer is kept
-// (the walker asks once per stage).
+// for interleaving. Stages that start on node boundaries send node to node:
+// one flow per node carrying its GPUs' shares together.
 double PipelineSpine(const Job& job, int64_t apart, double nic_share) {
-  struct Memo {
-    FabricSpec fabric;
-    int64_t gpn = 0, t = 0, c = 0, d = 0, p = 0, v = 0, apart = 0;
-    double share = 0, slowdown = 1;
-    bool Matches(const Job& job, int64_t a, double s) const {
-      const FabricSpec& f = job.cluster.fabric;
-      const ParallelPlan& q = job.plan;
-      return gpn == job.cluster.gpus_per_node && t == q.tensor_parallel &&
-             c == q.context_parallel && d == q.data_parallel && p == q.pipeline_parallel &&
-             v == q.virtual_stages && apart == a && share == s &&
-             fabric.nodes_per_leaf == f.nodes_per_leaf &&
-             fabric.oversubscription == f.oversubscription && fabric.placement == f.placement &&
-             fabric.cluster_nodes == f.cluster_nodes;
-    }
-  };
-  thread_local Memo memo;
-  if (memo.gpn != 0 && memo.Matches(job, apart, nic_share)) return memo.slowdown;
   const int64_t p = job.plan.pipeline_parallel, per_stage = JobRanks(job) / p;
   const int64_t gpn = job.cluster.gpus_per_node;
   SpineLoad load(job.cluster.fabric, gpn, JobRanks(job));
-  // Stages that start on node boundaries send node to node: one flow per
-  // node carrying its GPUs' shares together.
   const bool whole_nodes = per_stage % gpn == 0;
   const int64_t step = whole_nodes ? gpn : 1;
   const double share = whole_nodes ? nic_share * static_cast<double>(gpn) : nic_share;
@@ -79,10 +60,7 @@ double PipelineSpine(const Job& job, int64_t apart, double nic_share) {
       load.AddFlow(to * per_stage + i, s * per_stage + i, share);
     }
   }
-  const ParallelPlan& q = job.plan;
-  memo = {job.cluster.fabric, gpn,   q.tensor_parallel, q.context_parallel, q.data_parallel, p,
-          q.virtual_stages,   apart, nic_share,         load.Slowdown()};
-  return memo.slowdown;
+  return load.Slowdown();
 }
 
 }  // namespace
@@ -167,7 +145,10 @@ CommGroup ContextRingGroup(const Job& job) {
   return g;
 }
 
-CommGroup StagePairGroup(const Job& job, int64_t stage, int64_t stages_apart) {
+namespace {
+
+// StagePairGroup on a flat fabric.
+CommGroup FlatStagePairGroup(const Job& job, int64_t stage, int64_t stages_apart) {
   const int64_t td = job.plan.tensor_parallel * GradientRanks(job);
   const int64_t gpn = job.cluster.gpus_per_node;
   bool crosses = false;
@@ -176,11 +157,31 @@ CommGroup StagePairGroup(const Job& job, int64_t stage, int64_t stages_apart) {
     crosses = rank / gpn != (rank + stages_apart * td) / gpn;
   }
   if (td > gpn) crosses = true;
-  CommGroup g{2, crosses ? 1 : 2, 1.0 / static_cast<double>(std::min(td, gpn)), CommUse::kPipeline};
-  if (crosses && !job.cluster.fabric.flat()) {
+  return {2, crosses ? 1 : 2, 1.0 / static_cast<double>(std::min(td, gpn)), CommUse::kPipeline};
+}
+
+}  // namespace
+
+CommGroup StagePairGroup(const Job& job, int64_t stage, int64_t stages_apart) {
+  CommGroup g = FlatStagePairGroup(job, stage, stages_apart);
+  if (g.nodes() > 1 && !job.cluster.fabric.flat()) {
     g.spine_slowdown = PipelineSpine(job, stages_apart, g.nic_fraction);
   }
   return g;
+}
+
+std::vector<CommGroup> NeighbourStagePairGroups(const Job& job) {
+  std::vector<CommGroup> groups;
+  double spine = 0;  // every stage sends at once: one load for all of them
+  for (int64_t s = 0; s + 1 < job.plan.pipeline_parallel; ++s) {
+    CommGroup g = FlatStagePairGroup(job, s, 1);
+    if (g.nodes() > 1 && !job.cluster.fabric.flat()) {
+      if (spine == 0) spine = PipelineSpine(job, 1, g.nic_fraction);
+      g.spine_slowdown = spine;
+    }
+    groups.push_back(g);
+  }
+  return groups;
 }
 
 double ActivationBytes(const Job& job) {

@@ -151,6 +151,9 @@ CommGroup ContextRingGroup(const Job& job);
 // Two ranks `stages_apart` stages apart: on one node or not, with the NIC
 // shared by the t*d GPUs of a stage on a node that send at once.
 CommGroup StagePairGroup(const Job& job, int64_t stage, int64_t stages_apart);
+// StagePairGroup(job, s, 1) for s = 0 .. p - 2, the pipeline's spine load
+// (the same for every stage: they all send at once) computed once.
+std::vector<CommGroup> NeighbourStagePairGroups(const Job& job);
 
 // Bytes of one micro-batch's activations at a layer boundary on one rank
 // (b * s/c * h * 2).

@@ -106,10 +106,12 @@ void IterationWalker<Sink>::DescribeStages() {
                             static_cast<double>(plan_.tensor_parallel);  // scatter-gather
   send_bytes_ = send_bytes;
   CommGroup last;  // neighbouring stage pairs mostly share a group: one lookup
+  const std::vector<CommGroup> pairs = internal::NeighbourStagePairGroups(job_);
   for (int64_t s = 0; s + 1 < p_; ++s) {
-    const CommGroup g = internal::StagePairGroup(job_, s, 1);
+    const CommGroup& g = pairs[s];
     const bool same = s > 0 && g.ranks == last.ranks && g.ranks_per_node == last.ranks_per_node &&
-                      g.nic_fraction == last.nic_fraction;
+                      g.nic_fraction == last.nic_fraction &&
+                      g.spine_slowdown == last.spine_slowdown;
     send_ns_[s] = same ? send_ns_[s - 1] : CollectiveNs(Collective::kSendRecv, send_bytes, g);
     last = g;
   }
