@@ -117,9 +117,7 @@ class WorkSorter {
     // The agent's layers run one attention core per architecture (GPT the
     // paper's unfused one, Llama FlashAttention): measuring the other would
     // store it under a key it does not answer.
-    const bool attention =
-        key->op == OperatorKind::kAttentionFwd || key->op == OperatorKind::kAttentionBwd;
-    if (attention && key->attention_impl != DefaultAttentionImpl(key->arch)) {
+    if (key->NonDefaultAttention()) {
       return Skip(text, absl::StrCat("the agent's ", ArchitectureName(key->arch), " layer runs ",
                                      AttentionImplName(DefaultAttentionImpl(key->arch)),
                                      " attention, not ", AttentionImplName(key->attention_impl),

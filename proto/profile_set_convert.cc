@@ -274,11 +274,7 @@ v1::ProfileSet ProfileSetToProto(const ProfileSet& set) {
     k->set_sequence_parallel(key.sequence_parallel);
     if (key.context_parallel != 1) k->set_context_parallel(key.context_parallel);
     k->set_attention_core_only(key.attention_core_only);
-    const bool attention =
-        key.op == OperatorKind::kAttentionFwd || key.op == OperatorKind::kAttentionBwd;
-    if (attention && key.attention_impl != DefaultAttentionImpl(key.arch)) {
-      k->set_attention_impl(ToProto(key.attention_impl));
-    }
+    if (key.NonDefaultAttention()) k->set_attention_impl(ToProto(key.attention_impl));
     k->set_head_dim(key.head_dim);
     k->set_mla_q_lora(key.mla_q_lora);
     k->set_mla_kv_lora(key.mla_kv_lora);

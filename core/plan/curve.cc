@@ -217,15 +217,12 @@ absl::StatusOr<std::vector<CurvePoint>> ThroughputCurve(const CurveSpec& spec,
     if (point.ok() && point->fits && !spec.cluster.fabric.flat()) {
       Job spread = point->job;
       spread.cluster.fabric.placement = Placement::kSpread;
-      PredictOptions po;
-      po.cancelled = options.cancelled;
-      absl::StatusOr<Prediction> p = Predict(spread, profiles, po);
-      if (p.ok()) {
-        point->fragmented_iteration_time_ms = p->iteration_time_ms();
-        point->fragmented_samples_per_s =
-            static_cast<double>(spread.plan.global_batch) / (p->iteration_time_ms() / 1e3);
+      absl::StatusOr<CurvePoint> fragmented = PointOf(spread, gpus, profiles, options);
+      if (fragmented.ok()) {
+        point->fragmented_iteration_time_ms = fragmented->iteration_time_ms;
+        point->fragmented_samples_per_s = fragmented->samples_per_s;
       } else {
-        point = p.status();
+        point = fragmented.status();
       }
     }
     const bool fine = point.ok();

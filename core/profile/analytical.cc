@@ -33,7 +33,7 @@ namespace {
 // The sizes a GPT operator's kernels are made of, per tensor-parallel rank.
 struct GptDims {
   bool fp8;
-  double t, h, s, sq, tokens, norm_tokens, e, vocab_local, head_dim, batch_heads, ffn_local, scores;
+  double t, h, s, tokens, norm_tokens, e, vocab_local, ffn_local;
 };
 
 GptDims DimsOf(const OperatorKey& key) {
@@ -46,23 +46,17 @@ GptDims DimsOf(const OperatorKey& key) {
   // attends to all s keys; sequence parallelism runs layer norms and dropout
   // on tokens / t (Korthikanti et al. 2022, §4.2.2).
   const double c = static_cast<double>(std::max<int64_t>(1, key.context_parallel));
-  d.sq = d.s / c;
-  d.tokens = static_cast<double>(key.micro_batch) * d.sq;
+  d.tokens = static_cast<double>(key.micro_batch) * d.s / c;
   d.norm_tokens = key.sequence_parallel ? d.tokens / d.t : d.tokens;
   d.e = kElem;
   d.vocab_local = std::ceil(static_cast<double>(key.vocab) / d.t);
-  const double heads_local = static_cast<double>(key.heads) / d.t;
-  d.head_dim = key.heads > 0 ? d.h / static_cast<double>(key.heads) : 0;
-  d.batch_heads = static_cast<double>(key.micro_batch) * heads_local;
   d.ffn_local = static_cast<double>(key.ffn) / d.t;
-  d.scores = d.batch_heads * d.sq * d.s;  // attention-probability elements
   return d;
 }
 
 // The decoder layer's operators: attention and MLP, forward and backward.
 void GptLayerKernels(KernelSequence& seq, const OperatorKey& key, const GptDims& d) {
-  const auto& [fp8, t, h, s, sq, tokens, norm_tokens, e, vocab_local, head_dim, batch_heads,
-               ffn_local, scores] = d;
+  const auto& [fp8, t, h, s, tokens, norm_tokens, e, vocab_local, ffn_local] = d;
   const bool unfused = key.attention_impl == AttentionImpl::kUnfused;
   switch (key.op) {
     case OperatorKind::kAttentionFwd:
@@ -116,8 +110,7 @@ void GptLayerKernels(KernelSequence& seq, const OperatorKey& key, const GptDims&
 
 // The first and last stages' operators and the optimizer step.
 void GptEdgeKernels(KernelSequence& seq, const OperatorKey& key, const GptDims& d) {
-  const auto& [fp8, t, h, s, sq, tokens, norm_tokens, e, vocab_local, head_dim, batch_heads,
-               ffn_local, scores] = d;
+  const auto& [fp8, t, h, s, tokens, norm_tokens, e, vocab_local, ffn_local] = d;
   switch (key.op) {
     case OperatorKind::kEmbeddingFwd:
       seq.Memory("vocab_range_mask", tokens * 8 * 3);

@@ -208,13 +208,14 @@ ResolvedCollective ProfileLookup::ResolveCollective(Collective collective, doubl
   CollectiveKey key{set_.gpu, scope, collective, group.ranks};
   ResolvedCollective result;
   const double analytical = AnalyticalCollectiveNs(collective, bytes, group, links_, set_.params);
-  // Measured curves come from a flat fabric: an oversubscribed spine
-  // stretches them as it stretches the analytical model.
-  auto SpineScale = [&](double size) {
-    if (group.spine_slowdown == 1) return 1.0;
-    CommGroup flat = group;
-    flat.spine_slowdown = 1;
-    return AnalyticalCollectiveNs(collective, size, group, links_, set_.params) /
+  // Measured curves come from a flat fabric: a measurement at `size` is
+  // scaled by the analytical model's ratio from the flat group there to this
+  // group at `bytes` (another size, an oversubscribed spine, or both).
+  CommGroup flat = group;
+  flat.spine_slowdown = 1;
+  auto FromMeasured = [&](double measured_ns, double size) {
+    if (size == bytes && group.spine_slowdown == 1) return measured_ns;
+    return measured_ns * analytical /
            AnalyticalCollectiveNs(collective, size, flat, links_, set_.params);
   };
   auto table = set_.gpu == gpu_.name ? set_.collectives.find(key) : set_.collectives.end();
@@ -223,20 +224,16 @@ ResolvedCollective ProfileLookup::ResolveCollective(Collective collective, doubl
     result.fidelity = Fidelity::kAnalytical;
   } else if (table->second.Covers(bytes)) {
     // Log-log interpolation between measured sizes (exact at a measured one).
-    result.latency_ns = std::llround(table->second.LatencyNs(bytes) * SpineScale(bytes));
+    result.latency_ns = std::llround(FromMeasured(table->second.LatencyNs(bytes), bytes));
     result.fidelity = table->second.IsPoint(bytes) && group.spine_slowdown == 1
                           ? Fidelity::kMeasured
                           : Fidelity::kInterpolated;
   } else {
-    // Outside the measured range: the nearest measured end, scaled by the
-    // analytical model's ratio between the two sizes.
+    // Outside the measured range: the nearest measured end, scaled.
     const CollectiveCurve& curve = table->second;
     const double edge = bytes < curve.points().front().bytes ? curve.points().front().bytes
                                                              : curve.points().back().bytes;
-    const double edge_analytical =
-        AnalyticalCollectiveNs(collective, edge, group, links_, set_.params);
-    result.latency_ns =
-        std::llround(curve.LatencyNs(edge) * analytical / edge_analytical * SpineScale(edge));
+    result.latency_ns = std::llround(FromMeasured(curve.LatencyNs(edge), edge));
     result.fidelity = Fidelity::kInterpolated;
   }
   // Sizes between measured points are covered by the curve; only a missing

@@ -88,10 +88,7 @@ std::string OperatorKey::ToString() const {
   if (sequence_parallel) absl::StrAppend(&out, " sp=1");
   if (context_parallel != 1) absl::StrAppend(&out, " c=", context_parallel);
   if (attention_core_only) absl::StrAppend(&out, " core=1");
-  const bool attention = op == OperatorKind::kAttentionFwd || op == OperatorKind::kAttentionBwd;
-  if (attention && attention_impl != DefaultAttentionImpl(arch)) {
-    absl::StrAppend(&out, " attn=", AttentionImplName(attention_impl));
-  }
+  if (NonDefaultAttention()) absl::StrAppend(&out, " attn=", AttentionImplName(attention_impl));
   if (experts > 0) {
     absl::StrAppend(&out, " ep=", expert_parallel, " etp=", expert_tensor_parallel,
                     " load=", expert_load_permille);
@@ -202,6 +199,11 @@ OperatorKey WithParallelSplits(OperatorKey key, bool sequence_parallel, int64_t 
 
 AttentionImpl DefaultAttentionImpl(Architecture arch) {
   return arch == Architecture::kGpt ? AttentionImpl::kUnfused : AttentionImpl::kFlash;
+}
+
+bool OperatorKey::NonDefaultAttention() const {
+  return (op == OperatorKind::kAttentionFwd || op == OperatorKind::kAttentionBwd) &&
+         attention_impl != DefaultAttentionImpl(arch);
 }
 
 OperatorKey WithLayerShape(OperatorKey key, const LayerShape& shape) {

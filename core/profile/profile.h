@@ -85,6 +85,10 @@ struct OperatorKey {
   int64_t experts = 0, top_k = 0, shared_ffn = 0;
   int64_t expert_parallel = 1, expert_tensor_parallel = 1, expert_load_permille = 1000;
 
+  // Whether this is an attention key whose core is not its architecture's
+  // default (DefaultAttentionImpl): the keys whose text says attn=.
+  bool NonDefaultAttention() const;
+
   friend bool operator==(const OperatorKey&, const OperatorKey&) = default;
   template <typename H>
   friend H AbslHashValue(H h, const OperatorKey& k) {

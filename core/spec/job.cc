@@ -298,12 +298,12 @@ bool ValidateCluster(const ClusterSpec& c, DType dtype, Violations& v) {
     v.Add(absl::StrCat("memory_headroom=", c.memory_headroom, " must be in [0, ",
                        kMaxMemoryHeadroom, "] (a fraction of the GPU's memory, e.g. 0.03)"));
   }
-  std::vector<std::string> reliability;
-  CheckReliability(c.reliability, reliability);
+  std::vector<std::string> problems;
+  CheckReliability(c.reliability, problems);
   if (c.gpus_per_node >= 1 && c.num_gpus >= 1) {
-    CheckFabric(c.fabric, (c.num_gpus + c.gpus_per_node - 1) / c.gpus_per_node, reliability);
+    CheckFabric(c.fabric, (c.num_gpus + c.gpus_per_node - 1) / c.gpus_per_node, problems);
   }
-  for (std::string& message : reliability) v.Add(std::move(message));
+  for (std::string& message : problems) v.Add(std::move(message));
   if (dtype == DType::kFp8 && c.gpu.PeakFlops(dtype) <= 0) {
     v.Add(absl::StrCat("plan.dtype=fp8 is not supported by GPU '", c.gpu.name,
                        "' (no fp8 tensor cores); use bf16, or an fp8 GPU such as h100-sxm5-80gb"));
