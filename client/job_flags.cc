@@ -382,7 +382,7 @@ absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const common::FlagParser& f
       return absl::InvalidArgumentError(
           absl::StrCat(placement.status().message(), " (--placement)"));
     }
-    f.set_placement(*placement == Placement::kSpread ? v1::PLACEMENT_SPREAD : v1::PLACEMENT_PACKED);
+    f.set_placement(convert::ToProto(*placement));
   }
   if (f.ByteSizeLong() == 0) c.clear_fabric();
   return c;

@@ -131,7 +131,7 @@ std::string ClusterLines(const v1::PredictResponse& r) {
   if (c.fabric().nodes_per_leaf() > 0) {
     fabric = absl::StrFormat("\nfabric   leaf/spine, %d nodes per leaf, %g:1 oversubscribed, %s",
                              c.fabric().nodes_per_leaf(), c.fabric().oversubscription(),
-                             c.fabric().placement() == v1::PLACEMENT_SPREAD ? "spread" : "packed");
+                             EnumName(c.fabric().placement()));
     if (c.fabric().cluster_nodes() > 0) {
       absl::StrAppend(&fabric, " over ", c.fabric().cluster_nodes(), " nodes");
     }

@@ -41,6 +41,7 @@ std::string EnumName(E value) {
   if constexpr (std::is_same_v<E, v1::Granularity>) return std::string(GranularityName(*core));
   if constexpr (std::is_same_v<E, v1::Fidelity>) return std::string(FidelityName(*core));
   if constexpr (std::is_same_v<E, v1::MoeDispatcher>) return std::string(DispatcherName(*core));
+  if constexpr (std::is_same_v<E, v1::Placement>) return std::string(PlacementName(*core));
 }
 
 // What an answer cost, as one line: "simulated 201,600 actions (200,242 by

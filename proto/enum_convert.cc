@@ -109,6 +109,10 @@ constexpr Row<AttentionImpl, v1::AttentionImpl> kAttentionImpls[] = {
     {AttentionImpl::kFlash, v1::ATTENTION_IMPL_FLASH},
     {AttentionImpl::kUnfused, v1::ATTENTION_IMPL_UNFUSED},
 };
+constexpr Row<Placement, v1::Placement> kPlacements[] = {
+    {Placement::kPacked, v1::PLACEMENT_PACKED},
+    {Placement::kSpread, v1::PLACEMENT_SPREAD},
+};
 constexpr Row<RouterScore, v1::RouterScore> kRouterScores[] = {
     {RouterScore::kSoftmax, v1::ROUTER_SCORE_SOFTMAX},
     {RouterScore::kSigmoid, v1::ROUTER_SCORE_SIGMOID},
@@ -136,6 +140,7 @@ VTRAIN_ENUM_PAIR(MoeDispatcher, MoeDispatcher, kDispatchers)
 VTRAIN_ENUM_PAIR(AttentionKind, AttentionKind, kAttentions)
 VTRAIN_ENUM_PAIR(AttentionImpl, AttentionImpl, kAttentionImpls)
 VTRAIN_ENUM_PAIR(RouterScore, RouterScore, kRouterScores)
+VTRAIN_ENUM_PAIR(Placement, Placement, kPlacements)
 VTRAIN_ENUM_PAIR(Fidelity, Fidelity, kFidelities)
 VTRAIN_ENUM_PAIR(Objective, Objective, kObjectives)
 VTRAIN_ENUM_PAIR(LinkScope, LinkScope, kScopes)

@@ -39,6 +39,7 @@ v1::MoeDispatcher ToProto(MoeDispatcher value);
 v1::AttentionKind ToProto(AttentionKind value);
 v1::AttentionImpl ToProto(AttentionImpl value);
 v1::RouterScore ToProto(RouterScore value);
+v1::Placement ToProto(Placement value);
 
 // Proto to core: nullopt for *_UNSPECIFIED and for numbers the enum does not
 // define (a newer client, or a corrupt message).
@@ -58,6 +59,7 @@ std::optional<MoeDispatcher> FromProto(v1::MoeDispatcher value);
 std::optional<AttentionKind> FromProto(v1::AttentionKind value);
 std::optional<AttentionImpl> FromProto(v1::AttentionImpl value);
 std::optional<RouterScore> FromProto(v1::RouterScore value);
+std::optional<Placement> FromProto(v1::Placement value);
 
 // The names a proto enum defines other than *_UNSPECIFIED, comma-separated,
 // for error messages.

@@ -107,12 +107,8 @@ absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& c, GpuLookup
   cluster.fabric.nodes_per_leaf = f.nodes_per_leaf();
   if (f.has_oversubscription()) cluster.fabric.oversubscription = f.oversubscription();
   cluster.fabric.cluster_nodes = f.cluster_nodes();
-  if (f.placement() == v1::PLACEMENT_SPREAD) {
-    cluster.fabric.placement = Placement::kSpread;
-  } else if (f.placement() != v1::PLACEMENT_UNSPECIFIED && f.placement() != v1::PLACEMENT_PACKED) {
-    return absl::InvalidArgumentError(absl::StrCat("cluster.fabric.placement=", f.placement(),
-                                                   " is unknown; use PACKED or SPREAD"));
-  }
+  VTRAIN_ASSIGN_OR_RETURN(cluster.fabric.placement, FromProtoOr(f.placement(), Placement::kPacked,
+                                                                "cluster.fabric.placement"));
   // Checked here too, not only by ValidateJob: a search, curve or model plan
   // would otherwise refuse every plan it considers for the same reason.
   std::vector<std::string> reliability;
@@ -272,8 +268,7 @@ v1::PredictRequest JobToProto(const Job& job) {
     v1::Fabric* f = c->mutable_fabric();
     f->set_nodes_per_leaf(job.cluster.fabric.nodes_per_leaf);
     f->set_oversubscription(job.cluster.fabric.oversubscription);
-    f->set_placement(job.cluster.fabric.placement == Placement::kSpread ? v1::PLACEMENT_SPREAD
-                                                                        : v1::PLACEMENT_PACKED);
+    f->set_placement(ToProto(job.cluster.fabric.placement));
     f->set_cluster_nodes(job.cluster.fabric.cluster_nodes);
   }
   r.set_memory_headroom(job.cluster.memory_headroom);
