@@ -334,21 +334,12 @@ absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const common::FlagParser& flags
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "vocab", [&](int64_t v) { m.set_vocab_size(v); }));
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "ffn", [&](int64_t v) { m.set_ffn_hidden_size(v); }));
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "kv-heads", [&](int64_t v) { m.set_num_kv_heads(v); }));
-  if (auto a = flags.Get("arch")) {
-    absl::StatusOr<Architecture> arch = ParseArchitecture(*a);
-    if (!arch.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(arch.status().message(), " (--arch)"));
-    }
-    m.set_arch(convert::ToProto(*arch));
-  }
-  if (auto a = flags.Get("attention-impl")) {
-    absl::StatusOr<AttentionImpl> impl = ParseAttentionImpl(*a);
-    if (!impl.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(impl.status().message(), " (--attention-impl)"));
-    }
-    m.set_attention_impl(convert::ToProto(*impl));
-  }
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<Architecture> arch,
+                          flags.GetParsed("arch", ParseArchitecture));
+  if (arch) m.set_arch(convert::ToProto(*arch));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<AttentionImpl> impl,
+                          flags.GetParsed("attention-impl", ParseAttentionImpl));
+  if (impl) m.set_attention_impl(convert::ToProto(*impl));
   VTRAIN_RETURN_IF_ERROR(MoeModelFromFlags(flags, m));
   return m;
 }
@@ -376,14 +367,9 @@ absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const common::FlagParser& f
       SetInt(flags, "cluster-nodes", [&](int64_t v) { f.set_cluster_nodes(v); }));
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> over, flags.GetDouble("oversubscription"));
   if (over) f.set_oversubscription(*over);
-  if (auto p = flags.Get("placement")) {
-    absl::StatusOr<Placement> placement = ParsePlacement(*p);
-    if (!placement.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(placement.status().message(), " (--placement)"));
-    }
-    f.set_placement(convert::ToProto(*placement));
-  }
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<Placement> placement,
+                          flags.GetParsed("placement", ParsePlacement));
+  if (placement) f.set_placement(convert::ToProto(*placement));
   if (f.ByteSizeLong() == 0) c.clear_fabric();
   return c;
 }

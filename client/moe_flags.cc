@@ -36,14 +36,9 @@ struct Routing {
 
 absl::StatusOr<Routing> RoutingFromFlags(const common::FlagParser& flags) {
   Routing r;
-  if (auto d = flags.Get("moe-dispatcher")) {
-    absl::StatusOr<MoeDispatcher> parsed = ParseDispatcher(*d);
-    if (!parsed.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(parsed.status().message(), " (--moe-dispatcher)"));
-    }
-    r.dispatcher = convert::ToProto(*parsed);
-  }
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<MoeDispatcher> dispatcher,
+                          flags.GetParsed("moe-dispatcher", ParseDispatcher));
+  if (dispatcher) r.dispatcher = convert::ToProto(*dispatcher);
   VTRAIN_ASSIGN_OR_RETURN(r.overlap, flags.GetOnOff("moe-overlap", "plan.moe_overlap"));
   VTRAIN_ASSIGN_OR_RETURN(r.capacity_factor, flags.GetDouble("capacity-factor"));
   if (auto routing = flags.Get("routing")) {
@@ -125,20 +120,12 @@ absl::Status MoeModelFromFlags(const common::FlagParser& flags, v1::ModelSpec& m
       Int(flags, "shared-expert-ffn", [&](int64_t v) { e.set_shared_expert_ffn(v); }));
   VTRAIN_RETURN_IF_ERROR(Int(flags, "dense-layers", [&](int64_t v) { e.set_dense_layers(v); }));
   VTRAIN_RETURN_IF_ERROR(Int(flags, "moe-layer-freq", [&](int64_t v) { e.set_layer_freq(v); }));
-  if (auto r = flags.Get("router")) {
-    absl::StatusOr<RouterScore> score = ParseRouterScore(*r);
-    if (!score.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(score.status().message(), " (--router)"));
-    }
-    e.set_router(convert::ToProto(*score));
-  }
-  if (auto a = flags.Get("attention")) {
-    absl::StatusOr<AttentionKind> kind = ParseAttention(*a);
-    if (!kind.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(kind.status().message(), " (--attention)"));
-    }
-    m.set_attention(convert::ToProto(*kind));
-  }
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<RouterScore> score,
+                          flags.GetParsed("router", ParseRouterScore));
+  if (score) e.set_router(convert::ToProto(*score));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<AttentionKind> kind,
+                          flags.GetParsed("attention", ParseAttention));
+  if (kind) m.set_attention(convert::ToProto(*kind));
   VTRAIN_RETURN_IF_ERROR(Int(flags, "head-dim", [&](int64_t v) { m.set_head_dim(v); }));
   VTRAIN_RETURN_IF_ERROR(Int(flags, "mtp-layers", [&](int64_t v) { m.set_mtp_layers(v); }));
   v1::MlaDims& a = *m.mutable_mla();

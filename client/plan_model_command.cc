@@ -86,14 +86,9 @@ absl::StatusOr<v1::PlanModelRequest> PlanRequestFromFlags(const common::FlagPars
     VTRAIN_ASSIGN_OR_RETURN(DType dtype, ParseDType(*d));
     r.set_dtype(convert::ToProto(dtype));
   }
-  if (auto a = f.Get("attention-impl")) {
-    absl::StatusOr<AttentionImpl> impl = ParseAttentionImpl(*a);
-    if (!impl.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(impl.status().message(), " (--attention-impl)"));
-    }
-    r.set_attention_impl(convert::ToProto(*impl));
-  }
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<AttentionImpl> impl,
+                          f.GetParsed("attention-impl", ParseAttentionImpl));
+  if (impl) r.set_attention_impl(convert::ToProto(*impl));
   // The inverse question.
   VTRAIN_RETURN_IF_ERROR(set_double("params", &v1::PlanModelRequest::set_target_parameters));
   VTRAIN_RETURN_IF_ERROR(set_double("tokens", &v1::PlanModelRequest::set_target_tokens));

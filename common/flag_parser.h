@@ -9,10 +9,12 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
 namespace vtrain::common {
@@ -48,6 +50,20 @@ class FlagParser {
   // --threads: at most kMaxThreads; all cores when absent.
   static constexpr int64_t kMaxThreads = 1024;
   absl::StatusOr<int> GetThreads(absl::string_view name = "threads") const;
+  // A flag of named values: `parse` (a core Parse* function, text to
+  // absl::StatusOr<T>) applied to its value; nullopt when absent, and the
+  // parser's INVALID_ARGUMENT with " (--name)" appended when it is refused.
+  template <typename Parse>
+  auto GetParsed(absl::string_view name, Parse parse) const -> absl::StatusOr<
+      std::optional<typename std::invoke_result_t<Parse, absl::string_view>::value_type>> {
+    const std::optional<std::string> text = Get(name);
+    if (!text) return std::nullopt;
+    auto parsed = parse(absl::string_view(*text));
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(parsed.status().message(), " (--", name, ")"));
+    }
+    return *std::move(parsed);
+  }
   // "8,16,32": the integers of a comma-separated flag (empty when absent);
   // INVALID_ARGUMENT naming the flag and the item that does not parse.
   absl::StatusOr<std::vector<int64_t>> GetIntList(absl::string_view name) const;
