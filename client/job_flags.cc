@@ -83,6 +83,12 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
   VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> bucketing,
                           flags.GetOnOff("gradient-bucketing", "plan.gradient_bucketing"));
   if (bucketing) plan.set_gradient_bucketing(*bucketing);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> tp_overlap,
+                          flags.GetOnOff("tp-comm-overlap", "plan.tp_comm_overlap"));
+  if (tp_overlap) plan.set_tp_comm_overlap(*tp_overlap);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> gather_overlap,
+                          flags.GetOnOff("overlap-param-gather", "plan.param_gather_overlap"));
+  if (gather_overlap) plan.set_param_gather_overlap(*gather_overlap);
   if (auto size = flags.Get("bucket-size")) {
     VTRAIN_ASSIGN_OR_RETURN(int64_t bytes, ParseBytes(*size, "plan.bucket_size_bytes"));
     plan.set_bucket_size_bytes(bytes);
@@ -245,6 +251,12 @@ void AddJobFlags(common::FlagParser& p) {
   p.AddValue("last-stage-layers", "N", "decoder layers on the last pipeline stage");
   p.AddValue("gradient-bucketing", "on|off", "overlap DP all-reduce with backward (default off)");
   p.AddValue("bucket-size", "SIZE", "gradient bucket size, e.g. 25MiB (default 25MiB)");
+  p.AddValue("tp-comm-overlap", "on|off",
+             "pipeline the sequence-parallel all-gather/reduce-scatter with the GEMMs, as "
+             "Megatron-Core's --tp-comm-overlap (needs --sequence-parallel on; default off)");
+  p.AddValue("overlap-param-gather", "on|off",
+             "run the distributed optimizer's parameter all-gather under the next forward "
+             "(needs --data-parallel-sharding optimizer; default off)");
   p.AddValue("dtype", "T", "fp16, bf16 or fp8 (fp8: H100/H200/B200; default fp16)");
   AddMoePlanFlags(p);
   p.AddValue(
@@ -262,6 +274,13 @@ void AddTrainingSpaceFlags(common::FlagParser& p) {
   p.AddValue("sequence-parallel-values", "on,off", "sequence parallelism to try (default off)");
   p.AddValue("sharding-values", "S,..",
              "none,optimizer,full data-parallel sharding (default none)");
+  p.AddValue("gradient-bucketing", "on|off",
+             "every plan overlaps its DP gradient reduction with the backward (default off)");
+  p.AddValue("tp-comm-overlap", "on|off",
+             "plans with sequence parallelism overlap TP collectives with GEMMs (default off)");
+  p.AddValue("overlap-param-gather", "on|off",
+             "plans with the distributed optimizer gather parameters under the next forward "
+             "(default off)");
   AddMoeSpaceFlags(p);
 }
 
@@ -320,6 +339,20 @@ absl::StatusOr<v1::PlanSpace> PlanSpaceFromFlags(const common::FlagParser& flags
     space.add_shardings(convert::ToProto(*x));
     return absl::OkStatus();
   }));
+  struct Switch {
+    const char* flag;
+    const char* field;
+    void (v1::PlanSpace::*set)(bool);
+  };
+  const Switch switches[] = {
+      {"gradient-bucketing", "space.gradient_bucketing", &v1::PlanSpace::set_gradient_bucketing},
+      {"tp-comm-overlap", "space.tp_comm_overlap", &v1::PlanSpace::set_tp_comm_overlap},
+      {"overlap-param-gather", "space.param_gather_overlap",
+       &v1::PlanSpace::set_param_gather_overlap}};
+  for (const Switch& s : switches) {
+    VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> on, flags.GetOnOff(s.flag, s.field));
+    if (on) (space.*s.set)(*on);
+  }
   VTRAIN_RETURN_IF_ERROR(MoeSpaceFromFlags(flags, space));
   return space;
 }

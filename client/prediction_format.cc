@@ -107,6 +107,8 @@ std::string PlanLine(const v1::PredictResponse& r) {
       q.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_NONE) {
     absl::StrAppend(&extras, ", sharding ", EnumName(q.data_parallel_sharding()));
   }
+  if (q.tp_comm_overlap() && q.tensor_parallel() > 1) absl::StrAppend(&extras, ", tp overlap");
+  if (q.param_gather_overlap()) absl::StrAppend(&extras, ", param-gather overlap");
   // An uneven pipeline layout gets a line of its own, in Megatron's notation.
   std::optional<int64_t> layers;  // of the first chunk
   bool uneven = false;
@@ -265,6 +267,16 @@ std::string StageTable(const v1::PredictResponse& r) {
                                           s.compute_ms(), s.tensor_parallel_ms(),
                                           s.pipeline_exposed_ms(), s.data_parallel_exposed_ms(),
                                           s.idle_ms(), s.peak_memory_bytes() / kGiB));
+  }
+  double tp_hidden = 0, dp_hidden = 0;
+  for (const v1::StageBreakdown& s : r.stages()) {
+    tp_hidden = std::max(tp_hidden, s.tensor_parallel_hidden_ms());
+    dp_hidden = std::max(dp_hidden, s.data_parallel_hidden_ms());
+  }
+  if (tp_hidden >= 0.0005 || dp_hidden >= 0.0005) {
+    absl::StrAppend(&out, absl::StrFormat("hidden under compute, not charged (most on a stage): "
+                                          "tp %.3f ms, dp %.3f ms\n",
+                                          tp_hidden, dp_hidden));
   }
   return out;
 }

@@ -196,6 +196,8 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
     job.cluster.num_gpus = tdp > (int64_t{1} << 40) ? tdp : tdp * plan.context_parallel;
   }
   plan.gradient_bucketing = p.gradient_bucketing();
+  plan.tp_comm_overlap = p.tp_comm_overlap();
+  plan.param_gather_overlap = p.param_gather_overlap();
   if (p.has_bucket_size_bytes()) plan.bucket_size_bytes = p.bucket_size_bytes();
   // Enum fields: each problem is reported, not just the first.
   auto take = [&problems](auto status_or, auto& into) {
@@ -281,6 +283,8 @@ v1::PredictRequest JobToProto(const Job& job) {
   p->set_schedule(ToProto(job.plan.schedule));
   p->set_recompute(ToProto(job.plan.recompute));
   p->set_gradient_bucketing(job.plan.gradient_bucketing);
+  p->set_tp_comm_overlap(job.plan.tp_comm_overlap);
+  p->set_param_gather_overlap(job.plan.param_gather_overlap);
   p->set_bucket_size_bytes(job.plan.bucket_size_bytes);
   p->set_dtype(ToProto(job.plan.dtype));
   p->set_sequence_parallel(job.plan.sequence_parallel);

@@ -28,6 +28,8 @@ void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse*
     b->set_pipeline_exposed_ms(static_cast<double>(s.pipeline_exposed_ns) * 1e-6);
     b->set_data_parallel_exposed_ms(static_cast<double>(s.data_parallel_exposed_ns) * 1e-6);
     b->set_idle_ms(static_cast<double>(s.idle_ns) * 1e-6);
+    b->set_tensor_parallel_hidden_ms(static_cast<double>(s.tensor_parallel_hidden_ns) * 1e-6);
+    b->set_data_parallel_hidden_ms(static_cast<double>(s.data_parallel_hidden_ns) * 1e-6);
     b->set_parameters_per_gpu(s.parameters_per_gpu);
     b->set_chunks(job.plan.virtual_stages);
     b->set_layers_per_chunk(s.num_layers / std::max<int64_t>(1, job.plan.virtual_stages));
@@ -139,6 +141,8 @@ Prediction PredictionFromProto(const v1::PredictResponse& r) {
     b.pipeline_exposed_ns = ns(s.pipeline_exposed_ms());
     b.data_parallel_exposed_ns = ns(s.data_parallel_exposed_ms());
     b.idle_ns = ns(s.idle_ms());
+    b.tensor_parallel_hidden_ns = ns(s.tensor_parallel_hidden_ms());
+    b.data_parallel_hidden_ns = ns(s.data_parallel_hidden_ms());
     b.parameters_per_gpu = s.parameters_per_gpu();
     p.stages.push_back(b);
     StageMemory sm;

@@ -115,6 +115,9 @@ void PlanSpaceFromProto(const v1::PlanSpace& in, PlanSpace& space,
         "space.max_data_parallel (--max-dp) and space.max_micro_batch (--max-micro-batch) must "
         "not be negative (0: no bound)");
   }
+  space.gradient_bucketing = in.gradient_bucketing();
+  space.tp_comm_overlap = in.tp_comm_overlap();
+  space.param_gather_overlap = in.param_gather_overlap();
   space.max_data_parallel = in.max_data_parallel();
   space.max_micro_batch = in.max_micro_batch();
   EnumList<v1::PipelineSchedule>(in.schedules(), "space.schedules", PipelineSchedule::k1F1B,

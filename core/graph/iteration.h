@@ -36,6 +36,12 @@ struct StageInfo {
   // Time the compute stream spends in TP collectives per iteration; the
   // engine cannot tell it apart once the operator path has merged tasks.
   int64_t tensor_parallel_ns = 0;
+  // TP collective time hidden behind GEMMs (tp_comm_overlap).
+  int64_t tensor_parallel_hidden_ns = 0;
+  // The distributed optimizer's parameter all-gather on the compute stream,
+  // and the part of it hidden under the next forward (param_gather_overlap).
+  int64_t param_gather_ns = 0;
+  int64_t param_gather_hidden_ns = 0;
   // Time the compute stream spends sending to the neighbouring stages.
   int64_t pipeline_send_ns = 0;
   double parameters_per_gpu = 0;

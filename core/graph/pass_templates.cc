@@ -129,11 +129,22 @@ class TemplateMaker {
   // g operator); with it an all-gather before and a reduce-scatter after
   // (Korthikanti et al. 2022, §4.2.2), which move the same bytes as the ring
   // all-reduce they replace. The backward pass mirrors the forward.
+  // With tp_comm_overlap (sequence parallel), the all-gather pipelines with
+  // the block's first GEMM and the reduce-scatter with its last (forward: QKV
+  // or FC1, and the projection or FC2; backward: the first dgrad, and the
+  // last wgrad as Transformer Engine's bulk overlap does).
   void Block(TemplateWriter& w, const ResolvedOperator& op) {
-    if (t_ > 1 && sp_) w.TensorParallel(gather_ns_, gather_label_);
+    const bool overlap = plan_.tp_comm_overlap && t_ > 1 && sp_;
+    const GemmEnds gemms = overlap ? GemmEndsOf(op) : GemmEnds{};
+    if (t_ > 1 && sp_) Overlapped(w, gather_ns_, gemms.first_ns, gather_label_);
     w.Operator(op);
-    if (t_ > 1)
-      w.TensorParallel(sp_ ? scatter_ns_ : reduce_ns_, sp_ ? scatter_label_ : reduce_label_);
+    if (t_ > 1 && sp_) Overlapped(w, scatter_ns_, gemms.last_ns, scatter_label_);
+    if (t_ > 1 && !sp_) w.TensorParallel(reduce_ns_, reduce_label_);
+  }
+  // The collective's exposed part blocks the stream; the rest is hidden.
+  void Overlapped(TemplateWriter& w, int64_t collective_ns, double gemm_ns, int32_t label) {
+    const int64_t exposed_ns = ExposedTensorParallelNs(collective_ns, gemm_ns, t_);
+    w.TensorParallel(exposed_ns, label, collective_ns - exposed_ns);
   }
   // Context parallelism's K/V ring (Megatron-Core / Transformer Engine): c
   // steps of attention on one K/V block each, the c - 1 exchanges of the
@@ -221,56 +232,8 @@ void TemplateMaker::PrepareMoe() {
   if (!model_.is_moe()) return;
   moe_label_ = label_("moe_token_exchange");
   shared_tp_ = t_ > 1 && model_.moe.shared_width() > 0;
-  const double h = static_cast<double>(model_.hidden_size);
-  const double tokens = MoeTokensPerRank(model_, plan_);
-  const double k = static_cast<double>(model_.moe.top_k);
-  const double load = static_cast<double>(shape_.expert_load_permille) / 1000.0;
-  const int64_t ep = plan_.expert_parallel, etp = plan_.expert_tensor_parallel;
-  const CommGroup ep_group = ExpertParallelGroup(job_);
-  double ns = 0;
-  if (plan_.moe.dispatcher == MoeDispatcher::kAllGather) {
-    // Every token gathered on every rank of the ep * etp group, the outputs
-    // reduce-scattered back (nccl-tests counts the gathered buffer).
-    const int64_t ranks = ep * etp;
-    if (ranks > 1) {
-      CommGroup g = ep_group;
-      g.ranks = ranks;
-      g.ranks_per_node = std::min<int64_t>(ranks, job_.cluster.gpus_per_node);
-      g.nic_fraction =
-          static_cast<double>(g.ranks_per_node) / static_cast<double>(job_.cluster.gpus_per_node);
-      const double bytes = tokens * static_cast<double>(ranks) * h * kElemBytes;
-      ns = static_cast<double>(
-          lookup_.CollectiveNs(Collective::kAllGather, bytes, g).latency_ns +
-          lookup_.CollectiveNs(Collective::kReduceScatter, bytes, g).latency_ns);
-    }
-  } else if (ep > 1) {
-    // Each rank sends its tokens' top-k copies (the busiest receives `load`
-    // times the mean) and gets the outputs back. DeepEP (flex) dispatches in
-    // fp8 under fp8 training and sends a token once per destination node.
-    double dispatch_elem = kElemBytes;
-    double dedup = 1;
-    if (plan_.moe.dispatcher == MoeDispatcher::kFlex) {
-      if (plan_.dtype == DType::kFp8) dispatch_elem = 1 + 4.0 / 128;  // fp8 + a scale per 128
-      const double nodes = static_cast<double>(ep_group.nodes());
-      if (nodes > 1) dedup = std::min(1.0, nodes * (1 - std::pow(1 - 1 / nodes, k)) / k);
-    }
-    const double copies = tokens * k * load;
-    ns = static_cast<double>(
-        lookup_.CollectiveNs(Collective::kAllToAll, copies * h * dispatch_elem * dedup, ep_group)
-            .latency_ns +
-        lookup_.CollectiveNs(Collective::kAllToAll, copies * h * kElemBytes * dedup, ep_group)
-            .latency_ns);
-  }
-  if (etp > 1 && plan_.moe.dispatcher != MoeDispatcher::kAllGather) {
-    // Expert tensor parallelism gathers the etp ranks' copies before the
-    // experts and reduce-scatters the outputs after.
-    const double bytes = tokens * k * load * static_cast<double>(etp) * h * kElemBytes;
-    const CommGroup g = ExpertTensorParallelGroup(job_);
-    ns +=
-        static_cast<double>(lookup_.CollectiveNs(Collective::kAllGather, bytes, g).latency_ns +
-                            lookup_.CollectiveNs(Collective::kReduceScatter, bytes, g).latency_ns);
-  }
-  moe_exchange_ns_ = ns;
+  moe_exchange_ns_ =
+      MoeExchangeNs(job_, lookup_, static_cast<double>(shape_.expert_load_permille) / 1000.0);
 }
 
 ActionTemplate TemplateMaker::Forward(StageEnds ends) {
@@ -466,12 +429,16 @@ StageTemplates TemplateMaker::Make(StageEnds ends) {
   }
   if (sharded && plan_.data_parallel_sharding == DataParallelSharding::kOptimizer) {
     // The distributed optimizer all-gathers the updated fp16 parameters.
-    const int64_t ns = lookup_
-                           .CollectiveNs(Collective::kAllGather, s.parameters_per_gpu * kElemBytes,
-                                         DataParallelGroup(job_))
-                           .latency_ns;
+    const double bytes = s.parameters_per_gpu * kElemBytes;
+    const int64_t ns =
+        lookup_.CollectiveNs(Collective::kAllGather, bytes, DataParallelGroup(job_)).latency_ns;
+    s.param_gather_ns =
+        plan_.param_gather_overlap
+            ? ExposedParamGatherNs(ns, bytes, plan_.bucket_size_bytes, s.forward.TaskNs())
+            : ns;
+    s.param_gather_hidden_ns = ns - s.param_gather_ns;
     s.optimizer.segments.back().items.push_back(
-        Item{ns, 0, label_("dp_param_all_gather"), TaskKind::kDataParallel,
+        Item{s.param_gather_ns, 0, label_("dp_param_all_gather"), TaskKind::kDataParallel,
              std::llround(lookup_.params().host_dispatch_ns)});
   }
   return s;

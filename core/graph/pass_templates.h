@@ -42,6 +42,9 @@ struct Segment {
 struct ActionTemplate {
   std::vector<Segment> segments;
   int64_t tensor_parallel_ns = 0;
+  // TP collective time hidden behind GEMMs (tp_comm_overlap): not on the
+  // stream, reported beside it.
+  int64_t tensor_parallel_hidden_ns = 0;
   int64_t NumItems() const {
     int64_t n = 0;
     for (const Segment& s : segments) n += static_cast<int64_t>(s.items.size());
@@ -82,6 +85,11 @@ struct StageTemplates {
   // collective's time (0 when edp == 1 or the chunk has no MoE layer).
   double expert_gradient_bytes = 0;
   int64_t expert_reduce_ns = 0;
+  // The distributed optimizer's parameter all-gather: the part in the
+  // optimizer template (on the compute stream) and, with
+  // param_gather_overlap, the part hidden under the next forward.
+  int64_t param_gather_ns = 0;
+  int64_t param_gather_hidden_ns = 0;
 };
 
 // What a pipeline stage (or model chunk) holds: the ends of the model, its
@@ -132,6 +140,30 @@ double AttentionWeightShare(const ModelSpec& model);
 // `weight_ns` (at most the compute) and B + W is the backward.
 void SplitWeightGradient(StageTemplates& s, double weight_ns, int32_t input_label,
                          int32_t weight_label);
+
+// Megatron-Core's overlaps (core/graph/pass_overlap.cc).
+// The GPU time of an operator's first and last GEMM kernels, found by name
+// (the analytical kernels' "gemm_*" and CUPTI's cuBLAS/CUTLASS names alike);
+// zero when it has none.
+struct GemmEnds {
+  double first_ns = 0, last_ns = 0;
+};
+GemmEnds GemmEndsOf(const ResolvedOperator& op);
+// --tp-comm-overlap: the part of a TP collective of `collective_ns` split
+// into t chunks and pipelined with a GEMM of `gemm_ns` split the same way
+// that still blocks the stream, max(0, c - g * (t - 1) / t).
+int64_t ExposedTensorParallelNs(int64_t collective_ns, double gemm_ns, int64_t t);
+// --overlap-param-gather: the part of the distributed optimizer's parameter
+// all-gather (`gather_ns` for `bytes`) that the next forward (`forward_ns` of
+// compute) does not hide, gathered in buckets of `bucket_bytes`: the first
+// bucket is always waited for, max(gather / buckets, gather - forward).
+int64_t ExposedParamGatherNs(int64_t gather_ns, double bytes, int64_t bucket_bytes,
+                             double forward_ns);
+
+// The time one MoE block's token exchange takes on a rank of `job` (valid,
+// MoE): dispatch and combine, and the expert-TP gather and scatter, with the
+// busiest EP rank receiving `load` times the mean (core/graph/pass_moe.cc).
+double MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load);
 
 // Megatron rank order: tensor-parallel ranks innermost, then context-,
 // then data-parallel, then pipeline (rank = stage * t*c*d + replica * t*c +

@@ -17,7 +17,8 @@ void TemplateWriter::Operator(const ResolvedOperator& op) {
   }
 }
 
-void TemplateWriter::TensorParallel(int64_t duration_ns, int32_t label) {
+void TemplateWriter::TensorParallel(int64_t duration_ns, int32_t label, int64_t hidden_ns) {
+  tensor_parallel_hidden_ns_ += hidden_ns;
   const Item item{duration_ns, 0, label, TaskKind::kTensorParallel, collective_host_ns_};
   if (merge_) {
     Add(item, nullptr);
@@ -44,6 +45,7 @@ ActionTemplate TemplateWriter::Take(int32_t merged_label) && {
   ReplayHost();
   ActionTemplate t;
   t.tensor_parallel_ns = tensor_parallel_ns_;
+  t.tensor_parallel_hidden_ns = tensor_parallel_hidden_ns_;
   for (Segment& s : segments_) {
     if (s.items.empty()) continue;
     t.segments.push_back(std::move(s));
@@ -97,6 +99,7 @@ void TemplateWriter::AddChain(const ResolvedOperator& op) {
 ActionTemplate TemplateWriter::TakeMerged(int32_t merged_label) {
   ActionTemplate t;
   t.tensor_parallel_ns = tensor_parallel_ns_;
+  t.tensor_parallel_hidden_ns = tensor_parallel_hidden_ns_;
   // What follows the pass waits for its own dispatch; like the first
   // kernel here, charge it one lead-in of this pass's first dispatch.
   if (replay_ok_ && !merged_.empty()) merged_.back().replay_gap_ns = first_host_ns_;

@@ -37,7 +37,9 @@ class TemplateWriter {
   }
 
   void Operator(const ResolvedOperator& op);
-  void TensorParallel(int64_t duration_ns, int32_t label);
+  // A TP collective blocking the stream for `duration_ns`; `hidden_ns`: the
+  // part of it that overlaps compute (tp_comm_overlap), counted apart.
+  void TensorParallel(int64_t duration_ns, int32_t label, int64_t hidden_ns = 0);
   // Ends the current segment; a bucket all-reduce of `bucket_bytes` follows it.
   void EndSegment(double bucket_bytes);
 
@@ -113,6 +115,7 @@ class TemplateWriter {
   int64_t first_host_ns_ = -1;
   bool replay_ok_ = true;
   int64_t tensor_parallel_ns_ = 0;
+  int64_t tensor_parallel_hidden_ns_ = 0;
 };
 
 }  // namespace vtrain::internal

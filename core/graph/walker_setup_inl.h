@@ -140,6 +140,10 @@ void IterationWalker<Sink>::DescribeStages() {
       const int64_t passes = plan_.schedule == PipelineSchedule::kDualPipe ? m_ / 2 : m_;
       info.tensor_parallel_ns +=
           passes * (st.forward.tensor_parallel_ns + st.backward.tensor_parallel_ns);
+      info.tensor_parallel_hidden_ns +=
+          passes * (st.forward.tensor_parallel_hidden_ns + st.backward.tensor_parallel_hidden_ns);
+      info.param_gather_ns += st.param_gather_ns;
+      info.param_gather_hidden_ns += st.param_gather_hidden_ns;
       // Sends out of this chunk, forward and backward, when they hold the
       // compute stream.
       if (!own_stream) {

@@ -51,7 +51,20 @@ struct PlanSpace {
   TrainingOptionSpace training;
   // MoE models: the dispatcher, overlap and routing every plan runs with.
   MoeRouting moe;
+  // Megatron-Core's overlaps every plan runs with where it allows them
+  // (ApplyOverlaps): gradient bucketing (--overlap-grad-reduce), the TP
+  // overlap with sequence parallelism, the parameter gather under the next
+  // forward with the distributed optimizer.
+  bool gradient_bucketing = false;
+  bool tp_comm_overlap = false;
+  bool param_gather_overlap = false;
 };
+
+// Sets `plan`'s overlap switches from `space`, each only where the plan
+// allows it (the TP overlap needs sequence parallelism in effect, the
+// parameter gather the distributed optimizer), so that a space asking for
+// them never turns a valid plan into an invalid one.
+void ApplyOverlaps(const PlanSpace& space, ParallelPlan& plan);
 
 // A plan search: the plan space over a model, a cluster and a GPU count.
 struct SearchSpace : PlanSpace {

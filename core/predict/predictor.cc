@@ -177,9 +177,17 @@ std::vector<StageBreakdown> Breakdown(const IterationSimulation& sim) {
     for (int64_t k : c.busy_ns) busy += k;
     const int64_t sends = info.pipeline_send_ns;
     b.tensor_parallel_ns = info.tensor_parallel_ns;
-    b.compute_ns = busy - info.tensor_parallel_ns - sends;
+    b.tensor_parallel_hidden_ns = info.tensor_parallel_hidden_ns;
+    // The distributed optimizer's parameter gather holds the compute stream.
+    b.compute_ns = busy - info.tensor_parallel_ns - sends - info.param_gather_ns;
     b.pipeline_exposed_ns = sends + c.exposed_wait_ns[static_cast<int>(TaskKind::kPipeline)];
-    b.data_parallel_exposed_ns = c.exposed_wait_ns[static_cast<int>(TaskKind::kDataParallel)];
+    const int64_t dp_wait = c.exposed_wait_ns[static_cast<int>(TaskKind::kDataParallel)];
+    b.data_parallel_exposed_ns = dp_wait + info.param_gather_ns;
+    // What the data-parallel stream ran that the compute stream did not wait for.
+    int64_t dp_busy = 0;
+    for (int64_t k : sim.result.streams[info.data_parallel_stream].busy_ns) dp_busy += k;
+    b.data_parallel_hidden_ns =
+        std::max<int64_t>(0, dp_busy - dp_wait) + info.param_gather_hidden_ns;
     b.idle_ns = c.idle_ns + c.exposed_wait_ns[static_cast<int>(TaskKind::kTensorParallel)];
     stages.push_back(b);
   }

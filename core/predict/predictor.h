@@ -31,6 +31,12 @@ struct StageBreakdown {
   int64_t pipeline_exposed_ns = 0;       // sending (blocking) and waiting on transfers
   int64_t data_parallel_exposed_ns = 0;  // waiting on gradient all-reduces
   int64_t idle_ns = 0;                   // pipeline bubble and other waiting
+  // Not part of the five: communication that ran under compute, hidden.
+  // TP collectives covered by GEMMs (tp_comm_overlap), and data-parallel
+  // collectives that ran while the stage computed (gradient bucketing, the
+  // parameter gather under the next forward with param_gather_overlap).
+  int64_t tensor_parallel_hidden_ns = 0;
+  int64_t data_parallel_hidden_ns = 0;
   double parameters_per_gpu = 0;
 };
 

@@ -148,6 +148,25 @@ void ValidateSplits(const ModelSpec& m, const ParallelPlan& p, Violations& v, bo
   }
 }
 
+// The overlap switches, as Megatron-LM checks them (arguments.py: TP
+// overlap needs sequence parallelism, the parameter-gather overlap the
+// distributed optimizer).
+void ValidateOverlap(const ParallelPlan& p, Violations& v) {
+  if (p.tp_comm_overlap && p.tensor_parallel > 1 && !p.sequence_parallel) {
+    v.Add(
+        "plan.tp_comm_overlap=on needs plan.sequence_parallel=on (Transformer Engine overlaps "
+        "the sequence-parallel all-gather and reduce-scatter); turn sequence parallelism on "
+        "or the overlap off");
+  }
+  if (p.param_gather_overlap && p.data_parallel_sharding != DataParallelSharding::kOptimizer) {
+    v.Add(
+        absl::StrCat("plan.param_gather_overlap=on needs plan.data_parallel_sharding=optimizer "
+                     "(the distributed optimizer's parameter all-gather), not '",
+                     ShardingName(p.data_parallel_sharding),
+                     "'; use the distributed optimizer or turn the overlap off"));
+  }
+}
+
 }  // namespace
 
 ClusterSpec DefaultCluster(const GpuSpec& gpu, int64_t num_gpus) {
@@ -352,6 +371,7 @@ absl::Status ValidateJob(const Job& job) {
     }
   }
   ValidateSplits(m, p, v, layers_ok && pp_ok && vs_ok && mb_ok && gb_ok && d_ok, cp_ok);
+  ValidateOverlap(p, v);
   if (t_ok && heads_ok && m.num_heads % p.tensor_parallel != 0) {
     v.Add(absl::StrCat("plan.tensor_parallel=", p.tensor_parallel,
                        " does not divide model.num_heads=", m.num_heads,

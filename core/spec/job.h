@@ -131,6 +131,17 @@ struct ParallelPlan {
   Recompute recompute = Recompute::kFull;
   bool gradient_bucketing = false;  // overlap DP all-reduce with the last backward
   int64_t bucket_size_bytes = 25 * (int64_t{1} << 20);
+  // Megatron-Core's --tp-comm-overlap (Transformer Engine's userbuffers):
+  // each sequence-parallel all-gather and reduce-scatter is split into t
+  // chunks and pipelined with the linear layer's GEMM next to it, so only
+  // what the GEMM does not cover blocks the stream. Needs sequence
+  // parallelism when t > 1; a no-op with t == 1. Off: Megatron's default.
+  bool tp_comm_overlap = false;
+  // Megatron's --overlap-param-gather: the distributed optimizer's parameter
+  // all-gather runs bucket by bucket under the next iteration's first
+  // forward pass instead of after the optimizer step. Needs
+  // data_parallel_sharding = optimizer.
+  bool param_gather_overlap = false;
   DType dtype = DType::kFp16;
   // Sequence parallelism (Korthikanti et al. 2022): TP all-reduces become
   // reduce-scatter + all-gather, layer-norm and dropout run on s/t tokens.

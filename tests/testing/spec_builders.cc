@@ -100,6 +100,15 @@ Job RandomSmallJob(uint64_t seed) {
     job.plan.virtual_stages = 2;
   }
   job.model.attention_impl = r.Pick({AttentionImpl::kFlash, AttentionImpl::kUnfused});
+  // Megatron-Core's overlaps, with what they need.
+  if (r.Uniform(0, 2) == 0) {
+    job.plan.sequence_parallel = true;
+    job.plan.tp_comm_overlap = r.Uniform(0, 1) == 1;
+  }
+  if (r.Uniform(0, 2) == 0) {
+    job.plan.data_parallel_sharding = DataParallelSharding::kOptimizer;
+    job.plan.param_gather_overlap = r.Uniform(0, 1) == 1;
+  }
   return job;
 }
 
@@ -111,7 +120,10 @@ std::string DescribeJob(const Job& job) {
       " B=", job.plan.global_batch, " gpn=", job.cluster.gpus_per_node, " ", job.cluster.gpu.name,
       " ", ScheduleName(job.plan.schedule), " recompute=", RecomputeName(job.plan.recompute),
       " bucketing=", job.plan.gradient_bucketing ? "on" : "off",
-      " bucket=", job.plan.bucket_size_bytes);
+      " bucket=", job.plan.bucket_size_bytes, " sp=", job.plan.sequence_parallel ? "on" : "off",
+      " tp_overlap=", job.plan.tp_comm_overlap ? "on" : "off",
+      " sharding=", ShardingName(job.plan.data_parallel_sharding),
+      " gather_overlap=", job.plan.param_gather_overlap ? "on" : "off");
 }
 
 }  // namespace vtrain::testing

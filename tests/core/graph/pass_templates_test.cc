@@ -1,5 +1,7 @@
 #include "core/graph/pass_templates.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -228,6 +230,96 @@ TEST(PassTemplatesTest, ContextParallelismSplitsTokensAndExchangesKeysAndValues)
               static_cast<double>(kernel_ns(plain, "bgemm_attention_scores_fwd")) / 2,
               0.1 * static_cast<double>(kernel_ns(plain, "bgemm_attention_scores_fwd")));
   EXPECT_LT(kernel_ns(cp, "gemm_qkv_fwd"), kernel_ns(plain, "gemm_qkv_fwd"));
+}
+
+// --tp-comm-overlap: each sequence-parallel all-gather pipelines with the
+// GEMM after it and each reduce-scatter with the GEMM before it, in t
+// chunks; what stays exposed is max(0, c - g * (t - 1) / t), and exposed
+// plus hidden is the collective's whole time.
+TEST(PassTemplatesTest, TensorParallelOverlapChargesWhatTheGemmDoesNotCover) {
+  for (int64_t t : {2, 4}) {
+    SCOPED_TRACE(absl::StrCat("t=", t));
+    Job job = WithPlan(TinyJob(), t, 1, 1, 1, 4);
+    job.plan.recompute = Recompute::kNone;
+    job.plan.sequence_parallel = true;
+    const Made plain = MakeMiddle(job);
+    job.plan.tp_comm_overlap = true;
+    const Made overlapped = MakeMiddle(job);
+    // Each collective moves (t - 1) / t of the 16,384-byte buffer: 1 ns a byte.
+    const double c = 16'384.0 * static_cast<double>(t - 1) / static_cast<double>(t);
+    auto check = [&](const ActionTemplate& plain_pass, const ActionTemplate& pass) {
+      const std::vector<Item>& items = pass.segments.front().items;
+      int64_t checked = 0;
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (items[i].kind != TaskKind::kTensorParallel) continue;
+        const bool gather = overlapped.labels[items[i].label] == "tp_all_gather";
+        // The GEMM it pipelines with: the next one for a gather, the one
+        // before for a reduce-scatter.
+        double g = -1;
+        const int64_t step = gather ? 1 : -1;
+        for (int64_t k = static_cast<int64_t>(i);
+             g < 0 && k >= 0 && k < static_cast<int64_t>(items.size()); k += step) {
+          const Item& item = items[static_cast<size_t>(k)];
+          if (overlapped.labels[item.label].rfind("gemm_", 0) == 0) {
+            g = static_cast<double>(item.duration_ns);
+          }
+        }
+        ASSERT_GT(g, 0);
+        const double want = std::max(0.0, c - g * static_cast<double>(t - 1) / t);
+        EXPECT_NEAR(static_cast<double>(items[i].duration_ns), want, 1.0);
+        ++checked;
+      }
+      EXPECT_EQ(checked, 8 * 4);  // 8 layers, a gather and a scatter per block
+      EXPECT_LT(pass.tensor_parallel_ns, plain_pass.tensor_parallel_ns);
+      EXPECT_EQ(pass.tensor_parallel_ns + pass.tensor_parallel_hidden_ns,
+                plain_pass.tensor_parallel_ns);
+      EXPECT_EQ(plain_pass.tensor_parallel_hidden_ns, 0);
+    };
+    check(plain.templates.forward, overlapped.templates.forward);
+    check(plain.templates.backward, overlapped.templates.backward);
+  }
+  // Without sequence parallelism there is nothing to overlap (and
+  // ValidateJob refuses the combination); with t = 1 it is a no-op.
+  Job job = WithPlan(TinyJob(), 1, 1, 1, 1, 4);
+  job.plan.sequence_parallel = true;
+  job.plan.tp_comm_overlap = true;
+  EXPECT_EQ(MakeMiddle(job).templates.forward.tensor_parallel_hidden_ns, 0);
+}
+
+// --overlap-param-gather: the distributed optimizer's all-gather runs bucket
+// by bucket under the next forward; the first bucket is always waited for.
+TEST(PassTemplatesTest, ParameterGatherOverlapHidesAllButTheFirstBucket) {
+  Job job = WithPlan(TinyJob(), 1, 4, 1, 1, 4);
+  job.plan.data_parallel_sharding = DataParallelSharding::kOptimizer;
+  auto gather_item = [](const Made& m) {
+    for (const Segment& s : m.templates.optimizer.segments) {
+      for (const Item& i : s.items) {
+        if (m.labels[i.label] == "dp_param_all_gather") return i.duration_ns;
+      }
+    }
+    return int64_t{-1};
+  };
+  const Made plain = MakeMiddle(job, /*ends=*/true);
+  const int64_t all = plain.templates.param_gather_ns;
+  ASSERT_GT(all, 0);
+  EXPECT_EQ(gather_item(plain), all);
+  EXPECT_EQ(plain.templates.param_gather_hidden_ns, 0);
+  job.plan.param_gather_overlap = true;
+  // Buckets of 1,000 bytes: the wire-byte gather takes 3/4 ns a byte.
+  job.plan.bucket_size_bytes = 1000;
+  const Made overlapped = MakeMiddle(job, /*ends=*/true);
+  const double bytes = overlapped.templates.parameters_per_gpu * 2;
+  const double first = static_cast<double>(all) / std::ceil(bytes / 1000);
+  const double want =
+      std::max(first, static_cast<double>(all) - overlapped.templates.forward.TaskNs());
+  EXPECT_NEAR(static_cast<double>(overlapped.templates.param_gather_ns), want, 1.0);
+  EXPECT_LT(overlapped.templates.param_gather_ns, all);
+  EXPECT_EQ(gather_item(overlapped), overlapped.templates.param_gather_ns);
+  EXPECT_EQ(overlapped.templates.param_gather_ns + overlapped.templates.param_gather_hidden_ns,
+            all);
+  // One bucket holds everything: nothing can be hidden.
+  job.plan.bucket_size_bytes = int64_t{1} << 40;
+  EXPECT_EQ(MakeMiddle(job, /*ends=*/true).templates.param_gather_ns, all);
 }
 
 }  // namespace

@@ -82,6 +82,42 @@ TEST(SearchTest, TrainingOptionListsMultiplyTheSpace) {
   EXPECT_DOUBLE_EQ((*fastest)->prediction.iteration_time_ms(), full->plans[0].iteration_time_ms);
 }
 
+// The space's overlaps reach every plan that allows them and no other: the
+// TP overlap only plans with sequence parallelism in effect, the parameter
+// gather only plans with the distributed optimizer.
+TEST(SearchTest, OverlapsReachThePlansThatAllowThem) {
+  SearchSpace space = Space();
+  space.max_gpus = 16;
+  space.training.shardings = {DataParallelSharding::kNone, DataParallelSharding::kOptimizer};
+  space.training.sequence_parallel = {false, true};
+  space.gradient_bucketing = true;
+  space.tp_comm_overlap = true;
+  space.param_gather_overlap = true;
+  SearchResult counts;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const std::vector<Job> all, EnumeratePlans(space, {}, &counts));
+  int64_t tp = 0, gather = 0;
+  for (const Job& job : all) {
+    EXPECT_TRUE(ValidateJob(job).ok());
+    EXPECT_TRUE(job.plan.gradient_bucketing);
+    EXPECT_EQ(job.plan.tp_comm_overlap, job.plan.sequence_parallel_active());
+    EXPECT_EQ(job.plan.param_gather_overlap,
+              job.plan.data_parallel_sharding == DataParallelSharding::kOptimizer);
+    tp += job.plan.tp_comm_overlap ? 1 : 0;
+    gather += job.plan.param_gather_overlap ? 1 : 0;
+  }
+  EXPECT_GT(tp, 0);
+  EXPECT_GT(gather, 0);
+  // Hiding communication never makes the fastest plan slower.
+  space.gpus = 16;
+  const ProfileSet profiles = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const SearchResult overlapped, Search(space, profiles, {}));
+  space.gradient_bucketing = space.tp_comm_overlap = space.param_gather_overlap = false;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const SearchResult plain, Search(space, profiles, {}));
+  ASSERT_FALSE(overlapped.plans.empty());
+  ASSERT_FALSE(plain.plans.empty());
+  EXPECT_LT(overlapped.plans[0].iteration_time_ms, plain.plans[0].iteration_time_ms);
+}
+
 TEST(SearchTest, ParetoFrontierHoldsOnlyUndominatedPlans) {
   const ProfileSet profiles = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
   SearchOptions o;

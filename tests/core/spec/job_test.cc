@@ -166,6 +166,22 @@ const Violation kViolations[] = {
        j.plan.bucket_size_bytes = 0;
      },
      "plan.bucket_size_bytes=0"},
+    {"TpOverlapWithoutSequenceParallel",
+     [](Job& j) {
+       j.plan.tensor_parallel = 2;
+       j.cluster.num_gpus = 2;
+       j.plan.tp_comm_overlap = true;
+     },
+     "plan.tp_comm_overlap=on needs plan.sequence_parallel=on"},
+    {"ParamGatherOverlapWithoutDistributedOptimizer",
+     [](Job& j) { j.plan.param_gather_overlap = true; },
+     "plan.param_gather_overlap=on needs plan.data_parallel_sharding=optimizer"},
+    {"ParamGatherOverlapUnderFsdp",
+     [](Job& j) {
+       j.plan.param_gather_overlap = true;
+       j.plan.data_parallel_sharding = DataParallelSharding::kFull;
+     },
+     "not 'full'"},
     {"ZeroGpus", [](Job& j) { j.cluster.num_gpus = 0; }, "cluster.num_gpus=0"},
     {"ZeroGpusPerNode", [](Job& j) { j.cluster.gpus_per_node = 0; }, "cluster.gpus_per_node=0"},
     {"ZeroIntraNodeBandwidth", [](Job& j) { j.cluster.intra_node_bandwidth_bytes_per_s = 0; },
