@@ -183,6 +183,8 @@ void AddModelFlags(common::FlagParser& p) {
 void AddClusterFlags(common::FlagParser& p) {
   p.AddValue("gpu", "NAME", "GPU model (default a100-sxm4-80gb); see 'vtrainctl presets'");
   p.AddValue("gpus-per-node", "N", "GPUs per node (cluster.gpus_per_node, default 8)");
+  p.AddValue("nvlink-domain", "G",
+             "GPUs one NVLink domain joins, whole nodes (72: GB200 NVL72; default a node)");
   p.AddValue("intra-node-bandwidth", "BW", "per-GPU NVLink bandwidth with unit, e.g. 150GB/s");
   p.AddValue("inter-node-bandwidth", "BW", "per-node network bandwidth with unit, e.g. 800Gb/s");
   p.AddValue("price-usd-per-gpu-hour", "USD", "price of one GPU-hour, for the cost");
@@ -382,6 +384,8 @@ absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const common::FlagParser& f
   if (auto gpu = flags.Get("gpu")) c.set_gpu(*gpu);
   VTRAIN_RETURN_IF_ERROR(
       SetInt(flags, "gpus-per-node", [&](int64_t v) { c.set_gpus_per_node(v); }));
+  VTRAIN_RETURN_IF_ERROR(
+      SetInt(flags, "nvlink-domain", [&](int64_t v) { c.set_nvlink_domain(v); }));
   if (auto bw = flags.Get("intra-node-bandwidth")) {
     VTRAIN_ASSIGN_OR_RETURN(double bytes_per_s, ParseBandwidth(*bw, "--intra-node-bandwidth"));
     c.set_intra_node_bandwidth_bytes_per_s(bytes_per_s);

@@ -138,9 +138,13 @@ std::string ClusterLines(const v1::PredictResponse& r) {
       absl::StrAppend(&fabric, " over ", c.fabric().cluster_nodes(), " nodes");
     }
   }
+  const std::string domain = c.has_nvlink_domain() && c.nvlink_domain() != c.gpus_per_node()
+                                 ? absl::StrFormat(", NVLink domains of %d GPUs", c.nvlink_domain())
+                                 : "";
   std::string out = absl::StrFormat(
-      "cluster  %d x %s, %d per node, NVLink %.0f GB/s per GPU, network %.0f Gb/s per node%s\n\n",
-      c.num_gpus(), c.gpu(), c.gpus_per_node(), c.intra_node_bandwidth_bytes_per_s() / 1e9,
+      "cluster  %d x %s, %d per node%s, NVLink %.0f GB/s per GPU, network %.0f Gb/s per "
+      "node%s\n\n",
+      c.num_gpus(), c.gpu(), c.gpus_per_node(), domain, c.intra_node_bandwidth_bytes_per_s() / 1e9,
       c.inter_node_bandwidth_bytes_per_s() * 8 / 1e9, fabric);
   const int64_t job_gpus = q.tensor_parallel() * std::max<int64_t>(1, q.context_parallel()) *
                            q.data_parallel() * q.pipeline_parallel();

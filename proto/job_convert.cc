@@ -84,6 +84,8 @@ absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& c, GpuLookup
   CheckGiven(c.has_num_gpus(), c.num_gpus(), "cluster.num_gpus", "--gpus", problems);
   CheckGiven(c.has_gpus_per_node(), c.gpus_per_node(), "cluster.gpus_per_node", "--gpus-per-node",
              problems);
+  CheckGiven(c.has_nvlink_domain(), c.nvlink_domain(), "cluster.nvlink_domain", "--nvlink-domain",
+             problems);
   CheckGiven(c.has_intra_node_bandwidth_bytes_per_s(), c.intra_node_bandwidth_bytes_per_s(),
              "cluster.intra_node_bandwidth_bytes_per_s", "--intra-node-bandwidth", problems);
   CheckGiven(c.has_inter_node_bandwidth_bytes_per_s(), c.inter_node_bandwidth_bytes_per_s(),
@@ -95,6 +97,7 @@ absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& c, GpuLookup
   }
   ClusterSpec cluster = DefaultCluster(*gpu, c.num_gpus());
   if (c.has_gpus_per_node()) cluster.gpus_per_node = c.gpus_per_node();
+  if (c.has_nvlink_domain()) cluster.nvlink_domain = c.nvlink_domain();
   if (c.has_intra_node_bandwidth_bytes_per_s()) {
     cluster.intra_node_bandwidth_bytes_per_s = c.intra_node_bandwidth_bytes_per_s();
   }
@@ -262,6 +265,7 @@ v1::PredictRequest JobToProto(const Job& job) {
   c->set_gpu(job.cluster.gpu.name);
   c->set_num_gpus(job.cluster.num_gpus);
   c->set_gpus_per_node(job.cluster.gpus_per_node);
+  if (job.cluster.nvlink_domain > 0) c->set_nvlink_domain(job.cluster.nvlink_domain);
   c->set_intra_node_bandwidth_bytes_per_s(job.cluster.intra_node_bandwidth_bytes_per_s);
   c->set_inter_node_bandwidth_bytes_per_s(job.cluster.inter_node_bandwidth_bytes_per_s);
   c->set_price_usd_per_gpu_hour(job.cluster.price_usd_per_gpu_hour);

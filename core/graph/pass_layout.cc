@@ -47,7 +47,7 @@ double StridedSpine(const Job& job, int64_t size, int64_t stride, double nic_sha
 // one flow per node carrying its GPUs' shares together.
 double PipelineSpine(const Job& job, int64_t apart, double nic_share) {
   const int64_t p = job.plan.pipeline_parallel, per_stage = JobRanks(job) / p;
-  const int64_t gpn = job.cluster.gpus_per_node;
+  const int64_t gpn = NvlinkDomainGpus(job.cluster);
   SpineLoad load(job.cluster.fabric, gpn, JobRanks(job));
   const bool whole_nodes = per_stage % gpn == 0;
   const int64_t step = whole_nodes ? gpn : 1;
@@ -66,7 +66,7 @@ double PipelineSpine(const Job& job, int64_t apart, double nic_share) {
 }  // namespace
 
 CommGroup TensorParallelGroup(const Job& job) {
-  const int64_t t = job.plan.tensor_parallel, gpn = job.cluster.gpus_per_node;
+  const int64_t t = job.plan.tensor_parallel, gpn = NvlinkDomainGpus(job.cluster);
   const int64_t per_node = std::gcd(t, gpn);
   CommGroup g{t, per_node, static_cast<double>(per_node) / static_cast<double>(gpn),
               CommUse::kTensorParallel};
@@ -78,7 +78,7 @@ CommGroup DataParallelGroup(const Job& job) {
   // The data-parallel ranks together with the context-parallel ones: both
   // hold the same parameters (Megatron's data-parallel group with CP).
   const int64_t t = job.plan.tensor_parallel, d = GradientRanks(job);
-  const int64_t gpn = job.cluster.gpus_per_node;
+  const int64_t gpn = NvlinkDomainGpus(job.cluster);
   const int64_t per_node = t < gpn ? std::max<int64_t>(1, std::min(d, gpn / t)) : 1;
   CommGroup g{d, per_node, static_cast<double>(per_node) / static_cast<double>(gpn),
               CommUse::kDataParallel};
@@ -105,7 +105,7 @@ std::string ChunkSignature(const Job& job, const StageEnds& ends) {
 CommGroup ExpertParallelGroup(const Job& job) {
   // Megatron's expert rank order: etp innermost, then ep (stride etp).
   const int64_t ep = job.plan.expert_parallel, etp = job.plan.expert_tensor_parallel;
-  const int64_t gpn = job.cluster.gpus_per_node;
+  const int64_t gpn = NvlinkDomainGpus(job.cluster);
   const int64_t per_node = std::max<int64_t>(1, std::min(ep, gpn / std::max<int64_t>(1, etp)));
   // Every EP group on a node exchanges at once: this one gets its ranks'
   // share of the node's NICs.
@@ -115,7 +115,7 @@ CommGroup ExpertParallelGroup(const Job& job) {
 }
 
 CommGroup ExpertTensorParallelGroup(const Job& job) {
-  const int64_t etp = job.plan.expert_tensor_parallel, gpn = job.cluster.gpus_per_node;
+  const int64_t etp = job.plan.expert_tensor_parallel, gpn = NvlinkDomainGpus(job.cluster);
   const int64_t per_node = std::gcd(etp, gpn);
   CommGroup g{etp, per_node, static_cast<double>(per_node) / static_cast<double>(gpn)};
   if (etp > gpn) g.spine_slowdown = StridedSpine(job, etp, 1, g.nic_fraction);
@@ -126,7 +126,7 @@ CommGroup ExpertDataParallelGroup(const Job& job) {
   // Stride etp * ep: ranks on one node only while etp * ep < a node.
   const int64_t edp = ExpertDataParallel(job.plan);
   const int64_t inner = job.plan.expert_parallel * job.plan.expert_tensor_parallel;
-  const int64_t gpn = job.cluster.gpus_per_node;
+  const int64_t gpn = NvlinkDomainGpus(job.cluster);
   const int64_t per_node = inner < gpn ? std::max<int64_t>(1, std::min(edp, gpn / inner)) : 1;
   CommGroup g{edp, per_node, static_cast<double>(per_node) / static_cast<double>(gpn),
               CommUse::kDataParallel};
@@ -138,7 +138,7 @@ CommGroup ContextRingGroup(const Job& job) {
   // Neighbours on the ring are t ranks apart; c * t on one node keeps the
   // whole ring on NVLink.
   const int64_t t = job.plan.tensor_parallel, c = job.plan.context_parallel;
-  const int64_t gpn = job.cluster.gpus_per_node;
+  const int64_t gpn = NvlinkDomainGpus(job.cluster);
   const bool one_node = c * t <= gpn && gpn % (c * t) == 0;
   CommGroup g{2, one_node ? 2 : 1, 1.0 / static_cast<double>(gpn)};
   g.spine_slowdown = StridedSpine(job, c, t, g.nic_fraction);
@@ -150,7 +150,7 @@ namespace {
 // StagePairGroup on a flat fabric.
 CommGroup FlatStagePairGroup(const Job& job, int64_t stage, int64_t stages_apart) {
   const int64_t td = job.plan.tensor_parallel * GradientRanks(job);
-  const int64_t gpn = job.cluster.gpus_per_node;
+  const int64_t gpn = NvlinkDomainGpus(job.cluster);
   bool crosses = false;
   for (int64_t i = 0; i < std::min(td, gpn) && !crosses; ++i) {
     const int64_t rank = stage * td + i;

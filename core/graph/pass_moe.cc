@@ -25,9 +25,9 @@ double MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load) {
     if (ranks > 1) {
       CommGroup g = ep_group;
       g.ranks = ranks;
-      g.ranks_per_node = std::min<int64_t>(ranks, job.cluster.gpus_per_node);
-      g.nic_fraction =
-          static_cast<double>(g.ranks_per_node) / static_cast<double>(job.cluster.gpus_per_node);
+      const int64_t domain = NvlinkDomainGpus(job.cluster);
+      g.ranks_per_node = std::min<int64_t>(ranks, domain);
+      g.nic_fraction = static_cast<double>(g.ranks_per_node) / static_cast<double>(domain);
       const double bytes = tokens * static_cast<double>(ranks) * h * kElemBytes;
       ns =
           static_cast<double>(lookup.CollectiveNs(Collective::kAllGather, bytes, g).latency_ns +

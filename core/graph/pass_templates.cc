@@ -111,12 +111,14 @@ class TemplateMaker {
   // the slowest rank (tp_host_sync_*), DESIGN.md §5.
   TemplateWriter Writer() {
     const AnalyticalParams& p = lookup_.params();
-    // The ranks counted are those inside one node: the calibration runs hold
-    // t <= 8, and a group spread over nodes waits on the network (its
-    // collective's own time) rather than on more hosts, so the power law is
-    // not extrapolated past a node.
+    // The ranks counted are those inside one NVLink domain: a group spread
+    // over domains waits on the network (its collective's own time) rather
+    // than on more hosts. The calibration runs hold t <= 8 (and with the
+    // A100 exponent of 3.7 the law would make 16 ranks wait 3 ms), so it is
+    // not extrapolated past 8 ranks either.
+    constexpr int64_t kCalibratedRanks = 8;
     const double ranks = static_cast<double>(
-        std::min<int64_t>(t_, std::max<int64_t>(1, job_.cluster.gpus_per_node)));
+        std::min({t_, std::max<int64_t>(1, NvlinkDomainGpus(job_.cluster)), kCalibratedRanks}));
     const double sync = t_ > 1
                             ? p.tp_host_sync_ns + p.tp_host_sync_per_rank_ns *
                                                       std::pow(ranks - 1, p.tp_host_sync_exponent)

@@ -77,7 +77,7 @@ absl::StatusOr<CurvePoint> BestAt(const CurveSpec& spec, int64_t gpus, const Pro
 // ... GPUs per node), then p over the divisors of the layers.
 std::optional<std::pair<int64_t, int64_t>> Footprint(const CurveSpec& spec) {
   std::vector<std::pair<int64_t, int64_t>> order;
-  for (int64_t t = 1; t <= spec.cluster.gpus_per_node; t *= 2) order.emplace_back(t, 1);
+  for (int64_t t = 1; t <= NvlinkDomainGpus(spec.cluster); t *= 2) order.emplace_back(t, 1);
   const int64_t node = order.empty() ? 1 : order.back().first;
   for (int64_t p = 2; p <= spec.model.num_layers; ++p) {
     if (spec.model.num_layers % p == 0) order.emplace_back(node, p);

@@ -37,7 +37,7 @@ absl::Status Enumerate(const SearchSpace& space, const SearchOptions& options, S
                        std::vector<Job>* candidates) {
   std::vector<int64_t> tps = space.tensor_parallel;
   if (tps.empty()) {
-    for (int64_t t = 1; t <= 2 * space.cluster.gpus_per_node; t *= 2) tps.push_back(t);
+    for (int64_t t = 1; t <= 2 * NvlinkDomainGpus(space.cluster); t *= 2) tps.push_back(t);
   }
   const int64_t limit = space.gpus > 0 ? space.gpus : space.max_gpus;
   // Enumeration alone can be long (every divisor pair): it polls the caller's
@@ -394,7 +394,7 @@ absl::StatusOr<std::optional<FastestPlanResult>> FastestPlan(const SearchSpace& 
   LookupMemo* memo = options.memo != nullptr ? options.memo : &own_memo;
   ProfileLookup lookup(profiles, space.cluster.gpu,
                        LinkBandwidths{space.cluster.intra_node_bandwidth_bytes_per_s,
-                                      space.cluster.inter_node_bandwidth_bytes_per_s},
+                                      DomainNetworkBandwidth(space.cluster)},
                        memo);
   std::vector<std::pair<double, size_t>> order;
   for (size_t i = 0; i < candidates.size(); ++i) {

@@ -266,7 +266,7 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
   VTRAIN_RETURN_IF_ERROR(CheckWeightsFit(job, memory));
   ProfileLookup lookup(profiles, job.cluster.gpu,
                        LinkBandwidths{job.cluster.intra_node_bandwidth_bytes_per_s,
-                                      job.cluster.inter_node_bandwidth_bytes_per_s},
+                                      DomainNetworkBandwidth(job.cluster)},
                        options.memo);
   Prediction p;
   VTRAIN_ASSIGN_OR_RETURN(IterationSimulation sim,

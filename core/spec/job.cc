@@ -302,6 +302,25 @@ ModelFieldsOk ValidateModel(const ModelSpec& m, Violations& v) {
   return ok;
 }
 
+// An NVLink domain of whole nodes; not combined with a leaf/spine fabric,
+// whose nodes_per_leaf counts nodes a domain would span.
+void ValidateNvlinkDomain(const ClusterSpec& c, Violations& v) {
+  if (c.nvlink_domain == 0) return;
+  if (!v.InRange("cluster.nvlink_domain", c.nvlink_domain, 1, kMaxGpus)) return;
+  if (c.gpus_per_node >= 1 && c.gpus_per_node <= kMaxGpusPerNode &&
+      c.nvlink_domain % c.gpus_per_node != 0) {
+    v.Add(absl::StrCat("cluster.nvlink_domain=", c.nvlink_domain,
+                       " is not a multiple of cluster.gpus_per_node=", c.gpus_per_node,
+                       "; an NVLink domain joins whole nodes (e.g. 72 = 18 nodes of 4 for a "
+                       "GB200 NVL72)"));
+  }
+  if (c.nvlink_domain > c.gpus_per_node && !c.fabric.flat()) {
+    v.Add(absl::StrCat("cluster.nvlink_domain=", c.nvlink_domain,
+                       " spans several nodes, which a leaf/spine cluster.fabric does not model; "
+                       "leave out --nodes-per-leaf or the NVLink domain"));
+  }
+}
+
 // The cluster's own fields and the plan's dtype on its GPU; returns whether
 // cluster.num_gpus is valid.
 bool ValidateCluster(const ClusterSpec& c, DType dtype, Violations& v) {
@@ -317,6 +336,7 @@ bool ValidateCluster(const ClusterSpec& c, DType dtype, Violations& v) {
     v.Add(absl::StrCat("memory_headroom=", c.memory_headroom, " must be in [0, ",
                        kMaxMemoryHeadroom, "] (a fraction of the GPU's memory, e.g. 0.03)"));
   }
+  ValidateNvlinkDomain(c, v);
   std::vector<std::string> problems;
   CheckReliability(c.reliability, problems);
   if (c.gpus_per_node >= 1 && c.num_gpus >= 1) {

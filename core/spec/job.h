@@ -35,7 +35,22 @@ struct ClusterSpec {
   // The leaf/spine fabric and where the job's nodes sit on it; flat by
   // default.
   FabricSpec fabric;
+  // GPUs one NVLink domain joins (8 for a DGX, 72 for a GB200 NVL72 rack of
+  // 4-GPU trays); 0: the node's gpus_per_node. Groups inside a domain talk
+  // at intra_node_bandwidth; a domain leaves it through all its nodes' NICs.
+  int64_t nvlink_domain = 0;
 };
+
+// The GPUs of one NVLink domain: cluster.nvlink_domain, or a node's GPUs.
+inline int64_t NvlinkDomainGpus(const ClusterSpec& c) {
+  return c.nvlink_domain > 0 ? c.nvlink_domain : c.gpus_per_node;
+}
+// The network bandwidth out of one NVLink domain: the NICs of every node in
+// it (inter_node_bandwidth is a node's).
+inline double DomainNetworkBandwidth(const ClusterSpec& c) {
+  return c.inter_node_bandwidth_bytes_per_s * static_cast<double>(NvlinkDomainGpus(c)) /
+         static_cast<double>(c.gpus_per_node);
+}
 
 // A cluster of `num_gpus` GPUs of `gpu` with that GPU's default bandwidths.
 ClusterSpec DefaultCluster(const GpuSpec& gpu, int64_t num_gpus);

@@ -109,6 +109,9 @@ Job RandomSmallJob(uint64_t seed) {
     job.plan.data_parallel_sharding = DataParallelSharding::kOptimizer;
     job.plan.param_gather_overlap = r.Uniform(0, 1) == 1;
   }
+  // Some clusters join several nodes in one NVLink domain.
+  if (r.Uniform(0, 3) == 0)
+    job.cluster.nvlink_domain = job.cluster.gpus_per_node * r.Pick<int64_t>({1, 2, 4});
   return job;
 }
 
@@ -123,7 +126,8 @@ std::string DescribeJob(const Job& job) {
       " bucket=", job.plan.bucket_size_bytes, " sp=", job.plan.sequence_parallel ? "on" : "off",
       " tp_overlap=", job.plan.tp_comm_overlap ? "on" : "off",
       " sharding=", ShardingName(job.plan.data_parallel_sharding),
-      " gather_overlap=", job.plan.param_gather_overlap ? "on" : "off");
+      " gather_overlap=", job.plan.param_gather_overlap ? "on" : "off",
+      " nvlink_domain=", job.cluster.nvlink_domain);
 }
 
 }  // namespace vtrain::testing
