@@ -83,6 +83,10 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
   VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> bucketing,
                           flags.GetOnOff("gradient-bucketing", "plan.gradient_bucketing"));
   if (bucketing) plan.set_gradient_bucketing(*bucketing);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<ContextParallelComm> cp_comm,
+                          flags.GetParsed("cp-comm", ParseCpComm));
+  if (cp_comm) plan.set_cp_comm(convert::ToProto(*cp_comm));
+  VTRAIN_RETURN_IF_ERROR(SetInt(flags, "cp-a2a-size", [&](int64_t v) { plan.set_cp_a2a_size(v); }));
   VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> tp_overlap,
                           flags.GetOnOff("tp-comm-overlap", "plan.tp_comm_overlap"));
   if (tp_overlap) plan.set_tp_comm_overlap(*tp_overlap);
@@ -243,6 +247,11 @@ void AddJobFlags(common::FlagParser& p) {
   p.AddValue("sequence-parallel", "on|off",
              "sequence parallelism with tensor parallelism (default off; no-op at tp 1)");
   p.AddValue("cp", "N", "context-parallel degree (plan.context_parallel, default 1)");
+  p.AddValue("cp-comm", "C",
+             "context-parallel exchange: p2p (K/V ring, default), a2a (all-to-all onto heads) "
+             "or a2a+p2p (all-to-all in groups, a ring over them)");
+  p.AddValue("cp-a2a-size", "N",
+             "a2a+p2p: ranks per all-to-all group (default: the largest in one NVLink domain)");
   p.AddValue("data-parallel-sharding", "S",
              "none, optimizer (distributed optimizer / ZeRO-1) or full (FSDP), default none");
   p.AddValue("virtual-stages", "V", "model chunks per GPU for interleaved 1F1B (default 1)");
@@ -269,6 +278,7 @@ void AddJobFlags(common::FlagParser& p) {
 void AddTrainingSpaceFlags(common::FlagParser& p) {
   p.AddValue("recompute-values", "R,..", "none,selective,full (default full)");
   p.AddValue("cp-values", "A,B,..", "context-parallel degrees to try (default 1)");
+  p.AddValue("cp-comm", "C", "how plans with context parallelism exchange: p2p, a2a, a2a+p2p");
   p.AddValue("virtual-stages-values", "A,B,..", "interleaving chunks per stage to try (default 1)");
   p.AddValue("pp-values", "A,B,..",
              "pipeline degrees to try (default every divisor of the layers; others are laid "
@@ -355,6 +365,9 @@ absl::StatusOr<v1::PlanSpace> PlanSpaceFromFlags(const common::FlagParser& flags
     VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> on, flags.GetOnOff(s.flag, s.field));
     if (on) (space.*s.set)(*on);
   }
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<ContextParallelComm> cp_comm,
+                          flags.GetParsed("cp-comm", ParseCpComm));
+  if (cp_comm) space.set_cp_comm(convert::ToProto(*cp_comm));
   VTRAIN_RETURN_IF_ERROR(MoeSpaceFromFlags(flags, space));
   return space;
 }

@@ -107,6 +107,11 @@ std::string PlanLine(const v1::PredictResponse& r) {
       q.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_NONE) {
     absl::StrAppend(&extras, ", sharding ", EnumName(q.data_parallel_sharding()));
   }
+  if (q.context_parallel() > 1 && q.cp_comm() != v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED &&
+      q.cp_comm() != v1::CONTEXT_PARALLEL_COMM_P2P) {
+    absl::StrAppend(&extras, ", cp ", EnumName(q.cp_comm()));
+    if (q.has_cp_a2a_size()) absl::StrAppend(&extras, " (", q.cp_a2a_size(), " per all-to-all)");
+  }
   if (q.tp_comm_overlap() && q.tensor_parallel() > 1) absl::StrAppend(&extras, ", tp overlap");
   if (q.param_gather_overlap()) absl::StrAppend(&extras, ", param-gather overlap");
   // An uneven pipeline layout gets a line of its own, in Megatron's notation.

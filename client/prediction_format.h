@@ -42,6 +42,7 @@ std::string EnumName(E value) {
   if constexpr (std::is_same_v<E, v1::Fidelity>) return std::string(FidelityName(*core));
   if constexpr (std::is_same_v<E, v1::MoeDispatcher>) return std::string(DispatcherName(*core));
   if constexpr (std::is_same_v<E, v1::Placement>) return std::string(PlacementName(*core));
+  if constexpr (std::is_same_v<E, v1::ContextParallelComm>) return std::string(CpCommName(*core));
 }
 
 // What an answer cost, as one line: "simulated 201,600 actions (200,242 by

@@ -117,6 +117,11 @@ constexpr Row<RouterScore, v1::RouterScore> kRouterScores[] = {
     {RouterScore::kSoftmax, v1::ROUTER_SCORE_SOFTMAX},
     {RouterScore::kSigmoid, v1::ROUTER_SCORE_SIGMOID},
 };
+constexpr Row<ContextParallelComm, v1::ContextParallelComm> kCpComms[] = {
+    {ContextParallelComm::kP2P, v1::CONTEXT_PARALLEL_COMM_P2P},
+    {ContextParallelComm::kA2A, v1::CONTEXT_PARALLEL_COMM_A2A},
+    {ContextParallelComm::kA2AP2P, v1::CONTEXT_PARALLEL_COMM_A2A_P2P},
+};
 constexpr Row<CurvePolicy, v1::CurvePolicy> kCurvePolicies[] = {
     {CurvePolicy::kBest, v1::CURVE_POLICY_BEST},
     {CurvePolicy::kDataParallel, v1::CURVE_POLICY_DATA_PARALLEL},
@@ -135,6 +140,7 @@ VTRAIN_ENUM_PAIR(Architecture, Architecture, kArchitectures)
 VTRAIN_ENUM_PAIR(PipelineSchedule, PipelineSchedule, kSchedules)
 VTRAIN_ENUM_PAIR(Recompute, Recompute, kRecomputes)
 VTRAIN_ENUM_PAIR(DataParallelSharding, DataParallelSharding, kShardings)
+VTRAIN_ENUM_PAIR(ContextParallelComm, ContextParallelComm, kCpComms)
 VTRAIN_ENUM_PAIR(Granularity, Granularity, kGranularities)
 VTRAIN_ENUM_PAIR(MoeDispatcher, MoeDispatcher, kDispatchers)
 VTRAIN_ENUM_PAIR(AttentionKind, AttentionKind, kAttentions)

@@ -201,6 +201,8 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
   plan.gradient_bucketing = p.gradient_bucketing();
   plan.tp_comm_overlap = p.tp_comm_overlap();
   plan.param_gather_overlap = p.param_gather_overlap();
+  CheckGiven(p.has_cp_a2a_size(), p.cp_a2a_size(), "plan.cp_a2a_size", "--cp-a2a-size", problems);
+  if (p.has_cp_a2a_size()) plan.cp_a2a_size = p.cp_a2a_size();
   if (p.has_bucket_size_bytes()) plan.bucket_size_bytes = p.bucket_size_bytes();
   // Enum fields: each problem is reported, not just the first.
   auto take = [&problems](auto status_or, auto& into) {
@@ -216,6 +218,7 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
   take(FromProtoOr(p.data_parallel_sharding(), DataParallelSharding::kNone,
                    "plan.data_parallel_sharding"),
        plan.data_parallel_sharding);
+  take(FromProtoOr(p.cp_comm(), ContextParallelComm::kP2P, "plan.cp_comm"), plan.cp_comm);
   MoePlanFromProto(p, plan, problems);
   LayoutFromProto(p, plan, problems);
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
@@ -289,6 +292,8 @@ v1::PredictRequest JobToProto(const Job& job) {
   p->set_gradient_bucketing(job.plan.gradient_bucketing);
   p->set_tp_comm_overlap(job.plan.tp_comm_overlap);
   p->set_param_gather_overlap(job.plan.param_gather_overlap);
+  if (job.plan.cp_comm != ContextParallelComm::kP2P) p->set_cp_comm(ToProto(job.plan.cp_comm));
+  if (job.plan.cp_a2a_size > 0) p->set_cp_a2a_size(job.plan.cp_a2a_size);
   p->set_bucket_size_bytes(job.plan.bucket_size_bytes);
   p->set_dtype(ToProto(job.plan.dtype));
   p->set_sequence_parallel(job.plan.sequence_parallel);

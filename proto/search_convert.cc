@@ -118,6 +118,15 @@ void PlanSpaceFromProto(const v1::PlanSpace& in, PlanSpace& space,
   space.gradient_bucketing = in.gradient_bucketing();
   space.tp_comm_overlap = in.tp_comm_overlap();
   space.param_gather_overlap = in.param_gather_overlap();
+  {
+    absl::StatusOr<ContextParallelComm> comm =
+        FromProtoOr(in.cp_comm(), ContextParallelComm::kP2P, "space.cp_comm");
+    if (comm.ok()) {
+      space.cp_comm = *comm;
+    } else {
+      problems.emplace_back(comm.status().message());
+    }
+  }
   space.max_data_parallel = in.max_data_parallel();
   space.max_micro_batch = in.max_micro_batch();
   EnumList<v1::PipelineSchedule>(in.schedules(), "space.schedules", PipelineSchedule::k1F1B,

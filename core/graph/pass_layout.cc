@@ -135,13 +135,26 @@ CommGroup ExpertDataParallelGroup(const Job& job) {
 }
 
 CommGroup ContextRingGroup(const Job& job) {
-  // Neighbours on the ring are t ranks apart; c * t on one node keeps the
-  // whole ring on NVLink.
+  // Neighbours on the ring are t * c1 ranks apart (c1: the all-to-all
+  // groups of a2a+p2p, 1 for p2p); c * t on one node keeps the whole ring
+  // on NVLink.
   const int64_t t = job.plan.tensor_parallel, c = job.plan.context_parallel;
   const int64_t gpn = NvlinkDomainGpus(job.cluster);
+  const int64_t a2a = job.plan.cp_a2a_ranks(gpn);
   const bool one_node = c * t <= gpn && gpn % (c * t) == 0;
   CommGroup g{2, one_node ? 2 : 1, 1.0 / static_cast<double>(gpn)};
-  g.spine_slowdown = StridedSpine(job, c, t, g.nic_fraction);
+  g.spine_slowdown = StridedSpine(job, c / a2a, t * a2a, g.nic_fraction);
+  return g;
+}
+
+CommGroup ContextAllToAllGroup(const Job& job) {
+  // c1 context-parallel ranks, t apart (Megatron's order: tp innermost).
+  const int64_t t = job.plan.tensor_parallel;
+  const int64_t gpn = NvlinkDomainGpus(job.cluster);
+  const int64_t a2a = job.plan.cp_a2a_ranks(gpn);
+  const int64_t per_node = t < gpn ? std::max<int64_t>(1, std::min(a2a, gpn / t)) : 1;
+  CommGroup g{a2a, per_node, static_cast<double>(per_node) / static_cast<double>(gpn)};
+  g.spine_slowdown = StridedSpine(job, a2a, t, g.nic_fraction, /*all_to_all=*/true);
   return g;
 }
 

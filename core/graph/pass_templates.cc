@@ -148,16 +148,22 @@ class TemplateMaker {
     const int64_t exposed_ns = ExposedTensorParallelNs(collective_ns, gemm_ns, t_);
     w.TensorParallel(exposed_ns, label, collective_ns - exposed_ns);
   }
-  // Context parallelism's K/V ring (Megatron-Core / Transformer Engine): c
-  // steps of attention on one K/V block each, the c - 1 exchanges of the
+  // Context parallelism (Megatron-Core / Transformer Engine, cp_comm). The
+  // all-to-all (a2a, a2a+p2p) moves Q, K, V onto a head split of c1 ranks
+  // and the output back, forward; dO and dQ, dK, dV backward: the same bytes,
+  // not overlapped. The K/V ring (p2p, a2a+p2p) over c2 = c / c1 groups: c2
+  // steps of attention on one K/V block each, the c2 - 1 exchanges of the
   // next block overlapped with the current step's compute; what the compute
   // does not hide blocks the stream. `factor`: 1 forward; 2 backward (K/V and
   // their gradients travel, over twice the compute).
   void ContextRing(TemplateWriter& w, double factor) {
     if (c_ == 1) return;
-    const double step_compute = factor * static_cast<double>(core_ns_) / static_cast<double>(c_);
+    if (cp_a2a_ns_ > 0) w.TensorParallel(cp_a2a_ns_, cp_a2a_label_);
+    const int64_t ring = plan_.cp_ring_ranks(NvlinkDomainGpus(job_.cluster));
+    if (ring == 1) return;
+    const double step_compute = factor * static_cast<double>(core_ns_) / static_cast<double>(ring);
     const double exposed =
-        static_cast<double>(c_ - 1) *
+        static_cast<double>(ring - 1) *
         std::max(0.0, factor * static_cast<double>(ring_step_ns_) - step_compute);
     w.TensorParallel(std::llround(exposed), ring_label_);
   }
@@ -194,7 +200,8 @@ class TemplateMaker {
   int64_t reduce_ns_ = 0, gather_ns_ = 0, scatter_ns_ = 0, core_ns_ = 0, ring_step_ns_ = 0;
   double fsdp_gather_ns_ = 0, fsdp_scatter_ns_ = 0;
   int32_t reduce_label_ = 0, gather_label_ = 0, scatter_label_ = 0, ring_label_ = 0,
-          fsdp_label_ = 0;
+          fsdp_label_ = 0, cp_a2a_label_ = 0;
+  int64_t cp_a2a_ns_ = 0;  // the context-parallel all-to-alls of one attention block
 };
 
 void TemplateMaker::Prepare() {
@@ -218,6 +225,18 @@ void TemplateMaker::Prepare() {
             .CollectiveNs(Collective::kSendRecv, 2 * activation_bytes_ / static_cast<double>(t_),
                           ContextRingGroup(job_))
             .latency_ns;
+    const CommGroup a2a = ContextAllToAllGroup(job_);
+    if (a2a.ranks > 1) {
+      // A rank's s/c tokens: Q, K and V (key/value heads as the model has
+      // them), then the output, each of heads / t channels.
+      cp_a2a_label_ = label_("cp_all_to_all");
+      const double o_bytes = activation_bytes_ / static_cast<double>(t_);
+      const double qkv_bytes = o_bytes *
+                               static_cast<double>(model_.num_heads + 2 * model_.kv_heads()) /
+                               static_cast<double>(model_.num_heads);
+      cp_a2a_ns_ = lookup_.CollectiveNs(Collective::kAllToAll, qkv_bytes, a2a).latency_ns +
+                   lookup_.CollectiveNs(Collective::kAllToAll, o_bytes, a2a).latency_ns;
+    }
   }
   PrepareMoe();
   if (fsdp_) {

@@ -180,6 +180,9 @@ CommGroup ExpertTensorParallelGroup(const Job& job);
 CommGroup ExpertDataParallelGroup(const Job& job);
 // Two neighbours of the context-parallel K/V ring.
 CommGroup ContextRingGroup(const Job& job);
+// The context-parallel ranks that all-to-all Q, K, V and the output
+// (cp_comm a2a or a2a+p2p; ParallelPlan::cp_a2a_ranks of them).
+CommGroup ContextAllToAllGroup(const Job& job);
 // Two ranks `stages_apart` stages apart: on one node or not, with the NIC
 // shared by the t*d GPUs of a stage on a node that send at once.
 CommGroup StagePairGroup(const Job& job, int64_t stage, int64_t stages_apart);

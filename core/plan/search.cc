@@ -296,6 +296,7 @@ void ApplyOverlaps(const PlanSpace& space, ParallelPlan& plan) {
   plan.tp_comm_overlap = space.tp_comm_overlap && plan.sequence_parallel_active();
   plan.param_gather_overlap =
       space.param_gather_overlap && plan.data_parallel_sharding == DataParallelSharding::kOptimizer;
+  plan.cp_comm = plan.context_parallel > 1 ? space.cp_comm : ContextParallelComm::kP2P;
 }
 
 absl::Status ForEachExpertLayout(const PlanSpace& space, const TrainingOptionSpace& options,

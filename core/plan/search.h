@@ -58,12 +58,16 @@ struct PlanSpace {
   bool gradient_bucketing = false;
   bool tp_comm_overlap = false;
   bool param_gather_overlap = false;
+  // How plans with context parallelism exchange the sequence.
+  ContextParallelComm cp_comm = ContextParallelComm::kP2P;
 };
 
 // Sets `plan`'s overlap switches from `space`, each only where the plan
 // allows it (the TP overlap needs sequence parallelism in effect, the
 // parameter gather the distributed optimizer), so that a space asking for
-// them never turns a valid plan into an invalid one.
+// them never turns a valid plan into an invalid one; and the space's
+// cp_comm on plans with context parallelism (those whose heads an
+// all-to-all cannot split are then refused by ValidateJob).
 void ApplyOverlaps(const PlanSpace& space, ParallelPlan& plan);
 
 // A plan search: the plan space over a model, a cluster and a GPU count.

@@ -148,6 +148,42 @@ void ValidateSplits(const ModelSpec& m, const ParallelPlan& p, Violations& v, bo
   }
 }
 
+// Context-parallel communication, as Megatron-Core and Transformer Engine
+// check it: the all-to-all splits the heads (and the key/value heads) a
+// tensor-parallel rank holds over its group, and cp_a2a_size divides c.
+void ValidateCpComm(const ModelSpec& m, const ParallelPlan& p, int64_t domain, Violations& v) {
+  if (p.cp_a2a_size != 0) {
+    if (p.cp_comm != ContextParallelComm::kA2AP2P) {
+      v.Add(absl::StrCat("plan.cp_a2a_size=", p.cp_a2a_size,
+                         " applies only to plan.cp_comm=a2a+p2p, not '", CpCommName(p.cp_comm),
+                         "'; leave it out or use --cp-comm a2a+p2p"));
+      return;
+    }
+    if (!v.InRange("plan.cp_a2a_size", p.cp_a2a_size, 1, kMaxParallel)) return;
+  }
+  const int64_t c = p.context_parallel, t = p.tensor_parallel;
+  if (p.cp_comm == ContextParallelComm::kP2P || c < 1 || c > kMaxParallel || t < 1 ||
+      t > kMaxParallel) {
+    return;
+  }
+  if (p.cp_a2a_size > 0 && c % p.cp_a2a_size != 0) {
+    v.Add(absl::StrCat("plan.cp_a2a_size=", p.cp_a2a_size,
+                       " does not divide plan.context_parallel=", c,
+                       "; use a divisor of the context-parallel degree"));
+    return;
+  }
+  const int64_t a2a = p.cp_a2a_ranks(domain);
+  if (m.num_heads >= 1 && m.num_heads % t == 0 && m.kv_heads() >= 1 &&
+      (m.num_heads / t % a2a != 0 || std::max<int64_t>(1, m.kv_heads() / t) % a2a != 0)) {
+    v.Add(absl::StrCat("plan.cp_comm=", CpCommName(p.cp_comm), " splits the ", m.num_heads / t,
+                       " heads (", std::max<int64_t>(1, m.kv_heads() / t),
+                       " key/value heads) of a tensor-parallel rank over ", a2a,
+                       " context-parallel ranks, which must divide both; use --cp-comm p2p, "
+                       "--cp-comm a2a+p2p with a --cp-a2a-size that divides them, or another "
+                       "tensor-parallel degree"));
+  }
+}
+
 // The overlap switches, as Megatron-LM checks them (arguments.py: TP
 // overlap needs sequence parallelism, the parameter-gather overlap the
 // distributed optimizer).
@@ -259,6 +295,46 @@ absl::string_view ShardingName(DataParallelSharding s) {
       break;
   }
   return "none";
+}
+
+absl::string_view CpCommName(ContextParallelComm comm) {
+  switch (comm) {
+    case ContextParallelComm::kA2A:
+      return "a2a";
+    case ContextParallelComm::kA2AP2P:
+      return "a2a+p2p";
+    case ContextParallelComm::kP2P:
+      break;
+  }
+  return "p2p";
+}
+
+absl::StatusOr<ContextParallelComm> ParseCpComm(absl::string_view name) {
+  if (name == "p2p") return ContextParallelComm::kP2P;
+  if (name == "a2a") return ContextParallelComm::kA2A;
+  if (name == "a2a+p2p") return ContextParallelComm::kA2AP2P;
+  return absl::InvalidArgumentError(
+      absl::StrCat("plan.cp_comm='", name, "' is unknown; use p2p, a2a or a2a+p2p"));
+}
+
+int64_t ParallelPlan::cp_a2a_ranks(int64_t nvlink_domain) const {
+  const int64_t c = std::max<int64_t>(1, context_parallel);
+  switch (cp_comm) {
+    case ContextParallelComm::kP2P:
+      return 1;
+    case ContextParallelComm::kA2A:
+      return c;
+    case ContextParallelComm::kA2AP2P:
+      break;
+  }
+  if (cp_a2a_size > 0) return cp_a2a_size;
+  // The largest divisor of c whose all-to-all groups stay in one domain.
+  const int64_t fits = std::max<int64_t>(1, nvlink_domain / std::max<int64_t>(1, tensor_parallel));
+  int64_t best = 1;
+  for (int64_t d = 1; d <= c && d <= fits; ++d) {
+    if (c % d == 0) best = d;
+  }
+  return best;
 }
 
 absl::StatusOr<DataParallelSharding> ParseSharding(absl::string_view name) {
@@ -392,6 +468,7 @@ absl::Status ValidateJob(const Job& job) {
   }
   ValidateSplits(m, p, v, layers_ok && pp_ok && vs_ok && mb_ok && gb_ok && d_ok, cp_ok);
   ValidateOverlap(p, v);
+  if (heads_ok && kv_ok) ValidateCpComm(m, p, NvlinkDomainGpus(c), v);
   if (t_ok && heads_ok && m.num_heads % p.tensor_parallel != 0) {
     v.Add(absl::StrCat("plan.tensor_parallel=", p.tensor_parallel,
                        " does not divide model.num_heads=", m.num_heads,

@@ -74,6 +74,14 @@ enum class Recompute { kNone, kFull, kSelective };
 // gradients reduce-scattered per layer, every state / d).
 enum class DataParallelSharding { kNone, kOptimizer, kFull };
 
+// How context-parallel attention exchanges the sequence (Megatron-Core's
+// --cp-comm-type, Transformer Engine): kP2P passes K/V blocks around a ring
+// of c ranks, overlapped with the attention steps; kA2A (DeepSpeed-Ulysses
+// style) all-to-alls Q, K, V onto a head split and the output back, not
+// overlapped; kA2AP2P does both hierarchically: all-to-all inside groups of
+// cp_a2a_size ranks, a ring over the c / cp_a2a_size groups.
+enum class ContextParallelComm { kP2P, kA2A, kA2AP2P };
+
 // How a MoE layer moves tokens to their experts (Megatron-Core's
 // --moe-token-dispatcher-type): kAllToAll sends each token copy to the EP rank
 // of its expert and back; kAllGather gathers every token on every EP rank
@@ -91,6 +99,8 @@ inline constexpr absl::string_view kScheduleNames = "gpipe, 1f1b, zb-h1, dualpip
 absl::string_view RecomputeName(Recompute recompute);
 absl::StatusOr<Recompute> ParseRecompute(absl::string_view name);
 absl::string_view ShardingName(DataParallelSharding sharding);
+absl::string_view CpCommName(ContextParallelComm comm);
+absl::StatusOr<ContextParallelComm> ParseCpComm(absl::string_view name);
 absl::StatusOr<DataParallelSharding> ParseSharding(absl::string_view name);
 
 // How a MoE job's tokens travel and how evenly the router spreads them.
@@ -165,6 +175,10 @@ struct ParallelPlan {
   // Context parallelism: the sequence split over c ranks (between tp and dp
   // in Megatron's rank order), attention exchanging K/V around a ring.
   int64_t context_parallel = 1;
+  ContextParallelComm cp_comm = ContextParallelComm::kP2P;
+  // kA2AP2P: the all-to-all group's size, a divisor of c; 0: the largest
+  // divisor of c whose groups (c1 * t ranks) fit in one NVLink domain.
+  int64_t cp_a2a_size = 0;
   DataParallelSharding data_parallel_sharding = DataParallelSharding::kNone;
   // Interleaved 1F1B (Narayanan et al. 2021, §2.2): model chunks per GPU.
   int64_t virtual_stages = 1;
@@ -177,6 +191,12 @@ struct ParallelPlan {
   int64_t expert_tensor_parallel = 1;  // etp: ranks each expert's FFN is split over
   MoeRouting moe;
 
+  // The context-parallel ranks that all-to-all together (c1) and the ring
+  // over their groups (c2 = c / c1): p2p 1 and c, a2a c and 1.
+  int64_t cp_a2a_ranks(int64_t nvlink_domain) const;
+  int64_t cp_ring_ranks(int64_t nvlink_domain) const {
+    return context_parallel / cp_a2a_ranks(nvlink_domain);
+  }
   // Sequence parallelism in effect (on and t > 1).
   bool sequence_parallel_active() const { return sequence_parallel && tensor_parallel > 1; }
   // global_batch / (d * micro_batch): micro-batches per replica per iteration.

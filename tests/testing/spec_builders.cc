@@ -112,6 +112,14 @@ Job RandomSmallJob(uint64_t seed) {
   // Some clusters join several nodes in one NVLink domain.
   if (r.Uniform(0, 3) == 0)
     job.cluster.nvlink_domain = job.cluster.gpus_per_node * r.Pick<int64_t>({1, 2, 4});
+  // Some split the sequence, over a ring or by all-to-all where the heads allow.
+  if (r.Uniform(0, 3) == 0) {
+    job.plan.context_parallel = 2;
+    job.cluster.num_gpus *= 2;
+    const bool splits = job.model.num_heads / job.plan.tensor_parallel % 2 == 0;
+    job.plan.cp_comm = splits ? r.Pick({ContextParallelComm::kP2P, ContextParallelComm::kA2A})
+                              : ContextParallelComm::kP2P;
+  }
   return job;
 }
 
@@ -127,7 +135,8 @@ std::string DescribeJob(const Job& job) {
       " tp_overlap=", job.plan.tp_comm_overlap ? "on" : "off",
       " sharding=", ShardingName(job.plan.data_parallel_sharding),
       " gather_overlap=", job.plan.param_gather_overlap ? "on" : "off",
-      " nvlink_domain=", job.cluster.nvlink_domain);
+      " nvlink_domain=", job.cluster.nvlink_domain, " c=", job.plan.context_parallel, " ",
+      CpCommName(job.plan.cp_comm));
 }
 
 }  // namespace vtrain::testing

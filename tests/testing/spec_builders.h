@@ -34,8 +34,10 @@ Job Gpt13bJob();
 // d in 1..4, p in 1..4, 1-9 micro-batches of 1-4, any GPU, 1-16 GPUs per
 // node, any schedule (the split-backward ones where the shape allows) and
 // recomputation, either attention core, bucketing on or off with buckets
-// from 1 byte to 25 MiB. The same seed gives the same job with any standard
-// library.
+// from 1 byte to 25 MiB, sometimes sequence parallelism (with or without the
+// TP overlap), the distributed optimizer (with or without the parameter-gather
+// overlap), an NVLink domain of 1-4 nodes, and c = 2 over a ring or by
+// all-to-all. The same seed gives the same job with any standard library.
 Job RandomSmallJob(uint64_t seed);
 
 // One line naming the shape, plan and cluster of `job`, for failure messages.

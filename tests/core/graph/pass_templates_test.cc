@@ -232,6 +232,49 @@ TEST(PassTemplatesTest, ContextParallelismSplitsTokensAndExchangesKeysAndValues)
   EXPECT_LT(kernel_ns(cp, "gemm_qkv_fwd"), kernel_ns(plain, "gemm_qkv_fwd"));
 }
 
+// --cp-comm a2a: per attention block, Q, K, V all-to-all onto the head
+// split and the output back, not overlapped, and no ring; a2a+p2p: the
+// all-to-all inside groups of cp_a2a_size and a ring over the groups.
+TEST(PassTemplatesTest, ContextParallelAllToAllMovesQkvAndTheOutput) {
+  Job job = WithPlan(TinyJob(), 1, 1, 1, 1, 4);  // h = 64, 4 heads, s = 128
+  job.plan.recompute = Recompute::kNone;
+  job.plan.context_parallel = 2;
+  job.cluster.num_gpus = 2;
+  job.plan.cp_comm = ContextParallelComm::kA2A;
+  ASSERT_TRUE(ValidateJob(job).ok());
+  const Made a2a = MakeMiddle(job);
+  EXPECT_EQ(CountLabel(a2a, a2a.templates.forward, "cp_ring_exposed"), 0);
+  EXPECT_EQ(CountLabel(a2a, a2a.templates.forward, "cp_all_to_all"), 8);
+  EXPECT_EQ(CountLabel(a2a, a2a.templates.backward, "cp_all_to_all"), 8);
+  // A rank's 64 tokens: the output 64 * 64 * 2 = 8,192 bytes, Q, K and V
+  // three times that; an all-to-all of 2 ranks sends half of each, at 1 ns a
+  // byte: 4,096 + 12,288 ns per attention block, both ways.
+  EXPECT_EQ(a2a.templates.forward.tensor_parallel_ns, 8 * (4096 + 12'288));
+  EXPECT_EQ(a2a.templates.backward.tensor_parallel_ns, 8 * (4096 + 12'288));
+  // Hierarchical: c = 4 in all-to-all pairs, a ring over the 2 pairs.
+  job.plan.context_parallel = 4;
+  job.cluster.num_gpus = 4;
+  job.plan.cp_comm = ContextParallelComm::kA2AP2P;
+  job.plan.cp_a2a_size = 2;
+  ASSERT_TRUE(ValidateJob(job).ok());
+  EXPECT_EQ(job.plan.cp_a2a_ranks(8), 2);
+  EXPECT_EQ(job.plan.cp_ring_ranks(8), 2);
+  const Made both = MakeMiddle(job);
+  EXPECT_EQ(CountLabel(both, both.templates.forward, "cp_all_to_all"), 8);
+  EXPECT_EQ(CountLabel(both, both.templates.forward, "cp_ring_exposed"), 8);
+  // 32 tokens a rank: 2,048 + 6,144 ns of all-to-all per block, and a ring
+  // step's exposed part on top.
+  EXPECT_GE(both.templates.forward.tensor_parallel_ns, 8 * (2048 + 6144));
+  // The default all-to-all group: the largest divisor of c with c1 * t
+  // ranks in one NVLink domain.
+  job.plan.cp_a2a_size = 0;
+  job.plan.tensor_parallel = 2;
+  job.plan.context_parallel = 8;
+  EXPECT_EQ(job.plan.cp_a2a_ranks(8), 4);
+  EXPECT_EQ(job.plan.cp_a2a_ranks(72), 8);
+  EXPECT_EQ(job.plan.cp_a2a_ranks(2), 1);
+}
+
 // --tp-comm-overlap: each sequence-parallel all-gather pipelines with the
 // GEMM after it and each reduce-scatter with the GEMM before it, in t
 // chunks; what stays exposed is max(0, c - g * (t - 1) / t), and exposed

@@ -182,6 +182,28 @@ const Violation kViolations[] = {
        j.plan.data_parallel_sharding = DataParallelSharding::kFull;
      },
      "not 'full'"},
+    {"AllToAllThatCannotSplitTheHeads",
+     [](Job& j) {
+       j.plan.context_parallel = 8;  // 4 heads over 8 ranks
+       j.cluster.num_gpus = 8;
+       j.plan.cp_comm = ContextParallelComm::kA2A;
+     },
+     "plan.cp_comm=a2a splits the 4 heads"},
+    {"AllToAllSizeWithoutHierarchicalCp",
+     [](Job& j) {
+       j.plan.context_parallel = 2;
+       j.cluster.num_gpus = 2;
+       j.plan.cp_a2a_size = 2;
+     },
+     "plan.cp_a2a_size=2 applies only to plan.cp_comm=a2a+p2p"},
+    {"AllToAllSizeThatDoesNotDivideCp",
+     [](Job& j) {
+       j.plan.context_parallel = 4;
+       j.cluster.num_gpus = 4;
+       j.plan.cp_comm = ContextParallelComm::kA2AP2P;
+       j.plan.cp_a2a_size = 3;
+     },
+     "plan.cp_a2a_size=3 does not divide plan.context_parallel=4"},
     {"ZeroGpus", [](Job& j) { j.cluster.num_gpus = 0; }, "cluster.num_gpus=0"},
     {"ZeroGpusPerNode", [](Job& j) { j.cluster.gpus_per_node = 0; }, "cluster.gpus_per_node=0"},
     {"ZeroIntraNodeBandwidth", [](Job& j) { j.cluster.intra_node_bandwidth_bytes_per_s = 0; },
