@@ -1,0 +1,193 @@
+// The names and parsers of the plan's enums, the context-parallel group
+// sizes a plan implies, and bandwidths with units (declared in job.h).
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "core/spec/job.h"
+
+namespace vtrain {
+
+absl::string_view DispatcherName(MoeDispatcher d) {
+  switch (d) {
+    case MoeDispatcher::kAllGather:
+      return "allgather";
+    case MoeDispatcher::kFlex:
+      return "flex";
+    case MoeDispatcher::kAllToAll:
+      break;
+  }
+  return "alltoall";
+}
+
+absl::StatusOr<MoeDispatcher> ParseDispatcher(absl::string_view name) {
+  if (name == "alltoall") return MoeDispatcher::kAllToAll;
+  if (name == "allgather") return MoeDispatcher::kAllGather;
+  if (name == "flex") return MoeDispatcher::kFlex;
+  return absl::InvalidArgumentError(
+      absl::StrCat("plan.moe_dispatcher='", name, "' is unknown; use alltoall, allgather or flex"));
+}
+
+absl::string_view ScheduleName(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::kGpipe:
+      return "gpipe";
+    case PipelineSchedule::kZbH1:
+      return "zb-h1";
+    case PipelineSchedule::kDualPipe:
+      return "dualpipe";
+    case PipelineSchedule::kDualPipeV:
+      return "dualpipev";
+    case PipelineSchedule::k1F1B:
+      break;
+  }
+  return "1f1b";
+}
+
+absl::StatusOr<PipelineSchedule> ParseSchedule(absl::string_view name) {
+  for (PipelineSchedule s :
+       {PipelineSchedule::kGpipe, PipelineSchedule::k1F1B, PipelineSchedule::kZbH1,
+        PipelineSchedule::kDualPipe, PipelineSchedule::kDualPipeV}) {
+    if (name == ScheduleName(s)) return s;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("plan.schedule='", name, "' is unknown; use ", kScheduleNames));
+}
+
+bool SplitsBackward(PipelineSchedule s) {
+  return s == PipelineSchedule::kZbH1 || s == PipelineSchedule::kDualPipe ||
+         s == PipelineSchedule::kDualPipeV;
+}
+
+absl::string_view RecomputeName(Recompute r) {
+  switch (r) {
+    case Recompute::kNone:
+      return "none";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      break;
+  }
+  return "full";
+}
+
+absl::StatusOr<Recompute> ParseRecompute(absl::string_view name) {
+  if (name == "none") return Recompute::kNone;
+  if (name == "selective") return Recompute::kSelective;
+  if (name == "full") return Recompute::kFull;
+  return absl::InvalidArgumentError(
+      absl::StrCat("plan.recompute='", name, "' is unknown; use none, selective or full"));
+}
+
+absl::string_view ShardingName(DataParallelSharding s) {
+  switch (s) {
+    case DataParallelSharding::kOptimizer:
+      return "optimizer";
+    case DataParallelSharding::kFull:
+      return "full";
+    case DataParallelSharding::kNone:
+      break;
+  }
+  return "none";
+}
+
+absl::string_view CpCommName(ContextParallelComm comm) {
+  switch (comm) {
+    case ContextParallelComm::kA2A:
+      return "a2a";
+    case ContextParallelComm::kA2AP2P:
+      return "a2a+p2p";
+    case ContextParallelComm::kP2P:
+      break;
+  }
+  return "p2p";
+}
+
+absl::StatusOr<ContextParallelComm> ParseCpComm(absl::string_view name) {
+  if (name == "p2p") return ContextParallelComm::kP2P;
+  if (name == "a2a") return ContextParallelComm::kA2A;
+  if (name == "a2a+p2p") return ContextParallelComm::kA2AP2P;
+  return absl::InvalidArgumentError(
+      absl::StrCat("plan.cp_comm='", name, "' is unknown; use p2p, a2a or a2a+p2p"));
+}
+
+int64_t ParallelPlan::cp_a2a_ranks(int64_t nvlink_domain) const {
+  const int64_t c = std::max<int64_t>(1, context_parallel);
+  switch (cp_comm) {
+    case ContextParallelComm::kP2P:
+      return 1;
+    case ContextParallelComm::kA2A:
+      return c;
+    case ContextParallelComm::kA2AP2P:
+      break;
+  }
+  if (cp_a2a_size > 0) return cp_a2a_size;
+  // The largest divisor of c whose all-to-all groups stay in one domain.
+  const int64_t fits = std::max<int64_t>(1, nvlink_domain / std::max<int64_t>(1, tensor_parallel));
+  int64_t best = 1;
+  for (int64_t d = 1; d <= c && d <= fits; ++d) {
+    if (c % d == 0) best = d;
+  }
+  return best;
+}
+
+absl::StatusOr<DataParallelSharding> ParseSharding(absl::string_view name) {
+  if (name == "none") return DataParallelSharding::kNone;
+  if (name == "optimizer") return DataParallelSharding::kOptimizer;
+  if (name == "full") return DataParallelSharding::kFull;
+  return absl::InvalidArgumentError(absl::StrCat("plan.data_parallel_sharding='", name,
+                                                 "' is unknown; use none, optimizer or full"));
+}
+
+absl::StatusOr<double> ParseBandwidth(absl::string_view text, absl::string_view field) {
+  struct Unit {
+    const char* suffix;
+    double bytes_per_s;
+  };
+  // Longest suffixes first so "GiB/s" is not read as "B/s".
+  static constexpr Unit kUnits[] = {
+      {"KiB/s", 1024.0},
+      {"MiB/s", 1048576.0},
+      {"GiB/s", 1073741824.0},
+      {"TiB/s", 1099511627776.0},
+      {"kB/s", 1e3},
+      {"KB/s", 1e3},
+      {"MB/s", 1e6},
+      {"GB/s", 1e9},
+      {"TB/s", 1e12},
+      {"kb/s", 1e3 / 8},
+      {"Kb/s", 1e3 / 8},
+      {"Mb/s", 1e6 / 8},
+      {"Gb/s", 1e9 / 8},
+      {"Tb/s", 1e12 / 8},
+      {"B/s", 1.0},
+      {"b/s", 1.0 / 8},
+  };
+  const absl::string_view trimmed = absl::StripAsciiWhitespace(text);
+  for (const Unit& u : kUnits) {
+    if (!absl::EndsWith(trimmed, u.suffix)) continue;
+    absl::string_view number = trimmed.substr(0, trimmed.size() - std::strlen(u.suffix));
+    number = absl::StripAsciiWhitespace(number);
+    double value = 0;
+    if (!absl::SimpleAtod(number, &value) || !(value > 0) || !std::isfinite(value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, "='", text, "' is not a positive number with a unit; write e.g. 150GB/s"));
+    }
+    // A huge number overflows to infinity in bytes, a tiny one to zero.
+    const double bytes_per_s = value * u.bytes_per_s;
+    if (!(bytes_per_s > 0) || !std::isfinite(bytes_per_s)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "='", text, "' is out of range in bytes/s; write e.g. 150GB/s"));
+    }
+    return bytes_per_s;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, "='", text, "' has no bandwidth unit; write e.g. 150GB/s (bytes) or 800Gb/s (bits)"));
+}
+
+}  // namespace vtrain
