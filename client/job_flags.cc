@@ -87,6 +87,9 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
                           flags.GetParsed("cp-comm", ParseCpComm));
   if (cp_comm) plan.set_cp_comm(convert::ToProto(*cp_comm));
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "cp-a2a-size", [&](int64_t v) { plan.set_cp_a2a_size(v); }));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<Fp8Recipe> recipe,
+                          flags.GetParsed("fp8-recipe", ParseFp8Recipe));
+  if (recipe) plan.set_fp8_recipe(convert::ToProto(*recipe));
   VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> tp_overlap,
                           flags.GetOnOff("tp-comm-overlap", "plan.tp_comm_overlap"));
   if (tp_overlap) plan.set_tp_comm_overlap(*tp_overlap);
@@ -269,6 +272,9 @@ void AddJobFlags(common::FlagParser& p) {
              "run the distributed optimizer's parameter all-gather under the next forward "
              "(needs --data-parallel-sharding optimizer; default off)");
   p.AddValue("dtype", "T", "fp16, bf16 or fp8 (fp8: H100/H200/B200; default fp16)");
+  p.AddValue("fp8-recipe", "R",
+             "fp8 scaling: delayed (default), current, blockwise (DeepSeek 1x128/128x128) or "
+             "mxfp8 (Blackwell)");
   AddMoePlanFlags(p);
   p.AddValue(
       "memory-headroom", "F",
@@ -279,6 +285,7 @@ void AddTrainingSpaceFlags(common::FlagParser& p) {
   p.AddValue("recompute-values", "R,..", "none,selective,full (default full)");
   p.AddValue("cp-values", "A,B,..", "context-parallel degrees to try (default 1)");
   p.AddValue("cp-comm", "C", "how plans with context parallelism exchange: p2p, a2a, a2a+p2p");
+  p.AddValue("fp8-recipe", "R", "how fp8 plans scale: delayed, current, blockwise, mxfp8");
   p.AddValue("virtual-stages-values", "A,B,..", "interleaving chunks per stage to try (default 1)");
   p.AddValue("pp-values", "A,B,..",
              "pipeline degrees to try (default every divisor of the layers; others are laid "
@@ -368,6 +375,9 @@ absl::StatusOr<v1::PlanSpace> PlanSpaceFromFlags(const common::FlagParser& flags
   VTRAIN_ASSIGN_OR_RETURN(std::optional<ContextParallelComm> cp_comm,
                           flags.GetParsed("cp-comm", ParseCpComm));
   if (cp_comm) space.set_cp_comm(convert::ToProto(*cp_comm));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<Fp8Recipe> recipe,
+                          flags.GetParsed("fp8-recipe", ParseFp8Recipe));
+  if (recipe) space.set_fp8_recipe(convert::ToProto(*recipe));
   VTRAIN_RETURN_IF_ERROR(MoeSpaceFromFlags(flags, space));
   return space;
 }

@@ -127,7 +127,11 @@ std::string PlanLine(const v1::PredictResponse& r) {
       "plan     %s, micro-batch %d, global batch %d (%d micro-batches), %s%s, recompute %s, %s, "
       "bucketing %s\n%s",
       degrees, q.micro_batch(), q.global_batch(), r.num_micro_batches(), EnumName(q.schedule()),
-      extras, EnumName(q.recompute()), EnumName(q.dtype()), q.gradient_bucketing() ? "on" : "off",
+      extras, EnumName(q.recompute()),
+      q.fp8_recipe() != v1::FP8_RECIPE_UNSPECIFIED && q.fp8_recipe() != v1::FP8_RECIPE_DELAYED
+          ? absl::StrCat(EnumName(q.dtype()), " (", EnumName(q.fp8_recipe()), " scaling)")
+          : EnumName(q.dtype()),
+      q.gradient_bucketing() ? "on" : "off",
       uneven ? absl::StrCat("layout   ", r.pipeline_layout(), " (uneven)\n") : "");
 }
 

@@ -43,6 +43,7 @@ std::string EnumName(E value) {
   if constexpr (std::is_same_v<E, v1::MoeDispatcher>) return std::string(DispatcherName(*core));
   if constexpr (std::is_same_v<E, v1::Placement>) return std::string(PlacementName(*core));
   if constexpr (std::is_same_v<E, v1::ContextParallelComm>) return std::string(CpCommName(*core));
+  if constexpr (std::is_same_v<E, v1::Fp8Recipe>) return std::string(Fp8RecipeName(*core));
 }
 
 // What an answer cost, as one line: "simulated 201,600 actions (200,242 by

@@ -123,6 +123,13 @@ class WorkSorter {
                                      " attention, not ", AttentionImplName(key->attention_impl),
                                      "; predictions keep the analytical model for it"));
     }
+    // The agent's fp8 layers scale as its workload does (delayed scaling):
+    // another recipe's kernels would be stored under a key they do not answer.
+    if (key->fp8_recipe != Fp8Recipe::kDelayed) {
+      return Skip(text, absl::StrCat("the agent's fp8 layers use delayed scaling, not ",
+                                     Fp8RecipeName(key->fp8_recipe),
+                                     "; predictions keep the analytical model for it"));
+    }
     // Loss keys carry no architecture (core's MakeOperatorKey): they ride
     // with a GPT run of their shape, which runs the same kernels.
     const Architecture arch = key->arch;

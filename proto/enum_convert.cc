@@ -117,6 +117,12 @@ constexpr Row<RouterScore, v1::RouterScore> kRouterScores[] = {
     {RouterScore::kSoftmax, v1::ROUTER_SCORE_SOFTMAX},
     {RouterScore::kSigmoid, v1::ROUTER_SCORE_SIGMOID},
 };
+constexpr Row<Fp8Recipe, v1::Fp8Recipe> kFp8Recipes[] = {
+    {Fp8Recipe::kDelayed, v1::FP8_RECIPE_DELAYED},
+    {Fp8Recipe::kCurrent, v1::FP8_RECIPE_CURRENT},
+    {Fp8Recipe::kBlockwise, v1::FP8_RECIPE_BLOCKWISE},
+    {Fp8Recipe::kMxfp8, v1::FP8_RECIPE_MXFP8},
+};
 constexpr Row<ContextParallelComm, v1::ContextParallelComm> kCpComms[] = {
     {ContextParallelComm::kP2P, v1::CONTEXT_PARALLEL_COMM_P2P},
     {ContextParallelComm::kA2A, v1::CONTEXT_PARALLEL_COMM_A2A},
@@ -141,6 +147,7 @@ VTRAIN_ENUM_PAIR(PipelineSchedule, PipelineSchedule, kSchedules)
 VTRAIN_ENUM_PAIR(Recompute, Recompute, kRecomputes)
 VTRAIN_ENUM_PAIR(DataParallelSharding, DataParallelSharding, kShardings)
 VTRAIN_ENUM_PAIR(ContextParallelComm, ContextParallelComm, kCpComms)
+VTRAIN_ENUM_PAIR(Fp8Recipe, Fp8Recipe, kFp8Recipes)
 VTRAIN_ENUM_PAIR(Granularity, Granularity, kGranularities)
 VTRAIN_ENUM_PAIR(MoeDispatcher, MoeDispatcher, kDispatchers)
 VTRAIN_ENUM_PAIR(AttentionKind, AttentionKind, kAttentions)

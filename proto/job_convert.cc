@@ -219,6 +219,7 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
                    "plan.data_parallel_sharding"),
        plan.data_parallel_sharding);
   take(FromProtoOr(p.cp_comm(), ContextParallelComm::kP2P, "plan.cp_comm"), plan.cp_comm);
+  take(FromProtoOr(p.fp8_recipe(), Fp8Recipe::kDelayed, "plan.fp8_recipe"), plan.fp8_recipe);
   MoePlanFromProto(p, plan, problems);
   LayoutFromProto(p, plan, problems);
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
@@ -294,6 +295,7 @@ v1::PredictRequest JobToProto(const Job& job) {
   p->set_param_gather_overlap(job.plan.param_gather_overlap);
   if (job.plan.cp_comm != ContextParallelComm::kP2P) p->set_cp_comm(ToProto(job.plan.cp_comm));
   if (job.plan.cp_a2a_size > 0) p->set_cp_a2a_size(job.plan.cp_a2a_size);
+  if (job.plan.fp8_recipe != Fp8Recipe::kDelayed) p->set_fp8_recipe(ToProto(job.plan.fp8_recipe));
   p->set_bucket_size_bytes(job.plan.bucket_size_bytes);
   p->set_dtype(ToProto(job.plan.dtype));
   p->set_sequence_parallel(job.plan.sequence_parallel);

@@ -129,7 +129,13 @@ absl::StatusOr<OperatorKey> KeyFromProto(const v1::OperatorKey& k, const std::st
                             FromProtoOr(k.attention_impl(), AttentionImpl::kFlash,
                                         absl::StrCat(where, ".key.attention_impl")));
   }
+  VTRAIN_ASSIGN_OR_RETURN(shape.fp8_recipe, FromProtoOr(k.fp8_recipe(), Fp8Recipe::kDelayed,
+                                                        absl::StrCat(where, ".key.fp8_recipe")));
   key = WithLayerShape(std::move(key), shape);
+  if (shape.fp8_recipe != Fp8Recipe::kDelayed && !HasFp8Linears(key)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ".key.fp8_recipe applies to fp8 attention, MLP and MoE keys only"));
+  }
   return key;
 }
 
@@ -275,6 +281,7 @@ v1::ProfileSet ProfileSetToProto(const ProfileSet& set) {
     if (key.context_parallel != 1) k->set_context_parallel(key.context_parallel);
     k->set_attention_core_only(key.attention_core_only);
     if (key.NonDefaultAttention()) k->set_attention_impl(ToProto(key.attention_impl));
+    if (key.fp8_recipe != Fp8Recipe::kDelayed) k->set_fp8_recipe(ToProto(key.fp8_recipe));
     k->set_head_dim(key.head_dim);
     k->set_mla_q_lora(key.mla_q_lora);
     k->set_mla_kv_lora(key.mla_kv_lora);

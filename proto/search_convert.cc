@@ -119,6 +119,13 @@ void PlanSpaceFromProto(const v1::PlanSpace& in, PlanSpace& space,
   space.tp_comm_overlap = in.tp_comm_overlap();
   space.param_gather_overlap = in.param_gather_overlap();
   {
+    absl::StatusOr<Fp8Recipe> recipe =
+        FromProtoOr(in.fp8_recipe(), Fp8Recipe::kDelayed, "space.fp8_recipe");
+    if (recipe.ok()) {
+      space.fp8_recipe = *recipe;
+    } else {
+      problems.emplace_back(recipe.status().message());
+    }
     absl::StatusOr<ContextParallelComm> comm =
         FromProtoOr(in.cp_comm(), ContextParallelComm::kP2P, "space.cp_comm");
     if (comm.ok()) {

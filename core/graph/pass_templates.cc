@@ -40,6 +40,7 @@ class TemplateMaker {
     const ModelSpec& m = job.model;
     LayerShape shape;
     shape.attention_impl = m.attention_impl;
+    shape.fp8_recipe = job.plan.fp8_recipe;
     shape.head_dim = m.arch == Architecture::kLlama ? m.head_width() : 0;
     if (m.attention == AttentionKind::kMla) shape.mla = m.mla;
     if (m.is_moe()) {

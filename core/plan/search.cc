@@ -297,6 +297,7 @@ void ApplyOverlaps(const PlanSpace& space, ParallelPlan& plan) {
   plan.param_gather_overlap =
       space.param_gather_overlap && plan.data_parallel_sharding == DataParallelSharding::kOptimizer;
   plan.cp_comm = plan.context_parallel > 1 ? space.cp_comm : ContextParallelComm::kP2P;
+  plan.fp8_recipe = plan.dtype == DType::kFp8 ? space.fp8_recipe : Fp8Recipe::kDelayed;
 }
 
 absl::Status ForEachExpertLayout(const PlanSpace& space, const TrainingOptionSpace& options,

@@ -60,6 +60,8 @@ struct PlanSpace {
   bool param_gather_overlap = false;
   // How plans with context parallelism exchange the sequence.
   ContextParallelComm cp_comm = ContextParallelComm::kP2P;
+  // How fp8 plans scale their tensors.
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
 };
 
 // Sets `plan`'s overlap switches from `space`, each only where the plan
@@ -67,7 +69,8 @@ struct PlanSpace {
 // parameter gather the distributed optimizer), so that a space asking for
 // them never turns a valid plan into an invalid one; and the space's
 // cp_comm on plans with context parallelism (those whose heads an
-// all-to-all cannot split are then refused by ValidateJob).
+// all-to-all cannot split are then refused by ValidateJob), and the fp8
+// recipe on fp8 plans.
 void ApplyOverlaps(const PlanSpace& space, ParallelPlan& plan);
 
 // A plan search: the plan space over a model, a cluster and a GPU count.

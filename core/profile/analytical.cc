@@ -32,13 +32,13 @@ namespace {
 
 // The sizes a GPT operator's kernels are made of, per tensor-parallel rank.
 struct GptDims {
-  bool fp8;
+  internal::Fp8Linear fp8;
   double t, h, s, tokens, norm_tokens, e, vocab_local, ffn_local;
 };
 
 GptDims DimsOf(const OperatorKey& key) {
   GptDims d;
-  d.fp8 = key.dtype == DType::kFp8;
+  d.fp8 = internal::Fp8Of(key);
   d.t = static_cast<double>(key.tensor_parallel);
   d.h = static_cast<double>(key.hidden);
   d.s = static_cast<double>(key.seq);

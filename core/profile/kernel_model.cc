@@ -52,9 +52,10 @@ void KernelSequence::Gemm(const char* name, double m, double n, double k, double
 
 void KernelSequence::Memory(const char* name, double bytes) { Add(name, MemoryNs(bytes)); }
 
-void KernelSequence::GemmFp8(const char* name, double m, double n, double k, double batch) {
+void KernelSequence::GemmFp8(const char* name, double m, double n, double k, double batch,
+                             double rate) {
   const double peak = peak_flops_;
-  peak_flops_ = gpu_.peak_fp8_flops_per_s;
+  peak_flops_ = gpu_.peak_fp8_flops_per_s * rate;
   Gemm(name, m, n, k, batch);
   peak_flops_ = peak;
 }

@@ -28,7 +28,8 @@ class KernelSequence {
 
   // Gemm with fp8 operands (Transformer Engine's fp8 linear layers): the same
   // tile-and-wave model at the GPU's peak_fp8_flops_per_s.
-  void GemmFp8(const char* name, double m, double n, double k, double batch = 1);
+  // `rate`: the fraction of the fp8 peak the recipe leaves (blockwise < 1).
+  void GemmFp8(const char* name, double m, double n, double k, double batch = 1, double rate = 1);
 
   // A fused tensor-core kernel that keeps its intermediates on chip
   // (FlashAttention): `flops` at `efficiency` of the sequence's peak, plus

@@ -45,7 +45,7 @@ struct Shape {
 // once per group of heads, unless the key asks for the unfused core),
 // output projection, residual add. No biases; dropout is 0 in Llama recipes
 // and launches nothing.
-void AttentionForward(KernelSequence& seq, bool fp8, const Shape& x, const OperatorKey& key) {
+void AttentionForward(KernelSequence& seq, Fp8Linear fp8, const Shape& x, const OperatorKey& key) {
   const double e = kElem;
   const bool unfused = key.attention_impl == AttentionImpl::kUnfused;
   // Selective recomputation re-runs the attention core alone.
@@ -65,7 +65,7 @@ void AttentionForward(KernelSequence& seq, bool fp8, const Shape& x, const Opera
   Fp8ScaleUpdate(seq, fp8);
 }
 
-void AttentionBackward(KernelSequence& seq, bool fp8, const Shape& x, const OperatorKey& key) {
+void AttentionBackward(KernelSequence& seq, Fp8Linear fp8, const Shape& x, const OperatorKey& key) {
   const double e = kElem;
   LinearBackward(seq, fp8, "gemm_projection_dgrad", "gemm_projection_wgrad", x.tokens, x.h,
                  x.heads_local * x.d);
@@ -84,7 +84,7 @@ void AttentionBackward(KernelSequence& seq, bool fp8, const Shape& x, const Oper
 // The SwiGLU MLP as Megatron-Core runs it: the gate and up projections
 // fused into one GEMM of 2 * ffn columns (--swiglu), SiLU(gate) * up in one
 // element-wise kernel, the down projection, residual add.
-void MlpForward(KernelSequence& seq, bool fp8, const Shape& x) {
+void MlpForward(KernelSequence& seq, Fp8Linear fp8, const Shape& x) {
   const double e = kElem;
   seq.Memory("rmsnorm_fwd", x.norm_tokens * x.h * 2 * e);
   LinearForward(seq, fp8, "gemm_fc1_gate_up_fwd", x.tokens, 2 * x.ffn_local, x.h);
@@ -94,7 +94,7 @@ void MlpForward(KernelSequence& seq, bool fp8, const Shape& x) {
   Fp8ScaleUpdate(seq, fp8);
 }
 
-void MlpBackward(KernelSequence& seq, bool fp8, const Shape& x) {
+void MlpBackward(KernelSequence& seq, Fp8Linear fp8, const Shape& x) {
   const double e = kElem;
   LinearBackward(seq, fp8, "gemm_fc2_dgrad", "gemm_fc2_wgrad", x.tokens, x.h, x.ffn_local);
   // Reads gate, up and the output gradient; writes both input gradients.
@@ -178,32 +178,47 @@ void AttentionCoreBackward(KernelSequence& seq, const OperatorKey& key, bool dro
   }
 }
 
-void LinearForward(KernelSequence& seq, bool fp8, const char* gemm, double tokens, double n,
+void Fp8Cast(KernelSequence& seq, Fp8Linear fp8, const char* name, double elements) {
+  // Current scaling reads the tensor once for its amax before casting.
+  if (fp8.recipe == Fp8Recipe::kCurrent) seq.Memory("fp8_amax", elements * kElem);
+  // Reads 16-bit x; writes fp8 x and x^T, and their scales.
+  double scales = 0;
+  if (fp8.recipe == Fp8Recipe::kBlockwise) scales = 2 * 4.0 / 128;  // fp32 per 1x128 block
+  if (fp8.recipe == Fp8Recipe::kMxfp8) scales = 2 * 1.0 / 32;       // E8M0 per 1x32 block
+  seq.Memory(name, elements * (kElem + 2 + scales));
+}
+
+void Fp8Gemm(KernelSequence& seq, Fp8Linear fp8, const char* name, double m, double n, double k,
+             double batch) {
+  seq.GemmFp8(name, m, n, k, batch,
+              fp8.recipe == Fp8Recipe::kBlockwise ? kBlockwiseGemmEfficiency : 1.0);
+}
+
+void LinearForward(KernelSequence& seq, Fp8Linear fp8, const char* gemm, double tokens, double n,
                    double k) {
   if (!fp8) {
     seq.Gemm(gemm, tokens, n, k);
     return;
   }
-  // Reads 16-bit x, writes fp8 x and fp8 x^T (te cast_transpose).
-  seq.Memory("fp8_cast_transpose", tokens * k * (kElem + 2));
-  seq.GemmFp8(gemm, tokens, n, k);
+  Fp8Cast(seq, fp8, "fp8_cast_transpose", tokens * k);
+  Fp8Gemm(seq, fp8, gemm, tokens, n, k);
 }
 
-void LinearBackward(KernelSequence& seq, bool fp8, const char* dgrad, const char* wgrad,
+void LinearBackward(KernelSequence& seq, Fp8Linear fp8, const char* dgrad, const char* wgrad,
                     double tokens, double n, double k) {
   if (!fp8) {
     seq.Gemm(dgrad, tokens, k, n);
     seq.Gemm(wgrad, n, k, tokens);
     return;
   }
-  seq.Memory("fp8_cast_transpose_grad", tokens * n * (kElem + 2));
-  seq.GemmFp8(dgrad, tokens, k, n);
-  seq.GemmFp8(wgrad, n, k, tokens);
+  Fp8Cast(seq, fp8, "fp8_cast_transpose_grad", tokens * n);
+  Fp8Gemm(seq, fp8, dgrad, tokens, k, n);
+  Fp8Gemm(seq, fp8, wgrad, n, k, tokens);
 }
 
-void Fp8ScaleUpdate(KernelSequence& seq, bool fp8) {
+void Fp8ScaleUpdate(KernelSequence& seq, Fp8Linear fp8) {
   // A few KB of amax history and scales: the minimum kernel time.
-  if (fp8) seq.Memory("fp8_amax_scale_update", 4096);
+  if (fp8 && fp8.recipe == Fp8Recipe::kDelayed) seq.Memory("fp8_amax_scale_update", 4096);
 }
 
 double FlashAttentionForwardFlops(const OperatorKey& key) {
@@ -221,7 +236,7 @@ double FlashAttentionBackwardFlops(const OperatorKey& key) {
 std::vector<KernelRecord> GenerateLlamaKernels(const GpuSpec& gpu, const OperatorKey& key,
                                                const AnalyticalParams& params) {
   KernelSequence seq(gpu, ComputeDType(key.dtype), params);
-  const bool fp8 = key.dtype == DType::kFp8;
+  const Fp8Linear fp8 = Fp8Of(key);
   const Shape x(key);
   const double e = kElem;
   const bool mla = key.mla_kv_lora > 0;

@@ -39,19 +39,45 @@ double FlashAttentionEfficiency(const OperatorKey& key, double head_dim, bool ba
 // norms and element-wise kernels in bf16.
 inline DType ComputeDType(DType dtype) { return dtype == DType::kFp8 ? DType::kBf16 : dtype; }
 
+// Whether an operator's linear layers run in fp8, and with which recipe.
+// Tests as a bool (on), so the kernel lists read `if (fp8)`.
+struct Fp8Linear {
+  bool on = false;
+  Fp8Recipe recipe = Fp8Recipe::kDelayed;
+  explicit operator bool() const { return on; }
+};
+inline Fp8Linear Fp8Of(const OperatorKey& key) {
+  return {key.dtype == DType::kFp8, key.fp8_recipe};
+}
+
+// Transformer Engine's cast of `elements` 16-bit values to fp8, rowwise and
+// columnwise (the transpose kept for the other GEMM), with the recipe's
+// scales: an fp32 per 128 (blockwise) or an E8M0 byte per 32 (mxfp8), and
+// under current scaling a pass over the input for its amax first.
+void Fp8Cast(KernelSequence& seq, Fp8Linear fp8, const char* name, double elements);
+// An fp8 GEMM (batched `batch` times) at the recipe's rate: blockwise
+// scaling runs at kBlockwiseGemmEfficiency of the per-tensor rate.
+void Fp8Gemm(KernelSequence& seq, Fp8Linear fp8, const char* name, double m, double n, double k,
+             double batch = 1);
+// DeepSeek-V3's blockwise fp8 GEMMs promote partial sums to fp32 on the CUDA
+// cores every 128 elements of K (report §3.3.2), which costs tensor-core
+// time: an assumption, not a calibration (no blockwise run is measured here).
+inline constexpr double kBlockwiseGemmEfficiency = 0.9;
+
 // Forward of a linear layer y[tokens, n] = x[tokens, k] W[k, n]: one GEMM in
-// 16 bits; with `fp8`, Transformer Engine's cast-transpose of the input to
-// fp8 (the transpose kept for the weight gradient) before an fp8 GEMM.
-void LinearForward(KernelSequence& seq, bool fp8, const char* gemm, double tokens, double n,
+// 16 bits; with `fp8`, Transformer Engine's cast of the input to fp8 (the
+// transpose kept for the weight gradient) before an fp8 GEMM.
+void LinearForward(KernelSequence& seq, Fp8Linear fp8, const char* gemm, double tokens, double n,
                    double k);
 // Its backward: the data-gradient GEMM dx[tokens, k] = dy[tokens, n] W^T and
 // the weight-gradient GEMM dW[n, k] = dy^T x; with `fp8`, the output
-// gradient's cast-transpose to fp8 (E5M2) first and both GEMMs in fp8.
-void LinearBackward(KernelSequence& seq, bool fp8, const char* dgrad, const char* wgrad,
+// gradient's cast to fp8 (E5M2) first and both GEMMs in fp8.
+void LinearBackward(KernelSequence& seq, Fp8Linear fp8, const char* dgrad, const char* wgrad,
                     double tokens, double n, double k);
-// With `fp8`, the delayed-scaling update of one module's amax history and
-// scales (one small kernel per module and pass); nothing otherwise.
-void Fp8ScaleUpdate(KernelSequence& seq, bool fp8);
+// With delayed-scaling fp8, the update of one module's amax history and
+// scales (one small kernel per module and pass); nothing otherwise (the
+// other recipes compute their scales in the cast).
+void Fp8ScaleUpdate(KernelSequence& seq, Fp8Linear fp8);
 
 // The kernels of a Llama-architecture operator (key.arch == kLlama; every
 // operator but the loss and the optimizer step, which are shared with GPT).

@@ -34,29 +34,29 @@ struct MoeShape {
 
 // A grouped linear layer (Transformer Engine's GroupedLinear): `groups`
 // GEMMs of m x n x k in one kernel; with fp8 the input's cast first.
-void GroupedForward(KernelSequence& seq, bool fp8, const char* name, double groups, double m,
+void GroupedForward(KernelSequence& seq, Fp8Linear fp8, const char* name, double groups, double m,
                     double n, double k) {
   if (!fp8) {
     seq.Gemm(name, m, n, k, groups);
     return;
   }
-  seq.Memory("fp8_cast_transpose", groups * m * k * (kElem + 2));
-  seq.GemmFp8(name, m, n, k, groups);
+  Fp8Cast(seq, fp8, "fp8_cast_transpose", groups * m * k);
+  Fp8Gemm(seq, fp8, name, m, n, k, groups);
 }
 
-void GroupedBackward(KernelSequence& seq, bool fp8, const char* dgrad, const char* wgrad,
+void GroupedBackward(KernelSequence& seq, Fp8Linear fp8, const char* dgrad, const char* wgrad,
                      double groups, double m, double n, double k) {
   if (fp8) {
-    seq.Memory("fp8_cast_transpose_grad", groups * m * n * (kElem + 2));
-    seq.GemmFp8(dgrad, m, k, n, groups);
-    seq.GemmFp8(wgrad, n, k, m, groups);
+    Fp8Cast(seq, fp8, "fp8_cast_transpose_grad", groups * m * n);
+    Fp8Gemm(seq, fp8, dgrad, m, k, n, groups);
+    Fp8Gemm(seq, fp8, wgrad, n, k, m, groups);
     return;
   }
   seq.Gemm(dgrad, m, k, n, groups);
   seq.Gemm(wgrad, n, k, m, groups);
 }
 
-void MoeForward(KernelSequence& seq, bool fp8, const MoeShape& x, const OperatorKey& key) {
+void MoeForward(KernelSequence& seq, Fp8Linear fp8, const MoeShape& x, const OperatorKey& key) {
   const double e = kElem;
   const double experts = static_cast<double>(x.experts);
   const double k = static_cast<double>(key.top_k);
@@ -80,7 +80,7 @@ void MoeForward(KernelSequence& seq, bool fp8, const MoeShape& x, const Operator
   Fp8ScaleUpdate(seq, fp8);
 }
 
-void MoeBackward(KernelSequence& seq, bool fp8, const MoeShape& x, const OperatorKey& key) {
+void MoeBackward(KernelSequence& seq, Fp8Linear fp8, const MoeShape& x, const OperatorKey& key) {
   const double e = kElem;
   const double experts = static_cast<double>(x.experts);
   const double k = static_cast<double>(key.top_k);
@@ -134,7 +134,7 @@ void MlaCore(KernelSequence& seq, const MlaShape& x, const OperatorKey& key) {
                       FlashAttentionEfficiency(key, x.d + x.rope, /*backward=*/false));
 }
 
-void MlaForward(KernelSequence& seq, bool fp8, const MlaShape& x, const OperatorKey& key) {
+void MlaForward(KernelSequence& seq, Fp8Linear fp8, const MlaShape& x, const OperatorKey& key) {
   const double e = kElem;
   if (key.attention_core_only) {
     MlaCore(seq, x, key);
@@ -160,7 +160,7 @@ void MlaForward(KernelSequence& seq, bool fp8, const MlaShape& x, const Operator
   Fp8ScaleUpdate(seq, fp8);
 }
 
-void MlaBackward(KernelSequence& seq, bool fp8, const MlaShape& x, const OperatorKey& key) {
+void MlaBackward(KernelSequence& seq, Fp8Linear fp8, const MlaShape& x, const OperatorKey& key) {
   const double e = kElem;
   const double q_width = x.heads_local * (x.d + x.rope);
   LinearBackward(seq, fp8, "gemm_projection_dgrad", "gemm_projection_wgrad", x.tokens, x.h,
@@ -217,7 +217,7 @@ double CausalAttentionFlops(const OperatorKey& key, double qk_dim, double v_dim,
 }
 
 void MoeKernels(KernelSequence& seq, const OperatorKey& key) {
-  const bool fp8 = key.dtype == DType::kFp8;
+  const Fp8Linear fp8 = Fp8Of(key);
   const MoeShape x(key);
   if (key.op == OperatorKind::kMoeFwd) {
     MoeForward(seq, fp8, x, key);
@@ -227,7 +227,7 @@ void MoeKernels(KernelSequence& seq, const OperatorKey& key) {
 }
 
 void MlaKernels(KernelSequence& seq, const OperatorKey& key) {
-  const bool fp8 = key.dtype == DType::kFp8;
+  const Fp8Linear fp8 = Fp8Of(key);
   const MlaShape x(key);
   if (key.op == OperatorKind::kAttentionFwd) {
     MlaForward(seq, fp8, x, key);

@@ -89,6 +89,7 @@ std::string OperatorKey::ToString() const {
   if (context_parallel != 1) absl::StrAppend(&out, " c=", context_parallel);
   if (attention_core_only) absl::StrAppend(&out, " core=1");
   if (NonDefaultAttention()) absl::StrAppend(&out, " attn=", AttentionImplName(attention_impl));
+  if (fp8_recipe != Fp8Recipe::kDelayed) absl::StrAppend(&out, " fp8=", Fp8RecipeName(fp8_recipe));
   if (experts > 0) {
     absl::StrAppend(&out, " ep=", expert_parallel, " etp=", expert_tensor_parallel,
                     " load=", expert_load_permille);
@@ -106,7 +107,8 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
     return absl::InvalidArgumentError(absl::StrCat(
         "operator key '", text, "': ", why,
         "; expected GPU/DTYPE/OP [arch=llama] h=.. [a=..] [kv=..] [f=..] s=.. b=.. t=.. "
-        "[v=..] [sp=1] [c=..] [core=1] [attn=flash|unfused] [hd=.. qlr=.. kvlr=.. rope=.. vd=..] "
+        "[v=..] [sp=1] [c=..] [core=1] [attn=flash|unfused] [fp8=current|blockwise|mxfp8] "
+        "[hd=.. qlr=.. kvlr=.. rope=.. vd=..] "
         "[e=.. k=.. sf=.. ep=.. etp=.. load=..] or "
         "GPU/DTYPE/optimizer_step params=.."));
   };
@@ -135,6 +137,13 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
         return bad("attn= applies to attention_fwd and attention_bwd only");
       }
       shape.attention_impl = *parsed;
+      continue;
+    }
+    if (kv.first == "fp8") {
+      absl::StatusOr<Fp8Recipe> parsed = ParseFp8Recipe(kv.second);
+      if (!parsed.ok() || *parsed == Fp8Recipe::kDelayed)
+        return bad(absl::StrCat("'", words[i], "' is not fp8=current, blockwise or mxfp8"));
+      shape.fp8_recipe = *parsed;
       continue;
     }
     if (kv.first == "arch") {
@@ -178,10 +187,14 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
   if (shape.expert_parallel < 1 || shape.expert_tensor_parallel < 1) {
     return bad("ep and etp must be at least 1");
   }
-  return WithLayerShape(WithParallelSplits(MakeOperatorKey(std::string(path[0]), *dtype, *op, h, a,
-                                                           f, s, b, t, v, params, arch, kvh),
-                                           sp == 1, c, core == 1),
-                        shape);
+  OperatorKey key =
+      WithLayerShape(WithParallelSplits(MakeOperatorKey(std::string(path[0]), *dtype, *op, h, a, f,
+                                                        s, b, t, v, params, arch, kvh),
+                                        sp == 1, c, core == 1),
+                     shape);
+  // WithLayerShape leaves keys without fp8 linear layers delayed.
+  if (shape.fp8_recipe != key.fp8_recipe) return bad("fp8= is for fp8 attention, MLP, MoE keys");
+  return key;
 }
 
 OperatorKey WithParallelSplits(OperatorKey key, bool sequence_parallel, int64_t context_parallel,
@@ -206,7 +219,23 @@ bool OperatorKey::NonDefaultAttention() const {
          attention_impl != DefaultAttentionImpl(arch);
 }
 
+bool HasFp8Linears(const OperatorKey& key) {
+  if (key.dtype != DType::kFp8 || key.attention_core_only) return false;
+  switch (key.op) {
+    case OperatorKind::kAttentionFwd:
+    case OperatorKind::kAttentionBwd:
+    case OperatorKind::kMlpFwd:
+    case OperatorKind::kMlpBwd:
+    case OperatorKind::kMoeFwd:
+    case OperatorKind::kMoeBwd:
+      return true;
+    default:
+      return false;
+  }
+}
+
 OperatorKey WithLayerShape(OperatorKey key, const LayerShape& shape) {
+  key.fp8_recipe = HasFp8Linears(key) ? shape.fp8_recipe : Fp8Recipe::kDelayed;
   switch (key.op) {
     case OperatorKind::kAttentionFwd:
     case OperatorKind::kAttentionBwd:

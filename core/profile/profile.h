@@ -69,6 +69,10 @@ struct OperatorKey {
   // architecture's historical default (DefaultAttentionImpl), so keys
   // written before the choice existed keep their meaning.
   AttentionImpl attention_impl = AttentionImpl::kFlash;
+  // fp8 keys of the operators with fp8 linear layers (attention, MLP, MoE,
+  // not the attention core alone): how TE scales them. Delayed, the default,
+  // keeps keys written before the choice existed.
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   // Parallel splits (see WithParallelSplits); the defaults leave a key as
   // it was before they existed.
   bool sequence_parallel = false;    // layer norms and dropout on seq / t tokens
@@ -94,16 +98,17 @@ struct OperatorKey {
   friend H AbslHashValue(H h, const OperatorKey& k) {
     return H::combine(std::move(h), k.gpu, k.dtype, k.op, k.hidden, k.heads, k.ffn, k.seq,
                       k.micro_batch, k.tensor_parallel, k.vocab, k.num_parameters, k.arch,
-                      k.kv_heads, k.attention_impl, k.sequence_parallel, k.context_parallel,
-                      k.attention_core_only, k.head_dim, k.mla_q_lora, k.mla_kv_lora, k.mla_rope,
-                      k.mla_v, k.experts, k.top_k, k.shared_ffn, k.expert_parallel,
-                      k.expert_tensor_parallel, k.expert_load_permille);
+                      k.kv_heads, k.attention_impl, k.fp8_recipe, k.sequence_parallel,
+                      k.context_parallel, k.attention_core_only, k.head_dim, k.mla_q_lora,
+                      k.mla_kv_lora, k.mla_rope, k.mla_v, k.experts, k.top_k, k.shared_ffn,
+                      k.expert_parallel, k.expert_tensor_parallel, k.expert_load_permille);
   }
   // "a100-sxm4-80gb/fp16/attention_fwd h=2048 a=16 f=8192 s=2048 b=1 t=1";
   // Llama keys carry "arch=llama" and, for attention, "kv=N":
   // "h100-sxm5-80gb/bf16/attention_fwd arch=llama h=4096 a=32 kv=8 s=8192 b=1 t=1";
   // with " sp=1", " c=N" and " core=1" when set; " attn=flash" (GPT) or
-  // " attn=unfused" (Llama) when attention is not the architecture's default; attention with "
+  // " attn=unfused" (Llama) when attention is not the architecture's default;
+  // " fp8=current|blockwise|mxfp8" when fp8 is not delayed-scaled; attention with "
   // hd=", " qlr=", " kvlr=", " rope=", " vd=" when set; MoE keys
   // "... moe_fwd arch=llama h=7168 f=2048 e=256 k=8 sf=2048 s=4096 b=1 t=1
   // ep=64 etp=1 load=1000".
@@ -144,16 +149,21 @@ AttentionImpl DefaultAttentionImpl(Architecture arch);
 struct LayerShape {
   // Set: the attention keys' implementation; unset: the key's as made.
   std::optional<AttentionImpl> attention_impl;
-  int64_t head_dim = 0;  // 0: hidden / heads
-  MlaDims mla;           // kv_lora_rank > 0: MLA attention
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // fp8 keys with fp8 linear layers
+  int64_t head_dim = 0;                        // 0: hidden / heads
+  MlaDims mla;                                 // kv_lora_rank > 0: MLA attention
   int64_t experts = 0, top_k = 0, shared_ffn = 0;
   int64_t expert_parallel = 1, expert_tensor_parallel = 1, expert_load_permille = 1000;
 };
 
-// `key` with the fields of `shape` its operator depends on: attention keys
-// take the implementation, the head width (only when it differs from
-// hidden / heads) and MLA's dimensions, MoE keys the expert fields; other keys are returned as
-// given.
+// Whether `key` runs linear layers in fp8 (an fp8 attention, MLP or MoE key,
+// not the attention core alone): the keys a recipe applies to.
+bool HasFp8Linears(const OperatorKey& key);
+
+// `key` with the fields of `shape` its operator depends on: keys with fp8
+// linear layers take the recipe, attention keys take the implementation, the head width (only when
+// it differs from hidden / heads) and MLA's dimensions, MoE keys the expert fields; other keys are
+// returned as given.
 OperatorKey WithLayerShape(OperatorKey key, const LayerShape& shape);
 
 // One kernel of an operator: GPU time, then the idle time on the stream until

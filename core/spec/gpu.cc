@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -139,6 +140,33 @@ absl::StatusOr<DType> ParseDType(absl::string_view name) {
   return absl::InvalidArgumentError(
       absl::StrCat("plan.dtype='", name, "' is unknown; use fp16, bf16 or fp8"));
 }
+
+absl::string_view Fp8RecipeName(Fp8Recipe recipe) {
+  switch (recipe) {
+    case Fp8Recipe::kCurrent:
+      return "current";
+    case Fp8Recipe::kBlockwise:
+      return "blockwise";
+    case Fp8Recipe::kMxfp8:
+      return "mxfp8";
+    case Fp8Recipe::kDelayed:
+      break;
+  }
+  return "delayed";
+}
+
+absl::StatusOr<Fp8Recipe> ParseFp8Recipe(absl::string_view name) {
+  for (Fp8Recipe r :
+       {Fp8Recipe::kDelayed, Fp8Recipe::kCurrent, Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8}) {
+    if (name == Fp8RecipeName(r)) return r;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "plan.fp8_recipe='", name, "' is unknown; use delayed, current, blockwise or mxfp8"));
+}
+
+// Blackwell's 5th-generation tensor cores scale MX blocks in hardware
+// (NVIDIA Blackwell architecture technical brief); Hopper's do not.
+bool SupportsMxfp8(const GpuSpec& gpu) { return absl::StartsWith(gpu.name, "b200"); }
 
 absl::StatusOr<GpuSpec> GpuByName(absl::string_view name) {
   for (const GpuSpec& g : kGpus) {

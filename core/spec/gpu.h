@@ -20,6 +20,18 @@ enum class DType { kFp16, kBf16, kFp8 };
 absl::string_view DTypeName(DType dtype);
 absl::StatusOr<DType> ParseDType(absl::string_view name);
 
+// How Transformer Engine scales fp8 tensors (plan.fp8_recipe; fp8 only).
+// kDelayed: per-tensor scales from an amax history (TE's DelayedScaling, a
+// scale-update kernel per module). kCurrent: per-tensor scales from each
+// tensor's own amax, one more pass over it before the cast
+// (Float8CurrentScaling). kBlockwise: DeepSeek-V3's 1x128 activation and
+// 128x128 weight blocks with fp32 scales (DeepSeek-V3 report §3.3;
+// Float8BlockScaling). kMxfp8: OCP MX, 1x32 blocks with E8M0 scales applied
+// by the tensor cores (Blackwell only; MXFP8BlockScaling).
+enum class Fp8Recipe { kDelayed, kCurrent, kBlockwise, kMxfp8 };
+absl::string_view Fp8RecipeName(Fp8Recipe recipe);  // "delayed", "current", ...
+absl::StatusOr<Fp8Recipe> ParseFp8Recipe(absl::string_view name);
+
 // Datasheet figures of one GPU model (dense, no sparsity).
 struct GpuSpec {
   std::string name;                  // e.g. "a100-sxm4-80gb"
@@ -56,6 +68,9 @@ struct GpuSpec {
 // INVALID_ARGUMENT listing every missing or out-of-range figure, each named
 // "<where>.<field>".
 absl::Status CheckGpuDatasheet(const GpuSpec& gpu, absl::string_view where);
+
+// Whether the GPU's tensor cores apply MX block scales (Blackwell: B200).
+bool SupportsMxfp8(const GpuSpec& gpu);
 
 // Returns the GPU model with this name, or NOT_FOUND listing the known names.
 absl::StatusOr<GpuSpec> GpuByName(absl::string_view name);

@@ -184,6 +184,24 @@ void ValidateCpComm(const ModelSpec& m, const ParallelPlan& p, int64_t domain, V
   }
 }
 
+// The fp8 recipe: only with fp8, and MXFP8 only where the tensor cores
+// apply MX block scales.
+void ValidateFp8Recipe(const ParallelPlan& p, const GpuSpec& gpu, Violations& v) {
+  if (p.fp8_recipe == Fp8Recipe::kDelayed) return;
+  if (p.dtype != DType::kFp8) {
+    v.Add(absl::StrCat("plan.fp8_recipe=", Fp8RecipeName(p.fp8_recipe),
+                       " applies to plan.dtype=fp8, not ", DTypeName(p.dtype),
+                       "; use --dtype fp8 or leave the recipe out"));
+    return;
+  }
+  if (p.fp8_recipe == Fp8Recipe::kMxfp8 && !SupportsMxfp8(gpu)) {
+    v.Add(
+        absl::StrCat("plan.fp8_recipe=mxfp8 needs MX block scaling in the tensor cores "
+                     "(Blackwell, b200-sxm-180gb), which GPU '",
+                     gpu.name, "' lacks; use blockwise, current or delayed"));
+  }
+}
+
 // The overlap switches, as Megatron-LM checks them (arguments.py: TP
 // overlap needs sequence parallelism, the parameter-gather overlap the
 // distributed optimizer).
@@ -337,6 +355,7 @@ absl::Status ValidateJob(const Job& job) {
   }
   ValidateSplits(m, p, v, layers_ok && pp_ok && vs_ok && mb_ok && gb_ok && d_ok, cp_ok);
   ValidateOverlap(p, v);
+  ValidateFp8Recipe(p, c.gpu, v);
   if (heads_ok && kv_ok) ValidateCpComm(m, p, NvlinkDomainGpus(c), v);
   if (t_ok && heads_ok && m.num_heads % p.tensor_parallel != 0) {
     v.Add(absl::StrCat("plan.tensor_parallel=", p.tensor_parallel,

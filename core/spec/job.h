@@ -168,6 +168,8 @@ struct ParallelPlan {
   // data_parallel_sharding = optimizer.
   bool param_gather_overlap = false;
   DType dtype = DType::kFp16;
+  // fp8 only: how Transformer Engine scales the fp8 tensors (gpu.h).
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   // Sequence parallelism (Korthikanti et al. 2022): TP all-reduces become
   // reduce-scatter + all-gather, layer-norm and dropout run on s/t tokens.
   // With t == 1 it is a no-op, as Megatron-LM turns it off there.

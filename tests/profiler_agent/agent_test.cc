@@ -252,6 +252,21 @@ TEST(WorkPlanTest, AttentionTheAgentDoesNotRunIsSkippedSayingWhy) {
   EXPECT_EQ(plan.runs[0].keys.size(), 2u);  // the unfused attention and the MLP
 }
 
+// The agent's fp8 layers use delayed scaling: keys of another recipe are
+// skipped, saying why.
+TEST(WorkPlanTest, Fp8RecipesTheAgentDoesNotRunAreSkippedSayingWhy) {
+  const std::string g = "h100-sxm5-80gb";
+  const WorkPlan plan =
+      PlanProfilingWork({g + "/fp8/mlp_fwd arch=llama h=4096 f=14336 s=8192 b=1 t=1 fp8=current",
+                         g + "/fp8/mlp_fwd arch=llama h=4096 f=14336 s=8192 b=1 t=1"},
+                        g, 8);
+  ASSERT_EQ(plan.skipped.size(), 1u);
+  EXPECT_NE(plan.skipped[0].find("delayed scaling, not current"), std::string::npos)
+      << plan.skipped[0];
+  ASSERT_EQ(plan.runs.size(), 1u);
+  EXPECT_EQ(plan.runs[0].keys.size(), 1u);
+}
+
 // Llama keys get Llama runs (their KV heads from the attention key), fp8
 // keys fp8 runs of their architecture; the loss and optimizer keys, which
 // carry no architecture, ride with a GPT run of their dtype.

@@ -74,6 +74,7 @@ TEST(BadCommandLineTest, EveryBadCommandLineExitsTwoNamingTheFlag) {
       {Concat({"predict", "--gradient-bucketing", "maybe"}, job), "--gradient-bucketing"},
       {Concat({"predict", "--tp-comm-overlap", "yes"}, job), "--tp-comm-overlap"},
       {Concat({"predict", "--cp-comm", "ring"}, job), "plan.cp_comm='ring' is unknown"},
+      {Concat({"predict", "--fp8-recipe", "tensorwise"}, job), "plan.fp8_recipe='tensorwise'"},
       {Concat({"predict", "--cp-a2a-size", "0"}, job), "plan.cp_a2a_size=0 (--cp-a2a-size)"},
       {Concat({"predict", "--nvlink-domain", "0"}, job),
        "cluster.nvlink_domain=0 (--nvlink-domain)"},

@@ -176,5 +176,72 @@ TEST_F(LlamaKernelsTest, GptLayersInFp8CastTheirLinearInputsToo) {
   EXPECT_EQ(std::count(fp16.begin(), fp16.end(), "fp8_cast_transpose"), 0);
 }
 
+// The fp8 recipes change only the casts, the scale kernels and (blockwise)
+// the GEMM rate: current scaling reads each cast input once more for its
+// amax; blockwise and MXFP8 write their block scales with the cast and need
+// no amax-history update; blockwise GEMMs run at kBlockwiseGemmEfficiency.
+TEST_F(LlamaKernelsTest, Fp8RecipesChangeCastsScalesAndTheBlockwiseGemmRate) {
+  auto with = [](Fp8Recipe recipe, OperatorKind op = OperatorKind::kMlpFwd) {
+    OperatorKey key = Llama3Key(op, DType::kFp8);
+    LayerShape shape;
+    shape.fp8_recipe = recipe;
+    return WithLayerShape(key, shape);
+  };
+  const std::vector<KernelRecord> delayed = Kernels(with(Fp8Recipe::kDelayed));
+  const std::vector<KernelRecord> current = Kernels(with(Fp8Recipe::kCurrent));
+  const std::vector<KernelRecord> blockwise = Kernels(with(Fp8Recipe::kBlockwise));
+  EXPECT_THAT(Names(current),
+              ElementsAre("rmsnorm_fwd", "fp8_amax", "fp8_cast_transpose", "gemm_fc1_gate_up_fwd",
+                          "swiglu_fwd", "fp8_amax", "fp8_cast_transpose", "gemm_fc2_fwd",
+                          "residual_add_fwd"));
+  EXPECT_THAT(Names(blockwise),
+              ElementsAre("rmsnorm_fwd", "fp8_cast_transpose", "gemm_fc1_gate_up_fwd", "swiglu_fwd",
+                          "fp8_cast_transpose", "gemm_fc2_fwd", "residual_add_fwd"));
+  // The amax pass reads the 8,192 x 4,096 16-bit input: 64 MiB at the HBM
+  // rate, about a third of the cast, which moves 4 bytes an element.
+  const double amax = static_cast<double>(Kernel(current, "fp8_amax").duration_ns);
+  const double cast = static_cast<double>(Kernel(delayed, "fp8_cast_transpose").duration_ns);
+  EXPECT_GT(amax, 0.3 * cast);
+  EXPECT_LT(amax, 0.7 * cast);
+  // The blockwise GEMM at 0.9 of the fp8 rate: slower, by at most 1 / 0.9.
+  const double fp8_gemm = static_cast<double>(Kernel(delayed, "gemm_fc1_gate_up_fwd").duration_ns);
+  const double block_gemm =
+      static_cast<double>(Kernel(blockwise, "gemm_fc1_gate_up_fwd").duration_ns);
+  EXPECT_GT(block_gemm, fp8_gemm * 1.05);
+  EXPECT_LE(block_gemm, fp8_gemm / internal::kBlockwiseGemmEfficiency + 1);
+  // Block scales make the cast a little longer (fp32 per 128 both ways).
+  EXPECT_GE(Kernel(blockwise, "fp8_cast_transpose").duration_ns,
+            Kernel(delayed, "fp8_cast_transpose").duration_ns);
+  // The recipe applies to keys with fp8 linear layers only.
+  OperatorKey bf16 = Llama3Key(OperatorKind::kMlpFwd);
+  LayerShape shape;
+  shape.fp8_recipe = Fp8Recipe::kCurrent;
+  EXPECT_EQ(WithLayerShape(bf16, shape).fp8_recipe, Fp8Recipe::kDelayed);
+  EXPECT_EQ(WithLayerShape(Llama3Key(OperatorKind::kLogitFwd, DType::kFp8), shape).fp8_recipe,
+            Fp8Recipe::kDelayed);
+}
+
+TEST(Fp8RecipeKeyTest, KeysSayTheRecipeOnlyWhenNotDelayedAndParseBack) {
+  OperatorKey key = Llama3Key(OperatorKind::kAttentionBwd, DType::kFp8);
+  EXPECT_EQ(key.ToString().find("fp8="), std::string::npos);
+  LayerShape shape;
+  shape.fp8_recipe = Fp8Recipe::kBlockwise;
+  key = WithLayerShape(key, shape);
+  const std::string text = key.ToString();
+  EXPECT_NE(text.find(" fp8=blockwise"), std::string::npos);
+  absl::StatusOr<OperatorKey> parsed = ParseOperatorKey(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, key);
+  EXPECT_FALSE(ParseOperatorKey("h100-sxm5-80gb/bf16/mlp_fwd arch=llama h=4096 f=14336 s=8192 "
+                                "b=1 t=1 fp8=current")
+                   .ok());
+  EXPECT_FALSE(ParseOperatorKey("h100-sxm5-80gb/fp8/mlp_fwd arch=llama h=4096 f=14336 s=8192 "
+                                "b=1 t=1 fp8=delayed")
+                   .ok());
+  EXPECT_FALSE(ParseOperatorKey("h100-sxm5-80gb/fp8/logit_fwd arch=llama h=4096 s=8192 b=1 t=1 "
+                                "v=128256 fp8=mxfp8")
+                   .ok());
+}
+
 }  // namespace
 }  // namespace vtrain

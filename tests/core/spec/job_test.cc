@@ -204,6 +204,15 @@ const Violation kViolations[] = {
        j.plan.cp_a2a_size = 3;
      },
      "plan.cp_a2a_size=3 does not divide plan.context_parallel=4"},
+    {"Fp8RecipeWithoutFp8", [](Job& j) { j.plan.fp8_recipe = Fp8Recipe::kCurrent; },
+     "plan.fp8_recipe=current applies to plan.dtype=fp8"},
+    {"Mxfp8OffBlackwell",
+     [](Job& j) {
+       j.cluster.gpu = *GpuByName("h100-sxm5-80gb");
+       j.plan.dtype = DType::kFp8;
+       j.plan.fp8_recipe = Fp8Recipe::kMxfp8;
+     },
+     "plan.fp8_recipe=mxfp8 needs MX block scaling"},
     {"ZeroGpus", [](Job& j) { j.cluster.num_gpus = 0; }, "cluster.num_gpus=0"},
     {"ZeroGpusPerNode", [](Job& j) { j.cluster.gpus_per_node = 0; }, "cluster.gpus_per_node=0"},
     {"ZeroIntraNodeBandwidth", [](Job& j) { j.cluster.intra_node_bandwidth_bytes_per_s = 0; },
