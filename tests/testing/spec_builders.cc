@@ -112,6 +112,15 @@ Job RandomSmallJob(uint64_t seed) {
   // Some clusters join several nodes in one NVLink domain.
   if (r.Uniform(0, 3) == 0)
     job.cluster.nvlink_domain = job.cluster.gpus_per_node * r.Pick<int64_t>({1, 2, 4});
+  // Some train in fp8 where the GPU has it, with any recipe it allows.
+  if (job.cluster.gpu.peak_fp8_flops_per_s > 0 && r.Uniform(0, 2) == 0) {
+    job.plan.dtype = DType::kFp8;
+    job.plan.fp8_recipe = r.Pick(
+        {Fp8Recipe::kDelayed, Fp8Recipe::kCurrent, Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8});
+    if (job.plan.fp8_recipe == Fp8Recipe::kMxfp8 && !SupportsMxfp8(job.cluster.gpu)) {
+      job.plan.fp8_recipe = Fp8Recipe::kBlockwise;
+    }
+  }
   // Some split the sequence, over a ring or by all-to-all where the heads allow.
   if (r.Uniform(0, 3) == 0) {
     job.plan.context_parallel = 2;
@@ -135,7 +144,8 @@ std::string DescribeJob(const Job& job) {
       " tp_overlap=", job.plan.tp_comm_overlap ? "on" : "off",
       " sharding=", ShardingName(job.plan.data_parallel_sharding),
       " gather_overlap=", job.plan.param_gather_overlap ? "on" : "off",
-      " nvlink_domain=", job.cluster.nvlink_domain, " c=", job.plan.context_parallel, " ",
+      " nvlink_domain=", job.cluster.nvlink_domain, " ", DTypeName(job.plan.dtype), "/",
+      Fp8RecipeName(job.plan.fp8_recipe), " c=", job.plan.context_parallel, " ",
       CpCommName(job.plan.cp_comm));
 }
 

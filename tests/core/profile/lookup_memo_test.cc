@@ -83,6 +83,8 @@ TEST(LookupMemoTest, SharedResolutionsPredictExactlyAsFreshOnes) {
   for (uint64_t seed = 1; seed <= 60; ++seed) {
     Job job = RandomSmallJob(seed);
     job.cluster.gpu = gpu;
+    job.plan.dtype = DType::kFp16;  // the A100 has no fp8
+    job.plan.fp8_recipe = Fp8Recipe::kDelayed;
     SCOPED_TRACE(absl::StrCat("seed ", seed, ": ", DescribeJob(job)));
     for (Granularity g : {Granularity::kOperator, Granularity::kKernel}) {
       PredictOptions fresh;
@@ -108,6 +110,8 @@ TEST(LookupMemoTest, OneMemoServesManyThreads) {
   for (uint64_t seed = 100; seed < 140; ++seed) {
     Job job = RandomSmallJob(seed);
     job.cluster.gpu = gpu;
+    job.plan.dtype = DType::kFp16;  // the A100 has no fp8
+    job.plan.fp8_recipe = Fp8Recipe::kDelayed;
     absl::StatusOr<Prediction> p = Predict(job, set);
     ASSERT_TRUE(p.ok()) << p.status();
     jobs.push_back(job);
