@@ -37,7 +37,8 @@ Job Gpt13bJob();
 // from 1 byte to 25 MiB, sometimes sequence parallelism (with or without the
 // TP overlap), the distributed optimizer (with or without the parameter-gather
 // overlap), an NVLink domain of 1-4 nodes, fp8 with any recipe the GPU
-// allows, and c = 2 over a ring or by all-to-all. The same seed gives the same job with any standard library.
+// allows, and c = 2 over a ring or by all-to-all. The same seed gives the same job with any
+// standard library.
 Job RandomSmallJob(uint64_t seed);
 
 // One line naming the shape, plan and cluster of `job`, for failure messages.
