@@ -14,7 +14,40 @@
 #include "proto/vtrain_config.h"
 
 namespace vtrain::cli {
+
 namespace {
+
+// Megatron-Core's switches, as they appear in a plan and in a plan space
+// (the same flags, the same field names under `plan.` or `space.`).
+struct Switches {
+  std::optional<bool> gradient_bucketing, tp_comm_overlap, param_gather_overlap;
+  std::optional<ContextParallelComm> cp_comm;
+  std::optional<Fp8Recipe> fp8_recipe;
+};
+
+absl::StatusOr<Switches> SwitchesFromFlags(const common::FlagParser& flags,
+                                           absl::string_view message) {
+  auto field = [&](absl::string_view name) { return absl::StrCat(message, ".", name); };
+  Switches s;
+  VTRAIN_ASSIGN_OR_RETURN(s.gradient_bucketing,
+                          flags.GetOnOff("gradient-bucketing", field("gradient_bucketing")));
+  VTRAIN_ASSIGN_OR_RETURN(s.tp_comm_overlap,
+                          flags.GetOnOff("tp-comm-overlap", field("tp_comm_overlap")));
+  VTRAIN_ASSIGN_OR_RETURN(s.param_gather_overlap,
+                          flags.GetOnOff("overlap-param-gather", field("param_gather_overlap")));
+  VTRAIN_ASSIGN_OR_RETURN(s.cp_comm, flags.GetParsed("cp-comm", ParseCpComm));
+  VTRAIN_ASSIGN_OR_RETURN(s.fp8_recipe, flags.GetParsed("fp8-recipe", ParseFp8Recipe));
+  return s;
+}
+
+template <typename Message>
+void SetSwitches(const Switches& s, Message& m) {
+  if (s.gradient_bucketing) m.set_gradient_bucketing(*s.gradient_bucketing);
+  if (s.tp_comm_overlap) m.set_tp_comm_overlap(*s.tp_comm_overlap);
+  if (s.param_gather_overlap) m.set_param_gather_overlap(*s.param_gather_overlap);
+  if (s.cp_comm) m.set_cp_comm(convert::ToProto(*s.cp_comm));
+  if (s.fp8_recipe) m.set_fp8_recipe(convert::ToProto(*s.fp8_recipe));
+}
 
 // Calls `set` with the integer value of `flag` when present.
 template <typename Setter>
@@ -80,22 +113,9 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
     VTRAIN_ASSIGN_OR_RETURN(Recompute recompute, ParseRecompute(*r));
     plan.set_recompute(convert::ToProto(recompute));
   }
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> bucketing,
-                          flags.GetOnOff("gradient-bucketing", "plan.gradient_bucketing"));
-  if (bucketing) plan.set_gradient_bucketing(*bucketing);
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<ContextParallelComm> cp_comm,
-                          flags.GetParsed("cp-comm", ParseCpComm));
-  if (cp_comm) plan.set_cp_comm(convert::ToProto(*cp_comm));
+  VTRAIN_ASSIGN_OR_RETURN(const Switches switches, SwitchesFromFlags(flags, "plan"));
+  SetSwitches(switches, plan);
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "cp-a2a-size", [&](int64_t v) { plan.set_cp_a2a_size(v); }));
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<Fp8Recipe> recipe,
-                          flags.GetParsed("fp8-recipe", ParseFp8Recipe));
-  if (recipe) plan.set_fp8_recipe(convert::ToProto(*recipe));
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> tp_overlap,
-                          flags.GetOnOff("tp-comm-overlap", "plan.tp_comm_overlap"));
-  if (tp_overlap) plan.set_tp_comm_overlap(*tp_overlap);
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> gather_overlap,
-                          flags.GetOnOff("overlap-param-gather", "plan.param_gather_overlap"));
-  if (gather_overlap) plan.set_param_gather_overlap(*gather_overlap);
   if (auto size = flags.Get("bucket-size")) {
     VTRAIN_ASSIGN_OR_RETURN(int64_t bytes, ParseBytes(*size, "plan.bucket_size_bytes"));
     plan.set_bucket_size_bytes(bytes);
@@ -358,26 +378,8 @@ absl::StatusOr<v1::PlanSpace> PlanSpaceFromFlags(const common::FlagParser& flags
     space.add_shardings(convert::ToProto(*x));
     return absl::OkStatus();
   }));
-  struct Switch {
-    const char* flag;
-    const char* field;
-    void (v1::PlanSpace::*set)(bool);
-  };
-  const Switch switches[] = {
-      {"gradient-bucketing", "space.gradient_bucketing", &v1::PlanSpace::set_gradient_bucketing},
-      {"tp-comm-overlap", "space.tp_comm_overlap", &v1::PlanSpace::set_tp_comm_overlap},
-      {"overlap-param-gather", "space.param_gather_overlap",
-       &v1::PlanSpace::set_param_gather_overlap}};
-  for (const Switch& s : switches) {
-    VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> on, flags.GetOnOff(s.flag, s.field));
-    if (on) (space.*s.set)(*on);
-  }
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<ContextParallelComm> cp_comm,
-                          flags.GetParsed("cp-comm", ParseCpComm));
-  if (cp_comm) space.set_cp_comm(convert::ToProto(*cp_comm));
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<Fp8Recipe> recipe,
-                          flags.GetParsed("fp8-recipe", ParseFp8Recipe));
-  if (recipe) space.set_fp8_recipe(convert::ToProto(*recipe));
+  VTRAIN_ASSIGN_OR_RETURN(const Switches switches, SwitchesFromFlags(flags, "space"));
+  SetSwitches(switches, space);
   VTRAIN_RETURN_IF_ERROR(MoeSpaceFromFlags(flags, space));
   return space;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 #include <utility>
+#include <vector>
 
 #include "core/graph/template_writer.h"
 #include "core/spec/model.h"
@@ -138,11 +139,19 @@ class TemplateMaker {
   // last wgrad as Transformer Engine's bulk overlap does).
   void Block(TemplateWriter& w, const ResolvedOperator& op) {
     const bool overlap = plan_.tp_comm_overlap && t_ > 1 && sp_;
-    const GemmEnds gemms = overlap ? GemmEndsOf(op) : GemmEnds{};
+    const GemmEnds gemms = overlap ? GemmsOf(op) : GemmEnds{};
     if (t_ > 1 && sp_) Overlapped(w, gather_ns_, gemms.first_ns, gather_label_);
     w.Operator(op);
     if (t_ > 1 && sp_) Overlapped(w, scatter_ns_, gemms.last_ns, scatter_label_);
     if (t_ > 1 && !sp_) w.TensorParallel(reduce_ns_, reduce_label_);
+  }
+  // GemmEndsOf(op), found once per operator: Block runs the same few
+  // operators for every layer (the lookup's references are stable).
+  const GemmEnds& GemmsOf(const ResolvedOperator& op) {
+    for (const auto& [known, ends] : gemm_ends_) {
+      if (known == &op) return ends;
+    }
+    return gemm_ends_.emplace_back(&op, GemmEndsOf(op)).second;
   }
   // The collective's exposed part blocks the stream; the rest is hidden.
   void Overlapped(TemplateWriter& w, int64_t collective_ns, double gemm_ns, int32_t label) {
@@ -160,7 +169,7 @@ class TemplateMaker {
   void ContextRing(TemplateWriter& w, double factor) {
     if (c_ == 1) return;
     if (cp_a2a_ns_ > 0) w.TensorParallel(cp_a2a_ns_, cp_a2a_label_);
-    const int64_t ring = plan_.cp_ring_ranks(NvlinkDomainGpus(job_.cluster));
+    const int64_t ring = cp_ring_ranks_;
     if (ring == 1) return;
     const double step_compute = factor * static_cast<double>(core_ns_) / static_cast<double>(ring);
     const double exposed =
@@ -202,7 +211,9 @@ class TemplateMaker {
   double fsdp_gather_ns_ = 0, fsdp_scatter_ns_ = 0;
   int32_t reduce_label_ = 0, gather_label_ = 0, scatter_label_ = 0, ring_label_ = 0,
           fsdp_label_ = 0, cp_a2a_label_ = 0;
-  int64_t cp_a2a_ns_ = 0;  // the context-parallel all-to-alls of one attention block
+  int64_t cp_a2a_ns_ = 0;      // the context-parallel all-to-alls of one attention block
+  int64_t cp_ring_ranks_ = 1;  // steps of the context-parallel K/V ring (c2)
+  std::vector<std::pair<const ResolvedOperator*, GemmEnds>> gemm_ends_;
 };
 
 void TemplateMaker::Prepare() {
@@ -226,6 +237,7 @@ void TemplateMaker::Prepare() {
             .CollectiveNs(Collective::kSendRecv, 2 * activation_bytes_ / static_cast<double>(t_),
                           ContextRingGroup(job_))
             .latency_ns;
+    cp_ring_ranks_ = plan_.cp_ring_ranks(NvlinkDomainGpus(job_.cluster));
     const CommGroup a2a = ContextAllToAllGroup(job_);
     if (a2a.ranks > 1) {
       // A rank's s/c tokens: Q, K and V (key/value heads as the model has

@@ -291,7 +291,7 @@ std::vector<std::string> SearchWarnings(const SearchSpace& space, const SearchOp
   return warnings;
 }
 
-void ApplyOverlaps(const PlanSpace& space, ParallelPlan& plan) {
+void ApplyPlanSwitches(const PlanSpace& space, ParallelPlan& plan) {
   plan.gradient_bucketing = space.gradient_bucketing;
   plan.tp_comm_overlap = space.tp_comm_overlap && plan.sequence_parallel_active();
   plan.param_gather_overlap =
@@ -303,7 +303,7 @@ void ApplyOverlaps(const PlanSpace& space, ParallelPlan& plan) {
 absl::Status ForEachExpertLayout(const PlanSpace& space, const TrainingOptionSpace& options,
                                  Job& job, absl::FunctionRef<absl::Status(Job&)> consider) {
   if (!job.model.is_moe()) {
-    ApplyOverlaps(space, job.plan);
+    ApplyPlanSwitches(space, job.plan);
     return consider(job);
   }
   job.plan.moe = space.moe;
@@ -318,7 +318,7 @@ absl::Status ForEachExpertLayout(const PlanSpace& space, const TrainingOptionSpa
       job.plan.expert_parallel = ep;
       job.plan.expert_tensor_parallel = etp;
       job.plan.sequence_parallel = sp || needs_sp;
-      ApplyOverlaps(space, job.plan);
+      ApplyPlanSwitches(space, job.plan);
       VTRAIN_RETURN_IF_ERROR(consider(job));
     }
   }

@@ -52,7 +52,7 @@ struct PlanSpace {
   // MoE models: the dispatcher, overlap and routing every plan runs with.
   MoeRouting moe;
   // Megatron-Core's overlaps every plan runs with where it allows them
-  // (ApplyOverlaps): gradient bucketing (--overlap-grad-reduce), the TP
+  // (ApplyPlanSwitches): gradient bucketing (--overlap-grad-reduce), the TP
   // overlap with sequence parallelism, the parameter gather under the next
   // forward with the distributed optimizer.
   bool gradient_bucketing = false;
@@ -64,14 +64,14 @@ struct PlanSpace {
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
 };
 
-// Sets `plan`'s overlap switches from `space`, each only where the plan
-// allows it (the TP overlap needs sequence parallelism in effect, the
-// parameter gather the distributed optimizer), so that a space asking for
-// them never turns a valid plan into an invalid one; and the space's
-// cp_comm on plans with context parallelism (those whose heads an
-// all-to-all cannot split are then refused by ValidateJob), and the fp8
-// recipe on fp8 plans.
-void ApplyOverlaps(const PlanSpace& space, ParallelPlan& plan);
+// Sets `plan`'s overlap, context-parallel and fp8 switches from `space`,
+// each only where the plan allows it: the TP overlap needs sequence
+// parallelism in effect, the parameter gather the distributed optimizer
+// (so asking for them never turns a valid plan into an invalid one),
+// cp_comm goes to plans with context parallelism (those whose heads an
+// all-to-all cannot split are then refused by ValidateJob), the fp8 recipe
+// to fp8 plans.
+void ApplyPlanSwitches(const PlanSpace& space, ParallelPlan& plan);
 
 // A plan search: the plan space over a model, a cluster and a GPU count.
 struct SearchSpace : PlanSpace {
