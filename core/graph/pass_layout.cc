@@ -220,4 +220,15 @@ bool BucketsGradients(const Job& job) {
          job.plan.virtual_stages == 1 && !SplitsBackward(job.plan.schedule);
 }
 
+bool ReducesGradientsPerChunk(const Job& job) {
+  // Megatron-Core with overlap_grad_reduce and interleaving starts each
+  // model chunk's gradient reduction when that chunk's backward of the last
+  // micro-batch ends (schedules.py launches the chunk's grad sync there), so
+  // the chunks finishing early in the cool-down reduce under the others'
+  // backward passes.
+  return job.plan.gradient_bucketing && GradientRanks(job) > 1 &&
+         job.plan.data_parallel_sharding != DataParallelSharding::kFull &&
+         job.plan.virtual_stages > 1 && !SplitsBackward(job.plan.schedule);
+}
+
 }  // namespace vtrain::internal

@@ -46,4 +46,10 @@ int64_t ExposedParamGatherNs(int64_t gather_ns, double bytes, int64_t bucket_byt
   return std::min<int64_t>(gather_ns, std::llround(exposed));
 }
 
+double ParamGatherWindowNs(const ParallelPlan& plan, double forward_ns) {
+  const int64_t passes =
+      plan.virtual_stages > 1 ? std::min(plan.pipeline_parallel, plan.num_micro_batches()) : 1;
+  return forward_ns * static_cast<double>(passes);
+}
+
 }  // namespace vtrain::internal

@@ -466,10 +466,10 @@ StageTemplates TemplateMaker::Make(StageEnds ends) {
     const double bytes = s.parameters_per_gpu * kElemBytes;
     const int64_t ns =
         lookup_.CollectiveNs(Collective::kAllGather, bytes, DataParallelGroup(job_)).latency_ns;
-    s.param_gather_ns =
-        plan_.param_gather_overlap
-            ? ExposedParamGatherNs(ns, bytes, plan_.bucket_size_bytes, s.forward.TaskNs())
-            : ns;
+    s.param_gather_ns = plan_.param_gather_overlap
+                            ? ExposedParamGatherNs(ns, bytes, plan_.bucket_size_bytes,
+                                                   ParamGatherWindowNs(plan_, s.forward.TaskNs()))
+                            : ns;
     s.param_gather_hidden_ns = ns - s.param_gather_ns;
     s.optimizer.segments.back().items.push_back(
         Item{s.param_gather_ns, 0, label_("dp_param_all_gather"), TaskKind::kDataParallel,

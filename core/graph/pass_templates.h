@@ -159,6 +159,12 @@ int64_t ExposedTensorParallelNs(int64_t collective_ns, double gemm_ns, int64_t t
 // bucket is always waited for, max(gather / buckets, gather - forward).
 int64_t ExposedParamGatherNs(int64_t gather_ns, double bytes, int64_t bucket_bytes,
                              double forward_ns);
+// The compute a chunk's next parameter gather can run under, given one
+// forward pass of it (`forward_ns`): that forward; with interleaving, the
+// previous chunk's first p forwards too (the warm-up runs p micro-batches of
+// a chunk before the next chunk starts, and Megatron-Core launches a chunk's
+// gather from the forward before it).
+double ParamGatherWindowNs(const ParallelPlan& plan, double forward_ns);
 
 // The time one MoE block's token exchange takes on a rank of `job` (valid,
 // MoE): dispatch and combine, and the expert-TP gather and scatter, with the
@@ -199,6 +205,9 @@ int64_t GradientRanks(const Job& job);
 Collective GradientCollective(const Job& job);
 // Whether the last backward pass all-reduces its gradients in buckets.
 bool BucketsGradients(const Job& job);
+// Whether, with interleaving, each model chunk reduces its gradients after
+// its own last backward pass (instead of the stage's at the end).
+bool ReducesGradientsPerChunk(const Job& job);
 
 }  // namespace vtrain::internal
 

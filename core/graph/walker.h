@@ -51,7 +51,8 @@ class IterationWalker {
         n_(m_ * v_),
         held_(plan_.chunks_per_stage()),
         listed_(SplitsBackward(plan_.schedule)),
-        bucketing_(internal::BucketsGradients(job)) {}
+        bucketing_(internal::BucketsGradients(job)),
+        chunk_reduce_(internal::ReducesGradientsPerChunk(job)) {}
 
   // Puts every task into the sink and fills stages(). RESOURCE_EXHAUSTED,
   // naming the limit, before the first task when there would be more than
@@ -164,7 +165,7 @@ class IterationWalker {
   // (interleaving); n_ = m_ * v_: forwards (and backwards) per stage;
   // held_: chunks per stage (ParallelPlan::chunks_per_stage).
   const int64_t d_, p_, m_, v_, n_, held_;
-  const bool listed_, bucketing_;
+  const bool listed_, bucketing_, chunk_reduce_;
 
   std::vector<StageInfo> stages_;
   // Every chunk's layers and ends, per virtual stage chunk * p + stage.
@@ -346,6 +347,17 @@ void IterationWalker<Sink>::EmitAction(int64_t s, PipelineAction a, int64_t k) {
         wraps ? InterleavedWrapIndex(true, p_, v_, k) : k,
         sink_.Add(send_streams_[s], send_ns_[wraps ? p_ - 1 : s - 1], 0, TaskKind::kPipeline,
                   send_label_, absl::MakeConstSpan(&last, 1)));
+  }
+  if (chunk_reduce_ && a.micro_batch == m_ - 1) {
+    // This chunk's gradients are complete: reduce them now, after the
+    // stage's earlier chunks' reductions on the same stream.
+    const double bytes = st.gradient_bytes;
+    const int64_t ns =
+        CollectiveNs(internal::GradientCollective(job_), bytes, internal::DataParallelGroup(job_));
+    NoteBytes(bytes);
+    const Handle after[2] = {last, last_dp_[s]};
+    last_dp_[s] = sink_.Add(info.data_parallel_stream, ns, 0, TaskKind::kDataParallel, dp_label_,
+                            absl::MakeConstSpan(after, Sink::IsSet(last_dp_[s]) ? 2 : 1));
   }
   if (is_last) last_backward_[s] = last;
 }

@@ -61,14 +61,15 @@ int64_t IterationWalker<Sink>::CountTasks() const {
   }
   // Interleaved: no merged sends, no buckets; every chunk but the last of
   // the last stage sends forward, every one but the first of the first
-  // backward; an optimizer step per chunk, a gradient collective per stage.
+  // backward; an optimizer step per chunk, a gradient collective per stage
+  // (per chunk when the chunks reduce their own).
   for (int64_t vs = 0; vs < p_ * v_ && v_ > 1; ++vs) {
     const internal::StageTemplates& st = *stage_templates_[vs];
     count += m * static_cast<double>(st.forward.NumItems() + st.backward.NumItems()) +
              static_cast<double>(st.optimizer.NumItems());
     if (vs + 1 < p_ * v_) count += m;
     if (vs > 0) count += m;
-    if (d_ > 1 && vs < p_) count += 1;
+    if (d_ > 1 && (chunk_reduce_ || vs < p_)) count += 1;
   }
   if (p_ > 1 && TiedEmbeddings(job_.model)) count += 1;  // embedding gradient all-reduce
   for (int64_t s = 0; s < p_ && expert_reduce_; ++s) {   // routed experts' gradients
@@ -183,8 +184,9 @@ void IterationWalker<Sink>::MergePasses() {
 
 template <IterationSink Sink>
 void IterationWalker<Sink>::EmitTail() {
-  // Without bucketing, each stage all-reduces all its gradients at once.
-  if (d_ > 1 && !bucketing_) {
+  // Without bucketing (or per-chunk reduction), each stage reduces all its
+  // gradients at once.
+  if (d_ > 1 && !bucketing_ && !chunk_reduce_) {
     int64_t ns = 0;
     double last_bytes = -1;
     for (int64_t s = 0; s < p_; ++s) {

@@ -99,6 +99,12 @@ Job RandomSmallJob(uint64_t seed) {
     job.plan.schedule = PipelineSchedule::kDualPipeV;
     job.plan.virtual_stages = 2;
   }
+  // Some interleave two chunks per stage (their gradients then reduce chunk
+  // by chunk when bucketing is on).
+  if (split == 3 && p >= 2 && m % p == 0 && job.model.num_layers % (2 * p) == 0) {
+    job.plan.schedule = PipelineSchedule::k1F1B;
+    job.plan.virtual_stages = 2;
+  }
   job.model.attention_impl = r.Pick({AttentionImpl::kFlash, AttentionImpl::kUnfused});
   // Megatron-Core's overlaps, with what they need.
   if (r.Uniform(0, 2) == 0) {

@@ -70,7 +70,11 @@ TEST(PeriodicTest, EqualsSteppingForRandomJobsWithManyMicroBatches) {
     Job job = RandomSmallJob(seed);
     // Thousands of micro-batches, or just around the pipeline depth.
     const int64_t p = job.plan.pipeline_parallel;
-    const int64_t m = seed % 3 == 0 ? p + static_cast<int64_t>(seed % 4) : 1000 + 37 * seed;
+    int64_t m = seed % 3 == 0 ? p + static_cast<int64_t>(seed % 4) : 1000 + 37 * seed;
+    // Interleaved 1F1B needs a multiple of the pipeline depth.
+    if (job.plan.virtual_stages > 1 && job.plan.schedule == PipelineSchedule::k1F1B) {
+      m = (m + p - 1) / p * p;
+    }
     job.plan.global_batch = m * job.plan.micro_batch * job.plan.data_parallel;
     for (Granularity granularity : {Granularity::kKernel, Granularity::kOperator}) {
       SCOPED_TRACE(
