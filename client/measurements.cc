@@ -10,6 +10,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/job_flags.h"
+#include "common/flag_parser.h"
 #include "core/util/status_macros.h"
 
 namespace vtrain::cli {
@@ -106,6 +108,102 @@ absl::StatusOr<std::vector<Measurement>> ParseMeasurementCsv(absl::string_view t
     return absl::InvalidArgumentError(absl::StrCat(name, ": no header line found"));
   }
   return out;
+}
+
+namespace {
+
+// The header's columns, by name; the first non-comment line of `lines`.
+struct CsvTable {
+  std::map<std::string, size_t> column;
+  std::vector<std::pair<size_t, std::vector<std::string>>> rows;  // line number, cells
+};
+
+CsvTable SplitCsv(absl::string_view text) {
+  CsvTable t;
+  bool have_header = false;
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  for (size_t n = 0; n < lines.size(); ++n) {
+    const absl::string_view line = absl::StripAsciiWhitespace(lines[n]);
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> cells = absl::StrSplit(line, ',');
+    for (std::string& c : cells) c = std::string(absl::StripAsciiWhitespace(c));
+    if (!have_header) {
+      for (size_t i = 0; i < cells.size(); ++i) t.column[cells[i]] = i;
+      have_header = true;
+      continue;
+    }
+    t.rows.emplace_back(n + 1, std::move(cells));
+  }
+  return t;
+}
+
+// The iteration time a published row states, in ms, for `job`.
+absl::StatusOr<double> PublishedMs(const std::string& column, double value, const Job& job) {
+  if (column == "iter_time_ms") return value;
+  if (column == "step_time_s") return value * 1e3;
+  // tokens/s/GPU: global batch x sequence tokens over the whole cluster.
+  return 1e3 * static_cast<double>(job.plan.global_batch) * static_cast<double>(job.model.seq_len) /
+         (static_cast<double>(job.cluster.num_gpus) * value);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Measurement>> ParsePublishedCsv(absl::string_view text,
+                                                           absl::string_view name) {
+  const CsvTable t = SplitCsv(text);
+  if (t.column.empty()) return absl::InvalidArgumentError(absl::StrCat(name, ": no header line"));
+  std::string measure;
+  for (const char* c : {"tokens_per_sec_per_gpu", "step_time_s", "iter_time_ms"}) {
+    if (t.column.count(c)) measure = c;
+  }
+  if (!t.column.count("flags") || measure.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name,
+                     ": published rows need a header with 'flags' and one of "
+                     "tokens_per_sec_per_gpu, step_time_s, iter_time_ms"));
+  }
+  std::vector<Measurement> out;
+  for (const auto& [line, cells] : t.rows) {
+    const std::string where = absl::StrCat(name, ":", line);
+    auto at = [&](const std::string& col) -> std::string {
+      const size_t i = t.column.at(col);
+      return i < cells.size() ? cells[i] : "";
+    };
+    if (cells.size() != t.column.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": ", cells.size(), " cells for ", t.column.size(),
+          " columns (the flags cell may not hold a comma; write lists with --flag=a:b)"));
+    }
+    common::FlagParser flags("published row");
+    AddJobFlags(flags);
+    const std::vector<std::string> args = absl::StrSplit(at("flags"), ' ', absl::SkipEmpty());
+    if (absl::Status s = flags.Parse(args); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": column 'flags': ", s.message()));
+    }
+    absl::StatusOr<Job> job = JobFromFlags(flags);
+    if (!job.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": column 'flags': ", job.status().message()));
+    }
+    double value = 0;
+    if (!absl::SimpleAtod(at(measure), &value) || !std::isfinite(value) || !(value > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": column '", measure, "' must be a positive number ('", at(measure), "')"));
+    }
+    Measurement m;
+    m.job = *std::move(job);
+    VTRAIN_ASSIGN_OR_RETURN(m.measured_ms, PublishedMs(measure, value, m.job));
+    m.source = where;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Measurement>> ParseAnyMeasurementCsv(absl::string_view text,
+                                                                absl::string_view name,
+                                                                const MeasurementSetup& setup) {
+  if (SplitCsv(text).column.count("flags")) return ParsePublishedCsv(text, name);
+  return ParseMeasurementCsv(text, name, setup);
 }
 
 }  // namespace vtrain::cli

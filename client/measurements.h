@@ -1,5 +1,7 @@
 // Readers for measured data: Megatron iteration-time CSVs (the columns of
-// ../shared/data/a100-megatron-measured) and nccl-tests output.
+// ../shared/data/a100-megatron-measured), published throughput rows (a plan
+// as vtrainctl predict flags beside its published tokens/s/GPU or step
+// time) and nccl-tests output.
 #ifndef VTRAIN_CLIENT_MEASUREMENTS_H_
 #define VTRAIN_CLIENT_MEASUREMENTS_H_
 
@@ -37,6 +39,22 @@ MeasurementSetup MegatronA100Setup();
 absl::StatusOr<std::vector<Measurement>> ParseMeasurementCsv(absl::string_view text,
                                                              absl::string_view name,
                                                              const MeasurementSetup& setup);
+
+// Parses published throughput rows: CSV text whose header names `flags` (the
+// run's plan as `vtrainctl predict` flags, separated by spaces: --model,
+// --gpu, --gpus, --tp, ...) and one of tokens_per_sec_per_gpu, step_time_s
+// or iter_time_ms; other columns (a `source` URL, the release) are ignored.
+// Tokens per second per GPU become the iteration time
+// global batch x sequence / (GPUs x tokens/s/GPU). Lines starting with '#'
+// are comments. INVALID_ARGUMENT names the line and column of the first bad
+// cell, or the flag that does not parse.
+absl::StatusOr<std::vector<Measurement>> ParsePublishedCsv(absl::string_view text,
+                                                           absl::string_view name);
+
+// ParsePublishedCsv when the header names `flags`, else ParseMeasurementCsv.
+absl::StatusOr<std::vector<Measurement>> ParseAnyMeasurementCsv(absl::string_view text,
+                                                                absl::string_view name,
+                                                                const MeasurementSetup& setup);
 
 }  // namespace vtrain::cli
 

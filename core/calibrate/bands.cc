@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/predict/predictor.h"
 
@@ -16,10 +17,15 @@ std::string LayerShapeKey(const Job& job) {
                          m.ffn(), m.seq_len, job.plan.tensor_parallel, job.plan.micro_batch);
 }
 
-std::vector<int> ShapeFolds(absl::Span<const Measurement> measurements, int folds, uint64_t seed) {
+namespace {
+
+// Rows grouped by key(job), the groups shuffled by `seed` and dealt, largest
+// first, to the fold with the fewest rows so far.
+std::vector<int> GroupedFolds(absl::Span<const Measurement> measurements, int folds, uint64_t seed,
+                              std::string (*key)(const Job&)) {
   std::map<std::string, std::vector<size_t>> by_shape;
   for (size_t i = 0; i < measurements.size(); ++i) {
-    by_shape[LayerShapeKey(measurements[i].job)].push_back(i);
+    by_shape[key(measurements[i].job)].push_back(i);
   }
   std::vector<const std::vector<size_t>*> shapes;
   for (const auto& [key, rows] : by_shape) shapes.push_back(&rows);
@@ -40,13 +46,27 @@ std::vector<int> ShapeFolds(absl::Span<const Measurement> measurements, int fold
   return fold;
 }
 
+std::string ModelKey(const Job& job) {
+  return absl::StrCat(job.model.name, " h=", job.model.hidden_size, " l=", job.model.num_layers);
+}
+
+}  // namespace
+
+std::vector<int> ShapeFolds(absl::Span<const Measurement> measurements, int folds, uint64_t seed) {
+  return GroupedFolds(measurements, folds, seed, LayerShapeKey);
+}
+
+std::vector<int> ModelFolds(absl::Span<const Measurement> measurements, int folds, uint64_t seed) {
+  return GroupedFolds(measurements, folds, seed, ModelKey);
+}
+
 ErrorBand BandOf(absl::Span<const Measurement> measurements, absl::Span<const ValidationRow> rows,
                  const std::string& regime, double coverage) {
   std::vector<double> magnitudes;
   for (size_t i = 0; i < measurements.size() && i < rows.size(); ++i) {
     const Job& job = measurements[i].job;
     if (!rows[i].status.ok() || rows[i].error <= -1) continue;
-    if (RegimeOf(job) != regime && BaseRegimeOf(job) != regime) continue;
+    if (!regime.empty() && RegimeOf(job) != regime && BaseRegimeOf(job) != regime) continue;
     magnitudes.push_back(std::abs(std::log1p(rows[i].error)));
   }
   ErrorBand band;
@@ -74,8 +94,16 @@ std::vector<ErrorBand> BandsOf(absl::Span<const Measurement> measurements,
     regimes[BaseRegimeOf(m.job)] = 0;
   }
   std::vector<ErrorBand> bands;
+  // A base regime with too few rows of its own takes the band of all rows
+  // (a few published runs of one GPU, mostly multi-node, say little about
+  // its single-node runs on their own).
+  const ErrorBand pooled = BandOf(measurements, rows, "", coverage);
   for (const auto& [regime, fine] : regimes) {
     ErrorBand band = BandOf(measurements, rows, regime, coverage);
+    if (fine == 0 && band.rows > 0 && band.rows < min_rows && pooled.rows > band.rows) {
+      band = pooled;
+      band.regime = regime;
+    }
     if (band.rows >= min_rows || (fine == 0 && band.rows > 0)) bands.push_back(band);
   }
   return bands;

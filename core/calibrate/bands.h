@@ -26,15 +26,22 @@ std::string LayerShapeKey(const Job& job);
 // with the fewest rows so far, so every shape's rows share one fold.
 std::vector<int> ShapeFolds(absl::Span<const Measurement> measurements, int folds, uint64_t seed);
 
+// The same dealing grouped by the model (ModelSpec::name, with its hidden
+// size and layers, so two shapes sharing a name never share a group), so a
+// held-out model was never seen in training.
+std::vector<int> ModelFolds(absl::Span<const Measurement> measurements, int folds, uint64_t seed);
+
 // The band of `regime` (RegimeOf or BaseRegimeOf of a measurement's job):
 // the `coverage` quantile q of |log(1 + error)| over its successful rows
-// gives error_low = exp(-q) - 1 and error_high = exp(q) - 1.
+// gives error_low = exp(-q) - 1 and error_high = exp(q) - 1. `regime` empty:
+// the band of every row.
 ErrorBand BandOf(absl::Span<const Measurement> measurements, absl::Span<const ValidationRow> rows,
                  const std::string& regime, double coverage);
 
 // Bands for every regime the measurements fall in (fine regimes and the two
-// base ones), in a stable order; regimes with fewer than `min_rows` rows are
-// left out (their jobs fall back to their base regime's band).
+// base ones), in a stable order; fine regimes with fewer than `min_rows` rows
+// are left out (their jobs fall back to their base regime's band), and a
+// base regime with fewer takes the band of all rows (more of them).
 std::vector<ErrorBand> BandsOf(absl::Span<const Measurement> measurements,
                                absl::Span<const ValidationRow> rows, double coverage,
                                int64_t min_rows = 8);

@@ -315,8 +315,10 @@ absl::StatusOr<CalibrationResult> Calibrate(absl::Span<const Measurement> measur
 
   CalibrationResult result;
   std::vector<int> fold_of(measurements.size());
-  if (options.group_by_shape) {
+  if (options.grouping == FoldGrouping::kLayerShape) {
     fold_of = ShapeFolds(measurements, folds, options.seed);
+  } else if (options.grouping == FoldGrouping::kModel) {
+    fold_of = ModelFolds(measurements, folds, options.seed);
   } else {
     std::vector<size_t> order(measurements.size());
     std::iota(order.begin(), order.end(), 0);

@@ -86,6 +86,8 @@ absl::Span<const FittableParam> FittableParams();
 // Names of the parameters fitted when none are named.
 std::vector<std::string> DefaultFitParams();
 
+enum class FoldGrouping { kLayerShape, kModel, kRandom };
+
 struct CalibrateOptions {
   std::vector<std::string> params;  // names from FittableParams(); empty: the defaults
   int folds = 5;                    // k of k-fold cross-validation; 0 or 1: none
@@ -103,9 +105,12 @@ struct CalibrateOptions {
   // cannot explain pull the fit no more than MAPE would, while rows near the
   // optimum give the simplex a smooth surface.
   double huber_delta = 0.05;
-  // Cross-validation folds by layer shape (ShapeFolds: a shape's runs are
-  // never split between training and test); false: rows shuffled at random.
-  bool group_by_shape = true;
+  // How rows are dealt into cross-validation folds: by layer shape
+  // (ShapeFolds: a shape's runs are never split between training and test),
+  // by model (ModelFolds: every run of a model is held out together, the
+  // grouping for published runs of a few models at many plans), or shuffled
+  // at random.
+  FoldGrouping grouping = FoldGrouping::kLayerShape;
   int threads = 1;
   std::function<void(const std::string&)> progress;  // may be empty
 };

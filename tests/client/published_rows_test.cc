@@ -1,0 +1,154 @@
+// Published throughput rows as measurements: the CSV reader (a plan as
+// vtrainctl flags beside tokens/s/GPU or a step time), the repository's
+// published H100/B200 files, and the calibrate flags that fit another GPU
+// on them (--folds-by, --from-builtin).
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "client/commands.h"
+#include "client/measurements.h"
+#include "common/files.h"
+#include "core/calibrate/bands.h"
+#include "core/calibrate/calibration.h"
+#include "core/profile/default_profiles.h"
+#include "gtest/gtest.h"
+
+namespace vtrain::cli {
+namespace {
+
+std::string SourceDir() {
+  const char* src = std::getenv("VTRAIN_SOURCE_DIR");
+  return src != nullptr ? src : VTRAIN_TEST_SOURCE_DIR;
+}
+
+constexpr char kHeader[] = "model,flags,tokens_per_sec_per_gpu\n";
+
+TEST(PublishedCsvTest, TokensPerSecondBecomeTheIterationTime) {
+  absl::StatusOr<std::vector<Measurement>> rows = ParsePublishedCsv(
+      std::string("# a comment\n") + kHeader +
+          "L8,--model llama3-8b --gpu h100-sxm5-80gb --gpus 8 --cp 2 --global-batch 128 "
+          "--dtype fp8,12273\r\n",
+      "p.csv");
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 1u);
+  const Measurement& m = (*rows)[0];
+  // 128 sequences of 8,192 tokens over 8 GPUs at 12,273 tokens/s each.
+  EXPECT_NEAR(m.measured_ms, 1e3 * 128 * 8192 / (8 * 12273.0), 1e-9);
+  EXPECT_EQ(m.source, "p.csv:3");
+  EXPECT_EQ(m.job.cluster.gpu.name, "h100-sxm5-80gb");
+  EXPECT_EQ(m.job.plan.context_parallel, 2);
+  EXPECT_EQ(m.job.plan.dtype, DType::kFp8);
+  EXPECT_EQ(m.job.model.name, "llama3-8b");
+}
+
+TEST(PublishedCsvTest, StepTimesAreTakenAsTheyAre) {
+  for (const auto& [column, value, ms] :
+       {std::tuple{"step_time_s", "1.5", 1500.0}, {"iter_time_ms", "1500", 1500.0}}) {
+    absl::StatusOr<std::vector<Measurement>> rows = ParsePublishedCsv(
+        absl::StrCat("flags,", column, "\n--model gpt3-1.3b --gpus 8 --global-batch 64,", value,
+                     "\n"),
+        "p.csv");
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    EXPECT_DOUBLE_EQ((*rows)[0].measured_ms, ms) << column;
+  }
+}
+
+TEST(PublishedCsvTest, BadRowsNameTheLineAndTheColumn) {
+  struct Case {
+    std::string row;
+    std::string says;
+  } cases[] = {
+      {"x,--model nosuch --gpus 8 --global-batch 64,100", "flags"},
+      {"x,--model gpt3-1.3b --gpus 8 --global-batch 64 --tp three,100", "--tp"},
+      {"x,--model gpt3-1.3b --gpus 8 --global-batch 64,0", "tokens_per_sec_per_gpu"},
+      {"x,--model gpt3-1.3b --gpus 8 --global-batch 64,fast", "tokens_per_sec_per_gpu"},
+      {"x,--model gpt3-1.3b --gpus 8 --global-batch 64 --tp 2,4,100", "comma"},
+      {"x,--model gpt3-1.3b --gpus 8 --tp 3 --global-batch 64,100", "flags"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<std::vector<Measurement>> rows =
+        ParsePublishedCsv(std::string(kHeader) + c.row + "\n", "bad.csv");
+    ASSERT_FALSE(rows.ok()) << c.row;
+    EXPECT_EQ(rows.status().code(), absl::StatusCode::kInvalidArgument) << c.row;
+    EXPECT_NE(rows.status().message().find("bad.csv:2"), std::string::npos) << rows.status();
+    EXPECT_NE(rows.status().message().find(c.says), std::string::npos) << rows.status();
+  }
+  EXPECT_FALSE(ParsePublishedCsv("model,flags\nx,--gpus 8\n", "h.csv").ok());
+  EXPECT_FALSE(ParsePublishedCsv("", "empty.csv").ok());
+}
+
+TEST(PublishedCsvTest, EitherFormatIsReadByItsHeader) {
+  const MeasurementSetup setup = MegatronA100Setup();
+  absl::StatusOr<std::vector<Measurement>> published = ParseAnyMeasurementCsv(
+      std::string(kHeader) + "x,--model gpt3-1.3b --gpus 8 --global-batch 64,1000\n", "a.csv",
+      setup);
+  ASSERT_TRUE(published.ok()) << published.status();
+  EXPECT_EQ((*published)[0].job.model.name, "gpt3-1.3b");
+  absl::StatusOr<std::vector<Measurement>> measured = ParseAnyMeasurementCsv(
+      "num_gpus,global_batch,micro_batch,hidden_size,num_heads,num_layers,seq_len,tp,dp,pp,"
+      "iter_time_ms\n8,16,1,1024,16,24,1024,8,1,1,1949.9\n",
+      "b.csv", setup);
+  ASSERT_TRUE(measured.ok()) << measured.status();
+  EXPECT_EQ((*measured)[0].job.plan.recompute, Recompute::kFull);  // the A100 setup
+}
+
+// Every row of the repository's published files reads and predicts: a row
+// vtrain cannot express would silently drop out of a calibration.
+TEST(PublishedCsvTest, TheRepositorysPublishedRowsAllPredict) {
+  for (const char* file : {"nemo-h100-fp8.csv", "nemo-b200-fp8.csv"}) {
+    absl::StatusOr<std::string> text = common::ReadFile(SourceDir() + "/data/published/" + file);
+    ASSERT_TRUE(text.ok()) << text.status();
+    absl::StatusOr<std::vector<Measurement>> rows = ParsePublishedCsv(*text, file);
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    EXPECT_GE(rows->size(), 6u) << file;
+    const ProfileSet set = DefaultProfileSet((*rows)[0].job.cluster.gpu);
+    const ValidationReport report = Validate(*rows, set);
+    EXPECT_EQ(report.failed, 0) << file;
+    for (size_t i = 0; i < rows->size(); ++i) {
+      EXPECT_TRUE(report.rows[i].status.ok()) << (*rows)[i].source << ": " << report.rows[i].status;
+    }
+  }
+}
+
+TEST(ModelFoldsTest, AModelNeverSpansTwoFolds) {
+  absl::StatusOr<std::string> text =
+      common::ReadFile(SourceDir() + "/data/published/nemo-h100-fp8.csv");
+  ASSERT_TRUE(text.ok()) << text.status();
+  absl::StatusOr<std::vector<Measurement>> rows = ParsePublishedCsv(*text, "h100");
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  const std::vector<int> fold = ModelFolds(*rows, 4, 7);
+  std::map<std::string, std::set<int>> folds_of_model;
+  std::set<int> used;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const ModelSpec& m = (*rows)[i].job.model;
+    folds_of_model[absl::StrCat(m.name, " ", m.hidden_size, " ", m.num_layers)].insert(fold[i]);
+    used.insert(fold[i]);
+  }
+  for (const auto& [model, folds] : folds_of_model) {
+    EXPECT_EQ(folds.size(), 1u) << model;
+  }
+  EXPECT_EQ(used.size(), 4u);  // more models than folds: none left empty
+}
+
+TEST(CalibrateCommandTest, FoldsByAndMixedGpusAreCheckedUpFront) {
+  std::ostringstream out, err;
+  EXPECT_NE(RunCalibrate({"--measurements", "unused.csv", "--folds-by", "gpu"}, out, err), 0);
+  EXPECT_NE(err.str().find("--folds-by"), std::string::npos) << err.str();
+
+  const std::string dir = ::testing::TempDir();
+  const std::string path = dir + "/mixed.csv";
+  ASSERT_TRUE(common::WriteFile(path, std::string(kHeader) +
+                                          "a,--model gpt3-1.3b --gpus 8 --global-batch 64,1000\n"
+                                          "b,--model gpt3-1.3b --gpus 8 --global-batch 64 "
+                                          "--gpu h100-sxm5-80gb,1000\n")
+                  .ok());
+  std::ostringstream out2, err2;
+  EXPECT_NE(RunValidate({"--measurements", path}, out2, err2), 0);
+  EXPECT_NE(err2.str().find("one GPU"), std::string::npos) << err2.str();
+}
+
+}  // namespace
+}  // namespace vtrain::cli
