@@ -198,18 +198,22 @@ std::string FormatGoodput(const v1::PredictResponse& r) {
 std::string TimeLines(const v1::PredictResponse& r) {
   std::string out = absl::StrFormat("iteration time   %.3f ms\n", r.iteration_time_ms());
   if (r.has_interval() && r.interval().coverage() > 0) {
-    // "uncalibrated_gpu/single_node": A100 bands widened for another GPU.
+    // "uncalibrated_gpu/single_node": another GPU's bands, widened;
+    // "published_fp8_runs/multi_node": fitted on this GPU's published runs.
     absl::string_view regime = r.interval().regime();
     const bool uncalibrated = absl::ConsumePrefix(&regime, kUncalibratedGpuRegimePrefix);
+    const bool published = absl::ConsumePrefix(&regime, kPublishedRunsRegimePrefix);
+    const char* runs = uncalibrated ? "calibration runs on another GPU"
+                       : published  ? "published fp8 runs on this GPU"
+                                    : "A100 calibration runs";
     absl::StrAppend(
-        &out,
-        absl::StrFormat(
-            "%.0f%% interval     %.1f .. %.1f ms (held-out errors of A100 calibration runs, "
-            "regime %s%s)\n",
-            100 * r.interval().coverage(), r.interval().low_ms(), r.interval().high_ms(), regime,
-            uncalibrated ? absl::StrFormat(", widened %gx: this GPU has no calibration",
-                                           kUncalibratedGpuSpread)
-                         : ""));
+        &out, absl::StrFormat(
+                  "%.0f%% interval     %.1f .. %.1f ms (held-out errors of %s, regime %s%s)\n",
+                  100 * r.interval().coverage(), r.interval().low_ms(), r.interval().high_ms(),
+                  runs, regime,
+                  uncalibrated ? absl::StrFormat(", widened %gx: this GPU has no calibration",
+                                                 kUncalibratedGpuSpread)
+                               : ""));
   }
   absl::StrAppend(&out, absl::StrFormat("throughput       %s tokens/s\n", Human(r.tokens_per_s())));
   absl::StrAppend(

@@ -230,14 +230,18 @@ void FillRates(const Job& j, double train_tokens, Prediction& p) {
 
 // The interval from the set's error band for the job's regime: its own
 // regime's band, else (a set calibrated before the finer regimes) its base
-// regime's; for a GPU without calibration, the widened A100 band, labelled
-// as such.
+// regime's; for a set fitted on published fp8 runs (fp8 jobs) or carried
+// over from another GPU, the band labelled as such.
 void FillInterval(const Job& job, const ProfileSet& profiles, Prediction& p) {
   p.regime = RegimeOf(job);
   const ErrorBand* chosen = nullptr;
   const std::string base = BaseRegimeOf(job);
-  for (const std::string& regime : {p.regime, absl::StrCat(kUncalibratedGpuRegimePrefix, p.regime),
-                                    base, absl::StrCat(kUncalibratedGpuRegimePrefix, base)}) {
+  // Bands of published fp8 runs serve fp8 jobs only, before any other.
+  const std::string published = job.plan.dtype == DType::kFp8 ? kPublishedRunsRegimePrefix : "-/";
+  for (const std::string& regime :
+       {absl::StrCat(published, p.regime), absl::StrCat(published, base), p.regime,
+        absl::StrCat(kUncalibratedGpuRegimePrefix, p.regime), base,
+        absl::StrCat(kUncalibratedGpuRegimePrefix, base)}) {
     for (const ErrorBand& band : profiles.error_bands) {
       if (chosen == nullptr && band.regime == regime) chosen = &band;
     }

@@ -33,6 +33,7 @@ constexpr ParamInfo kParams[] = {
     {"tp_host_sync_exponent", &AnalyticalParams::tp_host_sync_exponent, 0.5, 4, 1},
     {"tp_host_blocking", &AnalyticalParams::tp_host_blocking, 0, 1, 0.5},
     {"pipeline_p2p_latency_ns", &AnalyticalParams::pipeline_p2p_latency_ns, 0, 1e6, 50000},
+    {"fp8_gemm_factor", &AnalyticalParams::fp8_gemm_factor, 0.2, 1.5, 1.0},
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "core/profile/default_profiles.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace vtrain {
@@ -11,6 +12,21 @@ namespace {
 // of the file records the cross-validated error.
 void A100Calibration(AnalyticalParams& params, std::vector<ErrorBand>& bands) {
 #include "core/profile/a100_params.inc"
+}
+
+// Refitted on published runs of the GPU (data/published; docs/accuracy.md).
+void H100Calibration(AnalyticalParams& params, std::vector<ErrorBand>& bands) {
+#include "core/profile/h100_params.inc"
+}
+
+void B200Calibration(AnalyticalParams& params, std::vector<ErrorBand>& bands){
+#include "core/profile/b200_params.inc"
+}
+
+// `bands` labelled as measured on published runs of the set's GPU.
+std::vector<ErrorBand> PublishedRunsBands(std::vector<ErrorBand> bands) {
+  for (ErrorBand& b : bands) b.regime = absl::StrCat(kPublishedRunsRegimePrefix, b.regime);
+  return bands;
 }
 
 }  // namespace
@@ -50,17 +66,34 @@ ProfileSet DefaultProfileSet(const GpuSpec& gpu) {
       "built-in analytical profile for ", gpu.name,
       ": roofline and host-dispatch model on the GPU's datasheet figures, with parameters "
       "calibrated on 464 measured A100-SXM4-80GB Megatron runs and nccl-tests all-reduce "
-      "curves (core/profile/a100_params.inc); no measurements of this GPU");
+      "curves (core/profile/a100_params.inc)");
   set.params = DefaultAnalyticalParams();
   set.error_bands = DefaultErrorBands();
-  if (gpu.name != kCalibratedGpu) {
-    // Efficiencies carried over from another GPU: say so, and widen.
-    set.error_bands = UncalibratedErrorBands(set.error_bands);
-    absl::StrAppend(&set.provenance,
-                    "; the A100 efficiencies are carried over uncalibrated, so "
-                    "the prediction intervals are widened 1.3x either way and "
-                    "labelled uncalibrated_gpu/");
+  if (gpu.name == kCalibratedGpu) return set;
+  // Efficiencies carried over from another GPU: say so, and widen.
+  set.error_bands = UncalibratedErrorBands(set.error_bands);
+  const bool hopper = absl::StartsWith(gpu.name, "h100") || absl::StartsWith(gpu.name, "h200");
+  if (hopper || absl::StartsWith(gpu.name, "b200")) {
+    // fp8 GEMMs refitted on published fp8 runs; their bands for fp8 jobs.
+    std::vector<ErrorBand> fp8_bands;
+    (hopper ? H100Calibration : B200Calibration)(set.params, fp8_bands);
+    const bool own = !absl::StartsWith(gpu.name, "h200");
+    absl::StrAppend(&set.provenance, "; fp8_gemm_factor fitted on NVIDIA's published NeMo fp8 ",
+                    hopper ? "H100" : "B200", " runs (data/published/nemo-",
+                    hopper ? "h100" : "b200", "-fp8.csv, core/profile/", hopper ? "h100" : "b200",
+                    "_params.inc)", own ? "" : ", carried over to the H200 (the same compute die)");
+    if (own) {
+      for (ErrorBand& b : PublishedRunsBands(fp8_bands)) set.error_bands.push_back(b);
+    }
   }
+  absl::StrAppend(&set.provenance,
+                  "; otherwise the A100 efficiencies are carried over uncalibrated, so the "
+                  "prediction intervals are widened 1.3x either way and labelled "
+                  "uncalibrated_gpu/",
+                  absl::StartsWith(set.error_bands.back().regime, kPublishedRunsRegimePrefix)
+                      ? " (fp8 jobs: bands of the published runs' held-out errors, labelled "
+                        "published_fp8_runs/)"
+                      : "");
   return set;
 }
 

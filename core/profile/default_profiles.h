@@ -23,6 +23,12 @@ inline constexpr char kCalibratedGpu[] = "a100-sxm4-80gb";
 // UncalibratedErrorBands); RegimeOf's regimes follow it.
 inline constexpr char kUncalibratedGpuRegimePrefix[] = "uncalibrated_gpu/";
 
+// Prefix of the regime of a band from the held-out errors of published fp8
+// runs of the set's GPU (the H100 and B200 sets: throughput NVIDIA published,
+// not runs measured here); RegimeOf's regimes follow it. Only fp8 jobs use
+// these bands.
+inline constexpr char kPublishedRunsRegimePrefix[] = "published_fp8_runs/";
+
 // Factor by which the bands widen for a GPU with no calibration of its own:
 // measured/predicted ratios are assumed to spread a further 1.3x either way
 // (a judgement, not a fit: transferring A100 efficiencies to another
@@ -35,8 +41,12 @@ inline constexpr double kUncalibratedGpuSpread = 1.3;
 // error_high) * 1.3 - 1; rows = 0, as no residuals back them.
 std::vector<ErrorBand> UncalibratedErrorBands(const std::vector<ErrorBand>& bands);
 
-// The built-in profile set for `gpu`: for any GPU but kCalibratedGpu, its
-// bands are UncalibratedErrorBands of the calibration's.
+// The built-in profile set for `gpu`. The A100-SXM4-80GB has the measured
+// calibration; every other GPU carries its efficiencies over, with
+// UncalibratedErrorBands; the H100 and B200 refit fp8_gemm_factor on
+// published fp8 runs (core/profile/h100_params.inc, b200_params.inc) and add
+// their bands for fp8 jobs (published_fp8_runs/); the H200 takes the H100's
+// factor.
 ProfileSet DefaultProfileSet(const GpuSpec& gpu);
 
 }  // namespace vtrain

@@ -55,7 +55,7 @@ void KernelSequence::Memory(const char* name, double bytes) { Add(name, MemoryNs
 void KernelSequence::GemmFp8(const char* name, double m, double n, double k, double batch,
                              double rate) {
   const double peak = peak_flops_;
-  peak_flops_ = gpu_.peak_fp8_flops_per_s * rate;
+  peak_flops_ = gpu_.peak_fp8_flops_per_s * rate * params_.fp8_gemm_factor;
   Gemm(name, m, n, k, batch);
   peak_flops_ = peak;
 }

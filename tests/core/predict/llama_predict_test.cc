@@ -1,6 +1,7 @@
 // Predictions for Llama-architecture models, fp8 and the Hopper GPUs.
 #include <cstdint>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
@@ -107,8 +108,9 @@ TEST(LlamaPredictTest, H200IsNotSlowerThanH100) {
 }
 
 TEST(UncalibratedGpuTest, IntervalIsWiderAndLabelled) {
+  // The A100-40GB has no calibration of its own: the 80GB one's, widened.
   const Job a100 = LlamaJob("llama3-8b", "a100-sxm4-80gb", 1, 8, 1, 1, 64);
-  const Job h100 = LlamaJob("llama3-8b", "h100-sxm5-80gb", 1, 8, 1, 1, 64);
+  const Job h100 = LlamaJob("llama3-8b", "a100-sxm4-40gb", 1, 8, 1, 1, 64);
   VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction a, PredictAt(a100, Granularity::kOperator));
   VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction h, PredictAt(h100, Granularity::kOperator));
   EXPECT_EQ(a.regime, RegimeOf(a100));
@@ -120,6 +122,48 @@ TEST(UncalibratedGpuTest, IntervalIsWiderAndLabelled) {
   EXPECT_GT(relative_width(h), 1.5 * relative_width(a));
   EXPECT_LT(h.interval_low_ns, h.iteration_time_ns);
   EXPECT_GT(h.interval_high_ns, h.iteration_time_ns);
+}
+
+TEST(PublishedRunsGpuTest, Fp8JobsOnHopperAndBlackwellUseTheirPublishedRunsBands) {
+  // The H100 and B200 sets refit fp8 GEMMs on published fp8 runs of their
+  // GPU: fp8 jobs get those runs' bands; bf16 jobs, and the H200 (which
+  // carries the H100's factor over), the A100's, widened.
+  for (const auto& [gpu, fp8_prefix] : {std::pair{"h100-sxm5-80gb", "published_fp8_runs/"},
+                                        {"b200-sxm-180gb", "published_fp8_runs/"},
+                                        {"h200-sxm-141gb", "uncalibrated_gpu/"}}) {
+    for (const DType dtype : {DType::kFp8, DType::kBf16}) {
+      Job job = LlamaJob("llama3-8b", gpu, 1, 8, 1, 1, 64);
+      job.plan.dtype = dtype;
+      VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction p, PredictAt(job, Granularity::kOperator));
+      const char* prefix = dtype == DType::kFp8 ? fp8_prefix : "uncalibrated_gpu/";
+      EXPECT_TRUE(absl::StartsWith(p.regime, prefix)) << gpu << ": " << p.regime;
+      EXPECT_LT(p.interval_low_ns, p.iteration_time_ns) << gpu;
+      EXPECT_GT(p.interval_high_ns, p.iteration_time_ns) << gpu;
+    }
+  }
+  // The refitted factor slows fp8 GEMMs only.
+  const ProfileSet a100 = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
+  const ProfileSet h100 = DefaultProfileSet(*GpuByName("h100-sxm5-80gb"));
+  const ProfileSet h200 = DefaultProfileSet(*GpuByName("h200-sxm-141gb"));
+  const ProfileSet b200 = DefaultProfileSet(*GpuByName("b200-sxm-180gb"));
+  EXPECT_EQ(a100.params.fp8_gemm_factor, 1.0);
+  EXPECT_LT(h100.params.fp8_gemm_factor, 1.0);
+  EXPECT_EQ(h200.params.fp8_gemm_factor, h100.params.fp8_gemm_factor);
+  EXPECT_NE(b200.params.fp8_gemm_factor, h100.params.fp8_gemm_factor);
+  EXPECT_EQ(h100.params.gemm_max_efficiency, a100.params.gemm_max_efficiency);
+  EXPECT_NE(h100.provenance.find("published"), std::string::npos);
+  Job bf16 = LlamaJob("llama3-8b", "h100-sxm5-80gb", 1, 8, 1, 1, 64);
+  bf16.plan.dtype = DType::kBf16;
+  Job fp8 = bf16;
+  fp8.plan.dtype = DType::kFp8;
+  ProfileSet unfitted = h100;
+  unfitted.params.fp8_gemm_factor = 1;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction b, Predict(bf16, h100, {}));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction b1, Predict(bf16, unfitted, {}));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction f, Predict(fp8, h100, {}));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction f1, Predict(fp8, unfitted, {}));
+  EXPECT_EQ(b.iteration_time_ns, b1.iteration_time_ns);
+  EXPECT_GT(f.iteration_time_ns, f1.iteration_time_ns);
 }
 
 }  // namespace
