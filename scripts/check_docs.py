@@ -80,10 +80,11 @@ def readme_commands(readme):
 def run_commands(root, commands):
     problems, skipped, ran = [], [], 0
     with tempfile.TemporaryDirectory() as scratch:
-        # scratch/repo sees build/ and scratch/shared is ../shared.
+        # scratch/repo sees build/ and data/, and scratch/shared is ../shared.
         work = os.path.join(scratch, "repo")
         os.mkdir(work)
-        os.symlink(os.path.join(root, "build"), os.path.join(work, "build"))
+        for tree in ("build", "data"):
+            os.symlink(os.path.join(root, tree), os.path.join(work, tree))
         shared = os.path.join(os.path.dirname(os.path.abspath(root)), "shared")
         if os.path.exists(shared):
             os.symlink(shared, os.path.join(scratch, "shared"))

@@ -31,7 +31,8 @@ struct AnalyticalParams {
   // fp8 GEMMs run at this fraction of the rate gemm_max_efficiency gives
   // bf16 ones, relative to the fp8 peak: Transformer Engine's fp8 GEMMs reach
   // a smaller share of their peak, and its scaling adds work around them.
-  // 1 on the A100 (no fp8); fitted on published fp8 runs for the H100/B200.
+  // 1 in the built-in sets (the H100 and B200 refit gemm_max_efficiency
+  // instead; core/profile/h100_params.inc says why); calibrate can fit it.
   double fp8_gemm_factor = 1.0;
   // Memory-bound kernels reach this fraction of HBM bandwidth.
   double memory_efficiency = 0.75;

@@ -74,11 +74,12 @@ ProfileSet DefaultProfileSet(const GpuSpec& gpu) {
   set.error_bands = UncalibratedErrorBands(set.error_bands);
   const bool hopper = absl::StartsWith(gpu.name, "h100") || absl::StartsWith(gpu.name, "h200");
   if (hopper || absl::StartsWith(gpu.name, "b200")) {
-    // fp8 GEMMs refitted on published fp8 runs; their bands for fp8 jobs.
+    // GEMM efficiency refitted on published fp8 runs; their bands for fp8 jobs.
     std::vector<ErrorBand> fp8_bands;
     (hopper ? H100Calibration : B200Calibration)(set.params, fp8_bands);
     const bool own = !absl::StartsWith(gpu.name, "h200");
-    absl::StrAppend(&set.provenance, "; fp8_gemm_factor fitted on NVIDIA's published NeMo fp8 ",
+    absl::StrAppend(&set.provenance,
+                    "; gemm_max_efficiency refitted on NVIDIA's published NeMo fp8 ",
                     hopper ? "H100" : "B200", " runs (data/published/nemo-",
                     hopper ? "h100" : "b200", "-fp8.csv, core/profile/", hopper ? "h100" : "b200",
                     "_params.inc)", own ? "" : ", carried over to the H200 (the same compute die)");
@@ -87,7 +88,7 @@ ProfileSet DefaultProfileSet(const GpuSpec& gpu) {
     }
   }
   absl::StrAppend(&set.provenance,
-                  "; otherwise the A100 efficiencies are carried over uncalibrated, so the "
+                  "; the other A100 efficiencies are carried over uncalibrated, so the "
                   "prediction intervals are widened 1.3x either way and labelled "
                   "uncalibrated_gpu/",
                   absl::StartsWith(set.error_bands.back().regime, kPublishedRunsRegimePrefix)

@@ -43,10 +43,10 @@ std::vector<ErrorBand> UncalibratedErrorBands(const std::vector<ErrorBand>& band
 
 // The built-in profile set for `gpu`. The A100-SXM4-80GB has the measured
 // calibration; every other GPU carries its efficiencies over, with
-// UncalibratedErrorBands; the H100 and B200 refit fp8_gemm_factor on
+// UncalibratedErrorBands; the H100 and B200 refit gemm_max_efficiency on
 // published fp8 runs (core/profile/h100_params.inc, b200_params.inc) and add
 // their bands for fp8 jobs (published_fp8_runs/); the H200 takes the H100's
-// factor.
+// fit.
 ProfileSet DefaultProfileSet(const GpuSpec& gpu);
 
 }  // namespace vtrain
