@@ -163,7 +163,10 @@ absl::StatusOr<std::vector<Measurement>> ParsePublishedCsv(absl::string_view tex
                      "tokens_per_sec_per_gpu, step_time_s, iter_time_ms"));
   }
   std::vector<Measurement> out;
-  for (const auto& [line, cells] : t.rows) {
+  for (const auto& row : t.rows) {
+    // Not a structured binding: clang 14 cannot capture one in the lambda.
+    const size_t line = row.first;
+    const std::vector<std::string>& cells = row.second;
     const std::string where = absl::StrCat(name, ":", line);
     auto at = [&](const std::string& col) -> std::string {
       const size_t i = t.column.at(col);
