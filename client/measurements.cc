@@ -30,36 +30,57 @@ MeasurementSetup MegatronA100Setup() {
   return s;
 }
 
-absl::StatusOr<std::vector<Measurement>> ParseMeasurementCsv(absl::string_view text,
-                                                             absl::string_view name,
-                                                             const MeasurementSetup& setup) {
-  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+namespace {
+
+// A CSV text split into cells: the header (the first line that is neither
+// blank nor a '#' comment) as column indices by name, then the rows.
+struct CsvTable {
+  size_t header_line = 0;  // 1-based; 0: no header
   std::map<std::string, size_t> column;
-  std::vector<Measurement> out;
-  static const char* kRequired[] = {"num_gpus",  "global_batch", "micro_batch", "hidden_size",
-                                    "num_heads", "num_layers",   "seq_len",     "tp",
-                                    "dp",        "pp",           "iter_time_ms"};
-  bool have_header = false;
+  std::vector<std::pair<size_t, std::vector<std::string>>> rows;  // line number, cells
+};
+
+CsvTable SplitCsv(absl::string_view text) {
+  CsvTable t;
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
   for (size_t n = 0; n < lines.size(); ++n) {
     const absl::string_view line = absl::StripAsciiWhitespace(lines[n]);
     if (line.empty() || line[0] == '#') continue;
     std::vector<std::string> cells = absl::StrSplit(line, ',');
     for (std::string& c : cells) c = std::string(absl::StripAsciiWhitespace(c));
-    if (!have_header) {
-      for (size_t i = 0; i < cells.size(); ++i) column[cells[i]] = i;
-      for (const char* req : kRequired) {
-        if (!column.count(req)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              name, ":", n + 1, ": the header has no column '", req,
-              "'; measurement files need num_gpus, global_batch, micro_batch, hidden_size, "
-              "num_heads, num_layers, seq_len, tp, dp, pp, iter_time_ms"));
-        }
-      }
-      have_header = true;
+    if (t.header_line == 0) {
+      for (size_t i = 0; i < cells.size(); ++i) t.column[cells[i]] = i;
+      t.header_line = n + 1;
       continue;
     }
+    t.rows.emplace_back(n + 1, std::move(cells));
+  }
+  return t;
+}
+
+absl::StatusOr<std::vector<Measurement>> ParseMeasurementTable(const CsvTable& t,
+                                                               absl::string_view name,
+                                                               const MeasurementSetup& setup) {
+  if (t.header_line == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": no header line found"));
+  }
+  static const char* kRequired[] = {"num_gpus",  "global_batch", "micro_batch", "hidden_size",
+                                    "num_heads", "num_layers",   "seq_len",     "tp",
+                                    "dp",        "pp",           "iter_time_ms"};
+  for (const char* req : kRequired) {
+    if (!t.column.count(req)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ":", t.header_line, ": the header has no column '", req,
+          "'; measurement files need num_gpus, global_batch, micro_batch, hidden_size, "
+          "num_heads, num_layers, seq_len, tp, dp, pp, iter_time_ms"));
+    }
+  }
+  std::vector<Measurement> out;
+  for (const auto& row : t.rows) {
+    const size_t n = row.first - 1;  // 0-based, as the messages add 1
+    const std::vector<std::string>& cells = row.second;
     auto cell = [&](const char* col) -> absl::StatusOr<double> {
-      const size_t i = column[col];
+      const size_t i = t.column.at(col);
       double v = 0;
       if (i >= cells.size() || !absl::SimpleAtod(cells[i], &v) || !std::isfinite(v)) {
         return absl::InvalidArgumentError(absl::StrCat(name, ":", n + 1, ": column '", col,
@@ -104,37 +125,7 @@ absl::StatusOr<std::vector<Measurement>> ParseMeasurementCsv(absl::string_view t
     }
     out.push_back(std::move(m));
   }
-  if (!have_header) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ": no header line found"));
-  }
   return out;
-}
-
-namespace {
-
-// The header's columns, by name; the first non-comment line of `lines`.
-struct CsvTable {
-  std::map<std::string, size_t> column;
-  std::vector<std::pair<size_t, std::vector<std::string>>> rows;  // line number, cells
-};
-
-CsvTable SplitCsv(absl::string_view text) {
-  CsvTable t;
-  bool have_header = false;
-  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
-  for (size_t n = 0; n < lines.size(); ++n) {
-    const absl::string_view line = absl::StripAsciiWhitespace(lines[n]);
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> cells = absl::StrSplit(line, ',');
-    for (std::string& c : cells) c = std::string(absl::StripAsciiWhitespace(c));
-    if (!have_header) {
-      for (size_t i = 0; i < cells.size(); ++i) t.column[cells[i]] = i;
-      have_header = true;
-      continue;
-    }
-    t.rows.emplace_back(n + 1, std::move(cells));
-  }
-  return t;
 }
 
 // The iteration time a published row states, in ms, for `job`.
@@ -146,12 +137,9 @@ absl::StatusOr<double> PublishedMs(const std::string& column, double value, cons
          (static_cast<double>(job.cluster.num_gpus) * value);
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<Measurement>> ParsePublishedCsv(absl::string_view text,
-                                                           absl::string_view name) {
-  const CsvTable t = SplitCsv(text);
-  if (t.column.empty()) return absl::InvalidArgumentError(absl::StrCat(name, ": no header line"));
+absl::StatusOr<std::vector<Measurement>> ParsePublishedTable(const CsvTable& t,
+                                                             absl::string_view name) {
+  if (t.header_line == 0) return absl::InvalidArgumentError(absl::StrCat(name, ": no header line"));
   std::string measure;
   for (const char* c : {"tokens_per_sec_per_gpu", "step_time_s", "iter_time_ms"}) {
     if (t.column.count(c)) measure = c;
@@ -202,11 +190,25 @@ absl::StatusOr<std::vector<Measurement>> ParsePublishedCsv(absl::string_view tex
   return out;
 }
 
+}  // namespace
+
+absl::StatusOr<std::vector<Measurement>> ParseMeasurementCsv(absl::string_view text,
+                                                             absl::string_view name,
+                                                             const MeasurementSetup& setup) {
+  return ParseMeasurementTable(SplitCsv(text), name, setup);
+}
+
+absl::StatusOr<std::vector<Measurement>> ParsePublishedCsv(absl::string_view text,
+                                                           absl::string_view name) {
+  return ParsePublishedTable(SplitCsv(text), name);
+}
+
 absl::StatusOr<std::vector<Measurement>> ParseAnyMeasurementCsv(absl::string_view text,
                                                                 absl::string_view name,
                                                                 const MeasurementSetup& setup) {
-  if (SplitCsv(text).column.count("flags")) return ParsePublishedCsv(text, name);
-  return ParseMeasurementCsv(text, name, setup);
+  const CsvTable t = SplitCsv(text);
+  if (t.column.count("flags")) return ParsePublishedTable(t, name);
+  return ParseMeasurementTable(t, name, setup);
 }
 
 }  // namespace vtrain::cli

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/engine/engine.h"
 #include "core/engine/streaming.h"
@@ -237,13 +239,24 @@ void FillInterval(const Job& job, const ProfileSet& profiles, Prediction& p) {
   const ErrorBand* chosen = nullptr;
   const std::string base = BaseRegimeOf(job);
   // Bands of published fp8 runs serve fp8 jobs only, before any other.
-  const std::string published = job.plan.dtype == DType::kFp8 ? kPublishedRunsRegimePrefix : "-/";
-  for (const std::string& regime :
-       {absl::StrCat(published, p.regime), absl::StrCat(published, base), p.regime,
-        absl::StrCat(kUncalibratedGpuRegimePrefix, p.regime), base,
-        absl::StrCat(kUncalibratedGpuRegimePrefix, base)}) {
+  // Compared as prefix + name, without building the strings (every
+  // prediction of a search passes here).
+  const absl::string_view published =
+      job.plan.dtype == DType::kFp8 ? kPublishedRunsRegimePrefix : "-/";
+  const std::pair<absl::string_view, absl::string_view> candidates[] = {
+      {published, p.regime},
+      {published, base},
+      {"", p.regime},
+      {kUncalibratedGpuRegimePrefix, p.regime},
+      {"", base},
+      {kUncalibratedGpuRegimePrefix, base}};
+  for (const auto& [prefix, name] : candidates) {
     for (const ErrorBand& band : profiles.error_bands) {
-      if (chosen == nullptr && band.regime == regime) chosen = &band;
+      const absl::string_view r = band.regime;
+      if (chosen == nullptr && r.size() == prefix.size() + name.size() &&
+          absl::StartsWith(r, prefix) && absl::EndsWith(r, name)) {
+        chosen = &band;
+      }
     }
   }
   if (chosen == nullptr) return;
