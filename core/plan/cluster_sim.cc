@@ -20,12 +20,57 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// The step up a table's curve from `current` GPUs: of the larger counts up
+// to `total_gpus` that add throughput, the one that adds the most per added
+// GPU (0: none).
+int64_t SteepestStep(const ThroughputTable& t, int64_t current, int64_t total_gpus) {
+  const double now_tput = t.At(current);
+  int64_t best = 0;
+  double best_slope = 0;
+  for (size_t i = 0; i < t.gpus.size(); ++i) {
+    const int64_t g = t.gpus[i];
+    if (g <= current || g > total_gpus) continue;
+    const double slope = (t.iterations_per_s[i] - now_tput) / static_cast<double>(g - current);
+    if (slope > best_slope) {
+      best_slope = slope;
+      best = g;
+    }
+  }
+  return best;
+}
+
+// SteepestStep from 0 GPUs and from each count of `t`, computed once per
+// table: the re-plan asks it for every job at every step.
+std::vector<int64_t> SteepestSteps(const ThroughputTable& t, int64_t total_gpus) {
+  std::vector<int64_t> steps = {SteepestStep(t, 0, total_gpus)};
+  for (int64_t g : t.gpus) steps.push_back(SteepestStep(t, g, total_gpus));
+  return steps;
+}
+
+// Only the counts that beat every smaller count: a job given 24 GPUs whose
+// 24-GPU plan is slower than its 16-GPU one runs on 16, so the scheduler
+// never plans 24 (nor counts a shrink from 32 to 24 as a loss to 24's
+// throughput).
+ThroughputTable Frontier(const ThroughputTable& t) {
+  ThroughputTable out = t;
+  double best = 0;
+  for (size_t i = 0; i < out.gpus.size(); ++i) {
+    if (out.iterations_per_s[i] <= best) {
+      out.iterations_per_s[i] = 0;
+    } else {
+      best = out.iterations_per_s[i];
+    }
+  }
+  return out;
+}
+
 struct Running {
   const ClusterJob* job;
   const ThroughputTable* table;
-  double remaining = 0;     // iterations
-  int64_t gpus = 0;         // allocated now
-  double paused_until = 0;  // restarting after a change of GPUs
+  const std::vector<int64_t>* steps;  // SteepestSteps of `table`
+  double remaining = 0;               // iterations
+  int64_t gpus = 0;                   // allocated now
+  double paused_until = 0;            // restarting after a change of GPUs
   bool arrived = false, admitted = false, done = false;
   JobOutcome outcome;
 };
@@ -333,15 +378,20 @@ class Cluster {
     return best;
   }
 
-  // The next larger count with more throughput, or 0.
+  // The step up `r`'s whole curve from `current` GPUs: of the larger counts
+  // that fit the cluster and add throughput, the one that adds the most per
+  // added GPU (0: none). Looking past the next count crosses a flat stretch
+  // of the curve to the steep one behind it (a pipeline depth that only
+  // pays from 32 GPUs, say) instead of stopping at its first small step.
+  // Whether it fits is the caller's question: a job whose best step does not
+  // fit waits for one that does rather than taking a worse step (measured:
+  // taking the best step that fits loses more often to data-parallel-only).
   int64_t NextCount(const Running& r, int64_t current) const {
-    const double now_tput = r.table->At(current);
-    for (size_t i = 0; i < r.table->gpus.size(); ++i) {
-      const int64_t g = r.table->gpus[i];
-      if (g <= current || g > options_.total_gpus) continue;
-      if (r.table->iterations_per_s[i] > now_tput) return g;
-    }
-    return 0;
+    const std::vector<int64_t>& gpus = r.table->gpus;
+    if (current == 0) return (*r.steps)[0];
+    const auto it = std::lower_bound(gpus.begin(), gpus.end(), current);
+    if (it != gpus.end() && *it == current) return (*r.steps)[1 + (it - gpus.begin())];
+    return SteepestStep(*r.table, current, options_.total_gpus);
   }
 
   ClusterOutcome Summarise(double start) {
@@ -391,6 +441,13 @@ absl::StatusOr<ClusterOutcome> SimulateCluster(const std::vector<ClusterJob>& jo
   if (options.total_gpus <= 0 || !(options.rescale_overhead_s >= 0)) {
     return absl::InvalidArgumentError("total_gpus must be positive and rescale_overhead_s >= 0");
   }
+  std::vector<ThroughputTable> frontiers;
+  std::vector<std::vector<int64_t>> steps;
+  frontiers.reserve(tables.size());
+  for (const ThroughputTable& t : tables) {
+    frontiers.push_back(Frontier(t));
+    steps.push_back(SteepestSteps(frontiers.back(), options.total_gpus));
+  }
   std::vector<Running> running;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const ClusterJob& j = jobs[i];
@@ -403,7 +460,8 @@ absl::StatusOr<ClusterOutcome> SimulateCluster(const std::vector<ClusterJob>& jo
     }
     Running r;
     r.job = &j;
-    r.table = &tables[j.table];
+    r.table = &frontiers[j.table];
+    r.steps = &steps[j.table];
     r.remaining = j.iterations;
     running.push_back(std::move(r));
   }
@@ -411,51 +469,6 @@ absl::StatusOr<ClusterOutcome> SimulateCluster(const std::vector<ClusterJob>& jo
     return a.job->submit_s < b.job->submit_s;
   });
   return Cluster(std::move(running), options).Run();
-}
-
-double OfferedLoad(const std::vector<WindowJob>& jobs, int64_t total_gpus) {
-  if (jobs.empty() || total_gpus <= 0) return 0;
-  double first = jobs[0].submit_s, last = first, gpu_s = 0;
-  for (const WindowJob& j : jobs) {
-    first = std::min(first, j.submit_s);
-    last = std::max(last, j.submit_s);
-    gpu_s += j.duration_s * static_cast<double>(j.gpus);
-  }
-  const double window = last - first;
-  return window > 0 ? gpu_s / (window * static_cast<double>(total_gpus)) : 0;
-}
-
-absl::Status ShapeWindow(std::vector<WindowJob>& jobs, int64_t total_gpus,
-                         std::optional<double> target_load, std::optional<double> deadline_slack) {
-  if (target_load && !(*target_load > 0 && *target_load <= 100)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "target_load=", *target_load, " (--target-load) must be in (0, 100], e.g. 0.8"));
-  }
-  if (deadline_slack && !(*deadline_slack > 0 && *deadline_slack <= 1000)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "deadline_slack=", *deadline_slack, " (--deadline-slack) must be in (0, 1000], e.g. 1.5"));
-  }
-  if (target_load) {
-    const double load = OfferedLoad(jobs, total_gpus);
-    if (!(load > 0)) {
-      return absl::InvalidArgumentError(
-          "target_load (--target-load) needs a window whose jobs arrive at two or more "
-          "different times; take more jobs or a longer window");
-    }
-    double first = jobs[0].submit_s;
-    for (const WindowJob& j : jobs) first = std::min(first, j.submit_s);
-    // Load is inversely proportional to the window's length.
-    const double scale = load / *target_load;
-    for (WindowJob& j : jobs) {
-      const double slack = j.deadline_s - j.submit_s;
-      j.submit_s = first + (j.submit_s - first) * scale;
-      j.deadline_s = j.submit_s + slack;
-    }
-  }
-  if (deadline_slack) {
-    for (WindowJob& j : jobs) j.deadline_s = j.submit_s + *deadline_slack * j.duration_s;
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace vtrain

@@ -58,6 +58,49 @@ TEST(ClusterSimTest, ABetterThroughputTableMeetsMoreDeadlines) {
   EXPECT_LT(b.avg_jct_s, a.avg_jct_s);
 }
 
+TEST(ClusterSimTest, ACountSlowerThanASmallerOneChangesNothing) {
+  // A 24-GPU plan slower than the 16-GPU one (a pipeline depth that does not
+  // pay): a job given 24 GPUs would run on 16 of them, so the scheduler
+  // plans as if the count were not there. Without that, shrinking the first
+  // job from 32 to make room is priced (and run) at 24's poor throughput.
+  const ThroughputTable plain = {{1, 2, 4, 8, 16, 32}, {1, 2, 4, 8, 16, 24}};
+  ThroughputTable with_slow = plain;
+  with_slow.gpus.insert(with_slow.gpus.begin() + 5, 24);
+  with_slow.iterations_per_s.insert(with_slow.iterations_per_s.begin() + 5, 9);
+  std::vector<ClusterJob> jobs;
+  for (int i = 0; i < 5; ++i) {
+    jobs.push_back({std::to_string(i), 40.0 * i, 4000.0 + 500 * i, 2000, 0});
+  }
+  const ClusterSimOptions options = {.total_gpus = 40, .rescale_overhead_s = 5};
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome a, SimulateCluster(jobs, {plain}, options));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome b, SimulateCluster(jobs, {with_slow}, options));
+  ASSERT_EQ(a.jobs.size(), b.jobs.size());
+  for (size_t i = 0; i < a.jobs.size(); ++i) {
+    EXPECT_DOUBLE_EQ(a.jobs[i].finish_s, b.jobs[i].finish_s) << "job " << i;
+    EXPECT_EQ(a.jobs[i].reallocations, b.jobs[i].reallocations) << "job " << i;
+  }
+}
+
+TEST(ClusterSimTest, GrowthLooksAlongTheWholeCurve) {
+  // Job a: 16 GPUs add almost nothing over 8, 32 add a lot (a plan that only
+  // pays from 32). Job b: linear up to 8, a lot of work left. On 33 GPUs
+  // (interchangeable: no node rounding), stepping one count at a time, b's steps (1/20000 per GPU)
+  // beat a's 8 -> 16 (0.1/800/8) until b holds 8, and then a's 16 -> 32 no longer fits: a crawls
+  // on 16. Looking along a's whole curve, 8 -> 32 (3/800/24 per GPU) wins first; a is done at 210 s
+  // and b then grows to 8.
+  const ThroughputTable steep_late = {{8, 16, 32}, {1, 1.1, 4}};
+  const std::vector<ClusterJob> jobs = {{"a", 0, 800, 850, 0}, {"b", 0, 20000, 1e6, 1}};
+  VTRAIN_ASSERT_OK_AND_ASSIGN(
+      ClusterOutcome out,
+      SimulateCluster(jobs, {steep_late, Linear()},
+                      {.total_gpus = 33, .rescale_overhead_s = 10, .gpus_per_node = 0}));
+  ASSERT_EQ(out.jobs.size(), 2u);
+  EXPECT_DOUBLE_EQ(out.jobs[0].finish_s, 10 + 800 / 4.0);
+  // b: 200 iterations on 1 GPU by 210 s, then a restart and 8 GPUs.
+  EXPECT_DOUBLE_EQ(out.jobs[1].finish_s, 210 + 10 + (20000 - 200) / 8.0);
+  EXPECT_EQ(out.jobs[1].reallocations, 1);
+}
+
 TEST(ClusterSimTest, JobsWithoutAnyPlanNeverFinishAndBadJobsAreErrors) {
   const ThroughputTable none = {{8, 16}, {0, 0}};
   VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome out,
