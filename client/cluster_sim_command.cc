@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "client/cluster_trace.h"
@@ -161,6 +162,16 @@ std::string Summary(const v1::ClusterSimResponse& r) {
                         o.jobs_size(), 100 * o.deadline_satisfaction(), o.avg_jct_s(),
                         o.p95_jct_s(), o.makespan_s(), 100 * o.gpu_utilization(),
                         100 * o.useful_utilization(), o.reallocations()));
+  }
+  std::vector<std::string> fragmented;
+  for (const v1::ClusterPolicyOutcome& o : r.outcomes()) {
+    if (o.fragmented_placements() > 0) {
+      fragmented.push_back(absl::StrCat(o.policy(), " ", o.fragmented_placements()));
+    }
+  }
+  if (!fragmented.empty()) {
+    absl::StrAppend(&out, "placements on more leaves than needed (spread throughput): ",
+                    absl::StrJoin(fragmented, ", "), "\n");
   }
   if (r.outcomes_size() == 2) {
     const v1::ClusterPolicyOutcome& e = r.outcomes(0);

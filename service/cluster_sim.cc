@@ -66,6 +66,19 @@ ThroughputTable TableOf(const v1::Curve& curve) {
   return table;
 }
 
+// The same curve's plans with their nodes spread over the cluster's leaves
+// (the packed throughput where the curve has no spread figure).
+ThroughputTable FragmentedTableOf(const v1::Curve& curve) {
+  ThroughputTable table = TableOf(curve);
+  for (int i = 0; i < curve.points_size(); ++i) {
+    const v1::CurvePoint& p = curve.points(i);
+    if (p.fits() && p.fragmented_iteration_time_ms() > 0) {
+      table.iterations_per_s[static_cast<size_t>(i)] = 1000 / p.fragmented_iteration_time_ms();
+    }
+  }
+  return table;
+}
+
 void OutcomeToProto(const std::string& policy, const ClusterOutcome& o,
                     const std::vector<std::string>& shapes, v1::ClusterPolicyOutcome* out) {
   out->set_policy(policy);
@@ -76,6 +89,7 @@ void OutcomeToProto(const std::string& policy, const ClusterOutcome& o,
   out->set_gpu_utilization(o.gpu_utilization);
   out->set_useful_utilization(o.useful_utilization);
   out->set_reallocations(o.reallocations);
+  out->set_fragmented_placements(o.fragmented_placements);
   for (size_t j = 0; j < o.jobs.size(); ++j) {
     const JobOutcome& in = o.jobs[j];
     v1::ClusterJobOutcome* job = out->add_jobs();
@@ -150,13 +164,29 @@ absl::StatusOr<PreparedClusterSim> PrepareClusterSim(const v1::ClusterSimRequest
   if (!(restart >= 0 && restart <= 86400)) {
     problems.push_back("rescale_overhead_s (--rescale-overhead) must be in [0, 86400] seconds");
   }
+  const bool leaves = cluster.ok() && !cluster->fabric.flat();
+  if (leaves && r.cluster().fabric().cluster_nodes() != 0 &&
+      r.cluster().fabric().cluster_nodes() * per_node != r.gpus()) {
+    problems.push_back(
+        absl::StrCat("cluster.fabric.cluster_nodes=", r.cluster().fabric().cluster_nodes(),
+                     " (--cluster-nodes): cluster-sim's cluster is gpus=", r.gpus(),
+                     " (--gpus); leave it unset"));
+  }
+  if (leaves && r.cluster().fabric().placement() == v1::PLACEMENT_SPREAD) {
+    problems.push_back(
+        "cluster.fabric.placement (--placement) places one job; cluster-sim places every job on "
+        "the leaves itself (packed as the free nodes allow): leave it unset");
+  }
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
   prepared.request = r;
   VTRAIN_RETURN_IF_ERROR(ShapeRequest(prepared));
   prepared.policies.assign(r.policies().begin(), r.policies().end());
   if (prepared.policies.empty()) prepared.policies = {"elasticflow", "vtrain"};
-  prepared.options = ClusterSimOptions{
-      .total_gpus = r.gpus(), .rescale_overhead_s = restart, .gpus_per_node = per_node};
+  prepared.options =
+      ClusterSimOptions{.total_gpus = r.gpus(),
+                        .rescale_overhead_s = restart,
+                        .gpus_per_node = per_node,
+                        .nodes_per_leaf = leaves ? cluster->fabric.nodes_per_leaf : 0};
   // One table per distinct shape and policy.
   std::map<std::pair<std::string, int64_t>, int> index;
   for (const v1::ClusterTraceJob& j : r.jobs()) {
@@ -170,6 +200,8 @@ absl::StatusOr<PreparedClusterSim> PrepareClusterSim(const v1::ClusterSimRequest
     job->mutable_model()->set_preset(shape.first);
     *job->mutable_cluster() = r.cluster();
     job->mutable_cluster()->clear_num_gpus();
+    // A spread plan spreads over the whole cluster's leaves.
+    if (leaves) job->mutable_cluster()->mutable_fabric()->set_cluster_nodes(r.gpus() / per_node);
     job->set_global_batch(shape.second);
     for (int64_t g : TableCounts(per_node, r.gpus())) curve.add_gpu_counts(g);
     for (v1::CurvePolicy policy : {v1::CURVE_POLICY_DATA_PARALLEL, v1::CURVE_POLICY_BEST}) {
@@ -187,13 +219,14 @@ absl::StatusOr<v1::ClusterSimResponse> RunClusterSim(const PreparedClusterSim& p
                                                      CurveStore* store) {
   v1::ClusterSimResponse response;
   SimulationCost cost;
-  std::vector<ThroughputTable> dp_tables, best_tables;
+  std::vector<ThroughputTable> dp_tables, best_tables, dp_spread, best_spread;
   for (size_t s = 0; s < prepared.best.size(); ++s) {
     for (bool best : {false, true}) {
       VTRAIN_ASSIGN_OR_RETURN(
           v1::ThroughputCurveResponse curves,
           RunCurves(best ? prepared.best[s] : prepared.data_parallel[s], options, store));
       (best ? best_tables : dp_tables).push_back(TableOf(curves.curves(0)));
+      (best ? best_spread : dp_spread).push_back(FragmentedTableOf(curves.curves(0)));
       cost.Add(convert::SimulationFromProto(curves.curves(0).simulation()));
       cost.wall_ns += curves.curves(0).simulation().wall_ns();
     }
@@ -208,9 +241,15 @@ absl::StatusOr<v1::ClusterSimResponse> RunClusterSim(const PreparedClusterSim& p
     double rate = dp_tables[s].At(t.num_gpus());
     if (rate <= 0) rate = best_tables[s].At(t.num_gpus());
     if (rate <= 0) rate = best_tables[s].At(r.gpus());
+    // Tables [0, S) packed, [S, 2S) spread: a job's nodes on more leaves
+    // than it needs run at the spread throughput.
+    const int fragmented =
+        prepared.options.nodes_per_leaf > 0 ? static_cast<int>(prepared.best.size()) + s : -1;
     jobs.push_back({t.id(), t.submit_s(), std::max(1.0, std::round(t.duration_s() * rate)),
-                    t.deadline_s(), s});
+                    t.deadline_s(), s, fragmented});
   }
+  dp_tables.insert(dp_tables.end(), dp_spread.begin(), dp_spread.end());
+  best_tables.insert(best_tables.end(), best_spread.begin(), best_spread.end());
   for (const std::string& policy : prepared.policies) {
     if (options.cancelled && options.cancelled()) {
       return absl::CancelledError("cluster simulation cancelled by the caller");

@@ -3,74 +3,28 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "core/plan/cluster_tables.h"
+#include "core/plan/leaf_map.h"
 
 namespace vtrain {
-
-double ThroughputTable::At(int64_t g) const {
-  double best = 0;
-  for (size_t i = 0; i < gpus.size() && gpus[i] <= g; ++i) {
-    if (iterations_per_s[i] > 0) best = iterations_per_s[i];
-  }
-  return best;
-}
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// The step up a table's curve from `current` GPUs: of the larger counts up
-// to `total_gpus` that add throughput, the one that adds the most per added
-// GPU (0: none).
-int64_t SteepestStep(const ThroughputTable& t, int64_t current, int64_t total_gpus) {
-  const double now_tput = t.At(current);
-  int64_t best = 0;
-  double best_slope = 0;
-  for (size_t i = 0; i < t.gpus.size(); ++i) {
-    const int64_t g = t.gpus[i];
-    if (g <= current || g > total_gpus) continue;
-    const double slope = (t.iterations_per_s[i] - now_tput) / static_cast<double>(g - current);
-    if (slope > best_slope) {
-      best_slope = slope;
-      best = g;
-    }
-  }
-  return best;
-}
-
-// SteepestStep from 0 GPUs and from each count of `t`, computed once per
-// table: the re-plan asks it for every job at every step.
-std::vector<int64_t> SteepestSteps(const ThroughputTable& t, int64_t total_gpus) {
-  std::vector<int64_t> steps = {SteepestStep(t, 0, total_gpus)};
-  for (int64_t g : t.gpus) steps.push_back(SteepestStep(t, g, total_gpus));
-  return steps;
-}
-
-// Only the counts that beat every smaller count: a job given 24 GPUs whose
-// 24-GPU plan is slower than its 16-GPU one runs on 16, so the scheduler
-// never plans 24 (nor counts a shrink from 32 to 24 as a loss to 24's
-// throughput).
-ThroughputTable Frontier(const ThroughputTable& t) {
-  ThroughputTable out = t;
-  double best = 0;
-  for (size_t i = 0; i < out.gpus.size(); ++i) {
-    if (out.iterations_per_s[i] <= best) {
-      out.iterations_per_s[i] = 0;
-    } else {
-      best = out.iterations_per_s[i];
-    }
-  }
-  return out;
-}
-
 struct Running {
   const ClusterJob* job;
   const ThroughputTable* table;
-  const std::vector<int64_t>* steps;  // SteepestSteps of `table`
-  double remaining = 0;               // iterations
-  int64_t gpus = 0;                   // allocated now
-  double paused_until = 0;            // restarting after a change of GPUs
+  const std::vector<int64_t>* steps;            // SteepestSteps of `table`
+  const ThroughputTable* fragmented = nullptr;  // on more leaves than needed
+  double rate = 0;                              // iterations/s where it runs now
+  std::vector<LeafMap::Slice> slices;           // its nodes' leaves
+  double remaining = 0;                         // iterations
+  int64_t gpus = 0;                             // allocated now
+  double paused_until = 0;                      // restarting after a change of GPUs
   bool arrived = false, admitted = false, done = false;
   JobOutcome outcome;
 };
@@ -105,7 +59,11 @@ class Placement {
 class Cluster {
  public:
   Cluster(std::vector<Running> jobs, const ClusterSimOptions& options)
-      : jobs_(std::move(jobs)), options_(options) {}
+      : jobs_(std::move(jobs)), options_(options) {
+    if (options_.nodes_per_leaf > 0 && options_.gpus_per_node > 0) {
+      leaves_.emplace(options_.total_gpus / options_.gpus_per_node, options_.nodes_per_leaf);
+    }
+  }
 
   ClusterOutcome Run() {
     size_t next_arrival = 0;
@@ -129,7 +87,7 @@ class Cluster {
 
  private:
   double FinishTime(const Running& r, int64_t gpus, double now) const {
-    const double tput = r.table->At(gpus);
+    const double tput = gpus == r.gpus && gpus > 0 ? r.rate : r.table->At(gpus);
     if (tput <= 0) return kInf;
     return std::max(now, r.paused_until) + r.remaining / tput;
   }
@@ -150,7 +108,7 @@ class Cluster {
       const double finish = FinishTime(r, r.gpus, from);
       const double end = std::min(to, finish);
       const double run = std::max(0.0, end - std::max(from, r.paused_until));
-      r.remaining -= run * r.table->At(r.gpus);
+      r.remaining -= run * r.rate;
       gpu_seconds_ += (end - from) * static_cast<double>(r.gpus);
       useful_gpu_seconds_ += run * static_cast<double>(r.gpus);
       if (finish <= to) {
@@ -276,6 +234,7 @@ class Cluster {
       }
     }
     Rebalance(now, plan, placed);
+    if (leaves_) PlaceOnLeaves(plan);
     int64_t allocated = 0;
     for (size_t i = 0; i < jobs_.size(); ++i) {
       Running& r = jobs_[i];
@@ -283,10 +242,37 @@ class Cluster {
         if (r.gpus > 0 && plan[i] > 0) ++r.outcome.reallocations;
         if (plan[i] > 0) r.paused_until = now + options_.rescale_overhead_s;  // (re)start
         r.gpus = plan[i];
+        // A spread placement is never faster than a packed one.
+        r.rate = r.fragmented != nullptr && leaves_ && leaves_->Fragmented(r.slices)
+                     ? std::min(r.fragmented->At(r.gpus), r.table->At(r.gpus))
+                     : r.table->At(r.gpus);
+        if (r.rate < r.table->At(r.gpus)) ++r.outcome.fragmented_placements;
       }
       allocated += r.gpus;
     }
     allocated_.emplace_back(now, allocated);
+  }
+
+  // Puts the jobs whose GPUs change on leaves: their old nodes go back,
+  // then the new allocations of a node or more take nodes, largest first,
+  // then the jobs smaller than a node take as many shared nodes as they fill.
+  void PlaceOnLeaves(const std::vector<int64_t>& plan) {
+    const int64_t node = options_.gpus_per_node;
+    leaves_->Give(shared_slices_);
+    std::vector<size_t> moving;
+    int64_t shared_gpus = 0;
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      Running& r = jobs_[i];
+      if (plan[i] > 0 && plan[i] < node) shared_gpus += plan[i];
+      if (plan[i] == r.gpus && !r.done) continue;
+      leaves_->Give(r.slices);
+      r.slices.clear();
+      if (plan[i] >= node) moving.push_back(i);
+    }
+    std::stable_sort(moving.begin(), moving.end(),
+                     [&](size_t a, size_t b) { return plan[a] > plan[b]; });
+    for (size_t i : moving) jobs_[i].slices = leaves_->Take((plan[i] + node - 1) / node);
+    shared_slices_ = leaves_->Take((shared_gpus + node - 1) / node);
   }
 
   // Whether growing `r` from its planned `planned` GPUs to `next` is worth
@@ -402,6 +388,7 @@ class Cluster {
     for (Running& r : jobs_) {
       r.outcome.id = r.job->id;
       out.reallocations += r.outcome.reallocations;
+      out.fragmented_placements += r.outcome.fragmented_placements;
       if (r.outcome.finished) {
         jcts.push_back(r.outcome.jct_s);
         last = std::max(last, r.outcome.finish_s);
@@ -429,6 +416,8 @@ class Cluster {
 
   std::vector<Running> jobs_;
   const ClusterSimOptions options_;
+  std::optional<LeafMap> leaves_;              // with ClusterSimOptions::nodes_per_leaf
+  std::vector<LeafMap::Slice> shared_slices_;  // nodes the sub-node jobs share
   double gpu_seconds_ = 0, useful_gpu_seconds_ = 0;
   std::vector<std::pair<double, int64_t>> allocated_;
 };
@@ -441,6 +430,10 @@ absl::StatusOr<ClusterOutcome> SimulateCluster(const std::vector<ClusterJob>& jo
   if (options.total_gpus <= 0 || !(options.rescale_overhead_s >= 0)) {
     return absl::InvalidArgumentError("total_gpus must be positive and rescale_overhead_s >= 0");
   }
+  if (options.nodes_per_leaf < 0 || (options.nodes_per_leaf > 0 && options.gpus_per_node <= 0)) {
+    return absl::InvalidArgumentError(
+        "nodes_per_leaf must be >= 0, and leaves need gpus_per_node > 0 (whole nodes)");
+  }
   std::vector<ThroughputTable> frontiers;
   std::vector<std::vector<int64_t>> steps;
   frontiers.reserve(tables.size());
@@ -451,17 +444,19 @@ absl::StatusOr<ClusterOutcome> SimulateCluster(const std::vector<ClusterJob>& jo
   std::vector<Running> running;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const ClusterJob& j = jobs[i];
-    if (j.table < 0 || j.table >= static_cast<int>(tables.size()) || !(j.iterations > 0) ||
-        !(j.deadline_s >= j.submit_s)) {
+    const auto table_ok = [&](int t) { return t >= 0 && t < static_cast<int>(tables.size()); };
+    if (!table_ok(j.table) || (j.fragmented_table != -1 && !table_ok(j.fragmented_table)) ||
+        !(j.iterations > 0) || !(j.deadline_s >= j.submit_s)) {
       return absl::InvalidArgumentError(
           absl::StrCat("jobs[", i, "] (", j.id,
-                       "): needs an existing table, iterations > 0 and a deadline "
-                       "after its submission"));
+                       "): needs an existing table (and fragmented table, or -1), iterations > 0 "
+                       "and a deadline after its submission"));
     }
     Running r;
     r.job = &j;
     r.table = &frontiers[j.table];
     r.steps = &steps[j.table];
+    if (j.fragmented_table >= 0) r.fragmented = &tables[j.fragmented_table];
     r.remaining = j.iterations;
     running.push_back(std::move(r));
   }

@@ -34,6 +34,10 @@ struct ClusterJob {
   double iterations = 0;
   double deadline_s = 0;  // absolute, same clock as submit_s
   int table = 0;          // index into the tables given to SimulateCluster
+  // With leaves (ClusterSimOptions::nodes_per_leaf): the table that holds
+  // when the job's nodes land on more leaves than they need, its plans'
+  // collectives crossing the spine; -1: `table` wherever it lands.
+  int fragmented_table = -1;
 };
 
 struct ClusterSimOptions {
@@ -42,6 +46,11 @@ struct ClusterSimOptions {
   // Node-aligned placement: an allocation of a node or more takes whole
   // nodes, smaller ones share nodes (0: GPUs are interchangeable).
   int64_t gpus_per_node = 8;
+  // Nodes under each leaf switch of a leaf/spine fabric (0: one flat
+  // fabric). Jobs of a node or more are placed on leaves, packed as tightly
+  // as the free nodes allow, and run at their fragmented table's throughput
+  // when they span more leaves than they need. Needs gpus_per_node > 0.
+  int64_t nodes_per_leaf = 0;
 };
 
 struct JobOutcome {
@@ -50,8 +59,9 @@ struct JobOutcome {
   bool finished = false;  // false: no count of the cluster ever had a plan for it
   bool met_deadline = false;
   double finish_s = 0;
-  double jct_s = 0;           // finish - submit
-  int64_t reallocations = 0;  // changes of GPUs while running
+  double jct_s = 0;                   // finish - submit
+  int64_t reallocations = 0;          // changes of GPUs while running
+  int64_t fragmented_placements = 0;  // placements on more leaves than needed
 };
 
 struct ClusterOutcome {
@@ -62,6 +72,7 @@ struct ClusterOutcome {
   double gpu_utilization = 0;           // allocated GPU-time / (GPUs x makespan)
   double useful_utilization = 0;        // the same without restart pauses
   int64_t reallocations = 0;
+  int64_t fragmented_placements = 0;  // summed over jobs
   // GPUs allocated over time: (time, GPUs) at every re-plan.
   std::vector<std::pair<double, int64_t>> allocated;
 };

@@ -247,6 +247,31 @@ TEST(ServiceTest, ClusterSimTakesATenThousandGpuCluster) {
   EXPECT_LE(curve.gpu_counts(curve.gpu_counts_size() - 1), 10'000);
 }
 
+TEST(ServiceTest, ClusterSimPlacesJobsOnTheLeavesOfTheWholeCluster) {
+  // Two nodes, one per leaf, 4:1 uplinks: the scheduler gets the leaves,
+  // and each table's spread figures spread over the whole cluster's nodes.
+  const BuiltinProfiles builtin;
+  v1::ClusterSimRequest r = TwoJobs();
+  r.mutable_cluster()->mutable_fabric()->set_nodes_per_leaf(1);
+  r.mutable_cluster()->mutable_fabric()->set_oversubscription(4);
+  absl::StatusOr<PreparedClusterSim> p = PrepareClusterSim(r, builtin);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->options.nodes_per_leaf, 1);
+  EXPECT_EQ(p->best[0].request.jobs(0).cluster().fabric().cluster_nodes(), 2);
+  absl::StatusOr<v1::ClusterSimResponse> out = RunClusterSim(*p, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->outcomes_size(), 2);
+  // With one node per leaf a job always spans exactly the leaves it needs.
+  for (const v1::ClusterPolicyOutcome& o : out->outcomes()) {
+    EXPECT_EQ(o.fragmented_placements(), 0) << o.policy();
+    EXPECT_GT(o.makespan_s(), 0);
+  }
+  // Flat: no leaves for the scheduler.
+  p = PrepareClusterSim(TwoJobs(), builtin);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->options.nodes_per_leaf, 0);
+}
+
 TEST(ServiceTest, ClusterSimRefusesWhatIsNotAStudy) {
   const BuiltinProfiles builtin;
   struct Case {
@@ -269,6 +294,16 @@ TEST(ServiceTest, ClusterSimRefusesWhatIsNotAStudy) {
          r.set_target_load(1);
        },
        "target_load (--target-load) needs a window whose jobs arrive at two or more"},
+      {[](v1::ClusterSimRequest& r) {
+         r.mutable_cluster()->mutable_fabric()->set_nodes_per_leaf(1);
+         r.mutable_cluster()->mutable_fabric()->set_placement(v1::PLACEMENT_SPREAD);
+       },
+       "cluster.fabric.placement (--placement) places one job"},
+      {[](v1::ClusterSimRequest& r) {
+         r.mutable_cluster()->mutable_fabric()->set_nodes_per_leaf(1);
+         r.mutable_cluster()->mutable_fabric()->set_cluster_nodes(5);
+       },
+       "cluster.fabric.cluster_nodes=5"},
   };
   for (const Case& c : cases) {
     v1::ClusterSimRequest r = TwoJobs();

@@ -101,6 +101,44 @@ TEST(ClusterSimTest, GrowthLooksAlongTheWholeCurve) {
   EXPECT_EQ(out.jobs[1].reallocations, 1);
 }
 
+TEST(ClusterSimTest, AJobOnMoreLeavesThanItNeedsRunsAtItsFragmentedThroughput) {
+  // 4 nodes of 8 GPUs, 2 nodes per leaf. Four one-node jobs fill them (a, b
+  // on leaf 0; c, d on leaf 1); a and c end at 100 s, leaving one node free
+  // on each leaf. "third" (its deadline easy, but arriving to a full
+  // cluster) then takes 16 GPUs on two leaves where one would do, and runs
+  // at its fragmented throughput, 1 it/s instead of 2: 200 iterations from
+  // 100 s end at 300 s (200 s on a flat fabric).
+  const ThroughputTable packed = {{8, 16}, {1, 2}};
+  const ThroughputTable spread = {{8, 16}, {1, 1}};
+  const ThroughputTable one_node = {{8}, {1}};
+  ClusterSimOptions options = {.total_gpus = 32, .rescale_overhead_s = 0, .nodes_per_leaf = 2};
+  const std::vector<ClusterJob> jobs = {{"a", 0, 100, 100, 2, -1},
+                                        {"b", 0, 300, 300, 2, -1},
+                                        {"c", 0, 100, 100, 2, -1},
+                                        {"d", 0, 300, 300, 2, -1},
+                                        {"third", 50, 200, 1000, 0, 1}};
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome out,
+                              SimulateCluster(jobs, {packed, spread, one_node}, options));
+  ASSERT_EQ(out.jobs.size(), 5u);
+  EXPECT_DOUBLE_EQ(out.jobs[4].finish_s, 300);
+  EXPECT_EQ(out.jobs[4].fragmented_placements, 1);
+  EXPECT_EQ(out.fragmented_placements, 1);
+  options.nodes_per_leaf = 0;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome flat,
+                              SimulateCluster(jobs, {packed, spread, one_node}, options));
+  EXPECT_DOUBLE_EQ(flat.jobs[4].finish_s, 200);
+  EXPECT_EQ(flat.fragmented_placements, 0);
+  // Leaves of 4 nodes: one leaf holds the whole cluster, nothing fragments.
+  options.nodes_per_leaf = 4;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome one_leaf,
+                              SimulateCluster(jobs, {packed, spread, one_node}, options));
+  EXPECT_DOUBLE_EQ(one_leaf.jobs[4].finish_s, 200);
+  // Leaves need whole nodes.
+  options.gpus_per_node = 0;
+  EXPECT_THAT(SimulateCluster(jobs, {packed, spread, one_node}, options),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
 TEST(ClusterSimTest, JobsWithoutAnyPlanNeverFinishAndBadJobsAreErrors) {
   const ThroughputTable none = {{8, 16}, {0, 0}};
   VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome out,
