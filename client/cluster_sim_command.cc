@@ -170,7 +170,7 @@ std::string Summary(const v1::ClusterSimResponse& r) {
     }
   }
   if (!fragmented.empty()) {
-    absl::StrAppend(&out, "placements on more leaves than needed (spread throughput): ",
+    absl::StrAppend(&out, "placements on more leaves than needed (run at the spread throughput): ",
                     absl::StrJoin(fragmented, ", "), "\n");
   }
   if (r.outcomes_size() == 2) {

@@ -243,10 +243,11 @@ class Cluster {
         if (plan[i] > 0) r.paused_until = now + options_.rescale_overhead_s;  // (re)start
         r.gpus = plan[i];
         // A spread placement is never faster than a packed one.
-        r.rate = r.fragmented != nullptr && leaves_ && leaves_->Fragmented(r.slices)
+        const bool fragmented = leaves_ && leaves_->Fragmented(r.slices);
+        r.rate = fragmented && r.fragmented != nullptr
                      ? std::min(r.fragmented->At(r.gpus), r.table->At(r.gpus))
                      : r.table->At(r.gpus);
-        if (r.rate < r.table->At(r.gpus)) ++r.outcome.fragmented_placements;
+        if (fragmented) ++r.outcome.fragmented_placements;
       }
       allocated += r.gpus;
     }
@@ -365,8 +366,8 @@ class Cluster {
   }
 
   // The step up `r`'s whole curve from `current` GPUs: of the larger counts
-  // that fit the cluster and add throughput, the one that adds the most per
-  // added GPU (0: none). Looking past the next count crosses a flat stretch
+  // up to the cluster's size that add throughput, the one that adds the most
+  // per added GPU (0: none). Looking past the next count crosses a flat stretch
   // of the curve to the steep one behind it (a pipeline depth that only
   // pays from 32 GPUs, say) instead of stopping at its first small step.
   // Whether it fits is the caller's question: a job whose best step does not
