@@ -224,6 +224,9 @@ void AddClusterFlags(common::FlagParser& p) {
              "cluster's leaves)");
   p.AddValue("cluster-nodes", "N",
              "nodes in the whole cluster, the leaves spread uses (default the job's)");
+  p.AddValue("nodes", "LIST",
+             "the job's nodes by cluster node number, in rank order, e.g. 0-3,8-11 (node n "
+             "under leaf n/K; cluster.fabric.nodes; instead of --placement)");
   p.AddValue("node-failure-rate", "R",
              "node failures per 1,000 node-days, for the goodput with --tokens (default 6.5; 0: "
              "none)");
@@ -432,6 +435,10 @@ absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const common::FlagParser& f
   VTRAIN_ASSIGN_OR_RETURN(std::optional<Placement> placement,
                           flags.GetParsed("placement", ParsePlacement));
   if (placement) f.set_placement(convert::ToProto(*placement));
+  if (auto list = flags.Get("nodes")) {
+    VTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> nodes, ParseNodeList(*list));
+    for (int64_t n : nodes) f.add_nodes(n);
+  }
   if (f.ByteSizeLong() == 0) c.clear_fabric();
   return c;
 }

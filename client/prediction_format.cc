@@ -11,6 +11,7 @@
 #include "core/graph/iteration.h"
 #include "core/profile/default_profiles.h"
 #include "core/profile/profile.h"
+#include "core/spec/fabric.h"
 #include "core/spec/job.h"
 #include "core/spec/model.h"
 #include "proto/enum_convert.h"
@@ -140,10 +141,14 @@ std::string ClusterLines(const v1::PredictResponse& r) {
   const v1::ParallelPlan& q = r.plan();
   std::string fabric;
   if (c.fabric().nodes_per_leaf() > 0) {
+    const std::string placement =
+        c.fabric().nodes_size() > 0
+            ? absl::StrCat("on nodes ",
+                           NodeListName({c.fabric().nodes().begin(), c.fabric().nodes().end()}))
+            : std::string(EnumName(c.fabric().placement()));
     fabric = absl::StrFormat("\nfabric   leaf/spine, %d nodes per leaf, %g:1 oversubscribed, %s",
-                             c.fabric().nodes_per_leaf(), c.fabric().oversubscription(),
-                             EnumName(c.fabric().placement()));
-    if (c.fabric().cluster_nodes() > 0) {
+                             c.fabric().nodes_per_leaf(), c.fabric().oversubscription(), placement);
+    if (c.fabric().nodes_size() == 0 && c.fabric().cluster_nodes() > 0) {
       absl::StrAppend(&fabric, " over ", c.fabric().cluster_nodes(), " nodes");
     }
   }

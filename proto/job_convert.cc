@@ -110,6 +110,7 @@ absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& c, GpuLookup
   cluster.fabric.nodes_per_leaf = f.nodes_per_leaf();
   if (f.has_oversubscription()) cluster.fabric.oversubscription = f.oversubscription();
   cluster.fabric.cluster_nodes = f.cluster_nodes();
+  cluster.fabric.nodes.assign(f.nodes().begin(), f.nodes().end());
   VTRAIN_ASSIGN_OR_RETURN(cluster.fabric.placement, FromProtoOr(f.placement(), Placement::kPacked,
                                                                 "cluster.fabric.placement"));
   // Checked here too, not only by ValidateJob: a search, curve or model plan
@@ -280,6 +281,7 @@ v1::PredictRequest JobToProto(const Job& job) {
     f->set_oversubscription(job.cluster.fabric.oversubscription);
     f->set_placement(ToProto(job.cluster.fabric.placement));
     f->set_cluster_nodes(job.cluster.fabric.cluster_nodes);
+    for (int64_t n : job.cluster.fabric.nodes) f->add_nodes(n);
   }
   r.set_memory_headroom(job.cluster.memory_headroom);
   v1::ParallelPlan* p = r.mutable_plan();

@@ -172,6 +172,11 @@ absl::StatusOr<PreparedClusterSim> PrepareClusterSim(const v1::ClusterSimRequest
                      " (--cluster-nodes): cluster-sim's cluster is gpus=", r.gpus(),
                      " (--gpus); leave it unset"));
   }
+  if (r.cluster().fabric().nodes_size() > 0) {
+    problems.push_back(
+        "cluster.fabric.nodes (--nodes) places one job; cluster-sim places every job on the "
+        "leaves itself: leave it unset");
+  }
   if (leaves && r.cluster().fabric().placement() == v1::PLACEMENT_SPREAD) {
     problems.push_back(
         "cluster.fabric.placement (--placement) places one job; cluster-sim places every job on "

@@ -3,23 +3,95 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace vtrain {
 namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+constexpr int64_t kMaxListedNode = int64_t{1} << 24;
+
 // The leaves a placement uses: packed, as few as hold the job; spread, every
 // leaf of the cluster.
 int64_t LeafCount(const FabricSpec& f, int64_t job_nodes) {
   if (f.flat()) return 1;
+  if (!f.nodes.empty()) {
+    return *std::max_element(f.nodes.begin(), f.nodes.end()) / f.nodes_per_leaf + 1;
+  }
   const int64_t nodes =
       f.placement == Placement::kSpread ? std::max(f.cluster_nodes, job_nodes) : job_nodes;
   return std::max<int64_t>(1, CeilDiv(nodes, f.nodes_per_leaf));
 }
 
+void CheckNodeList(const FabricSpec& f, int64_t job_nodes, std::vector<std::string>& problems) {
+  if (f.nodes.empty()) return;
+  const std::string name =
+      absl::StrCat("cluster.fabric.nodes (--nodes ", NodeListName(f.nodes), ")");
+  if (f.flat()) {
+    problems.push_back(absl::StrCat(name, " needs a leaf/spine fabric; set --nodes-per-leaf K"));
+    return;
+  }
+  if (f.placement == Placement::kSpread) {
+    problems.push_back(absl::StrCat(name, " and placement spread both place the job; give one"));
+  }
+  if (static_cast<int64_t>(f.nodes.size()) != job_nodes) {
+    problems.push_back(absl::StrCat(name, " has ", f.nodes.size(), " nodes but the job has ",
+                                    job_nodes,
+                                    "; give one cluster node per job node (a curve sizes the job "
+                                    "itself: use --placement there)"));
+  }
+  std::vector<int64_t> sorted = f.nodes;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted.front() < 0 || sorted.back() >= kMaxListedNode) {
+    problems.push_back(absl::StrCat(name, ": node numbers must be in [0, ", kMaxListedNode, ")"));
+  } else if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    problems.push_back(absl::StrCat(name, " names a node twice; each job node needs its own"));
+  } else if (f.cluster_nodes > 0 && sorted.back() >= f.cluster_nodes) {
+    problems.push_back(absl::StrCat(name, " names node ", sorted.back(), " of a cluster of ",
+                                    f.cluster_nodes, " nodes (--cluster-nodes), numbered from 0"));
+  }
+}
+
 }  // namespace
+
+absl::StatusOr<std::vector<int64_t>> ParseNodeList(absl::string_view text) {
+  std::vector<int64_t> nodes;
+  const auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("--nodes '", text, "' ", why,
+                                                   "; give cluster node numbers and ranges, e.g. "
+                                                   "0-3,8,12-15"));
+  };
+  if (text.empty()) return bad("is empty");
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    const std::vector<absl::string_view> ends = absl::StrSplit(part, absl::MaxSplits('-', 1));
+    int64_t first = 0, last = 0;
+    if (!absl::SimpleAtoi(ends[0], &first) ||
+        !absl::SimpleAtoi(ends.size() > 1 ? ends[1] : ends[0], &last) || first < 0) {
+      return bad(absl::StrCat("has '", part, "', not a node number or range"));
+    }
+    if (last < first) return bad(absl::StrCat("has the descending range '", part, "'"));
+    if (last - first + static_cast<int64_t>(nodes.size()) >= kMaxListedNode) {
+      return bad("names too many nodes");
+    }
+    for (int64_t n = first; n <= last; ++n) nodes.push_back(n);
+  }
+  return nodes;
+}
+
+std::string NodeListName(const std::vector<int64_t>& nodes) {
+  std::string out;
+  for (size_t i = 0; i < nodes.size();) {
+    size_t j = i;
+    while (j + 1 < nodes.size() && nodes[j + 1] == nodes[j] + 1) ++j;
+    absl::StrAppend(&out, out.empty() ? "" : ",", nodes[i]);
+    if (j > i) absl::StrAppend(&out, "-", nodes[j]);
+    i = j + 1;
+  }
+  return out;
+}
 
 absl::string_view PlacementName(Placement placement) {
   return placement == Placement::kSpread ? "spread" : "packed";
@@ -51,6 +123,7 @@ void CheckFabric(const FabricSpec& f, int64_t job_nodes, std::vector<std::string
                                     " is smaller than the job's ", job_nodes,
                                     " nodes; give the whole cluster (--cluster-nodes)"));
   }
+  CheckNodeList(f, job_nodes, problems);
   if (f.flat() && (f.oversubscription != 1 || f.placement != Placement::kPacked)) {
     problems.push_back(
         "cluster.fabric.oversubscription and placement need a leaf/spine fabric; set "
@@ -60,6 +133,9 @@ void CheckFabric(const FabricSpec& f, int64_t job_nodes, std::vector<std::string
 
 int64_t LeafOf(const FabricSpec& f, int64_t node, int64_t job_nodes) {
   if (f.flat()) return 0;
+  if (!f.nodes.empty() && node < static_cast<int64_t>(f.nodes.size())) {
+    return f.nodes[static_cast<size_t>(node)] / f.nodes_per_leaf;
+  }
   if (f.placement == Placement::kSpread) return node % LeafCount(f, job_nodes);
   return node / f.nodes_per_leaf;
 }

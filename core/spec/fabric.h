@@ -41,6 +41,10 @@ struct FabricSpec {
   // Nodes in the whole cluster (the leaves a spread placement uses); 0: the
   // job's own nodes.
   int64_t cluster_nodes = 0;
+  // The job's nodes by their number in the cluster, in Megatron's rank order
+  // (job node i, ranks i*G .. i*G+G-1, is cluster node nodes[i], under leaf
+  // nodes[i] / nodes_per_leaf); empty: as `placement` lays them out.
+  std::vector<int64_t> nodes;
 
   bool flat() const { return nodes_per_leaf == 0; }
 };
@@ -51,6 +55,13 @@ inline constexpr double kMaxOversubscription = 64;
 // Problems with `fabric` for a job of `job_nodes` nodes, each naming its
 // field (cluster.fabric.*) and the fix; empty when valid.
 void CheckFabric(const FabricSpec& fabric, int64_t job_nodes, std::vector<std::string>& problems);
+
+// A node list as `--nodes` takes it: numbers and ranges, "0-3,8,12-15".
+// INVALID_ARGUMENT naming --nodes for anything else, a descending range or
+// more than 2^24 nodes.
+absl::StatusOr<std::vector<int64_t>> ParseNodeList(absl::string_view text);
+// The list back in that form, runs of consecutive nodes as ranges.
+std::string NodeListName(const std::vector<int64_t>& nodes);
 
 // The leaf of job node `node` of `job_nodes` under fabric.placement (0 for
 // a flat fabric).

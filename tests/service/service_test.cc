@@ -304,6 +304,11 @@ TEST(ServiceTest, ClusterSimRefusesWhatIsNotAStudy) {
          r.mutable_cluster()->mutable_fabric()->set_cluster_nodes(5);
        },
        "cluster.fabric.cluster_nodes=5"},
+      {[](v1::ClusterSimRequest& r) {
+         r.mutable_cluster()->mutable_fabric()->set_nodes_per_leaf(1);
+         r.mutable_cluster()->mutable_fabric()->add_nodes(0);
+       },
+       "cluster.fabric.nodes (--nodes) places one job"},
   };
   for (const Case& c : cases) {
     v1::ClusterSimRequest r = TwoJobs();

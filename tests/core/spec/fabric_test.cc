@@ -73,6 +73,33 @@ TEST(SpineLoadTest, LeavesOfEachPlacement) {
   EXPECT_DOUBLE_EQ(load.Slowdown(), 4 * (4.0 / 3) / 2);
 }
 
+TEST(SpineLoadTest, ANodeListPlacesEachNodeOnItsLeaf) {
+  // The rings of the hand-computed case (t = 8, d = 4 on 4 nodes, K = 2,
+  // R = 4) on listed nodes. Nodes 4-7: leaves 2 and 3, as packed: 2x.
+  FabricSpec f = Fabric(2, 4, Placement::kPacked);
+  f.nodes = {4, 5, 6, 7};
+  EXPECT_EQ(LeafOf(f, 2, 4), 3);
+  EXPECT_DOUBLE_EQ(DataParallelRings(f, 4), 2.0);
+  // 0, 2, 4, 6: every node under its own leaf, each sending one node's NICs
+  // up against half a node's uplinks: 4 x 1 / 2 = 2.
+  f.nodes = {0, 2, 4, 6};
+  EXPECT_DOUBLE_EQ(DataParallelRings(f, 4), 2.0);
+  // 0, 2, 1, 3: ring neighbours alternate leaves, every hop crosses and each
+  // leaf carries two nodes' worth: 4x, as spread.
+  f.nodes = {0, 2, 1, 3};
+  EXPECT_DOUBLE_EQ(DataParallelRings(f, 4), 4.0);
+}
+
+TEST(NodeListTest, ParsesRangesAndNamesWhatIsWrong) {
+  absl::StatusOr<std::vector<int64_t>> nodes = ParseNodeList("0-3,8,12-13");
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  EXPECT_EQ(*nodes, (std::vector<int64_t>{0, 1, 2, 3, 8, 12, 13}));
+  EXPECT_EQ(NodeListName(*nodes), "0-3,8,12-13");
+  for (const char* bad : {"", "a", "3-1", "-1", "1,,2", "0-99999999"}) {
+    EXPECT_THAT(ParseNodeList(bad).status().message(), HasSubstr("--nodes")) << bad;
+  }
+}
+
 Job DataParallelJob(const FabricSpec& fabric) {
   Job job = testing::PresetJob("gpt3-1.3b", 8, 4, 1, 1, 64);
   job.cluster.fabric = fabric;
@@ -148,6 +175,24 @@ TEST(FabricValidationTest, NamesTheFieldAndTheFix) {
               HasSubstr("cluster.fabric.placement"));
   job.cluster.fabric = Fabric(2, 4, Placement::kSpread, 64);
   EXPECT_TRUE(ValidateJob(job).ok());
+  // Node lists: one node per job node (4 here), distinct, in the cluster,
+  // on a leaf/spine fabric, not with spread.
+  job.cluster.fabric = Fabric(2, 4, Placement::kPacked, 8);
+  job.cluster.fabric.nodes = {0, 2, 4, 6};
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+  job.cluster.fabric.nodes = {0, 2, 4};
+  EXPECT_THAT(ValidateJob(job).message(), HasSubstr("has 3 nodes but the job has 4"));
+  job.cluster.fabric.nodes = {0, 2, 2, 6};
+  EXPECT_THAT(ValidateJob(job).message(), HasSubstr("names a node twice"));
+  job.cluster.fabric.nodes = {0, 2, 4, 8};
+  EXPECT_THAT(ValidateJob(job).message(), HasSubstr("names node 8 of a cluster of 8 nodes"));
+  job.cluster.fabric.placement = Placement::kSpread;
+  job.cluster.fabric.nodes = {0, 2, 4, 6};
+  EXPECT_THAT(ValidateJob(job).message(), HasSubstr("placement spread both place"));
+  job.cluster.fabric = FabricSpec{};
+  job.cluster.fabric.nodes = {0, 1, 2, 3};
+  EXPECT_THAT(ValidateJob(job).message(),
+              HasSubstr("cluster.fabric.nodes (--nodes 0-3) needs a leaf/spine fabric"));
 }
 
 }  // namespace
