@@ -9,7 +9,7 @@
 
 namespace vtrain::internal {
 
-double MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load) {
+MoeExchange MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load) {
   const ModelSpec& model = job.model;
   const ParallelPlan& plan = job.plan;
   const double h = static_cast<double>(model.hidden_size);
@@ -17,7 +17,7 @@ double MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load) {
   const double k = static_cast<double>(model.moe.top_k);
   const int64_t ep = plan.expert_parallel, etp = plan.expert_tensor_parallel;
   const CommGroup ep_group = ExpertParallelGroup(job);
-  double ns = 0;
+  MoeExchange x;
   if (plan.moe.dispatcher == MoeDispatcher::kAllGather) {
     // Every token gathered on every rank of the ep * etp group, the outputs
     // reduce-scattered back (nccl-tests counts the gathered buffer).
@@ -29,9 +29,10 @@ double MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load) {
       g.ranks_per_node = std::min<int64_t>(ranks, domain);
       g.nic_fraction = static_cast<double>(g.ranks_per_node) / static_cast<double>(domain);
       const double bytes = tokens * static_cast<double>(ranks) * h * kElemBytes;
-      ns =
-          static_cast<double>(lookup.CollectiveNs(Collective::kAllGather, bytes, g).latency_ns +
-                              lookup.CollectiveNs(Collective::kReduceScatter, bytes, g).latency_ns);
+      x.dispatch_ns =
+          static_cast<double>(lookup.CollectiveNs(Collective::kAllGather, bytes, g).latency_ns);
+      x.combine_ns =
+          static_cast<double>(lookup.CollectiveNs(Collective::kReduceScatter, bytes, g).latency_ns);
     }
   } else if (ep > 1) {
     // Each rank sends its tokens' top-k copies (the busiest receives `load`
@@ -45,9 +46,10 @@ double MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load) {
       if (nodes > 1) dedup = std::min(1.0, nodes * (1 - std::pow(1 - 1 / nodes, k)) / k);
     }
     const double copies = tokens * k * load;
-    ns = static_cast<double>(
+    x.dispatch_ns = static_cast<double>(
         lookup.CollectiveNs(Collective::kAllToAll, copies * h * dispatch_elem * dedup, ep_group)
-            .latency_ns +
+            .latency_ns);
+    x.combine_ns = static_cast<double>(
         lookup.CollectiveNs(Collective::kAllToAll, copies * h * kElemBytes * dedup, ep_group)
             .latency_ns);
   }
@@ -56,10 +58,72 @@ double MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load) {
     // experts and reduce-scatters the outputs after.
     const double bytes = tokens * k * load * static_cast<double>(etp) * h * kElemBytes;
     const CommGroup g = ExpertTensorParallelGroup(job);
-    ns += static_cast<double>(lookup.CollectiveNs(Collective::kAllGather, bytes, g).latency_ns +
-                              lookup.CollectiveNs(Collective::kReduceScatter, bytes, g).latency_ns);
+    x.dispatch_ns +=
+        static_cast<double>(lookup.CollectiveNs(Collective::kAllGather, bytes, g).latency_ns);
+    x.combine_ns +=
+        static_cast<double>(lookup.CollectiveNs(Collective::kReduceScatter, bytes, g).latency_ns);
   }
-  return ns;
+  return x;
+}
+
+namespace {
+
+// An exchange of `comm` ns beside `compute` ns of compute started with it:
+// the compute runs at (1 - share) of its speed while the exchange's kernels
+// hold their SMs.
+double Beside(double comm, double compute, double share) {
+  return std::max(comm, compute + share * std::min(comm, compute / (1 - share)));
+}
+
+}  // namespace
+
+double PairedMoeExposedNs(const MoeExchange& x, const MoeLayerCompute& forward,
+                          const MoeLayerCompute& backward, double comm_sm_share) {
+  const double f = std::clamp(comm_sm_share, 0.0, 0.9);
+  // Phase 1: the backward's combine beside the forward's attention.
+  const double first = Beside(x.combine_ns, forward.attention_ns, f);
+  // Phase 2: the forward's dispatch then the backward's, beside the
+  // backward's MoE block then the forward's. The forward's experts wait for
+  // its dispatch; the backward's dispatch waits for its data gradients
+  // (about half of its MoE block).
+  const double comm = 2 * x.dispatch_ns;
+  const double compute = backward.moe_ns + forward.moe_ns;
+  const double second = std::max({Beside(comm, compute, f), x.dispatch_ns + forward.moe_ns,
+                                  backward.moe_ns / 2 + x.dispatch_ns});
+  // Phase 3: the forward's combine beside the backward's attention.
+  const double third = Beside(x.combine_ns, backward.attention_ns, f);
+  const double alone =
+      forward.attention_ns + forward.moe_ns + backward.attention_ns + backward.moe_ns;
+  return std::max(0.0, (first + second + third - alone) / 2);
+}
+
+double PairedPassShare(const ParallelPlan& plan) {
+  const int64_t m = plan.num_micro_batches();
+  if (m <= 0) return 0;
+  const int64_t p = plan.pipeline_parallel;
+  if (p == 1) return static_cast<double>(m - 1) / static_cast<double>(m);
+  // megatron/core/pipeline_parallel/schedules.py, get_pp_rank_microbatches:
+  // rank r warms up with (p - r - 1) * 2 + (v - 1) * p forwards, one more
+  // under the all-to-all overlap, and cools down with as many backwards.
+  const int64_t v = plan.virtual_stages;
+  const int64_t passes = m * v;
+  double paired = 0;
+  for (int64_t r = 0; r < p; ++r) {
+    const int64_t warmup = std::min(passes, (p - r - 1) * 2 + (v - 1) * p + 1);
+    paired += static_cast<double>(passes - warmup) / static_cast<double>(passes);
+  }
+  return paired / static_cast<double>(p);
+}
+
+double ExposedMoeExchangeNs(const Job& job, const MoeExchange& x, const MoeLayerCompute& forward,
+                            const MoeLayerCompute& backward, double paired_share) {
+  // The exchange's kernels hold SMs beside the compute: DeepEP's default of
+  // 20 (deep_ep/buffer.py, Buffer.num_sms), taken for NCCL's all-to-all too.
+  const int64_t sms = job.cluster.gpu.num_sms;
+  const double share = sms > 0 ? std::min(1.0, 20.0 / static_cast<double>(sms)) : 0;
+  const double whole = x.dispatch_ns + x.combine_ns;
+  return (1 - paired_share) * whole +
+         paired_share * PairedMoeExposedNs(x, forward, backward, share);
 }
 
 }  // namespace vtrain::internal

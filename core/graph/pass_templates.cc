@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -16,7 +15,10 @@ namespace {
 // Makes the templates of one stage; see MakeStageTemplates.
 class TemplateMaker {
  public:
-  TemplateMaker(const Job& job, ProfileLookup& lookup, Granularity granularity, LabelFn label)
+  // `paired_share`: the share of the passes that run merged in a 1F1B pair
+  // and hide their MoE token exchange (PairedPassShare); 0 without overlap.
+  TemplateMaker(const Job& job, ProfileLookup& lookup, Granularity granularity, LabelFn label,
+                double paired_share)
       : job_(job),
         model_(job.model),
         plan_(job.plan),
@@ -31,7 +33,8 @@ class TemplateMaker {
         fsdp_(plan_.data_parallel_sharding == DataParallelSharding::kFull &&
               GradientRanks(job) > 1),
         activation_bytes_(ActivationBytes(job)),
-        shape_(ShapeOf(job)) {}
+        shape_(ShapeOf(job)),
+        paired_share_(paired_share) {}
 
   StageTemplates Make(StageEnds ends);
 
@@ -72,15 +75,13 @@ class TemplateMaker {
   }
   // A MoE layer's FFN block: the shared experts' tensor-parallel
   // collectives, the token dispatch, the experts, the combine; `backward`
-  // mirrors it. With moe_overlap the exchange hides behind the other
-  // micro-batch's compute of the layer (Megatron's 1F1B A2A overlap) and only
-  // what that does not cover blocks the stream.
-  void MoeBlock(TemplateWriter& w, const ResolvedOperator& op, double layer_ns) {
+  // mirrors it. Under overlap, a pass merged with another micro-batch's
+  // (Megatron's 1F1B A2A overlap) leaves only part of its exchange exposed
+  // (PrepareMoe).
+  void MoeBlock(TemplateWriter& w, const ResolvedOperator& op) {
     if (shared_tp_ && sp_) w.TensorParallel(gather_ns_, gather_label_);
-    double exchange = moe_exchange_ns_;
-    if (plan_.moe.overlap) exchange = std::max(0.0, exchange - layer_ns);
     w.Operator(op);
-    if (exchange > 0) w.TensorParallel(std::llround(exchange), moe_label_);
+    if (moe_exposed_ns_ > 0) w.TensorParallel(std::llround(moe_exposed_ns_), moe_label_);
     if (shared_tp_) {
       w.TensorParallel(sp_ ? scatter_ns_ : reduce_ns_, sp_ ? scatter_label_ : reduce_label_);
     }
@@ -198,10 +199,10 @@ class TemplateMaker {
   const bool bucketing_, sp_, fsdp_;
   const double activation_bytes_;
   const LayerShape shape_;
-  // Set by PrepareMoe: the time one MoE block's token exchange takes (dispatch
-  // and combine, and the expert-TP gather and scatter), and whether the shared
-  // experts need tensor-parallel collectives.
-  double moe_exchange_ns_ = 0;
+  const double paired_share_;
+  // Set by PrepareMoe: the exposed time of one MoE block's token exchange,
+  // and whether the shared experts need tensor-parallel collectives.
+  double moe_exposed_ns_ = 0;
   bool shared_tp_ = false;
   // Set by Backward: the weight-gradient share of the pass's compute (W).
   double weight_ns_ = 0;
@@ -266,8 +267,14 @@ void TemplateMaker::PrepareMoe() {
   if (!model_.is_moe()) return;
   moe_label_ = label_("moe_token_exchange");
   shared_tp_ = t_ > 1 && model_.moe.shared_width() > 0;
-  moe_exchange_ns_ =
+  const MoeExchange x =
       MoeExchangeNs(job_, lookup_, static_cast<double>(shape_.expert_load_permille) / 1000.0);
+  moe_exposed_ns_ = x.dispatch_ns + x.combine_ns;
+  if (paired_share_ <= 0) return;
+  auto span = [&](OperatorKind op) { return static_cast<double>(Op(op).profile.SpanNs()); };
+  moe_exposed_ns_ = ExposedMoeExchangeNs(
+      job_, x, {span(OperatorKind::kAttentionFwd), span(OperatorKind::kMoeFwd)},
+      {span(OperatorKind::kAttentionBwd), span(OperatorKind::kMoeBwd)}, paired_share_);
 }
 
 ActionTemplate TemplateMaker::Forward(StageEnds ends) {
@@ -283,13 +290,11 @@ ActionTemplate TemplateMaker::Forward(StageEnds ends) {
   const ResolvedOperator& mlp = Op(OperatorKind::kMlpFwd);
   const ResolvedOperator* moe = model_.is_moe() ? &Op(OperatorKind::kMoeFwd) : nullptr;
   const double layer_ns = static_cast<double>(attention.profile.SpanNs() + mlp.profile.SpanNs());
-  const double moe_layer_ns =
-      moe ? static_cast<double>(attention.profile.SpanNs() + moe->profile.SpanNs()) : 0;
   auto layer = [&](bool is_moe) {
     Block(w, attention);
     ContextRing(w, 1);
     if (is_moe) {
-      MoeBlock(w, *moe, moe_layer_ns);
+      MoeBlock(w, *moe);
     } else {
       Block(w, mlp);
     }
@@ -372,9 +377,6 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   const bool moe_model = model_.is_moe();
   const ResolvedOperator* moe_bwd = moe_model ? &Op(OperatorKind::kMoeBwd) : nullptr;
   const ResolvedOperator* moe_fwd = moe_model && full ? &Op(OperatorKind::kMoeFwd) : nullptr;
-  const double moe_layer_ns =
-      moe_model ? static_cast<double>(attention_bwd.profile.SpanNs() + moe_bwd->profile.SpanNs())
-                : 0;
   // MoE layers reduce their routed experts' gradients apart (over edp).
   const double moe_layer_params = moe_model ? MoeLayerDenseParameterCount(model_) / t : 0;
   auto layer = [&](bool is_moe) {
@@ -383,13 +385,13 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
       Block(w, *attention_fwd);
       ContextRing(w, 1);
       if (is_moe) {
-        MoeBlock(w, *moe_fwd, moe_layer_ns);
+        MoeBlock(w, *moe_fwd);
       } else {
         Block(w, *mlp_fwd);
       }
     }
     if (is_moe) {
-      MoeBlock(w, *moe_bwd, moe_layer_ns);
+      MoeBlock(w, *moe_bwd);
     } else {
       Block(w, mlp_bwd);
     }
@@ -482,16 +484,16 @@ StageTemplates TemplateMaker::Make(StageEnds ends) {
 
 StageTemplates MakeStageTemplates(const Job& job, ProfileLookup& lookup, Granularity granularity,
                                   StageEnds ends, LabelFn label) {
-  StageTemplates s = TemplateMaker(job, lookup, granularity, label).Make(ends);
-  const bool dualpipe = job.plan.schedule == PipelineSchedule::kDualPipe ||
-                        job.plan.schedule == PipelineSchedule::kDualPipeV;
-  if (dualpipe && job.model.is_moe() && !job.plan.moe.overlap) {
-    Job overlapped = job;
-    overlapped.plan.moe.overlap = true;
-    StageTemplates o = TemplateMaker(overlapped, lookup, granularity, label).Make(ends);
-    s.paired_forward = std::move(o.forward);
-    s.paired_backward = std::move(o.backward);
+  if (!IsDualPipe(job.plan.schedule) || !job.model.is_moe()) {
+    const double share = job.model.is_moe() && job.plan.moe.overlap ? PairedPassShare(job.plan) : 0;
+    return TemplateMaker(job, lookup, granularity, label, share).Make(ends);
   }
+  // DualPipe runs its own pairs: each paired pass hides its exchange, the
+  // unpaired ones none (whatever moe.overlap says).
+  StageTemplates s = TemplateMaker(job, lookup, granularity, label, 0).Make(ends);
+  StageTemplates o = TemplateMaker(job, lookup, granularity, label, 1).Make(ends);
+  s.paired_forward = std::move(o.forward);
+  s.paired_backward = std::move(o.backward);
   return s;
 }
 

@@ -167,9 +167,43 @@ int64_t ExposedParamGatherNs(int64_t gather_ns, double bytes, int64_t bucket_byt
 double ParamGatherWindowNs(const ParallelPlan& plan, double forward_ns);
 
 // The time one MoE block's token exchange takes on a rank of `job` (valid,
-// MoE): dispatch and combine, and the expert-TP gather and scatter, with the
-// busiest EP rank receiving `load` times the mean (core/graph/pass_moe.cc).
-double MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load);
+// MoE): dispatch (with the expert-TP gather) and combine (with the expert-TP
+// scatter), with the busiest EP rank receiving `load` times the mean
+// (core/graph/pass_moe.cc).
+struct MoeExchange {
+  double dispatch_ns = 0;
+  double combine_ns = 0;
+};
+MoeExchange MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load);
+
+// The compute of one layer's pass that Megatron-Core's 1F1B all-to-all
+// overlap pairs with another micro-batch's exchange: the attention block
+// (with the router, before dispatch) and the MoE block (experts, after it).
+struct MoeLayerCompute {
+  double attention_ns = 0;
+  double moe_ns = 0;
+};
+// The exchange time a MoE layer's forward and its backward each leave
+// exposed when a forward of one micro-batch runs merged with the backward of
+// another (megatron/core/models/common/model_chunk_schedule_plan.py,
+// TransformerLayerSchedulePlan.run): the backward's combine runs beside the
+// forward's attention; the forward's dispatch, then the backward's dispatch,
+// beside the backward's MoE block and the forward's; the forward's combine
+// beside the backward's attention. While an exchange runs, its kernels hold
+// `comm_sm_share` of the SMs, and the compute beside it slows down by that
+// share. Returns the merged pair's time less both passes' compute, halved:
+// the exposed exchange charged to each pass.
+double PairedMoeExposedNs(const MoeExchange& x, const MoeLayerCompute& forward,
+                          const MoeLayerCompute& backward, double comm_sm_share);
+// The share of a stage's passes that run merged in a 1F1B pair under
+// Megatron-Core's all-to-all overlap: all but the warm-up forwards and the
+// cool-down backwards, averaged over the pipeline ranks.
+double PairedPassShare(const ParallelPlan& plan);
+// A MoE layer pass's exposed exchange when `paired_share` of the passes pair
+// (PairedPassShare) and the rest keep the whole exchange, with the
+// exchange's SM share taken from the job's GPU.
+double ExposedMoeExchangeNs(const Job& job, const MoeExchange& x, const MoeLayerCompute& forward,
+                            const MoeLayerCompute& backward, double paired_share);
 
 // Megatron rank order: tensor-parallel ranks innermost, then context-,
 // then data-parallel, then pipeline (rank = stage * t*c*d + replica * t*c +

@@ -64,6 +64,8 @@ enum class PipelineSchedule { kGpipe, k1F1B, kZbH1, kDualPipe, kDualPipeV };
 // Whether `schedule` splits the backward into B and W (and runs from a
 // per-stage list of passes, ScheduledPasses in core/graph/schedule.h).
 bool SplitsBackward(PipelineSchedule schedule);
+// Whether `schedule` is DeepSeek's DualPipe or DualPipeV (F&B pairs).
+bool IsDualPipe(PipelineSchedule schedule);
 // kSelective (Korthikanti et al. 2022, §5): only the attention core (scores,
 // softmax, dropout, context) is recomputed in the backward pass.
 enum class Recompute { kNone, kFull, kSelective };

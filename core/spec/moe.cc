@@ -64,10 +64,40 @@ void CheckDenseModelHasNoMoeFields(const Job& job, Problems& p) {
         "model.moe.layer_freq is set but model.moe.num_experts=0; set --num-experts or leave it "
         "out");
   }
+  if (job.plan.moe.overlap) {
+    p.Add("plan.moe_overlap needs a MoE model (model.moe.num_experts > 0); set --moe-overlap off");
+  }
   if (job.plan.moe.capacity_factor != 0 || job.plan.moe.routing_sigma != 0) {
     p.Add(
         "plan.capacity_factor and plan.routing_sigma need a MoE model (model.moe.num_experts > "
         "0); leave them out for a dense model");
+  }
+}
+
+// Megatron-Core's 1F1B all-to-all overlap (--overlap-moe-expert-parallel-comm)
+// and what TransformerConfig.__post_init__ asks of it.
+void CheckOverlap(const ParallelPlan& plan, Problems& p) {
+  if (plan.expert_parallel == 1) {
+    p.Add(
+        "plan.moe_overlap needs plan.expert_parallel > 1 (there is no exchange to hide); "
+        "set --ep or --moe-overlap off");
+  }
+  if (plan.moe.dispatcher == MoeDispatcher::kAllGather) {
+    p.Add(
+        "plan.moe_overlap works with the alltoall and flex dispatchers, as in Megatron-Core; "
+        "set --moe-dispatcher alltoall or flex, or --moe-overlap off");
+  }
+  if (plan.recompute == Recompute::kFull) {
+    p.Add(
+        "plan.moe_overlap cannot run with plan.recompute=full, as in Megatron-Core; use "
+        "--recompute selective or none, or --moe-overlap off");
+  }
+  if (plan.pipeline_parallel > 1 && !IsDualPipe(plan.schedule) &&
+      (plan.schedule != PipelineSchedule::k1F1B || plan.virtual_stages < 2)) {
+    p.Add(absl::StrCat("plan.moe_overlap with plan.pipeline_parallel=", plan.pipeline_parallel,
+                       " needs the interleaved 1F1B schedule (plan.virtual_stages > 1), as "
+                       "Megatron-Core requires; set --virtual-stages 2 or more, or --moe-overlap "
+                       "off"));
   }
 }
 
@@ -150,6 +180,7 @@ void CheckExperts(const Job& job, Problems& p) {
                        " needs plan.sequence_parallel, as Megatron-Core requires; add "
                        "--sequence-parallel"));
   }
+  if (plan.moe.overlap) CheckOverlap(plan, p);
   if (!(plan.moe.capacity_factor == 0 ||
         (plan.moe.capacity_factor >= 1.0 / 64 && plan.moe.capacity_factor <= kMaxCapacityFactor))) {
     p.Add(absl::StrCat("plan.capacity_factor=", plan.moe.capacity_factor,

@@ -64,6 +64,10 @@ bool SplitsBackward(PipelineSchedule s) {
          s == PipelineSchedule::kDualPipeV;
 }
 
+bool IsDualPipe(PipelineSchedule s) {
+  return s == PipelineSchedule::kDualPipe || s == PipelineSchedule::kDualPipeV;
+}
+
 absl::string_view RecomputeName(Recompute r) {
   switch (r) {
     case Recompute::kNone:

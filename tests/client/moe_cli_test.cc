@@ -43,7 +43,8 @@ TEST(MoeCliTest, PredictPrintsTheExpertLayoutAndRouting) {
                                "layers dense, MLA, 1 MTP; ep=32 etp=1, alltoall dispatch"));
   EXPECT_THAT(r.out, HasSubstr("routing  log-normal sigma 0.50: busiest EP rank"));
   const auto flex =
-      RunVtrainctlInProcess(Deepseek({"--moe-dispatcher", "flex", "--moe-overlap", "on"}));
+      RunVtrainctlInProcess(Deepseek({"--moe-dispatcher", "flex", "--moe-overlap", "on",
+                                      "--virtual-stages", "3", "--recompute", "selective"}));
   ASSERT_EQ(flex.code, common::kExitOk) << flex.err;
   EXPECT_THAT(flex.out, HasSubstr("ep=32 etp=1, flex dispatch overlapped"));
 }
@@ -58,6 +59,15 @@ TEST(MoeCliTest, BadMoeFlagsAreRefusedNamingTheField) {
       {{"--routing", "zipf"}, "--routing 'zipf' must be balanced or lognormal:SIGMA"},
       {{"--moe-dispatcher", "nvshmem"}, "plan.moe_dispatcher='nvshmem' is unknown"},
       {{"--moe-overlap", "yes"}, "(--moe-overlap) must be on or off"},
+      // Megatron-Core's 1F1B all-to-all overlap runs only interleaved when p > 1.
+      {{"--moe-overlap", "on", "--recompute", "none"},
+       "plan.moe_overlap with plan.pipeline_parallel=4 needs the "
+       "interleaved 1F1B schedule"},
+      {{"--moe-overlap", "on", "--virtual-stages", "3", "--recompute", "full"},
+       "plan.moe_overlap cannot run with plan.recompute=full"},
+      {{"--moe-overlap", "on", "--virtual-stages", "3", "--recompute", "none", "--moe-dispatcher",
+        "allgather"},
+       "plan.moe_overlap works with the alltoall and flex dispatchers"},
       {{"--capacity-factor", "100"}, "plan.capacity_factor=100 must be 0 (dropless)"},
       {{"--moe-top-k", "300"}, "model.moe.top_k=300"},
       {{"--attention", "linear"}, "model.attention='linear' is unknown"},

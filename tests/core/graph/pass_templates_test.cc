@@ -365,5 +365,44 @@ TEST(PassTemplatesTest, ParameterGatherOverlapHidesAllButTheFirstBucket) {
   EXPECT_EQ(MakeMiddle(job, /*ends=*/true).templates.param_gather_ns, all);
 }
 
+// Megatron's merged 1F1B layer, by hand (PairedMoeExposedNs): phases
+// max(combine, fwd attention), max(2 dispatch, bwd moe + fwd moe, ...),
+// max(combine, bwd attention), less the compute, halved per pass.
+TEST(PairedMoeExposedTest, HandComputedPhases) {
+  // Compute-bound: every exchange fits beside compute.
+  EXPECT_DOUBLE_EQ(PairedMoeExposedNs({3, 2}, {4, 5}, {8, 10}, 0), 0);
+  // Exchange-bound: 10 + 20 + 10 = 40 against 15 of compute.
+  EXPECT_DOUBLE_EQ(PairedMoeExposedNs({10, 10}, {2, 3}, {4, 6}, 0), 12.5);
+  // The forward's experts wait for its dispatch: 5 + 10 beats both the
+  // two dispatches (10) and the two MoE blocks (12); 4 + 15 + 6 = 25
+  // against 22.
+  EXPECT_DOUBLE_EQ(PairedMoeExposedNs({5, 1}, {4, 10}, {6, 2}, 0), 1.5);
+  // With 20% of the SMs held by the exchange, compute beside it slows:
+  // 4 + 0.4, 15 + 1.2, 8 + 0.4 = 29 against 27.
+  EXPECT_NEAR(PairedMoeExposedNs({3, 2}, {4, 5}, {8, 10}, 0.2), 1.0, 1e-9);
+  // Never more than the exchange itself.
+  EXPECT_LE(PairedMoeExposedNs({7, 9}, {1, 1}, {1, 1}, 0.5), 16);
+}
+
+// Megatron's warm-up counts: rank r runs (p - r - 1) * 2 + (v - 1) * p + 1
+// forwards alone (capped at m * v), and as many backwards.
+TEST(PairedMoeExposedTest, PairedPassShareCountsWarmUp) {
+  ParallelPlan plan;
+  plan.data_parallel = 1;
+  plan.micro_batch = 1;
+  plan.global_batch = 8;
+  plan.pipeline_parallel = 1;
+  EXPECT_DOUBLE_EQ(PairedPassShare(plan), 7.0 / 8);
+  plan.global_batch = 4;
+  plan.pipeline_parallel = 2;
+  plan.virtual_stages = 2;
+  // 8 passes; warm-ups 5 and 3.
+  EXPECT_DOUBLE_EQ(PairedPassShare(plan), (3.0 / 8 + 5.0 / 8) / 2);
+  plan.global_batch = 2;
+  plan.pipeline_parallel = 4;
+  // 4 passes, every rank's warm-up longer: nothing pairs.
+  EXPECT_DOUBLE_EQ(PairedPassShare(plan), 0);
+}
+
 }  // namespace
 }  // namespace vtrain::internal

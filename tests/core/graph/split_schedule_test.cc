@@ -323,6 +323,7 @@ TEST(SplitScheduleTest, DualPipePairsHideTheMoeExchange) {
   job.plan.expert_parallel = 8;
   job.plan.schedule = PipelineSchedule::kDualPipeV;
   job.plan.virtual_stages = 2;
+  job.plan.recompute = Recompute::kNone;
   VTRAIN_ASSERT_OK(ValidateJob(job));
   const ProfileSet profiles = DefaultProfileSet(job.cluster.gpu);
   ProfileLookup lookup(
@@ -335,8 +336,8 @@ TEST(SplitScheduleTest, DualPipePairsHideTheMoeExchange) {
   ASSERT_FALSE(t.paired_forward.segments.empty());
   EXPECT_LT(t.paired_forward.TaskNs(), t.forward.TaskNs());
   EXPECT_LT(t.paired_backward.TaskNs(), t.backward.TaskNs());
-  // Only the pairs hide their exchange: slower than with every exchange
-  // hidden (MoeRouting::overlap on every pass).
+  // Only the pairs hide their exchange, whatever moe.overlap says: the
+  // unpaired passes have nothing beside them.
   auto predict = [&](bool overlap) {
     Job j = job;
     j.plan.moe.overlap = overlap;
@@ -345,7 +346,8 @@ TEST(SplitScheduleTest, DualPipePairsHideTheMoeExchange) {
     return p.ok() ? p->iteration_time_ns : 0;
   };
   const int64_t paired = predict(false);
-  EXPECT_GT(paired, predict(true));
+  EXPECT_GT(paired, 0);
+  EXPECT_EQ(paired, predict(true));
   // A dense model or another schedule has no pairs.
   job.plan.schedule = PipelineSchedule::kZbH1;
   job.plan.virtual_stages = 1;
