@@ -60,6 +60,20 @@ void KernelSequence::GemmFp8(const char* name, double m, double n, double k, dou
   peak_flops_ = peak;
 }
 
+void KernelSequence::GemmsOnStreams(const char* name, double m, double n, double k, double count,
+                                    double streams, double fp8_rate) {
+  const double peak = peak_flops_;
+  if (fp8_rate > 0) peak_flops_ = gpu_.peak_fp8_flops_per_s * fp8_rate * params_.fp8_gemm_factor;
+  const double bytes = 2 * (m * k + k * n + m * n);
+  const double at_once = std::max(1.0, std::floor(streams));
+  for (double left = std::floor(count); left > 0; left -= at_once) {
+    const double batch = std::min(left, at_once);
+    const double round = std::max(GemmComputeNs(m, n, k, batch), MemoryNs(bytes * batch));
+    for (double i = 0; i < batch; ++i) Add(name, round / batch);
+  }
+  peak_flops_ = peak;
+}
+
 void KernelSequence::FusedTensorCore(const char* name, double flops, double bytes,
                                      double efficiency) {
   const double compute_ns = flops / (peak_flops_ * efficiency) * 1e9 + params_.gemm_overhead_ns;

@@ -31,6 +31,16 @@ class KernelSequence {
   // `rate`: the fraction of the fp8 peak the recipe leaves (blockwise < 1).
   void GemmFp8(const char* name, double m, double n, double k, double batch = 1, double rate = 1);
 
+  // `count` GEMMs of m x n x k, each its own kernel, launched round-robin
+  // over `streams` streams so that `streams` of them run at once (Transformer
+  // Engine's grouped linear layers on their default cuBLAS path,
+  // multi_stream_cublas_gemm). A round of them takes the time of one batched
+  // GEMM of that many, shared evenly by its kernels; each kernel is
+  // dispatched by the host. `fp8_rate` > 0: fp8 operands at that fraction of
+  // the fp8 peak (as GemmFp8). Non-decreasing in every dimension and count.
+  void GemmsOnStreams(const char* name, double m, double n, double k, double count, double streams,
+                      double fp8_rate = 0);
+
   // A fused tensor-core kernel that keeps its intermediates on chip
   // (FlashAttention): `flops` at `efficiency` of the sequence's peak, plus
   // the GEMM overhead, or `bytes` of HBM traffic, whichever is slower.

@@ -32,28 +32,34 @@ struct MoeShape {
         experts(key.experts) {}
 };
 
+// Transformer Engine's grouped GEMM runs one cuBLAS GEMM per expert,
+// round-robin over its compute streams (transformer_engine/common/gemm/
+// cublaslt_gemm.cu, multi_stream_cublas_gemm; get_num_compute_streams()
+// returns 4). Its CUTLASS grouped kernel is opt-in
+// (NVTE_USE_CUTLASS_GROUPED_GEMM) and not modelled.
+constexpr double kGroupedGemmStreams = 4;
+
+// `groups` GEMMs of m x n x k as Transformer Engine's grouped GEMM runs them.
+void GroupedGemm(KernelSequence& seq, Fp8Linear fp8, const char* name, double groups, double m,
+                 double n, double k) {
+  const double fp8_rate =
+      !fp8 ? 0 : (fp8.recipe == Fp8Recipe::kBlockwise ? kBlockwiseGemmEfficiency : 1.0);
+  seq.GemmsOnStreams(name, m, n, k, groups, kGroupedGemmStreams, fp8_rate);
+}
+
 // A grouped linear layer (Transformer Engine's GroupedLinear): `groups`
-// GEMMs of m x n x k in one kernel; with fp8 the input's cast first.
+// GEMMs of m x n x k; with fp8 the input's cast first.
 void GroupedForward(KernelSequence& seq, Fp8Linear fp8, const char* name, double groups, double m,
                     double n, double k) {
-  if (!fp8) {
-    seq.Gemm(name, m, n, k, groups);
-    return;
-  }
-  Fp8Cast(seq, fp8, "fp8_cast_transpose", groups * m * k);
-  Fp8Gemm(seq, fp8, name, m, n, k, groups);
+  if (fp8) Fp8Cast(seq, fp8, "fp8_cast_transpose", groups * m * k);
+  GroupedGemm(seq, fp8, name, groups, m, n, k);
 }
 
 void GroupedBackward(KernelSequence& seq, Fp8Linear fp8, const char* dgrad, const char* wgrad,
                      double groups, double m, double n, double k) {
-  if (fp8) {
-    Fp8Cast(seq, fp8, "fp8_cast_transpose_grad", groups * m * n);
-    Fp8Gemm(seq, fp8, dgrad, m, k, n, groups);
-    Fp8Gemm(seq, fp8, wgrad, n, k, m, groups);
-    return;
-  }
-  seq.Gemm(dgrad, m, k, n, groups);
-  seq.Gemm(wgrad, n, k, m, groups);
+  if (fp8) Fp8Cast(seq, fp8, "fp8_cast_transpose_grad", groups * m * n);
+  GroupedGemm(seq, fp8, dgrad, groups, m, k, n);
+  GroupedGemm(seq, fp8, wgrad, groups, n, k, m);
 }
 
 void MoeForward(KernelSequence& seq, Fp8Linear fp8, const MoeShape& x, const OperatorKey& key) {

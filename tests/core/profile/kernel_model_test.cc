@@ -192,5 +192,38 @@ TEST(KernelModelTest, TensorParallelBandwidthFactorLeavesTheNetworkAlone) {
             AnalyticalCollectiveNs(Collective::kAllReduce, 1e9, other_node, links, p));
 }
 
+// Transformer Engine's grouped GEMM: one kernel per GEMM, `streams` at a
+// time, each round as long as one batched GEMM of that many.
+TEST(KernelModelTest, GemmsOnStreamsRunInRoundsOfTheStreamCount) {
+  for (const AnalyticalParams& params : ParamSets()) {
+    auto kernels = [&](double count) {
+      KernelSequence seq(A100(), DType::kFp16, params);
+      seq.GemmsOnStreams("g", 512, 3072, 4096, count, 4);
+      return std::move(seq).Finish();
+    };
+    auto total = [&](double count) {
+      int64_t ns = 0;
+      for (const KernelRecord& k : kernels(count)) ns += k.duration_ns;
+      return ns;
+    };
+    const int64_t four = GemmNs(params, 512, 3072, 4096, 4);
+    const int64_t one = GemmNs(params, 512, 3072, 4096, 1);
+    EXPECT_EQ(kernels(16).size(), 16u);
+    // Each kernel's share is rounded to the nanosecond.
+    EXPECT_NEAR(total(4), four, 4);
+    EXPECT_NEAR(total(16), 4 * four, 16);
+    EXPECT_NEAR(total(5), four + one, 5);
+    for (double c = 1; c < 12; ++c) EXPECT_LE(total(c), total(c + 1)) << c;
+  }
+  // Small per-expert GEMMs: four at a time leave a partial wave each round,
+  // which one grouped kernel of all sixteen would not.
+  const AnalyticalParams params = DefaultAnalyticalParams();
+  KernelSequence seq(A100(), DType::kFp16, params);
+  seq.GemmsOnStreams("g", 512, 3072, 4096, 16, 4);
+  int64_t streams = 0;
+  for (const KernelRecord& k : std::move(seq).Finish()) streams += k.duration_ns;
+  EXPECT_GT(streams, GemmNs(params, 512, 3072, 4096, 16));
+}
+
 }  // namespace
 }  // namespace vtrain
