@@ -2,9 +2,11 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/fabric_flags.h"
 #include "client/measurements.h"
 #include "client/moe_flags.h"
 #include "core/util/status_macros.h"
@@ -215,18 +217,7 @@ void AddClusterFlags(common::FlagParser& p) {
   p.AddValue("intra-node-bandwidth", "BW", "per-GPU NVLink bandwidth with unit, e.g. 150GB/s");
   p.AddValue("inter-node-bandwidth", "BW", "per-node network bandwidth with unit, e.g. 800Gb/s");
   p.AddValue("price-usd-per-gpu-hour", "USD", "price of one GPU-hour, for the cost");
-  p.AddValue("nodes-per-leaf", "K",
-             "a rail-optimised leaf/spine fabric with K nodes under each leaf "
-             "(cluster.fabric.nodes_per_leaf; default: flat and non-blocking)");
-  p.AddValue("oversubscription", "R", "leaf downlink:uplink bandwidth, e.g. 4 for 4:1 (default 1)");
-  p.AddValue("placement", "P",
-             "packed (default: consecutive nodes fill a leaf) or spread (round-robin over the "
-             "cluster's leaves)");
-  p.AddValue("cluster-nodes", "N",
-             "nodes in the whole cluster, the leaves spread uses (default the job's)");
-  p.AddValue("nodes", "LIST",
-             "the job's nodes by cluster node number, in rank order, e.g. 0-3,8-11 (node n "
-             "under leaf n/K; cluster.fabric.nodes; instead of --placement)");
+  AddFabricFlags(p);
   p.AddValue("node-failure-rate", "R",
              "node failures per 1,000 node-days, for the goodput with --tokens (default 6.5; 0: "
              "none)");
@@ -425,21 +416,8 @@ absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const common::FlagParser& f
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> price, flags.GetDouble("price-usd-per-gpu-hour"));
   if (price) c.set_price_usd_per_gpu_hour(*price);
   VTRAIN_RETURN_IF_ERROR(ReliabilityFromFlags(flags, *c.mutable_reliability()));
-  v1::Fabric& f = *c.mutable_fabric();
-  VTRAIN_RETURN_IF_ERROR(
-      SetInt(flags, "nodes-per-leaf", [&](int64_t v) { f.set_nodes_per_leaf(v); }));
-  VTRAIN_RETURN_IF_ERROR(
-      SetInt(flags, "cluster-nodes", [&](int64_t v) { f.set_cluster_nodes(v); }));
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> over, flags.GetDouble("oversubscription"));
-  if (over) f.set_oversubscription(*over);
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<Placement> placement,
-                          flags.GetParsed("placement", ParsePlacement));
-  if (placement) f.set_placement(convert::ToProto(*placement));
-  if (auto list = flags.Get("nodes")) {
-    VTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> nodes, ParseNodeList(*list));
-    for (int64_t n : nodes) f.add_nodes(n);
-  }
-  if (f.ByteSizeLong() == 0) c.clear_fabric();
+  VTRAIN_RETURN_IF_ERROR(FabricFromFlags(flags, *c.mutable_fabric()));
+  if (c.fabric().ByteSizeLong() == 0) c.clear_fabric();
   return c;
 }
 

@@ -169,8 +169,10 @@ absl::StatusOr<PreparedClusterSim> PrepareClusterSim(const v1::ClusterSimRequest
       r.cluster().fabric().cluster_nodes() * per_node != r.gpus()) {
     problems.push_back(
         absl::StrCat("cluster.fabric.cluster_nodes=", r.cluster().fabric().cluster_nodes(),
-                     " (--cluster-nodes): cluster-sim's cluster is gpus=", r.gpus(),
-                     " (--gpus); leave it unset"));
+                     " (--cluster-nodes, or a --topology-file's nodes): cluster-sim's cluster "
+                     "is gpus=",
+                     r.gpus(), " (--gpus) of ", per_node,
+                     " per node; leave it unset or give --gpus the cluster's GPUs"));
   }
   if (r.cluster().fabric().nodes_size() > 0) {
     problems.push_back(
