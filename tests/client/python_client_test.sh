@@ -98,6 +98,31 @@ assert fp8["iteration_time_ms"] != base["iteration_time_ms"], (fp8, base)
 print(f"predict: t=1 {t1['iteration_time_ms']:.2f} ms, t=2 {t2['iteration_time_ms']:.2f} ms, "
       f"fp8 {fp8['iteration_time_ms']:.2f} ms")
 
+# A MoE job: the expert layout and routing pass through as plan fields, and
+# the answer carries the active parameters and the busiest rank's load.
+def moe(**plan):
+    return {"model": {"preset": "qwen3-30b-a3b"},
+            "cluster": {"gpu": "h100-sxm5-80gb", "num_gpus": 16},
+            "plan": dict({"global_batch": 64, "dtype": "DTYPE_BF16",
+                          "recompute": "RECOMPUTE_NONE"}, **plan)}
+
+
+ep8 = client.predict(moe(expert_parallel=8))
+assert ep8["plan"]["expert_parallel"] == 8, ep8["plan"]
+assert 3.0e9 < ep8["active_parameters"] < 3.7e9, ep8["active_parameters"]
+skewed = client.predict(moe(expert_parallel=8, routing_sigma=1.0))
+assert skewed["expert_load_max_over_mean"] > 1.1, skewed["expert_load_max_over_mean"]
+assert skewed["iteration_time_ms"] > ep8["iteration_time_ms"], (skewed, ep8)
+try:
+    client.predict(moe(expert_parallel=3))
+except VtrainError as e:
+    assert e.code == grpc.StatusCode.INVALID_ARGUMENT and "plan.expert_parallel=3" in str(e), e
+else:
+    sys.exit("ep=3 for 128 experts was answered")
+print(f"predict MoE: ep=8 {ep8['iteration_time_ms']:.2f} ms, log-normal 1.0 "
+      f"{skewed['iteration_time_ms']:.2f} ms (busiest rank "
+      f"{skewed['expert_load_max_over_mean']:.2f}x)")
+
 # The same job through vtrainctl --json: the same keys and values (but the
 # simulation's wall time and cache flag).
 if vtrainctl:
