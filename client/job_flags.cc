@@ -115,6 +115,11 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
     VTRAIN_ASSIGN_OR_RETURN(Recompute recompute, ParseRecompute(*r));
     plan.set_recompute(convert::ToProto(recompute));
   }
+  if (auto modules = flags.Get("recompute-modules")) {
+    for (absl::string_view name : absl::StrSplit(*modules, ',')) {
+      plan.add_recompute_modules(std::string(name));
+    }
+  }
   VTRAIN_ASSIGN_OR_RETURN(const Switches switches, SwitchesFromFlags(flags, "plan"));
   SetSwitches(switches, plan);
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "cp-a2a-size", [&](int64_t v) { plan.set_cp_a2a_size(v); }));
@@ -129,33 +134,27 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
   return MoePlanFromFlags(flags, plan);
 }
 
+// The flags ReliabilityFromFlags reads, which a job file leaves to the
+// command line.
+bool IsReliabilityFlag(absl::string_view name) {
+  return name == "node-failure-rate" || name == "checkpoint-gbps" || name == "async-checkpoint" ||
+         name == "restart-minutes" || name == "checkpoint-interval";
+}
+
 // The request in -f FILE or --vtrain-config FILE.
 absl::StatusOr<v1::PredictRequest> RequestFromFile(const common::FlagParser& flags) {
-  for (const char* other : {"model",
-                            "layers",
-                            "hidden",
-                            "heads",
-                            "seq-len",
-                            "arch",
-                            "attention-impl",
-                            "kv-heads",
-                            "gpus",
-                            "tp",
-                            "pp",
-                            "dp",
-                            "micro-batch",
-                            "global-batch",
-                            "cp",
-                            "virtual-stages",
-                            "sequence-parallel",
-                            "data-parallel-sharding",
-                            "pipeline-layout",
-                            "first-stage-layers",
-                            "last-stage-layers"}) {
-    if (flags.Has(other)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", other, " cannot be combined with a job file; put it in the file"));
+  // Every job flag but those a file leaves to the command line (below) is
+  // in the file: given beside it, it would be ignored, so it is refused.
+  common::FlagParser job_flags("job");
+  AddJobFlags(job_flags);
+  for (const std::string& other : job_flags.Names()) {
+    if (!flags.Has(other) || other == "job-file" || other == "vtrain-config" ||
+        other == "price-usd-per-gpu-hour" || other == "memory-headroom" ||
+        IsReliabilityFlag(other)) {
+      continue;
     }
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", other, " cannot be combined with a job file; put it in the file"));
   }
   if (const char* moe = nullptr; HasMoeJobFlag(flags, &moe)) {
     return absl::InvalidArgumentError(
@@ -261,6 +260,9 @@ void AddJobFlags(common::FlagParser& p) {
              "docs/schedules.md)");
   p.AddValue("recompute", "R",
              "activation recomputation: none, selective (attention core) or full (default full)");
+  p.AddValue("recompute-modules", "M,..",
+             "with --recompute selective, Megatron's modules: core_attn (default), layernorm, "
+             "mlp, moe, moe_act");
   p.AddValue("sequence-parallel", "on|off",
              "sequence parallelism with tensor parallelism (default off; no-op at tp 1)");
   p.AddValue("cp", "N", "context-parallel degree (plan.context_parallel, default 1)");

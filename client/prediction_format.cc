@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "core/graph/iteration.h"
 #include "core/profile/default_profiles.h"
@@ -128,7 +129,10 @@ std::string PlanLine(const v1::PredictResponse& r) {
       "plan     %s, micro-batch %d, global batch %d (%d micro-batches), %s%s, recompute %s, %s, "
       "bucketing %s\n%s",
       degrees, q.micro_batch(), q.global_batch(), r.num_micro_batches(), EnumName(q.schedule()),
-      extras, EnumName(q.recompute()),
+      extras,
+      q.recompute_modules_size() > 0 ? absl::StrCat(EnumName(q.recompute()), " (",
+                                                    absl::StrJoin(q.recompute_modules(), ","), ")")
+                                     : EnumName(q.recompute()),
       q.fp8_recipe() != v1::FP8_RECIPE_UNSPECIFIED && q.fp8_recipe() != v1::FP8_RECIPE_DELAYED
           ? absl::StrCat(EnumName(q.dtype()), " (", EnumName(q.fp8_recipe()), " scaling)")
           : EnumName(q.dtype()),

@@ -71,6 +71,13 @@ class FlagParser {
   // "  --name VALUE   help" lines for --help.
   std::string Usage() const;
 
+  // Every flag's name, in the order they were added.
+  std::vector<std::string> Names() const {
+    std::vector<std::string> names;
+    for (const Spec& s : specs_) names.push_back(s.name);
+    return names;
+  }
+
  private:
   struct Spec {
     std::string name, value_name, help;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "core/spec/pipeline_layout.h"
 #include "core/util/status_macros.h"
 #include "proto/enum_convert.h"
@@ -221,6 +222,14 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
        plan.data_parallel_sharding);
   take(FromProtoOr(p.cp_comm(), ContextParallelComm::kP2P, "plan.cp_comm"), plan.cp_comm);
   take(FromProtoOr(p.fp8_recipe(), Fp8Recipe::kDelayed, "plan.fp8_recipe"), plan.fp8_recipe);
+  for (const std::string& name : p.recompute_modules()) {
+    absl::StatusOr<RecomputeModule> module = ParseRecomputeModule(name);
+    if (module.ok()) {
+      plan.recompute_modules |= *module;
+    } else {
+      problems.emplace_back(module.status().message());
+    }
+  }
   MoePlanFromProto(p, plan, problems);
   LayoutFromProto(p, plan, problems);
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
@@ -292,6 +301,12 @@ v1::PredictRequest JobToProto(const Job& job) {
   p->set_global_batch(job.plan.global_batch);
   p->set_schedule(ToProto(job.plan.schedule));
   p->set_recompute(ToProto(job.plan.recompute));
+  if (job.plan.recompute_modules != 0) {
+    for (absl::string_view name :
+         absl::StrSplit(RecomputeModulesName(job.plan.recompute_modules), ',')) {
+      p->add_recompute_modules(std::string(name));
+    }
+  }
   p->set_gradient_bucketing(job.plan.gradient_bucketing);
   p->set_tp_comm_overlap(job.plan.tp_comm_overlap);
   p->set_param_gather_overlap(job.plan.param_gather_overlap);

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/graph/pass_templates.h"
+#include "core/spec/model.h"
 #include "core/spec/moe.h"
 
 namespace vtrain::internal {
@@ -124,6 +125,18 @@ double ExposedMoeExchangeNs(const Job& job, const MoeExchange& x, const MoeLayer
   const double whole = x.dispatch_ns + x.combine_ns;
   return (1 - paired_share) * whole +
          paired_share * PairedMoeExposedNs(x, forward, backward, share);
+}
+
+LayerParameters ChunkParameters(const ModelSpec& model, StageEnds ends) {
+  LayerParameters p = LayerParametersIn(model, ends.first_layer, ends.num_layers);
+  if (ends.mtp_layers > 0) {
+    const LayerParameters last = LayerParametersIn(model, model.num_layers - 1, 1);
+    const double h = static_cast<double>(model.hidden_size);
+    const double mtp = static_cast<double>(ends.mtp_layers);
+    p.dense += mtp * (last.dense + 2 * h * h + 2 * h);
+    p.experts += mtp * last.experts;
+  }
+  return p;
 }
 
 }  // namespace vtrain::internal

@@ -87,20 +87,6 @@ class TemplateMaker {
     }
   }
   void PrepareMoe();
-  // The parameters of the chunk's layers and MTP modules, split as tensor and
-  // expert parallelism divide them.
-  LayerParameters ChunkParameters(StageEnds ends) const {
-    LayerParameters p = LayerParametersIn(model_, ends.first_layer, ends.num_layers);
-    if (ends.mtp_layers > 0) {
-      const LayerParameters last = LayerParametersIn(model_, model_.num_layers - 1, 1);
-      const double h = static_cast<double>(model_.hidden_size);
-      const double mtp = static_cast<double>(ends.mtp_layers);
-      // Each module: a layer, the 2h -> h projection and two RMSNorms.
-      p.dense += mtp * (last.dense + 2 * h * h + 2 * h);
-      p.experts += mtp * last.experts;
-    }
-    return p;
-  }
   // A TP collective inside training: the collective plus the in-training
   // overhead (DESIGN.md §5), which grows with the group size.
   int64_t TensorParallelNs(Collective collective, double bytes) {
@@ -369,14 +355,17 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
       static_cast<double>(attention_bwd.profile.SpanNs() + mlp_bwd.profile.SpanNs());
   // Looked up once, not per layer (the lookup's references are stable).
   const bool full = plan_.recompute == Recompute::kFull;
-  const bool selective = plan_.recompute == Recompute::kSelective;
+  const bool selective = plan_.recomputes(kRecomputeCoreAttn);
+  const bool mlp_again = plan_.recomputes(kRecomputeMlp),
+             moe_again = plan_.recomputes(kRecomputeMoe);
   const ResolvedOperator* attention_fwd = full ? &Op(OperatorKind::kAttentionFwd) : nullptr;
-  const ResolvedOperator* mlp_fwd = full ? &Op(OperatorKind::kMlpFwd) : nullptr;
+  const ResolvedOperator* mlp_fwd = full || mlp_again ? &Op(OperatorKind::kMlpFwd) : nullptr;
   const ResolvedOperator* core_fwd =
       selective ? &Op(OperatorKind::kAttentionFwd, 0, /*core_only=*/true) : nullptr;
   const bool moe_model = model_.is_moe();
   const ResolvedOperator* moe_bwd = moe_model ? &Op(OperatorKind::kMoeBwd) : nullptr;
-  const ResolvedOperator* moe_fwd = moe_model && full ? &Op(OperatorKind::kMoeFwd) : nullptr;
+  const ResolvedOperator* moe_fwd =
+      moe_model && (full || moe_again) ? &Op(OperatorKind::kMoeFwd) : nullptr;
   // MoE layers reduce their routed experts' gradients apart (over edp).
   const double moe_layer_params = moe_model ? MoeLayerDenseParameterCount(model_) / t : 0;
   auto layer = [&](bool is_moe) {
@@ -391,8 +380,10 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
       }
     }
     if (is_moe) {
+      if (moe_again) MoeBlock(w, *moe_fwd);  // recompute module moe
       MoeBlock(w, *moe_bwd);
     } else {
+      if (mlp_again) Block(w, *mlp_fwd);
       Block(w, mlp_bwd);
     }
     weight_share(is_moe ? *moe_bwd : mlp_bwd, 0.5);
@@ -429,7 +420,7 @@ StageTemplates TemplateMaker::Make(StageEnds ends) {
   Prepare();
   StageTemplates s;
   const double t = static_cast<double>(t_);
-  const LayerParameters chunk = ChunkParameters(ends);
+  const LayerParameters chunk = ChunkParameters(model_, ends);
   const double layer_parameters = chunk.dense / t;
   const double expert_parameters =
       chunk.experts / static_cast<double>(plan_.expert_parallel * plan_.expert_tensor_parallel);

@@ -176,6 +176,11 @@ struct MoeExchange {
 };
 MoeExchange MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load);
 
+// The parameters of a chunk's layers and its multi-token-prediction modules
+// (each a layer of the last layer's kind, the 2h -> h projection and two
+// RMSNorms), before tensor and expert parallelism split them.
+LayerParameters ChunkParameters(const ModelSpec& model, StageEnds ends);
+
 // The compute of one layer's pass that Megatron-Core's 1F1B all-to-all
 // overlap pairs with another micro-batch's exchange: the attention block
 // (with the router, before dispatch) and the MoE block (experts, after it).

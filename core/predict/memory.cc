@@ -27,9 +27,10 @@ namespace {
 // only sequence parallelism divides by t (norm inputs, dropout masks, the
 // inputs of the column-parallel GEMMs) and the part tensor parallelism
 // divides; `core`: the attention core's share of the latter, which
-// selective recomputation drops.
+// selective recomputation drops; `mlp`: the MLP's share of the split part
+// (the shared experts' in a MoE layer), which recomputing mlp or moe drops.
 struct LayerActivationTerms {
-  double replicated = 0, split = 0, core = 0;
+  double replicated = 0, split = 0, core = 0, mlp = 0;
 };
 
 LayerActivationTerms Terms(const ModelSpec& model, bool moe_layer = false) {
@@ -55,14 +56,14 @@ LayerActivationTerms Terms(const ModelSpec& model, bool moe_layer = false) {
       const double v = a * static_cast<double>(m.value_head_dim) / h;
       const double latents =
           2 * static_cast<double>(m.q_lora_rank + m.kv_lora_rank + m.rope_head_dim) / h;
-      return {8 + latents, 4 * qk + 4 * v + 6 * f, 2 * v};
+      return {8 + latents, 4 * qk + 4 * v + 6 * f, 2 * v, 6 * f};
     }
     const double qd = a * d / h;
     const double kvd = static_cast<double>(model.kv_heads()) * d / h;
     // Unfused, the softmax output (2 bytes per score; no dropout in Llama
     // recipes) is kept for the weighted sum's and the softmax's backward.
     const double scores = unfused ? 2 * a * s / h : 0;
-    return {8, 4 * qd + 4 * kvd + 6 * f + scores, 2 * qd + scores};
+    return {8, 4 * qd + 4 * kvd + 6 * f + scores, 2 * qd + scores, 6 * f};
   }
   // Korthikanti et al. 2022, §4.1: 10 replicated (layer-norm inputs 4, QKV
   // and MLP inputs 2 + 2, dropout masks 1 + 1), 24 split (Q, K 4, V 2,
@@ -71,8 +72,8 @@ LayerActivationTerms Terms(const ModelSpec& model, bool moe_layer = false) {
   // FlashAttention keeps none of the s x s terms (its dropout mask is
   // regenerated from the RNG state); selective recomputation then drops the
   // attention output's 2, as for Llama.
-  if (!unfused) return {10, 24, 2};
-  return {10, 24 + 5 * a * s / h, 5 * a * s / h};
+  if (!unfused) return {10, 24, 2, 16};
+  return {10, 24 + 5 * a * s / h, 5 * a * s / h, 16};
 }
 
 }  // namespace
@@ -80,17 +81,21 @@ LayerActivationTerms Terms(const ModelSpec& model, bool moe_layer = false) {
 // The routed token copies a MoE layer keeps per micro-batch on one rank:
 // per copy its permuted input and the fc2 output (2h each), the fc1 output
 // (2 * 2 * expert_ffn / etp) and the SwiGLU output (2 * expert_ffn / etp),
-// plus the fp32 router probabilities per token. Full recomputation keeps
-// none of it.
+// plus the fp32 router probabilities per token. Full recomputation, or
+// recomputing the moe module, keeps none of it; recomputing moe_act drops
+// the SwiGLU output.
 double RoutedActivationBytes(const ModelSpec& model, const ParallelPlan& plan) {
-  if (!model.is_moe() || plan.recompute == Recompute::kFull) return 0;
+  if (!model.is_moe() || plan.recompute == Recompute::kFull || plan.recomputes(kRecomputeMoe)) {
+    return 0;
+  }
   const double h = static_cast<double>(model.hidden_size);
   const double tokens = MoeTokensPerRank(model, plan);
   const ExpertLoad load = ExpectedExpertLoad(model, plan);
   const double etp = static_cast<double>(plan.expert_tensor_parallel);
   const double copies = tokens * static_cast<double>(model.moe.top_k) * etp * load.max_over_mean;
   const double fe = static_cast<double>(model.moe.expert_ffn) / etp;
-  return copies * (4 * h + 6 * fe) + tokens * static_cast<double>(model.moe.num_experts) * 4;
+  const double per_copy = 4 * h + (plan.recomputes(kRecomputeMoeAct) ? 4 : 6) * fe;
+  return copies * per_copy + tokens * static_cast<double>(model.moe.num_experts) * 4;
 }
 
 double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan) {
@@ -111,9 +116,16 @@ double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan, bo
     case Recompute::kFull:
       per_token = sp ? 2 / t : 2;  // the layer input alone
       break;
-    case Recompute::kSelective:
-      per_token = replicated + (terms.split - terms.core) / t;
+    case Recompute::kSelective: {
+      // Megatron-Core's --recompute-modules (core_attn alone by default).
+      double split = terms.split;
+      if (plan.recomputes(kRecomputeCoreAttn)) split -= terms.core;
+      if (plan.recomputes(moe_layer ? kRecomputeMoe : kRecomputeMlp)) split -= terms.mlp;
+      // The norms' outputs: the QKV and MLP GEMM inputs, 2 + 2.
+      const double norms = plan.recomputes(kRecomputeLayernorm) ? (sp ? 4 / t : 4) : 0;
+      per_token = replicated - norms + split / t;
       break;
+    }
     case Recompute::kNone:
       per_token = replicated + terms.split / t;
       break;

@@ -69,6 +69,21 @@ bool IsDualPipe(PipelineSchedule schedule);
 // kSelective (Korthikanti et al. 2022, §5): only the attention core (scores,
 // softmax, dropout, context) is recomputed in the backward pass.
 enum class Recompute { kNone, kFull, kSelective };
+// Megatron-Core's --recompute-modules under selective recomputation: the
+// parts of each layer recomputed in the backward instead of kept. Bits of
+// ParallelPlan::recompute_modules.
+//  core_attn: the attention core (Megatron's default).
+//  layernorm: the two norms' outputs (the QKV and MLP GEMM inputs).
+//  mlp: a dense layer's MLP (its checkpointed input kept).
+//  moe: a MoE layer's whole MoE block, token exchange included.
+//  moe_act: the routed experts' SwiGLU output (fc2's input).
+enum RecomputeModule : uint32_t {
+  kRecomputeCoreAttn = 1,
+  kRecomputeLayernorm = 2,
+  kRecomputeMlp = 4,
+  kRecomputeMoe = 8,
+  kRecomputeMoeAct = 16,
+};
 // How data-parallel ranks share the model states: kNone replicates them;
 // kOptimizer is Megatron's distributed optimizer / ZeRO-1 (gradients
 // reduce-scattered, parameters all-gathered, optimizer states / d); kFull is
@@ -100,6 +115,11 @@ absl::StatusOr<PipelineSchedule> ParseSchedule(absl::string_view name);
 inline constexpr absl::string_view kScheduleNames = "gpipe, 1f1b, zb-h1, dualpipe or dualpipev";
 absl::string_view RecomputeName(Recompute recompute);
 absl::StatusOr<Recompute> ParseRecompute(absl::string_view name);
+// One module by Megatron's name ("core_attn", "layernorm", "mlp", "moe",
+// "moe_act"); INVALID_ARGUMENT naming plan.recompute_modules otherwise.
+absl::StatusOr<RecomputeModule> ParseRecomputeModule(absl::string_view name);
+// The modules of `bits`, comma-separated in the order above.
+std::string RecomputeModulesName(uint32_t bits);
 absl::string_view ShardingName(DataParallelSharding sharding);
 absl::string_view CpCommName(ContextParallelComm comm);
 absl::StatusOr<ContextParallelComm> ParseCpComm(absl::string_view name);
@@ -156,6 +176,13 @@ struct ParallelPlan {
   int64_t global_batch = 1;
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
   Recompute recompute = Recompute::kFull;
+  // RecomputeModule bits with recompute = kSelective; 0: core_attn alone.
+  uint32_t recompute_modules = 0;
+  // Whether selective recomputation recomputes `module`.
+  bool recomputes(RecomputeModule module) const {
+    if (recompute != Recompute::kSelective) return false;
+    return ((recompute_modules == 0 ? kRecomputeCoreAttn : recompute_modules) & module) != 0;
+  }
   bool gradient_bucketing = false;  // overlap DP all-reduce with the last backward
   int64_t bucket_size_bytes = 25 * (int64_t{1} << 20);
   // Megatron-Core's --tp-comm-overlap (Transformer Engine's userbuffers):

@@ -74,6 +74,25 @@ void CheckDenseModelHasNoMoeFields(const Job& job, Problems& p) {
   }
 }
 
+// --recompute-modules, as Megatron-Core's TransformerConfig takes them.
+void CheckRecomputeModules(const Job& job, Problems& p) {
+  const ParallelPlan& plan = job.plan;
+  const uint32_t m = plan.recompute_modules;
+  if (m == 0) return;
+  const std::string name = absl::StrCat("plan.recompute_modules=", RecomputeModulesName(m));
+  if (plan.recompute != Recompute::kSelective) {
+    p.Add(absl::StrCat(name, " needs plan.recompute=selective; add --recompute selective"));
+  }
+  if ((m & (kRecomputeMoe | kRecomputeMoeAct)) != 0 && !job.model.is_moe()) {
+    p.Add(absl::StrCat(name, ": moe and moe_act need a MoE model; leave them out"));
+  }
+  if ((m & kRecomputeMoe) != 0 && plan.moe.overlap) {
+    p.Add(absl::StrCat(name,
+                       " with plan.moe_overlap: Megatron-Core cannot recompute moe under "
+                       "the all-to-all overlap; use moe_act, or --moe-overlap off"));
+  }
+}
+
 // Megatron-Core's 1F1B all-to-all overlap (--overlap-moe-expert-parallel-comm)
 // and what TransformerConfig.__post_init__ asks of it.
 void CheckOverlap(const ParallelPlan& plan, Problems& p) {
@@ -261,6 +280,7 @@ struct SplitMix64 {
 void CheckMoeFields(const Job& job, std::vector<std::string>& problems) {
   Problems p(problems);
   CheckAttention(job.model, p);
+  CheckRecomputeModules(job, p);
   if (job.model.moe.num_experts == 0) {
     CheckDenseModelHasNoMoeFields(job, p);
     return;

@@ -88,6 +88,35 @@ absl::StatusOr<Recompute> ParseRecompute(absl::string_view name) {
       absl::StrCat("plan.recompute='", name, "' is unknown; use none, selective or full"));
 }
 
+namespace {
+constexpr struct {
+  RecomputeModule module;
+  const char* name;
+} kRecomputeModules[] = {{kRecomputeCoreAttn, "core_attn"},
+                         {kRecomputeLayernorm, "layernorm"},
+                         {kRecomputeMlp, "mlp"},
+                         {kRecomputeMoe, "moe"},
+                         {kRecomputeMoeAct, "moe_act"}};
+}  // namespace
+
+absl::StatusOr<RecomputeModule> ParseRecomputeModule(absl::string_view name) {
+  for (const auto& m : kRecomputeModules) {
+    if (name == m.name) return m.module;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "plan.recompute_modules: '", name,
+      "' is unknown; use core_attn, layernorm, mlp, moe or moe_act (Megatron's shared_experts "
+      "and mla_up_proj are not modelled)"));
+}
+
+std::string RecomputeModulesName(uint32_t bits) {
+  std::string out;
+  for (const auto& m : kRecomputeModules) {
+    if ((bits & m.module) != 0) absl::StrAppend(&out, out.empty() ? "" : ",", m.name);
+  }
+  return out;
+}
+
 absl::string_view ShardingName(DataParallelSharding s) {
   switch (s) {
     case DataParallelSharding::kOptimizer:

@@ -47,6 +47,10 @@ TEST(MoeCliTest, PredictPrintsTheExpertLayoutAndRouting) {
                                       "--virtual-stages", "3", "--recompute", "selective"}));
   ASSERT_EQ(flex.code, common::kExitOk) << flex.err;
   EXPECT_THAT(flex.out, HasSubstr("ep=32 etp=1, flex dispatch overlapped"));
+  const auto modules = RunVtrainctlInProcess(
+      Deepseek({"--recompute", "selective", "--recompute-modules", "moe_act,layernorm"}));
+  ASSERT_EQ(modules.code, common::kExitOk) << modules.err;
+  EXPECT_THAT(modules.out, HasSubstr("recompute selective (layernorm,moe_act)"));
 }
 
 TEST(MoeCliTest, BadMoeFlagsAreRefusedNamingTheField) {
@@ -72,6 +76,14 @@ TEST(MoeCliTest, BadMoeFlagsAreRefusedNamingTheField) {
       {{"--moe-top-k", "300"}, "model.moe.top_k=300"},
       {{"--attention", "linear"}, "model.attention='linear' is unknown"},
       {{"--etp", "3"}, "plan.expert_tensor_parallel=3 does not divide model.moe.expert_ffn"},
+      // Megatron's --recompute-modules.
+      {{"--recompute-modules", "moe_act"},
+       "plan.recompute_modules=moe_act needs plan.recompute=selective"},
+      {{"--recompute", "selective", "--recompute-modules", "layernorm,experts"},
+       "plan.recompute_modules: 'experts' is unknown"},
+      {{"--recompute", "selective", "--recompute-modules", "moe", "--moe-overlap", "on",
+        "--virtual-stages", "3"},
+       "Megatron-Core cannot recompute moe under the all-to-all overlap"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.expected);

@@ -328,6 +328,18 @@ TEST(VtrainctlFilesTest, JobFileAndVtrainConfigGiveTheFlagsResult) {
   EXPECT_THAT(bad.err, HasSubstr("plan.tensor_parallel"));
   const ProcessResult mixed = RunBinary({"predict", "-f", job, "--tp", "2"});
   EXPECT_EQ(mixed.exit_code, 2);
+  // Job flags a file would override are refused (these three were once
+  // ignored); the reliability flags are the command line's.
+  WriteText(job, R"({"model":{"preset":"gpt3-1.3b"},"plan":{"global_batch":64}})");
+  for (const char* flag : {"--recompute", "--dtype", "--gpu"}) {
+    const char* value = std::string(flag) == "--recompute" ? "none"
+                        : std::string(flag) == "--dtype"   ? "bf16"
+                                                           : "h100-sxm5-80gb";
+    const ProcessResult ignored = RunBinary({"predict", "-f", job, flag, value});
+    EXPECT_EQ(ignored.exit_code, 2) << flag;
+    EXPECT_THAT(ignored.err, HasSubstr(std::string(flag) + " cannot be combined with a job file"));
+  }
+  EXPECT_EQ(RunBinary({"predict", "-f", job, "--node-failure-rate", "3"}).exit_code, 0);
   WriteText(config, R"({"num_layers": "many"})");
   const ProcessResult bad_config = RunBinary({"predict", "--vtrain-config", config});
   EXPECT_EQ(bad_config.exit_code, 2);

@@ -176,5 +176,44 @@ TEST(MemoryTest, SequenceAndContextParallelismShrinkTheEndBuffers) {
   EXPECT_LT(cp.stages[0].activations_bytes, sp.stages[0].activations_bytes);
 }
 
+// Megatron's --recompute-modules: each module drops what it recomputes.
+TEST(MemoryTest, RecomputeModulesDropWhatTheyRecompute) {
+  // Llama 3 70B as above, t = 4, c = 2, SP: 8 replicated, 25.5 split, of
+  // which the core's 2 and the MLP's 6 * 3.5 = 21; per token, / 4.
+  const ModelSpec model = *ModelPreset("llama3-70b");
+  ParallelPlan plan;
+  plan.tensor_parallel = 4;
+  plan.context_parallel = 2;
+  plan.sequence_parallel = true;
+  plan.recompute = Recompute::kSelective;
+  const double unit = 33'554'432.0;
+  plan.recompute_modules = kRecomputeLayernorm;  // the norms' outputs, 4
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), unit * (8 - 4 + 25.5) / 4);
+  plan.recompute_modules = kRecomputeMlp;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), unit * (8 + 25.5 - 21) / 4);
+  plan.recompute_modules = kRecomputeCoreAttn | kRecomputeMlp;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), unit * (8 + 25.5 - 2 - 21) / 4);
+  // Not selective: the modules mean nothing.
+  plan.recompute = Recompute::kNone;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), unit * (8 + 25.5) / 4);
+
+  // Qwen3-30B-A3B (h = 2048, 128 experts, top-8, expert FFN 768, no shared
+  // experts), s = 4096, t = 1: 4,096 tokens, 32,768 routed copies, each
+  // keeping 4h + 6 * 768 bytes: 32,768 * 12,800 = 419,430,400, plus fp32
+  // router probabilities 4,096 * 128 * 4 = 2,097,152.
+  ModelSpec moe = *ModelPreset("qwen3-30b-a3b");
+  moe.seq_len = 4096;
+  ParallelPlan p;
+  p.data_parallel = 8;
+  p.expert_parallel = 8;
+  p.recompute = Recompute::kNone;
+  const double none = LayerActivationBytes(moe, p, /*moe_layer=*/true);
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = kRecomputeMoeAct;  // drops the SwiGLU output, 2 * 768 a copy
+  EXPECT_DOUBLE_EQ(none - LayerActivationBytes(moe, p, true), 32'768.0 * 2 * 768);
+  p.recompute_modules = kRecomputeMoe;  // drops every routed copy and the probabilities
+  EXPECT_DOUBLE_EQ(none - LayerActivationBytes(moe, p, true), 419'430'400.0 + 2'097'152.0);
+}
+
 }  // namespace
 }  // namespace vtrain

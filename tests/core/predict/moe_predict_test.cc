@@ -55,6 +55,12 @@ std::optional<Job> RandomSmallMoeJob(uint64_t seed) {
   plan.moe.overlap = pick(24, 2) == 1;
   plan.moe.routing_sigma = pick(26, 2) == 1 ? 0.5 : 0;
   plan.moe.capacity_factor = pick(28, 3) == 0 ? 1.25 : 0;
+  // Megatron's recompute modules (5 bits; 0: core_attn alone).
+  if (pick(31, 2) == 0) plan.recompute = Recompute::kSelective;
+  if (plan.recompute == Recompute::kSelective) {
+    plan.recompute_modules = static_cast<uint32_t>(pick(33, 32));
+    if (plan.moe.overlap) plan.recompute_modules &= ~uint32_t{kRecomputeMoe};
+  }
   if (!ValidateJob(job).ok()) return std::nullopt;
   return job;
 }
@@ -150,6 +156,25 @@ TEST(MoePredictTest, AMeasuredAllToAllCurveReplacesTheAnalyticalOne) {
     EXPECT_FALSE(r.missing) << r.key;
   }
   EXPECT_GT(all_to_all, 0);
+}
+
+// Recomputing the MoE block re-runs it, exchange included, before its
+// backward: slower than recomputing only its activation, which costs no
+// modelled time, and lighter on memory.
+TEST(MoePredictTest, RecomputingTheMoeBlockCostsItsForwardAgain) {
+  Job job = Qwen3(8);
+  job.plan.recompute = Recompute::kSelective;
+  job.plan.recompute_modules = kRecomputeMoeAct;
+  Job none = job;
+  none.plan.recompute = Recompute::kNone;
+  none.plan.recompute_modules = 0;
+  Job moe = job;
+  moe.plan.recompute_modules = kRecomputeMoe;
+  EXPECT_DOUBLE_EQ(Ms(job), Ms(none));
+  EXPECT_GT(Ms(moe), Ms(job));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction a, PredictMoe(job, Granularity::kOperator));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction b, PredictMoe(moe, Granularity::kOperator));
+  EXPECT_LT(b.memory.peak_bytes, a.memory.peak_bytes);
 }
 
 TEST(MoePredictTest, OverlapHidesTokenExchange) {
