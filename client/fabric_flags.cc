@@ -16,14 +16,6 @@
 namespace vtrain::cli {
 namespace {
 
-// Calls `set` with the integer value of `flag` when present.
-template <typename Setter>
-absl::Status SetInt(const common::FlagParser& flags, absl::string_view flag, Setter set) {
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> v, flags.GetInt(flag));
-  if (v) set(*v);
-  return absl::OkStatus();
-}
-
 // The Slurm topology --topology-file names, if any.
 absl::StatusOr<std::optional<SlurmTopology>> TopologyFromFlags(const common::FlagParser& flags) {
   const std::optional<std::string> path = flags.Get("topology-file");
@@ -65,10 +57,10 @@ absl::Status FabricFromFlags(const common::FlagParser& flags, v1::Fabric& f) {
     f.set_nodes_per_leaf(topology->nodes_per_leaf);
     f.set_cluster_nodes(static_cast<int64_t>(topology->node_names.size()));
   }
-  VTRAIN_RETURN_IF_ERROR(
-      SetInt(flags, "nodes-per-leaf", [&](int64_t v) { f.set_nodes_per_leaf(v); }));
-  VTRAIN_RETURN_IF_ERROR(
-      SetInt(flags, "cluster-nodes", [&](int64_t v) { f.set_cluster_nodes(v); }));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> per_leaf, flags.GetInt("nodes-per-leaf"));
+  if (per_leaf) f.set_nodes_per_leaf(*per_leaf);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> cluster_nodes, flags.GetInt("cluster-nodes"));
+  if (cluster_nodes) f.set_cluster_nodes(*cluster_nodes);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> over, flags.GetDouble("oversubscription"));
   if (over) f.set_oversubscription(*over);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<Placement> placement,

@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "core/spec/pipeline_layout.h"
 #include "core/util/status_macros.h"
 #include "proto/enum_convert.h"
@@ -301,11 +300,8 @@ v1::PredictRequest JobToProto(const Job& job) {
   p->set_global_batch(job.plan.global_batch);
   p->set_schedule(ToProto(job.plan.schedule));
   p->set_recompute(ToProto(job.plan.recompute));
-  if (job.plan.recompute_modules != 0) {
-    for (absl::string_view name :
-         absl::StrSplit(RecomputeModulesName(job.plan.recompute_modules), ',')) {
-      p->add_recompute_modules(std::string(name));
-    }
+  for (absl::string_view name : RecomputeModuleNames(job.plan.recompute_modules)) {
+    p->add_recompute_modules(std::string(name));
   }
   p->set_gradient_bucketing(job.plan.gradient_bucketing);
   p->set_tp_comm_overlap(job.plan.tp_comm_overlap);

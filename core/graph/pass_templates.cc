@@ -355,13 +355,13 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
       static_cast<double>(attention_bwd.profile.SpanNs() + mlp_bwd.profile.SpanNs());
   // Looked up once, not per layer (the lookup's references are stable).
   const bool full = plan_.recompute == Recompute::kFull;
-  const bool selective = plan_.recomputes(kRecomputeCoreAttn);
+  const bool core_again = plan_.recomputes(kRecomputeCoreAttn);
   const bool mlp_again = plan_.recomputes(kRecomputeMlp),
              moe_again = plan_.recomputes(kRecomputeMoe);
   const ResolvedOperator* attention_fwd = full ? &Op(OperatorKind::kAttentionFwd) : nullptr;
   const ResolvedOperator* mlp_fwd = full || mlp_again ? &Op(OperatorKind::kMlpFwd) : nullptr;
   const ResolvedOperator* core_fwd =
-      selective ? &Op(OperatorKind::kAttentionFwd, 0, /*core_only=*/true) : nullptr;
+      core_again ? &Op(OperatorKind::kAttentionFwd, 0, /*core_only=*/true) : nullptr;
   const bool moe_model = model_.is_moe();
   const ResolvedOperator* moe_bwd = moe_model ? &Op(OperatorKind::kMoeBwd) : nullptr;
   const ResolvedOperator* moe_fwd =
@@ -390,7 +390,7 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
     weight_share(attention_bwd, attention_w);
     // Selective recomputation re-runs only the attention core before the
     // attention backward (Korthikanti et al. 2022, §5).
-    if (selective) w.Operator(*core_fwd);
+    if (core_again) w.Operator(*core_fwd);
     Block(w, attention_bwd);
     ContextRing(w, 2);
     gradients_ready(is_moe ? moe_layer_params : layer_params);

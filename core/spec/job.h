@@ -118,7 +118,8 @@ absl::StatusOr<Recompute> ParseRecompute(absl::string_view name);
 // One module by Megatron's name ("core_attn", "layernorm", "mlp", "moe",
 // "moe_act"); INVALID_ARGUMENT naming plan.recompute_modules otherwise.
 absl::StatusOr<RecomputeModule> ParseRecomputeModule(absl::string_view name);
-// The modules of `bits`, comma-separated in the order above.
+// The modules of `bits` by name, in the order above; and comma-separated.
+std::vector<absl::string_view> RecomputeModuleNames(uint32_t bits);
 std::string RecomputeModulesName(uint32_t bits);
 absl::string_view ShardingName(DataParallelSharding sharding);
 absl::string_view CpCommName(ContextParallelComm comm);

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "core/spec/job.h"
 
@@ -109,12 +111,16 @@ absl::StatusOr<RecomputeModule> ParseRecomputeModule(absl::string_view name) {
       "and mla_up_proj are not modelled)"));
 }
 
-std::string RecomputeModulesName(uint32_t bits) {
-  std::string out;
+std::vector<absl::string_view> RecomputeModuleNames(uint32_t bits) {
+  std::vector<absl::string_view> names;
   for (const auto& m : kRecomputeModules) {
-    if ((bits & m.module) != 0) absl::StrAppend(&out, out.empty() ? "" : ",", m.name);
+    if ((bits & m.module) != 0) names.push_back(m.name);
   }
-  return out;
+  return names;
+}
+
+std::string RecomputeModulesName(uint32_t bits) {
+  return absl::StrJoin(RecomputeModuleNames(bits), ",");
 }
 
 absl::string_view ShardingName(DataParallelSharding s) {
