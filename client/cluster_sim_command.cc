@@ -173,6 +173,16 @@ std::string Summary(const v1::ClusterSimResponse& r) {
     absl::StrAppend(&out, "placements on more leaves than needed (run at the spread throughput): ",
                     absl::StrJoin(fragmented, ", "), "\n");
   }
+  std::vector<std::string> shared;
+  for (const v1::ClusterPolicyOutcome& o : r.outcomes()) {
+    if (o.spine_shared_gpu_s() > 0) {
+      shared.push_back(absl::StrFormat("%s %.1f", o.policy(), o.spine_shared_gpu_s() / 3600));
+    }
+  }
+  if (!shared.empty()) {
+    absl::StrAppend(&out, "GPU-hours lost to other jobs on shared spine uplinks: ",
+                    absl::StrJoin(shared, ", "), "\n");
+  }
   if (r.outcomes_size() == 2) {
     const v1::ClusterPolicyOutcome& e = r.outcomes(0);
     const v1::ClusterPolicyOutcome& v = r.outcomes(1);

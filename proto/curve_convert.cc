@@ -122,6 +122,8 @@ void CurveToProto(const std::string& name, const std::vector<CurvePoint>& points
     q->set_samples_per_s(p.samples_per_s);
     q->set_fragmented_iteration_time_ms(p.fragmented_iteration_time_ms);
     q->set_fragmented_samples_per_s(p.fragmented_samples_per_s);
+    q->set_contended_iteration_time_ms(p.contended_iteration_time_ms);
+    q->set_fragmented_contended_iteration_time_ms(p.fragmented_contended_iteration_time_ms);
     q->set_tokens_per_s(p.tokens_per_s);
     q->set_peak_memory_bytes(p.peak_memory_bytes);
     q->set_interval_low_ms(p.interval_low_ms);

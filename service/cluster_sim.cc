@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/spec/fabric.h"
 #include "core/util/status_macros.h"
 #include "proto/job_convert.h"
 #include "proto/prediction_convert.h"
@@ -66,14 +67,15 @@ ThroughputTable TableOf(const v1::Curve& curve) {
   return table;
 }
 
-// The same curve's plans with their nodes spread over the cluster's leaves
-// (the packed throughput where the curve has no spread figure).
-ThroughputTable FragmentedTableOf(const v1::Curve& curve) {
+// The same curve's plans at another of its figures: spread over the
+// cluster's leaves, or either placement with a leaf's uplinks full of other
+// jobs' traffic (the packed throughput where the curve has no such figure).
+ThroughputTable TableAt(const v1::Curve& curve, double (v1::CurvePoint::*time_ms)() const) {
   ThroughputTable table = TableOf(curve);
   for (int i = 0; i < curve.points_size(); ++i) {
     const v1::CurvePoint& p = curve.points(i);
-    if (p.fits() && p.fragmented_iteration_time_ms() > 0) {
-      table.iterations_per_s[static_cast<size_t>(i)] = 1000 / p.fragmented_iteration_time_ms();
+    if (p.fits() && (p.*time_ms)() > 0) {
+      table.iterations_per_s[static_cast<size_t>(i)] = 1000 / (p.*time_ms)();
     }
   }
   return table;
@@ -90,6 +92,7 @@ void OutcomeToProto(const std::string& policy, const ClusterOutcome& o,
   out->set_useful_utilization(o.useful_utilization);
   out->set_reallocations(o.reallocations);
   out->set_fragmented_placements(o.fragmented_placements);
+  out->set_spine_shared_gpu_s(o.spine_shared_gpu_s);
   for (size_t j = 0; j < o.jobs.size(); ++j) {
     const JobOutcome& in = o.jobs[j];
     v1::ClusterJobOutcome* job = out->add_jobs();
@@ -193,7 +196,8 @@ absl::StatusOr<PreparedClusterSim> PrepareClusterSim(const v1::ClusterSimRequest
       ClusterSimOptions{.total_gpus = r.gpus(),
                         .rescale_overhead_s = restart,
                         .gpus_per_node = per_node,
-                        .nodes_per_leaf = leaves ? cluster->fabric.nodes_per_leaf : 0};
+                        .nodes_per_leaf = leaves ? cluster->fabric.nodes_per_leaf : 0,
+                        .contended_background = leaves ? ContendedBackground(cluster->fabric) : 0};
   // One table per distinct shape and policy.
   std::map<std::pair<std::string, int64_t>, int> index;
   for (const v1::ClusterTraceJob& j : r.jobs()) {
@@ -226,14 +230,23 @@ absl::StatusOr<v1::ClusterSimResponse> RunClusterSim(const PreparedClusterSim& p
                                                      CurveStore* store) {
   v1::ClusterSimResponse response;
   SimulationCost cost;
-  std::vector<ThroughputTable> dp_tables, best_tables, dp_spread, best_spread;
-  for (size_t s = 0; s < prepared.best.size(); ++s) {
+  // Per policy, tables [0, S) packed, [S, 2S) spread, [2S, 3S) packed and
+  // [3S, 4S) spread with a leaf's uplinks full of other jobs' traffic.
+  constexpr double (v1::CurvePoint::*kFigures[])() const = {
+      &v1::CurvePoint::fragmented_iteration_time_ms, &v1::CurvePoint::contended_iteration_time_ms,
+      &v1::CurvePoint::fragmented_contended_iteration_time_ms};
+  const int shapes = static_cast<int>(prepared.best.size());
+  std::vector<ThroughputTable> dp_tables, best_tables;
+  std::vector<std::vector<ThroughputTable>> dp_more(3), best_more(3);
+  for (int s = 0; s < shapes; ++s) {
     for (bool best : {false, true}) {
       VTRAIN_ASSIGN_OR_RETURN(
           v1::ThroughputCurveResponse curves,
           RunCurves(best ? prepared.best[s] : prepared.data_parallel[s], options, store));
       (best ? best_tables : dp_tables).push_back(TableOf(curves.curves(0)));
-      (best ? best_spread : dp_spread).push_back(FragmentedTableOf(curves.curves(0)));
+      for (int k = 0; k < 3; ++k) {
+        (best ? best_more : dp_more)[k].push_back(TableAt(curves.curves(0), kFigures[k]));
+      }
       cost.Add(convert::SimulationFromProto(curves.curves(0).simulation()));
       cost.wall_ns += curves.curves(0).simulation().wall_ns();
     }
@@ -248,15 +261,22 @@ absl::StatusOr<v1::ClusterSimResponse> RunClusterSim(const PreparedClusterSim& p
     double rate = dp_tables[s].At(t.num_gpus());
     if (rate <= 0) rate = best_tables[s].At(t.num_gpus());
     if (rate <= 0) rate = best_tables[s].At(r.gpus());
-    // Tables [0, S) packed, [S, 2S) spread: a job's nodes on more leaves
-    // than it needs run at the spread throughput.
-    const int fragmented =
-        prepared.options.nodes_per_leaf > 0 ? static_cast<int>(prepared.best.size()) + s : -1;
-    jobs.push_back({t.id(), t.submit_s(), std::max(1.0, std::round(t.duration_s() * rate)),
-                    t.deadline_s(), s, fragmented});
+    // A job's nodes on more leaves than it needs run at the spread
+    // throughput; on oversubscribed leaves, jobs crossing the same uplinks
+    // share them.
+    const bool leaves = prepared.options.nodes_per_leaf > 0;
+    const bool shared = prepared.options.contended_background > 0;
+    ClusterJob job{t.id(), t.submit_s(), std::max(1.0, std::round(t.duration_s() * rate)),
+                   t.deadline_s(), s};
+    job.fragmented_table = leaves ? shapes + s : -1;
+    job.contended_table = shared ? 2 * shapes + s : -1;
+    job.fragmented_contended_table = shared ? 3 * shapes + s : -1;
+    jobs.push_back(std::move(job));
   }
-  dp_tables.insert(dp_tables.end(), dp_spread.begin(), dp_spread.end());
-  best_tables.insert(best_tables.end(), best_spread.begin(), best_spread.end());
+  for (int k = 0; k < 3; ++k) {
+    dp_tables.insert(dp_tables.end(), dp_more[k].begin(), dp_more[k].end());
+    best_tables.insert(best_tables.end(), best_more[k].begin(), best_more[k].end());
+  }
   for (const std::string& policy : prepared.policies) {
     if (options.cancelled && options.cancelled()) {
       return absl::CancelledError("cluster simulation cancelled by the caller");

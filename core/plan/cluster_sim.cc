@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/plan/cluster_tables.h"
 #include "core/plan/leaf_map.h"
+#include "core/plan/spine_share.h"
 
 namespace vtrain {
 
@@ -20,40 +21,17 @@ struct Running {
   const ThroughputTable* table;
   const std::vector<int64_t>* steps;            // SteepestSteps of `table`
   const ThroughputTable* fragmented = nullptr;  // on more leaves than needed
-  double rate = 0;                              // iterations/s where it runs now
-  std::vector<LeafMap::Slice> slices;           // its nodes' leaves
-  double remaining = 0;                         // iterations
-  int64_t gpus = 0;                             // allocated now
-  double paused_until = 0;                      // restarting after a change of GPUs
+  // The same with a leaf's uplinks full of others' traffic (null: none).
+  const ThroughputTable *contended = nullptr, *fragmented_contended = nullptr;
+  double alone_rate = 0;               // iterations/s where it runs, spine to itself
+  double rate = 0;                     // the same with others on its uplinks
+  bool fragmented_now = false;         // on more leaves than needed now
+  std::vector<LeafMap::Slice> slices;  // its nodes' leaves
+  double remaining = 0;                // iterations
+  int64_t gpus = 0;                    // allocated now
+  double paused_until = 0;             // restarting after a change of GPUs
   bool arrived = false, admitted = false, done = false;
   JobOutcome outcome;
-};
-
-// Node-aligned placement: a job on a node's worth of GPUs or more takes whole
-// nodes; smaller ones (1, 2, 4 GPUs: powers of two pack a node exactly) share
-// nodes. The GPUs a set of allocations needs, and whether it fits.
-class Placement {
- public:
-  Placement(int64_t total, int64_t node) : total_(total), node_(node) {}
-  void Add(int64_t g) { Count(g) += Size(g); }
-  void Remove(int64_t g) { Count(g) -= Size(g); }
-  bool FitsWith(int64_t from, int64_t to) const {
-    Placement p = *this;
-    p.Remove(from);
-    p.Add(to);
-    return p.Used() <= total_;
-  }
-
- private:
-  int64_t Used() const {
-    return node_ > 0 ? whole_ + node_ * ((shared_ + node_ - 1) / node_) : whole_ + shared_;
-  }
-  bool Whole(int64_t g) const { return node_ > 0 && g >= node_; }
-  int64_t Size(int64_t g) const { return Whole(g) ? (g + node_ - 1) / node_ * node_ : g; }
-  int64_t& Count(int64_t g) { return Whole(g) ? whole_ : shared_; }
-
-  int64_t total_, node_;
-  int64_t whole_ = 0, shared_ = 0;
 };
 
 class Cluster {
@@ -109,6 +87,9 @@ class Cluster {
       const double end = std::min(to, finish);
       const double run = std::max(0.0, end - std::max(from, r.paused_until));
       r.remaining -= run * r.rate;
+      if (r.alone_rate > 0) {
+        spine_shared_gpu_s_ += run * static_cast<double>(r.gpus) * (1 - r.rate / r.alone_rate);
+      }
       gpu_seconds_ += (end - from) * static_cast<double>(r.gpus);
       useful_gpu_seconds_ += run * static_cast<double>(r.gpus);
       if (finish <= to) {
@@ -157,7 +138,7 @@ class Cluster {
   // job grows only when the restart is repaid by finishing earlier.
   void Replan(double now) {
     std::vector<int64_t> plan(jobs_.size(), 0);
-    Placement placed(options_.total_gpus, options_.gpus_per_node);
+    NodeBudget placed(options_.total_gpus, options_.gpus_per_node);
     // Start from what runs: every running job keeps its GPUs (admitted ones
     // at least their share), waiting admitted jobs get their share.
     for (size_t i = 0; i < jobs_.size(); ++i) {
@@ -197,7 +178,7 @@ class Cluster {
     if (!placed.FitsWith(0, 0)) {
       // Even the shares do not fit (promises made earlier, node rounding):
       // shares in arrival order, admitted jobs first, as far as they go.
-      placed = Placement(options_.total_gpus, options_.gpus_per_node);
+      placed = NodeBudget(options_.total_gpus, options_.gpus_per_node);
       for (int admitted_pass = 1; admitted_pass >= 0; --admitted_pass) {
         for (size_t i = 0; i < jobs_.size(); ++i) {
           const Running& r = jobs_[i];
@@ -243,15 +224,37 @@ class Cluster {
         if (plan[i] > 0) r.paused_until = now + options_.rescale_overhead_s;  // (re)start
         r.gpus = plan[i];
         // A spread placement is never faster than a packed one.
-        const bool fragmented = leaves_ && leaves_->Fragmented(r.slices);
-        r.rate = fragmented && r.fragmented != nullptr
-                     ? std::min(r.fragmented->At(r.gpus), r.table->At(r.gpus))
-                     : r.table->At(r.gpus);
-        if (fragmented) ++r.outcome.fragmented_placements;
+        r.fragmented_now = leaves_ && leaves_->Fragmented(r.slices);
+        r.alone_rate = r.fragmented_now && r.fragmented != nullptr
+                           ? std::min(r.fragmented->At(r.gpus), r.table->At(r.gpus))
+                           : r.table->At(r.gpus);
+        if (r.fragmented_now) ++r.outcome.fragmented_placements;
       }
+      r.rate = r.alone_rate;
       allocated += r.gpus;
     }
+    if (leaves_ && options_.contended_background > 0) ShareSpine();
     allocated_.emplace_back(now, allocated);
+  }
+
+  // The running jobs' rates with every job on more than one leaf sharing its
+  // leaves' uplinks with the others there.
+  void ShareSpine() {
+    std::vector<SpineJob> spine;
+    std::vector<Running*> who;
+    for (Running& r : jobs_) {
+      const ThroughputTable* contended = r.fragmented_now ? r.fragmented_contended : r.contended;
+      if (r.done || r.gpus == 0 || r.slices.size() < 2 || contended == nullptr ||
+          !(r.alone_rate > 0)) {
+        continue;
+      }
+      const double loaded = contended->At(r.gpus);
+      const double alone_s = 1 / r.alone_rate;
+      spine.push_back({r.slices, alone_s, loaded > 0 ? std::max(alone_s, 1 / loaded) : alone_s});
+      who.push_back(&r);
+    }
+    const std::vector<double> times = SharedSpineTimes(spine, options_.contended_background);
+    for (size_t i = 0; i < who.size(); ++i) who[i]->rate = 1 / times[i];
   }
 
   // Puts the jobs whose GPUs change on leaves: their old nodes go back,
@@ -298,7 +301,7 @@ class Cluster {
   // receiver must also finish earlier despite its restart. Without this, a
   // job that grew on idle GPUs at low efficiency keeps them while later
   // arrivals run on their minimum shares.
-  void Rebalance(double now, std::vector<int64_t>& plan, Placement& placed) const {
+  void Rebalance(double now, std::vector<int64_t>& plan, NodeBudget& placed) const {
     constexpr double kRebalanceFactor = 2;
     auto active = [&](size_t i) { return jobs_[i].arrived && !jobs_[i].done; };
     for (size_t moves = 0; moves < 4 * jobs_.size() + 16; ++moves) {
@@ -330,7 +333,7 @@ class Cluster {
         }
       }
       if (from == jobs_.size() || gain < kRebalanceFactor * loss) return;
-      Placement trial = placed;
+      NodeBudget trial = placed;
       trial.Remove(plan[from]);
       trial.Add(from_prev);
       trial.Remove(plan[to]);
@@ -411,6 +414,7 @@ class Cluster {
     const double capacity = static_cast<double>(options_.total_gpus) * out.makespan_s;
     out.gpu_utilization = capacity > 0 ? gpu_seconds_ / capacity : 0;
     out.useful_utilization = capacity > 0 ? useful_gpu_seconds_ / capacity : 0;
+    out.spine_shared_gpu_s = spine_shared_gpu_s_;
     out.allocated = std::move(allocated_);
     return out;
   }
@@ -419,7 +423,7 @@ class Cluster {
   const ClusterSimOptions options_;
   std::optional<LeafMap> leaves_;              // with ClusterSimOptions::nodes_per_leaf
   std::vector<LeafMap::Slice> shared_slices_;  // nodes the sub-node jobs share
-  double gpu_seconds_ = 0, useful_gpu_seconds_ = 0;
+  double gpu_seconds_ = 0, useful_gpu_seconds_ = 0, spine_shared_gpu_s_ = 0;
   std::vector<std::pair<double, int64_t>> allocated_;
 };
 
@@ -431,9 +435,11 @@ absl::StatusOr<ClusterOutcome> SimulateCluster(const std::vector<ClusterJob>& jo
   if (options.total_gpus <= 0 || !(options.rescale_overhead_s >= 0)) {
     return absl::InvalidArgumentError("total_gpus must be positive and rescale_overhead_s >= 0");
   }
-  if (options.nodes_per_leaf < 0 || (options.nodes_per_leaf > 0 && options.gpus_per_node <= 0)) {
+  if (options.nodes_per_leaf < 0 || (options.nodes_per_leaf > 0 && options.gpus_per_node <= 0) ||
+      !(options.contended_background >= 0)) {
     return absl::InvalidArgumentError(
-        "nodes_per_leaf must be >= 0, and leaves need gpus_per_node > 0 (whole nodes)");
+        "nodes_per_leaf and contended_background must be >= 0, and leaves need gpus_per_node > 0 "
+        "(whole nodes)");
   }
   std::vector<ThroughputTable> frontiers;
   std::vector<std::vector<int64_t>> steps;
@@ -446,18 +452,24 @@ absl::StatusOr<ClusterOutcome> SimulateCluster(const std::vector<ClusterJob>& jo
   for (size_t i = 0; i < jobs.size(); ++i) {
     const ClusterJob& j = jobs[i];
     const auto table_ok = [&](int t) { return t >= 0 && t < static_cast<int>(tables.size()); };
-    if (!table_ok(j.table) || (j.fragmented_table != -1 && !table_ok(j.fragmented_table)) ||
-        !(j.iterations > 0) || !(j.deadline_s >= j.submit_s)) {
+    const auto optional_ok = [&](int t) { return t == -1 || table_ok(t); };
+    if (!table_ok(j.table) || !optional_ok(j.fragmented_table) || !optional_ok(j.contended_table) ||
+        !optional_ok(j.fragmented_contended_table) || !(j.iterations > 0) ||
+        !(j.deadline_s >= j.submit_s)) {
       return absl::InvalidArgumentError(
           absl::StrCat("jobs[", i, "] (", j.id,
-                       "): needs an existing table (and fragmented table, or -1), iterations > 0 "
-                       "and a deadline after its submission"));
+                       "): needs an existing table (and fragmented and contended tables, or -1), "
+                       "iterations > 0 and a deadline after its submission"));
     }
     Running r;
     r.job = &j;
     r.table = &frontiers[j.table];
     r.steps = &steps[j.table];
     if (j.fragmented_table >= 0) r.fragmented = &tables[j.fragmented_table];
+    if (j.contended_table >= 0) r.contended = &tables[j.contended_table];
+    if (j.fragmented_contended_table >= 0) {
+      r.fragmented_contended = &tables[j.fragmented_contended_table];
+    }
     r.remaining = j.iterations;
     running.push_back(std::move(r));
   }

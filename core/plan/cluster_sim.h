@@ -38,6 +38,11 @@ struct ClusterJob {
   // when the job's nodes land on more leaves than they need, its plans'
   // collectives crossing the spine; -1: `table` wherever it lands.
   int fragmented_table = -1;
+  // With oversubscribed leaves (ClusterSimOptions::contended_background >
+  // 0): the tables of the packed and the fragmented placement with a leaf's
+  // uplinks full of other jobs' traffic; -1: other jobs cost it nothing.
+  int contended_table = -1;
+  int fragmented_contended_table = -1;
 };
 
 struct ClusterSimOptions {
@@ -51,6 +56,11 @@ struct ClusterSimOptions {
   // as the free nodes allow, and run at their fragmented table's throughput
   // when they span more leaves than they need. Needs gpus_per_node > 0.
   int64_t nodes_per_leaf = 0;
+  // The other jobs' traffic, in nodes' worth per leaf, at which the jobs'
+  // contended tables were drawn (ContendedBackground: K / R). > 0: jobs on
+  // more than one leaf share their leaves' uplinks (SharedSpineTimes,
+  // core/plan/spine_share.h); 0: each job has the spine to itself.
+  double contended_background = 0;
 };
 
 struct JobOutcome {
@@ -73,6 +83,9 @@ struct ClusterOutcome {
   double useful_utilization = 0;        // the same without restart pauses
   int64_t reallocations = 0;
   int64_t fragmented_placements = 0;  // summed over jobs
+  // GPU-time lost to other jobs' traffic on shared uplinks: running GPU-time
+  // times the share of throughput each job lost to it.
+  double spine_shared_gpu_s = 0;
   // GPUs allocated over time: (time, GPUs) at every re-plan.
   std::vector<std::pair<double, int64_t>> allocated;
 };

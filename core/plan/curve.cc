@@ -179,6 +179,35 @@ absl::Status CheckSpec(const CurveSpec& spec) {
   return ValidateJob(probe);
 }
 
+// A point's figures at its other placements on a leaf/spine fabric: spread
+// over the cluster's leaves, and both placements with a leaf's uplinks full
+// of other jobs' traffic (only a job crossing the spine can feel that).
+absl::Status AddPlacements(CurvePoint& point, const ProfileSet& profiles,
+                           const CurveOptions& options) {
+  auto time_at = [&](Placement placement, double background) -> absl::StatusOr<CurvePoint> {
+    Job job = point.job;
+    job.cluster.fabric.placement = placement;
+    job.cluster.fabric.spine_background = background;
+    return PointOf(job, point.gpus, profiles, options);
+  };
+  VTRAIN_ASSIGN_OR_RETURN(CurvePoint spread, time_at(Placement::kSpread, 0));
+  point.fragmented_iteration_time_ms = spread.iteration_time_ms;
+  point.fragmented_samples_per_s = spread.samples_per_s;
+  const FabricSpec& fabric = point.job.cluster.fabric;
+  const double background = ContendedBackground(fabric);
+  if (background <= 0) return absl::OkStatus();
+  const int64_t per_node = std::max<int64_t>(1, point.job.cluster.gpus_per_node);
+  const int64_t nodes = (point.job.cluster.num_gpus + per_node - 1) / per_node;
+  point.contended_iteration_time_ms = point.iteration_time_ms;
+  if (nodes > fabric.nodes_per_leaf) {  // packed, it still spans leaves
+    VTRAIN_ASSIGN_OR_RETURN(CurvePoint packed, time_at(Placement::kPacked, background));
+    point.contended_iteration_time_ms = packed.iteration_time_ms;
+  }
+  VTRAIN_ASSIGN_OR_RETURN(CurvePoint contended, time_at(Placement::kSpread, background));
+  point.fragmented_contended_iteration_time_ms = contended.iteration_time_ms;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<CurvePoint>> ThroughputCurve(const CurveSpec& spec,
@@ -215,15 +244,8 @@ absl::StatusOr<std::vector<CurvePoint>> ThroughputCurve(const CurveSpec& spec,
       point = NoPlan(gpus, std::string(point.status().message()));
     }
     if (point.ok() && point->fits && !spec.cluster.fabric.flat()) {
-      Job spread = point->job;
-      spread.cluster.fabric.placement = Placement::kSpread;
-      absl::StatusOr<CurvePoint> fragmented = PointOf(spread, gpus, profiles, options);
-      if (fragmented.ok()) {
-        point->fragmented_iteration_time_ms = fragmented->iteration_time_ms;
-        point->fragmented_samples_per_s = fragmented->samples_per_s;
-      } else {
-        point = fragmented.status();
-      }
+      absl::Status placed = AddPlacements(*point, profiles, options);
+      if (!placed.ok()) point = placed;
     }
     const bool fine = point.ok();
     if (fine) point->simulation.wall_ns = SteadyNowNs() - started_ns;

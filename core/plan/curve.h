@@ -54,6 +54,13 @@ struct CurvePoint {
   // 0 on a flat fabric.
   double fragmented_iteration_time_ms = 0;
   double fragmented_samples_per_s = 0;
+  // On an oversubscribed leaf/spine fabric: both placements again with other
+  // jobs' traffic filling one leaf's uplinks (FabricSpec::spine_background =
+  // ContendedBackground), what a shared spine costs the plan at most; the
+  // cluster study interpolates between these and the figures above. 0 on a
+  // flat or non-blocking fabric.
+  double contended_iteration_time_ms = 0;
+  double fragmented_contended_iteration_time_ms = 0;
   // Computing this point: its wall time and the counts of its predictions.
   SimulationCost simulation;
 };

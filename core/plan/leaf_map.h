@@ -2,7 +2,8 @@
 // leaf/spine fabric (core/spec/fabric.h): a cluster's whole nodes under
 // leaves of K nodes each, handed out packed onto as few leaves as the free
 // nodes allow, and whether a job ended up on more leaves than it needs (its
-// collectives then cross the spine as a spread placement's do).
+// collectives then cross the spine as a spread placement's do); and
+// NodeBudget, how many GPUs node-aligned allocations take.
 #ifndef VTRAIN_CORE_PLAN_LEAF_MAP_H_
 #define VTRAIN_CORE_PLAN_LEAF_MAP_H_
 
@@ -36,6 +37,33 @@ class LeafMap {
  private:
   int64_t per_leaf_;
   std::vector<int64_t> free_;  // free nodes per leaf
+};
+
+// Node-aligned placement: a job on a node's worth of GPUs or more takes whole
+// nodes; smaller ones (1, 2, 4 GPUs: powers of two pack a node exactly) share
+// nodes. The GPUs a set of allocations needs, and whether it fits.
+class NodeBudget {
+ public:
+  NodeBudget(int64_t total, int64_t node) : total_(total), node_(node) {}
+  void Add(int64_t g) { Count(g) += Size(g); }
+  void Remove(int64_t g) { Count(g) -= Size(g); }
+  bool FitsWith(int64_t from, int64_t to) const {
+    NodeBudget p = *this;
+    p.Remove(from);
+    p.Add(to);
+    return p.Used() <= total_;
+  }
+
+ private:
+  int64_t Used() const {
+    return node_ > 0 ? whole_ + node_ * ((shared_ + node_ - 1) / node_) : whole_ + shared_;
+  }
+  bool Whole(int64_t g) const { return node_ > 0 && g >= node_; }
+  int64_t Size(int64_t g) const { return Whole(g) ? (g + node_ - 1) / node_ * node_ : g; }
+  int64_t& Count(int64_t g) { return Whole(g) ? whole_ : shared_; }
+
+  int64_t total_, node_;
+  int64_t whole_ = 0, shared_ = 0;
 };
 
 }  // namespace vtrain

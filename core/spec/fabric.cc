@@ -124,11 +124,21 @@ void CheckFabric(const FabricSpec& f, int64_t job_nodes, std::vector<std::string
                                     " nodes; give the whole cluster (--cluster-nodes)"));
   }
   CheckNodeList(f, job_nodes, problems);
+  if (!(f.spine_background >= 0 && f.spine_background <= static_cast<double>(f.nodes_per_leaf))) {
+    problems.push_back(absl::StrCat("cluster.fabric.spine_background=", f.spine_background,
+                                    " must be in [0, nodes_per_leaf] (other jobs' nodes on a "
+                                    "leaf's uplinks)"));
+  }
   if (f.flat() && (f.oversubscription != 1 || f.placement != Placement::kPacked)) {
     problems.push_back(
         "cluster.fabric.oversubscription and placement need a leaf/spine fabric; set "
         "--nodes-per-leaf K");
   }
+}
+
+double ContendedBackground(const FabricSpec& f) {
+  if (f.flat() || f.oversubscription <= 1) return 0;
+  return static_cast<double>(f.nodes_per_leaf) / f.oversubscription;
 }
 
 int64_t LeafOf(const FabricSpec& f, int64_t node, int64_t job_nodes) {
@@ -204,8 +214,8 @@ double SpineLoad::Slowdown() const {
   }
   const double busiest = std::max(*std::max_element(up.begin(), up.end()),
                                   *std::max_element(down.begin(), down.end()));
-  return std::max(1.0,
-                  fabric_.oversubscription * busiest / static_cast<double>(fabric_.nodes_per_leaf));
+  return std::max(1.0, fabric_.oversubscription * (busiest + fabric_.spine_background) /
+                           static_cast<double>(fabric_.nodes_per_leaf));
 }
 
 }  // namespace vtrain

@@ -45,6 +45,11 @@ struct FabricSpec {
   // (job node i, ranks i*G .. i*G+G-1, is cluster node nodes[i], under leaf
   // nodes[i] / nodes_per_leaf); empty: as `placement` lays them out.
   std::vector<int64_t> nodes;
+  // Other jobs' traffic already on the uplinks of each leaf this job's
+  // collectives cross, in nodes' worth of NIC bandwidth (the cluster study's
+  // shared spine); 0: the job has the uplinks to itself. Not a request
+  // field: the throughput curve sets it (ContendedBackground).
+  double spine_background = 0;
 
   bool flat() const { return nodes_per_leaf == 0; }
 };
@@ -67,6 +72,11 @@ std::string NodeListName(const std::vector<int64_t>& nodes);
 // a flat fabric).
 int64_t LeafOf(const FabricSpec& fabric, int64_t node, int64_t job_nodes);
 
+// The spine background at which the throughput curve draws its contended
+// figures: a whole leaf's uplinks' worth, K / R nodes (0 on a flat or
+// non-blocking fabric, where other jobs cost nothing).
+double ContendedBackground(const FabricSpec& fabric);
+
 // The load a set of collectives that run at the same time put on the
 // leaves' uplinks. Each flow from a node to a node under another leaf adds
 // its share of the source node's NIC bandwidth to what that node sends up
@@ -75,8 +85,9 @@ int64_t LeafOf(const FabricSpec& fabric, int64_t node, int64_t job_nodes);
 // spine carry K / R nodes' worth of NIC bandwidth each way (K nodes per
 // leaf, R the oversubscription), shared fairly. Slowdown() is how much
 // longer the cross-node part of those collectives takes:
-// max(1, R * (the busiest leaf's demand, either way) / K), so 1 when
-// nothing crosses or the fabric is non-blocking (R = 1).
+// max(1, R * (the busiest leaf's demand, either way, plus the fabric's
+// spine_background) / K), so 1 when nothing crosses or the fabric is
+// non-blocking (R = 1) and nobody else is on the uplinks.
 class SpineLoad {
  public:
   SpineLoad(const FabricSpec& fabric, int64_t gpus_per_node, int64_t job_gpus);

@@ -140,31 +140,46 @@ void BM_MtNlg530B_Operator_ZbH1(benchmark::State& state) {
 // 10,000 GPUs in nodes of 8 with 1,000 jobs of 1 to 128 GPUs arriving a
 // minute apart, each shape's table sublinear (g^0.9) over the counts the
 // service draws (every node to 1,024 GPUs, then 64 counts per doubling).
+// Arg 0: one flat fabric; 1: leaves of 32 nodes at 4:1, with fragmented
+// placements at 0.8x and a leaf's uplinks full at 0.6x (packed) and 0.5x
+// (fragmented), so jobs crossing the same uplinks share them.
 void BM_ClusterSim_10kGpus_1kJobs(benchmark::State& state) {
   std::vector<int64_t> counts = {1, 2, 4};
   for (int64_t g = 8, step = 8; g <= 10'000; g += step) {
     counts.push_back(g);
     if (g >= 128 * step) step *= 2;
   }
+  const bool leaves = state.range(0) == 1;
   std::vector<ThroughputTable> tables;
-  for (int k = 0; k < 8; ++k) {
-    ThroughputTable t;
-    for (int64_t g : counts) {
-      t.gpus.push_back(g);
-      t.iterations_per_s.push_back(std::pow(static_cast<double>(g), 0.9) / (1 << k));
+  for (double factor : {1.0, 0.8, 0.6, 0.5}) {
+    for (int k = 0; k < 8; ++k) {
+      ThroughputTable t;
+      for (int64_t g : counts) {
+        t.gpus.push_back(g);
+        t.iterations_per_s.push_back(factor * std::pow(static_cast<double>(g), 0.9) / (1 << k));
+      }
+      tables.push_back(std::move(t));
     }
-    tables.push_back(std::move(t));
   }
   std::vector<ClusterJob> jobs;
   for (int i = 0; i < 1000; ++i) {
     const int k = i % 8;
     const double duration = 1800.0 * (1 + (i * 7) % 13);
     const double iterations = duration * tables[k].At(int64_t{1} << k);
-    jobs.push_back({std::to_string(i), 60.0 * i, iterations, 60.0 * i + 2 * duration, k});
+    ClusterJob job{std::to_string(i), 60.0 * i, iterations, 60.0 * i + 2 * duration, k};
+    if (leaves) {
+      job.fragmented_table = 8 + k;
+      job.contended_table = 16 + k;
+      job.fragmented_contended_table = 24 + k;
+    }
+    jobs.push_back(std::move(job));
   }
+  const ClusterSimOptions options = {.total_gpus = 10'000,
+                                     .gpus_per_node = 8,
+                                     .nodes_per_leaf = leaves ? 32 : 0,
+                                     .contended_background = leaves ? 8.0 : 0.0};
   for (auto _ : state) {
-    absl::StatusOr<ClusterOutcome> out =
-        SimulateCluster(jobs, tables, {.total_gpus = 10'000, .gpus_per_node = 8});
+    absl::StatusOr<ClusterOutcome> out = SimulateCluster(jobs, tables, options);
     VTRAIN_CHECK(out.ok());
     benchmark::DoNotOptimize(out->avg_jct_s);
   }
@@ -242,7 +257,7 @@ BENCHMARK(BM_MtNlg530B_Operator_Stepped)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_D1_Stepped)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_Baseline_Stepped)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MtNlg530B_Operator_ZbH1)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_ClusterSim_10kGpus_1kJobs)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ClusterSim_10kGpus_1kJobs)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Gpt175B_16kGpus_Fabric)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "core/plan/cluster_sim.h"
 
+#include <cmath>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -99,6 +101,44 @@ TEST(ClusterSimTest, GrowthLooksAlongTheWholeCurve) {
   // b: 200 iterations on 1 GPU by 210 s, then a restart and 8 GPUs.
   EXPECT_DOUBLE_EQ(out.jobs[1].finish_s, 210 + 10 + (20000 - 200) / 8.0);
   EXPECT_EQ(out.jobs[1].reallocations, 1);
+}
+
+TEST(ClusterSimTest, JobsCrossingTheSameUplinksShareThem) {
+  // 6 nodes, 2 per leaf. Two 3-node jobs: a takes leaf 0 and one node of
+  // leaf 1, b leaf 2 and the other node of leaf 1; both cross the spine
+  // through leaf 1 (neither is fragmented: 3 nodes need 2 leaves). Alone
+  // each runs at 1 it/s; with a leaf's uplinks full (background 1 node) at
+  // 0.5, so its cross-leaf bytes take X = 1 s an iteration. Sharing leaf 1,
+  // each feels the other's one node at 1 / T: T = 1 + 1 / T, the golden
+  // ratio; 1000 iterations end at 1000 T.
+  const ThroughputTable alone = {{24}, {1}};
+  const ThroughputTable loaded = {{24}, {0.5}};
+  ClusterSimOptions options = {
+      .total_gpus = 48, .rescale_overhead_s = 0, .nodes_per_leaf = 2, .contended_background = 1};
+  std::vector<ClusterJob> jobs = {{"a", 0, 1000, 1e6, 0, 0, 1, 1}, {"b", 0, 1000, 1e6, 0, 0, 1, 1}};
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome out, SimulateCluster(jobs, {alone, loaded}, options));
+  const double golden = (1 + std::sqrt(5.0)) / 2;
+  ASSERT_EQ(out.jobs.size(), 2u);
+  EXPECT_NEAR(out.jobs[0].finish_s, 1000 * golden, 1e-6);
+  EXPECT_NEAR(out.jobs[1].finish_s, 1000 * golden, 1e-6);
+  // Each lost 1 - 1 / T of its 24 GPUs' throughput for 1000 T seconds.
+  EXPECT_NEAR(out.spine_shared_gpu_s, 2 * 24 * 1000 * golden * (1 - 1 / golden), 1e-3);
+  EXPECT_EQ(out.fragmented_placements, 0);
+  // Without sharing (no contended background), each has the spine alone.
+  options.contended_background = 0;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome apart,
+                              SimulateCluster(jobs, {alone, loaded}, options));
+  EXPECT_DOUBLE_EQ(apart.jobs[0].finish_s, 1000);
+  EXPECT_DOUBLE_EQ(apart.spine_shared_gpu_s, 0);
+  // Once a ends, b has leaf 1's uplinks to itself again: a alone at first
+  // would not change that; with b only 500 iterations, b ends at 500 T and
+  // a runs its rest alone.
+  options.contended_background = 1;
+  jobs[1].iterations = 500;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome staggered,
+                              SimulateCluster(jobs, {alone, loaded}, options));
+  EXPECT_NEAR(staggered.jobs[1].finish_s, 500 * golden, 1e-6);
+  EXPECT_NEAR(staggered.jobs[0].finish_s, 500 * golden + (1000 - 500), 1e-6);
 }
 
 TEST(ClusterSimTest, AJobOnMoreLeavesThanItNeedsRunsAtItsFragmentedThroughput) {

@@ -73,6 +73,21 @@ TEST(CurveTest, LeafSpineFabricsPriceFragmentation) {
   EXPECT_DOUBLE_EQ(fabric[0].fragmented_samples_per_s, fabric[0].samples_per_s);
   EXPECT_DOUBLE_EQ(fabric[1].fragmented_samples_per_s, fabric[1].samples_per_s);
   EXPECT_LT(fabric[4].fragmented_samples_per_s, fabric[4].samples_per_s);
+  // With a leaf's uplinks full of other jobs' traffic: a packed plan under
+  // one leaf feels nothing, one that crosses leaves (64 GPUs) is slower,
+  // and a spread plan is slower still than spread alone.
+  EXPECT_DOUBLE_EQ(fabric[0].contended_iteration_time_ms, fabric[0].iteration_time_ms);
+  EXPECT_GT(fabric[4].contended_iteration_time_ms, fabric[4].iteration_time_ms);
+  EXPECT_GT(fabric[4].fragmented_contended_iteration_time_ms,
+            fabric[4].fragmented_iteration_time_ms);
+  for (const CurvePoint& p : fabric) {
+    if (!p.fits) continue;
+    EXPECT_GE(p.fragmented_contended_iteration_time_ms, p.contended_iteration_time_ms) << p.gpus;
+  }
+  // Non-blocking leaves: nobody else slows anyone, no contended figure.
+  spec.cluster.fabric.oversubscription = 1;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(std::vector<CurvePoint> open, ThroughputCurve(spec, profiles));
+  for (const CurvePoint& p : open) EXPECT_EQ(p.contended_iteration_time_ms, 0) << p.gpus;
 }
 
 TEST(CurveTest, MonotoneCurvesNeverDip) {

@@ -71,6 +71,21 @@ TEST(SpineLoadTest, LeavesOfEachPlacement) {
   SpineLoad load(Fabric(2, 4, Placement::kPacked), 1, 4);
   load.AddAllToAll({0, 1, 2, 3}, 1.0);
   EXPECT_DOUBLE_EQ(load.Slowdown(), 4 * (4.0 / 3) / 2);
+  // Other jobs' traffic on the uplinks adds to the busiest leaf's demand:
+  // a whole leaf's uplinks' worth (K / R = 0.5 nodes) more.
+  FabricSpec shared = Fabric(2, 4, Placement::kPacked);
+  EXPECT_DOUBLE_EQ(ContendedBackground(shared), 0.5);
+  shared.spine_background = ContendedBackground(shared);
+  SpineLoad loaded(shared, 1, 4);
+  loaded.AddAllToAll({0, 1, 2, 3}, 1.0);
+  EXPECT_DOUBLE_EQ(loaded.Slowdown(), 4 * (4.0 / 3 + 0.5) / 2);
+  // A job that crosses nothing feels nobody, and a non-blocking or flat
+  // fabric has no contended background.
+  SpineLoad inside(shared, 1, 4);
+  inside.AddAllToAll({0, 1}, 1.0);
+  EXPECT_DOUBLE_EQ(inside.Slowdown(), 1);
+  EXPECT_DOUBLE_EQ(ContendedBackground(Fabric(2, 1, Placement::kPacked)), 0);
+  EXPECT_DOUBLE_EQ(ContendedBackground(FabricSpec{}), 0);
 }
 
 TEST(SpineLoadTest, ANodeListPlacesEachNodeOnItsLeaf) {
