@@ -257,6 +257,9 @@ TEST(ServiceTest, ClusterSimPlacesJobsOnTheLeavesOfTheWholeCluster) {
   absl::StatusOr<PreparedClusterSim> p = PrepareClusterSim(r, builtin);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->options.nodes_per_leaf, 1);
+  // Jobs crossing the same uplinks share them, at the curve's contended
+  // background of a leaf's uplinks: K / R = 1 / 4 of a node.
+  EXPECT_DOUBLE_EQ(p->options.contended_background, 0.25);
   EXPECT_EQ(p->best[0].request.jobs(0).cluster().fabric().cluster_nodes(), 2);
   absl::StatusOr<v1::ClusterSimResponse> out = RunClusterSim(*p, {});
   ASSERT_TRUE(out.ok()) << out.status();
@@ -265,11 +268,13 @@ TEST(ServiceTest, ClusterSimPlacesJobsOnTheLeavesOfTheWholeCluster) {
   for (const v1::ClusterPolicyOutcome& o : out->outcomes()) {
     EXPECT_EQ(o.fragmented_placements(), 0) << o.policy();
     EXPECT_GT(o.makespan_s(), 0);
+    EXPECT_GE(o.spine_shared_gpu_s(), 0);
   }
-  // Flat: no leaves for the scheduler.
+  // Flat: no leaves for the scheduler, nothing shared.
   p = PrepareClusterSim(TwoJobs(), builtin);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->options.nodes_per_leaf, 0);
+  EXPECT_EQ(p->options.contended_background, 0);
 }
 
 TEST(ServiceTest, ClusterSimRefusesWhatIsNotAStudy) {
