@@ -8,6 +8,7 @@
 
 #include "profiler_agent/gpu/cuda_util.h"
 #include "profiler_agent/gpu/llama_buffers.h"
+#include "profiler_agent/gpu/moe_workload.h"
 #include "profiler_agent/gpu/workloads.h"
 
 namespace vtrain::gpu {
@@ -64,7 +65,12 @@ void DeviceArena::Release() {
 int64_t WorkloadBytes(const LayerShape& shape) {
   if (!ValidateShape(shape).empty()) return std::numeric_limits<int64_t>::max();
   internal::DeviceArena counter(false);
-  if (shape.llama) {
+  if (shape.experts > 0) {
+    internal::MoeBuffers<__half> layout{};  // same sizes for bf16
+    const int64_t ffn = shape.ffn > 0 ? shape.ffn : 4 * shape.hidden;
+    layout.Layout(shape.micro_batch * shape.seq, shape.hidden, ffn, shape.experts, shape.moe_top_k,
+                  shape.experts / shape.expert_parallel, &counter);
+  } else if (shape.llama) {
     internal::LlamaBuffers<__half> layout{};  // same sizes for bf16
     layout.Layout(internal::MakeLlamaDims(shape), &counter);
   } else {

@@ -31,12 +31,12 @@ constexpr char kUsage[] =
     "  vtrain-agent-gpu info\n"
     "  vtrain-agent-gpu profile --hidden H --heads A --seq-len S --micro-batch B [--tp T]\n"
     "        [--ffn F] [--vocab V] [--dtype fp16|bf16|fp8] [--arch gpt|llama] [--kv-heads K]\n"
-    "        [--adam-params N] [--warmup N]\n"
+    "        [--adam-params N] [--experts E --moe-top-k K [--ep N]] [--warmup N]\n"
     "        [--repetitions N] [--device I] [--gpu NAME] [--check] [--trace-out RAW.txt]\n"
-    "        -o OUT.json\n"
+    "        -o OUT.json       (--experts: one MoE block, moe_fwd/moe_bwd; --ffn is an expert's)\n"
     "  vtrain-agent-gpu reduce RAW.txt --gpu NAME --hidden H --heads A --seq-len S\n"
     "        --micro-batch B [--tp T] [--ffn F] [--vocab V] [--dtype D] [--arch A]\n"
-    "        [--kv-heads K] [--adam-params N]\n"
+    "        [--kv-heads K] [--adam-params N] [--experts E --moe-top-k K [--ep N]]\n"
     "        [--check] -o OUT.json      (no GPU needed: a kept recording, reduced again)\n"
     "  vtrain-agent-gpu nccl [--min-gpus N] [--max-gpus N] [--min-bytes B] [--max-bytes B]\n"
     "        [--collectives all_reduce,all_gather,reduce_scatter,send_recv,all_to_all]\n"
@@ -175,9 +175,9 @@ int RunInfo() {
   return kExitOk;
 }
 
-const std::vector<std::string> kShapeFlags = {"hidden", "heads",    "seq-len",    "micro-batch",
-                                              "tp",     "ffn",      "vocab",      "dtype",
-                                              "arch",   "kv-heads", "adam-params"};
+const std::vector<std::string> kShapeFlags = {
+    "hidden", "heads", "seq-len",  "micro-batch", "tp",      "ffn",       "vocab",
+    "dtype",  "arch",  "kv-heads", "adam-params", "experts", "moe-top-k", "ep"};
 
 // The layer shape from the flags; "" or the message naming the bad flag.
 std::string ParseShape(const Flags& flags, LayerShape* s) {
@@ -187,11 +187,12 @@ std::string ParseShape(const Flags& flags, LayerShape* s) {
   struct {
     const char* flag;
     int64_t* field;
-  } ints[] = {{"hidden", &s->hidden},      {"heads", &s->heads},
-              {"seq-len", &s->seq},        {"micro-batch", &s->micro_batch},
-              {"tp", &s->tensor_parallel}, {"ffn", &s->ffn},
-              {"vocab", &s->vocab},        {"adam-params", &s->adam_params},
-              {"kv-heads", &s->kv_heads}};
+  } ints[] = {{"hidden", &s->hidden},       {"heads", &s->heads},
+              {"seq-len", &s->seq},         {"micro-batch", &s->micro_batch},
+              {"tp", &s->tensor_parallel},  {"ffn", &s->ffn},
+              {"vocab", &s->vocab},         {"adam-params", &s->adam_params},
+              {"kv-heads", &s->kv_heads},   {"experts", &s->experts},
+              {"moe-top-k", &s->moe_top_k}, {"ep", &s->expert_parallel}};
   for (auto& f : ints) {
     if (std::string e = flags.Int(f.flag, f.field); !e.empty()) return e;
   }
@@ -206,6 +207,9 @@ std::string ParseShape(const Flags& flags, LayerShape* s) {
   if (arch != "gpt" && arch != "llama") return "--arch='" + arch + "' must be gpt or llama";
   s->llama = arch == "llama";
   if (flags.Has("kv-heads") && !s->llama) return "--kv-heads needs --arch llama";
+  if ((flags.Has("moe-top-k") || flags.Has("ep")) && !flags.Has("experts")) {
+    return "--moe-top-k and --ep need --experts";
+  }
   return ValidateShape(*s);
 }
 

@@ -20,6 +20,11 @@ inline constexpr const char* kOperatorsInStepOrder[kNumOperators] = {
     "embedding_fwd", "attention_fwd", "mlp_fwd",       "logit_fwd",     "loss_fwd",      "loss_bwd",
     "logit_bwd",     "mlp_bwd",       "attention_bwd", "embedding_bwd", "optimizer_step"};
 
+// The operators of an MoE shape's workload (moe_plan.h), core's kMoeFwd and
+// kMoeBwd: the dense lists above plus these are core's whole list.
+inline constexpr int kNumMoeOperators = 2;
+inline constexpr const char* kMoeOperatorNames[kNumMoeOperators] = {"moe_fwd", "moe_bwd"};
+
 }  // namespace vtrain::gpu
 
 #endif  // VTRAIN_PROFILER_AGENT_GPU_OPERATOR_NAMES_H_

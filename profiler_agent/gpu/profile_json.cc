@@ -101,10 +101,22 @@ std::vector<OperatorEntry> OperatorEntries(const std::vector<OperatorTable>& tab
       e.tensor_parallel = shape.tensor_parallel;
       e.vocab = shape.vocab;
     }
+    if (shape.experts > 0 && (t.op == "moe_fwd" || t.op == "moe_bwd")) {
+      e.experts = shape.experts;
+      e.top_k = shape.moe_top_k;
+      e.expert_parallel = shape.expert_parallel;
+    }
     e.kernels = t.kernels;
     entries.push_back(std::move(e));
   }
   return entries;
+}
+
+// The MoE fields of a key (none for other keys).
+static std::string MoeKeyFields(const OperatorEntry& e) {
+  if (e.experts == 0) return std::string();
+  return ", \"experts\": " + std::to_string(e.experts) + ", \"top_k\": " + std::to_string(e.top_k) +
+         ", \"expert_parallel\": " + std::to_string(e.expert_parallel);
 }
 
 std::string ToProfileSetJson(const ProfileSetFile& set) {
@@ -133,7 +145,8 @@ std::string ToProfileSetJson(const ProfileSetFile& set) {
          ", \"micro_batch\": " + std::to_string(e.micro_batch) +
          ", \"tensor_parallel\": " + std::to_string(e.tensor_parallel) +
          ", \"vocab\": " + std::to_string(e.vocab) +
-         ", \"num_parameters\": " + std::to_string(e.num_parameters) + "},\n     \"kernels\": [";
+         ", \"num_parameters\": " + std::to_string(e.num_parameters) + MoeKeyFields(e) +
+         "},\n     \"kernels\": [";
     for (size_t j = 0; j < e.kernels.size(); ++j) {
       const KernelStats& k = e.kernels[j];
       o += j ? ",\n       " : "\n       ";

@@ -37,6 +37,8 @@ struct OperatorEntry {
   int64_t kv_heads = 0;  // Llama keys: key/value heads
   int64_t hidden = 0, heads = 0, ffn = 0, seq = 0, micro_batch = 0, tensor_parallel = 1;
   int64_t vocab = 0, num_parameters = 0;
+  // MoE keys (moe_fwd, moe_bwd): routed experts, experts per token, EP.
+  int64_t experts = 0, top_k = 0, expert_parallel = 1;
   std::vector<KernelStats> kernels;
 };
 

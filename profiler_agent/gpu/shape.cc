@@ -71,6 +71,42 @@ std::string ValidateFp8(const LayerShape& shape) {
   return std::string();
 }
 
+// The MoE block (experts > 0): what the workload covers (moe_plan.h) and a
+// balanced split of the token copies over the local experts.
+std::string ValidateMoe(const LayerShape& shape) {
+  if (shape.experts < 0 || shape.experts > kMaxMoeExperts) {
+    return "experts=" + Str(shape.experts) + " must be in [0, " + Str(kMaxMoeExperts) +
+           "] (0: a dense layer)";
+  }
+  if (shape.experts == 0) {
+    if (shape.moe_top_k != 0 || shape.expert_parallel != 1) {
+      return "moe_top_k and expert_parallel need experts > 0 (--experts)";
+    }
+    return std::string();
+  }
+  if (!shape.llama) return "experts needs a Llama-style layer (--arch llama)";
+  if (shape.fp8) return "the MoE workload runs in 16 bits; profile it with --dtype bf16";
+  if (shape.tensor_parallel != 1) {
+    return "tensor_parallel=" + Str(shape.tensor_parallel) +
+           " with experts: the MoE workload covers t = 1 (expert tensor parallel 1); use --tp 1";
+  }
+  if (shape.moe_top_k < 1 || shape.moe_top_k > kMaxMoeTopK || shape.moe_top_k > shape.experts) {
+    return "moe_top_k=" + Str(shape.moe_top_k) + " must be in [1, min(experts, " +
+           Str(kMaxMoeTopK) + ")] (--moe-top-k)";
+  }
+  if (shape.expert_parallel < 1 || shape.experts % shape.expert_parallel != 0) {
+    return "expert_parallel=" + Str(shape.expert_parallel) +
+           " must divide experts=" + Str(shape.experts) + " (--ep)";
+  }
+  const int64_t local = shape.experts / shape.expert_parallel;
+  const int64_t copies = shape.micro_batch * shape.seq * shape.moe_top_k;
+  if (copies % local != 0) {
+    return "micro_batch*seq*moe_top_k=" + Str(copies) + " token copies do not split evenly over " +
+           Str(local) + " local experts (experts/expert_parallel); adjust seq or --ep";
+  }
+  return std::string();
+}
+
 }  // namespace
 
 std::string ValidateShape(const LayerShape& shape) {
@@ -121,6 +157,7 @@ std::string ValidateShape(const LayerShape& shape) {
   if (shape.llama) {
     if (std::string e = ValidateLlama(shape); !e.empty()) return e;
   }
+  if (std::string e = ValidateMoe(shape); !e.empty()) return e;
   if (shape.fp8) return ValidateFp8(shape);
   return std::string();
 }

@@ -49,6 +49,7 @@
 #include "profiler_agent/gpu/kernel_common.cuh"
 #include "profiler_agent/gpu/layer_kernels.cuh"
 #include "profiler_agent/gpu/llama_buffers.h"
+#include "profiler_agent/gpu/moe_workload.h"
 #include "profiler_agent/gpu/operator_names.h"
 #include "profiler_agent/gpu/tail_operators.cuh"
 #include "profiler_agent/gpu/vocab_kernels.cuh"
@@ -483,6 +484,7 @@ std::unique_ptr<LayerWorkload> LayerWorkload::Create(const LayerShape& shape, st
     *error = "shape needs more than 1 PiB of device memory";
     return nullptr;
   }
+  if (shape.experts > 0) return internal::MakeMoeWorkload(shape, error);
   if (shape.llama) return internal::MakeLlamaWorkload(shape, error);
   if (shape.bf16) return internal::Workload<__nv_bfloat16>::Make(shape, error);
   return internal::Workload<__half>::Make(shape, error);

@@ -36,12 +36,30 @@ struct LayerShape {
   // update), everything else in bf16 (bf16 must be set too); for GPT and
   // Llama layers. The GEMMs need a GPU of compute capability 8.9 or newer.
   bool fp8 = false;
+  // A Mixture-of-Experts block instead of a dense layer (experts > 0, Llama
+  // layers in 16 bits, t = 1): the workload runs moe_fwd and moe_bwd only
+  // (moe_plan.h). ffn is one routed expert's width, each token goes to
+  // moe_top_k of the `experts`, and expert_parallel ranks split the experts.
+  // Routing is forced balanced, as NVIDIA's MoE benchmarks run it: each local
+  // expert computes micro_batch*seq*moe_top_k / (experts/expert_parallel)
+  // token copies (the copies this rank receives from its EP group).
+  int64_t experts = 0;
+  int64_t moe_top_k = 0;
+  int64_t expert_parallel = 1;
 };
+
+// The MoE workload's bounds: experts a router's top-k kernel scans, experts
+// per token.
+inline constexpr int64_t kMaxMoeExperts = 1024;
+inline constexpr int64_t kMaxMoeTopK = 8;
 
 // Checks a shape before any allocation: every field positive, heads and ffn
 // divisible by tensor_parallel, hidden divisible by heads; for Llama, kv_heads
 // dividing heads and divisible by tensor_parallel and a head dim of at most
-// 256; for fp8, bf16 set and every fp8 GEMM dimension a multiple of 16. Returns
+// 256; for fp8, bf16 set and every fp8 GEMM dimension a multiple of 16; for
+// MoE, a Llama layer in 16 bits at t = 1, top-k in [1, 8], expert_parallel
+// dividing experts and the token copies dividing evenly over the local
+// experts. Returns
 // "" when valid, else a message that names the field and the fix.
 std::string ValidateShape(const LayerShape& shape);
 
@@ -63,7 +81,7 @@ class LayerWorkload {
   // profile tables' operator keys: embedding_fwd, attention_fwd, mlp_fwd,
   // logit_fwd, loss_fwd, loss_bwd, logit_bwd, mlp_bwd, attention_bwd,
   // embedding_bwd, and optimizer_step when adam_params > 0 (the same for
-  // GPT and Llama shapes).
+  // GPT and Llama shapes); moe_fwd and moe_bwd for an MoE shape.
   virtual std::vector<std::string> Operators() const = 0;
 
   // Enqueues one operator's kernels on the workload's stream (asynchronous;

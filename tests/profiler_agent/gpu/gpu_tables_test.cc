@@ -283,17 +283,15 @@ TEST(InjectConfigTest, ShapeSpecs) {
 // order, and the workloads' step order holds the same names, every forward
 // before its backward and the optimizer step last (Operators() leaves it out
 // when adam_params is 0).
-// The MoE operators are core's only for now: the GPU agent has no MoE
-// workload yet (a grouped-GEMM and all-to-all workload is future work), so
-// its list is core's without them.
+// The MoE operators are the MoE workload's (kMoeOperatorNames), in core's
+// order after the dense ones.
 TEST(GpuOperatorNamesTest, EqualCoresOperatorKinds) {
   std::vector<std::string> core;
   for (int k = 0; k < kNumOperatorKinds; ++k) {
-    const OperatorKind op = static_cast<OperatorKind>(k);
-    if (op == OperatorKind::kMoeFwd || op == OperatorKind::kMoeBwd) continue;
-    core.emplace_back(OperatorKindName(op));
+    core.emplace_back(OperatorKindName(static_cast<OperatorKind>(k)));
   }
-  const std::vector<std::string> gpu(std::begin(kOperatorNames), std::end(kOperatorNames));
+  std::vector<std::string> gpu(std::begin(kOperatorNames), std::end(kOperatorNames));
+  gpu.insert(gpu.end(), std::begin(kMoeOperatorNames), std::end(kMoeOperatorNames));
   EXPECT_EQ(gpu, core);
 
   std::vector<std::string> step(std::begin(kOperatorsInStepOrder), std::end(kOperatorsInStepOrder));
@@ -304,6 +302,7 @@ TEST(GpuOperatorNamesTest, EqualCoresOperatorKinds) {
     EXPECT_LT(std::find(step.begin(), step.end(), fwd), std::find(step.begin(), step.end(), op))
         << fwd << " must run before " << op;
   }
+  step.insert(step.end(), std::begin(kMoeOperatorNames), std::end(kMoeOperatorNames));
   std::sort(step.begin(), step.end());
   std::sort(core.begin(), core.end());
   EXPECT_EQ(step, core);
@@ -381,6 +380,71 @@ TEST(AgentGpuBinaryTest, ReducesAKeptRecording) {
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->exit_code, 2);
   EXPECT_NE(run->err.find("line 1: expected K,"), std::string::npos) << run->err;
+}
+
+// An MoE block's kept recording, reduced by the CUDA binary: the tables are
+// filed under core's MoE keys (experts, top-k, EP), and a bad MoE flag is
+// refused by name before anything runs.
+TEST(AgentGpuBinaryTest, ReducesAnMoeRecordingUnderMoeKeys) {
+  Recording r;
+  for (uint64_t rep = 0; rep < 3; ++rep) {
+    r.Op("moe_fwd", {{"gemm_router", 20'000}, {"gemm_expert", 300'000 + 1000 * rep}}, 2000);
+    r.Op("moe_bwd", {{"gemm_expert_dgrad", 600'000}}, 0);
+  }
+  const std::string raw = ::testing::TempDir() + "/moe_raw.txt",
+                    json = ::testing::TempDir() + "/moe.json";
+  std::ofstream(raw) << TraceToText(r.trace);
+  const std::vector<std::string> shape = {"--gpu",         "h100-sxm5-80gb",
+                                          "--hidden",      "2048",
+                                          "--heads",       "32",
+                                          "--kv-heads",    "4",
+                                          "--ffn",         "768",
+                                          "--seq-len",     "4096",
+                                          "--micro-batch", "1",
+                                          "--dtype",       "bf16",
+                                          "--arch",        "llama",
+                                          "--experts",     "128",
+                                          "--moe-top-k",   "8",
+                                          "--ep",          "4"};
+  std::vector<std::string> args = {"reduce", raw};
+  args.insert(args.end(), shape.begin(), shape.end());
+  args.insert(args.end(), {"-o", json});
+  absl::StatusOr<testing::ProcessResult> run = testing::RunProcess(VTRAIN_TEST_AGENT_GPU, args);
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->exit_code, 0) << run->out << run->err;
+  std::ifstream in(json);
+  std::stringstream text;
+  text << in.rdbuf();
+  v1::ProfileSet proto;
+  ASSERT_TRUE(convert::FromJson(text.str(), &proto).ok()) << text.str();
+  absl::StatusOr<ProfileSet> set = convert::ProfileSetFromProto(proto);
+  ASSERT_TRUE(set.ok()) << set.status();
+  vtrain::LayerShape moe;
+  moe.experts = 128;
+  moe.top_k = 8;
+  moe.expert_parallel = 4;
+  for (OperatorKind op : {OperatorKind::kMoeFwd, OperatorKind::kMoeBwd}) {
+    const OperatorKey key =
+        WithLayerShape(MakeOperatorKey("h100-sxm5-80gb", DType::kBf16, op, 2048, 32, 768, 4096, 1,
+                                       1, 151936, 0, Architecture::kLlama, 4),
+                       moe);
+    ASSERT_TRUE(set->operators.count(key)) << key.ToString() << "\n" << text.str();
+  }
+  const OperatorKey fwd =
+      WithLayerShape(MakeOperatorKey("h100-sxm5-80gb", DType::kBf16, OperatorKind::kMoeFwd, 2048,
+                                     32, 768, 4096, 1, 1, 151936, 0, Architecture::kLlama, 4),
+                     moe);
+  EXPECT_EQ(set->operators.at(fwd).kernels[1].duration_ns, 301'000);
+  // --ep 3 does not divide 128 experts: bad input, named.
+  args = {"reduce", raw};
+  args.insert(args.end(), shape.begin(), shape.end());
+  args.back() = "3";
+  args.insert(args.end(), {"-o", json});
+  run = testing::RunProcess(VTRAIN_TEST_AGENT_GPU, args);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->exit_code, 2);
+  EXPECT_NE(run->err.find("expert_parallel=3 must divide experts=128"), std::string::npos)
+      << run->err;
 }
 
 // The injection library loads with every symbol resolved, exports

@@ -12,6 +12,7 @@
 #include "core/profile/profile.h"
 #include "gtest/gtest.h"
 #include "profiler_agent/gpu/inject_config.h"
+#include "profiler_agent/gpu/moe_plan.h"
 #include "profiler_agent/gpu/operator_names.h"
 #include "profiler_agent/gpu/profile_json.h"
 #include "profiler_agent/gpu/workloads.h"
@@ -60,6 +61,85 @@ TEST(LlamaPlanTest, StepsAreCoresKernelListInOrder) {
   }
   EXPECT_EQ(covered, 8 * 3);
   EXPECT_TRUE(LlamaOperatorSteps("no_such_operator", false).empty());
+}
+
+// The MoE workload's plan against core's MoE kernel list: a Qwen3-30B-A3B-
+// like block (h 2048, 128 experts of width 768, top-8) with 128, 32 and 4
+// local experts (EP 1, 4, 32), forward and backward, 16 bits, t = 1.
+TEST(MoePlanTest, StepsAreCoresKernelListInOrder) {
+  for (OperatorKind op : {OperatorKind::kMoeFwd, OperatorKind::kMoeBwd}) {
+    const std::string name(OperatorKindName(op));
+    for (DType dtype : {DType::kFp16, DType::kBf16}) {
+      for (int64_t ep : {1, 4, 32}) {
+        OperatorKey key = MakeOperatorKey("h100-sxm5-80gb", dtype, op, 2048, 32, 768, 4096, 1, 1,
+                                          151936, 0, Architecture::kLlama, 4);
+        vtrain::LayerShape shape;
+        shape.experts = 128;
+        shape.top_k = 8;
+        shape.expert_parallel = ep;
+        key = WithLayerShape(key, shape);
+        std::vector<std::string> core;
+        for (const KernelRecord& k : GenerateOperatorKernels(*GpuByName("h100-sxm5-80gb"), key,
+                                                             DefaultAnalyticalParams())) {
+          core.push_back(k.name);
+        }
+        const std::vector<MoeStep> steps = MoeOperatorSteps(name, 128 / ep);
+        EXPECT_EQ(MoeStepNames(steps), core) << name << " " << DTypeName(dtype) << " ep=" << ep;
+        // Each expert GEMM names its local expert, in order within a pass.
+        int64_t gemms = 0;
+        for (const MoeStep& s : steps) gemms += s.kind == MoeStepKind::kExpertGemm ? 1 : 0;
+        EXPECT_EQ(gemms, (op == OperatorKind::kMoeFwd ? 2 : 4) * (128 / ep)) << name;
+      }
+    }
+  }
+  EXPECT_TRUE(MoeOperatorSteps("mlp_fwd", 4).empty());
+  EXPECT_TRUE(MoeOperatorSteps("moe_fwd", 0).empty());
+}
+
+// MoE shapes: what the workload covers, refused by name otherwise.
+TEST(MoePlanTest, ShapeChecksNameTheField) {
+  vtrain::gpu::LayerShape s;
+  s.hidden = 2048;
+  s.heads = 32;
+  s.kv_heads = 4;
+  s.ffn = 768;
+  s.seq = 4096;
+  s.micro_batch = 1;
+  s.vocab = 151936;
+  s.bf16 = true;
+  s.llama = true;
+  s.experts = 128;
+  s.moe_top_k = 8;
+  s.expert_parallel = 4;
+  EXPECT_EQ(ValidateShape(s), "");
+  auto says = [](vtrain::gpu::LayerShape bad, const char* what) {
+    const std::string e = ValidateShape(bad);
+    EXPECT_NE(e.find(what), std::string::npos) << e;
+  };
+  vtrain::gpu::LayerShape bad = s;
+  bad.expert_parallel = 3;
+  says(bad, "expert_parallel=3 must divide experts=128");
+  bad = s;
+  bad.moe_top_k = 9;
+  says(bad, "moe_top_k=9");
+  bad = s;
+  bad.tensor_parallel = 2;
+  bad.heads = 32;
+  says(bad, "tensor_parallel=2 with experts");
+  bad = s;
+  bad.fp8 = true;
+  says(bad, "16 bits");
+  bad = s;
+  bad.llama = false;
+  says(bad, "--arch llama");
+  bad = s;
+  bad.seq = 3;
+  bad.micro_batch = 1;
+  bad.moe_top_k = 1;
+  says(bad, "do not split evenly over 32 local experts");
+  bad = s;
+  bad.experts = 0;
+  says(bad, "need experts > 0");
 }
 
 // Each fp8 GEMM is fed by the cast-transpose just before it (forward: the

@@ -1,0 +1,58 @@
+// The kernel plan of the agent's MoE workload: the steps of one MoE block's
+// forward and backward (moe_fwd, moe_bwd) on one rank, each under the name
+// core's analytical generator gives that kernel (core/profile/moe_kernels.cc:
+// RMSNorm, the router GEMM and top-k, the permutation of the token copies,
+// the local experts' GEMMs one cuBLAS GEMM per expert on 4 streams as
+// Transformer Engine's GroupedLinear runs them, SwiGLU, the unpermutation,
+// the residual add), so a measured table lines up with the analytical one
+// kernel for kernel. Plain C++: the CUDA workload (moe_workload.cu) runs
+// these steps, and host tests compare the names with core's without a GPU.
+// Covered: 16-bit routed experts, expert tensor parallel 1, no shared
+// experts, no fp8 (MoeShapeProblem says so for a shape that asks).
+#ifndef VTRAIN_PROFILER_AGENT_GPU_MOE_PLAN_H_
+#define VTRAIN_PROFILER_AGENT_GPU_MOE_PLAN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vtrain::gpu {
+
+enum class MoeStepKind {
+  kRmsNormFwd,
+  kRouterGemmFwd,
+  kRouterTopkFwd,
+  kPermuteFwd,
+  kExpertGemm,  // expert: which local expert; linear 0 fc1, 1 fc2; pass 0 fwd, 1 dgrad, 2 wgrad
+  kSwigluFwd,
+  kUnpermuteFwd,
+  kResidualAddFwd,
+  kUnpermuteBwd,
+  kSwigluBwd,
+  kPermuteBwd,
+  kRouterTopkBwd,
+  kRouterGemmDgrad,
+  kRouterGemmWgrad,
+  kRmsNormBwd,
+  kResidualAddBwd,
+};
+
+struct MoeStep {
+  MoeStepKind kind;
+  std::string name;  // core's kernel name
+  int linear = 0;    // kExpertGemm: 0 fc1, 1 fc2
+  int pass = 0;      // kExpertGemm: 0 forward, 1 data gradient, 2 weight gradient
+  int expert = 0;    // kExpertGemm: the local expert
+};
+
+// The steps of moe_fwd or moe_bwd with `local_experts` experts on the rank
+// (each projection's GEMMs one per expert, in expert order); empty for any
+// other operator or local_experts < 1.
+std::vector<MoeStep> MoeOperatorSteps(const std::string& op, int64_t local_experts);
+
+// Just the names, in order.
+std::vector<std::string> MoeStepNames(const std::vector<MoeStep>& steps);
+
+}  // namespace vtrain::gpu
+
+#endif  // VTRAIN_PROFILER_AGENT_GPU_MOE_PLAN_H_
