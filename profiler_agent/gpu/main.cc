@@ -242,8 +242,15 @@ bool CheckTables(const std::vector<OperatorTable>& tables, const std::vector<std
   // twice that) is its longest kernel.
   GemmProbe probe{"mlp_fwd", (s.llama ? 2.0 : 1.0) * 2.0 * s.seq * s.micro_batch * s.hidden *
                                  static_cast<double>(s.ffn / s.tensor_parallel)};
+  if (s.experts > 0) {
+    // An MoE block: one local expert's gate-and-up GEMM, over its share of
+    // the token copies (2 * copies/local * 2f * h FLOPs).
+    const double per_expert = static_cast<double>(s.seq * s.micro_batch * s.moe_top_k) /
+                              static_cast<double>(s.experts / s.expert_parallel);
+    probe = {"moe_fwd", 2.0 * per_expert * 2.0 * static_cast<double>(s.ffn * s.hidden)};
+  }
   if (peak > 0) {
-    std::printf("check: mlp_fwd GEMM %.1f TFLOP/s of a %.1f TFLOP/s peak\n",
+    std::printf("check: %s GEMM %.1f TFLOP/s of a %.1f TFLOP/s peak\n", probe.op.c_str(),
                 ProbeFlops(tables, probe) / 1e12, peak / 1e12);
   }
   const std::vector<std::string> problems =
@@ -262,7 +269,11 @@ std::string ShapeText(const LayerShape& s) {
          " --ffn " + std::to_string(s.ffn) + " --seq-len " + std::to_string(s.seq) +
          " --micro-batch " + std::to_string(s.micro_batch) + " --tp " +
          std::to_string(s.tensor_parallel) + " --vocab " + std::to_string(s.vocab) + " --dtype " +
-         dtype + arch + " --adam-params " + std::to_string(s.adam_params);
+         dtype + arch + " --adam-params " + std::to_string(s.adam_params) +
+         (s.experts > 0
+              ? " --experts " + std::to_string(s.experts) + " --moe-top-k " +
+                    std::to_string(s.moe_top_k) + " --ep " + std::to_string(s.expert_parallel)
+              : "");
 }
 
 int RunReduce(const std::vector<std::string>& args) {

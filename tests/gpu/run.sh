@@ -42,6 +42,11 @@ step selftest "$bin" selftest
 step profile-llama-bf16 "$bin" profile --hidden 4096 --heads 32 --kv-heads 8 --ffn 14336 \
   --seq-len 1024 --micro-batch 1 --vocab 128256 --arch llama --dtype bf16 --repetitions 5 \
   --check -o "$out/llama_bf16.json"
+# A Qwen3-30B-A3B-like MoE block (128 experts of width 768, top-8) with 16
+# local experts (EP 8): router, permutation, per-expert GEMMs on 4 streams.
+step profile-moe-bf16 "$bin" profile --hidden 2048 --heads 32 --kv-heads 4 --ffn 768 \
+  --seq-len 1024 --micro-batch 1 --vocab 151936 --arch llama --dtype bf16 --experts 128 \
+  --moe-top-k 8 --ep 8 --repetitions 5 --check -o "$out/moe_bf16.json"
 cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
 if [ "${cc:-0}" -ge 89 ]; then
   step profile-llama-fp8 "$bin" profile --hidden 4096 --heads 32 --kv-heads 8 --ffn 14336 \
