@@ -212,8 +212,10 @@ std::string TimeLines(const v1::PredictResponse& r) {
     absl::string_view regime = r.interval().regime();
     const bool uncalibrated = absl::ConsumePrefix(&regime, kUncalibratedGpuRegimePrefix);
     const bool published = absl::ConsumePrefix(&regime, kPublishedRunsRegimePrefix);
+    const bool bf16_runs = absl::ConsumePrefix(&regime, kPublishedBf16RunsRegimePrefix);
     const char* runs = uncalibrated ? "calibration runs on another GPU"
                        : published  ? "published fp8 runs on this GPU"
+                       : bf16_runs  ? "published bf16 runs on this GPU, not fitted on"
                                     : "A100 calibration runs";
     absl::StrAppend(
         &out, absl::StrFormat(

@@ -238,11 +238,14 @@ void FillInterval(const Job& job, const ProfileSet& profiles, Prediction& p) {
   p.regime = RegimeOf(job);
   const ErrorBand* chosen = nullptr;
   const std::string base = BaseRegimeOf(job);
-  // Bands of published fp8 runs serve fp8 jobs only, before any other.
+  // Bands of published fp8 (bf16) runs serve fp8 (bf16) jobs only, before
+  // any other.
   // Compared as prefix + name, without building the strings (every
   // prediction of a search passes here).
-  const absl::string_view published =
-      job.plan.dtype == DType::kFp8 ? kPublishedRunsRegimePrefix : "-/";
+  const absl::string_view published = job.plan.dtype == DType::kFp8 ? kPublishedRunsRegimePrefix
+                                      : job.plan.dtype == DType::kBf16
+                                          ? kPublishedBf16RunsRegimePrefix
+                                          : "-/";
   const std::pair<absl::string_view, absl::string_view> candidates[] = {
       {published, p.regime},
       {published, base},

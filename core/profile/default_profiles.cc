@@ -19,8 +19,13 @@ void H100Calibration(AnalyticalParams& params, std::vector<ErrorBand>& bands) {
 #include "core/profile/h100_params.inc"
 }
 
-void B200Calibration(AnalyticalParams& params, std::vector<ErrorBand>& bands){
+void B200Calibration(AnalyticalParams& params, std::vector<ErrorBand>& bands) {
 #include "core/profile/b200_params.inc"
+}
+
+// The B200 set's errors on measured bf16 runs it was not fitted on.
+void B200Bf16Bands(std::vector<ErrorBand>& bands){
+#include "core/profile/b200_bf16_bands.inc"
 }
 
 // `bands` labelled as measured on published runs of the set's GPU.
@@ -86,15 +91,29 @@ ProfileSet DefaultProfileSet(const GpuSpec& gpu) {
     if (own) {
       for (ErrorBand& b : PublishedRunsBands(fp8_bands)) set.error_bands.push_back(b);
     }
+    if (!hopper) {
+      std::vector<ErrorBand> bf16_bands;
+      B200Bf16Bands(bf16_bands);
+      for (ErrorBand& b : bf16_bands) {
+        b.regime = absl::StrCat(kPublishedBf16RunsRegimePrefix, b.regime);
+        set.error_bands.push_back(b);
+      }
+      absl::StrAppend(&set.provenance,
+                      "; bf16 jobs on one node: bands of its errors on SimuMax's measured bf16 "
+                      "runs (data/published/simumax-b200-bf16.csv, "
+                      "core/profile/b200_bf16_bands.inc)");
+    }
   }
-  absl::StrAppend(&set.provenance,
-                  "; the other A100 efficiencies are carried over uncalibrated, so the "
-                  "prediction intervals are widened 1.3x either way and labelled "
-                  "uncalibrated_gpu/",
-                  absl::StartsWith(set.error_bands.back().regime, kPublishedRunsRegimePrefix)
-                      ? " (fp8 jobs: bands of the published runs' held-out errors, labelled "
-                        "published_fp8_runs/)"
-                      : "");
+  absl::StrAppend(
+      &set.provenance,
+      "; the other A100 efficiencies are carried over uncalibrated, so the "
+      "prediction intervals are widened 1.3x either way and labelled "
+      "uncalibrated_gpu/",
+      absl::StartsWith(set.error_bands.back().regime, kPublishedRunsRegimePrefix) ||
+              absl::StartsWith(set.error_bands.back().regime, kPublishedBf16RunsRegimePrefix)
+          ? " (fp8 jobs: bands of the published runs' held-out errors, labelled "
+            "published_fp8_runs/)"
+          : "");
   return set;
 }
 

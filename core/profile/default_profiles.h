@@ -29,6 +29,12 @@ inline constexpr char kUncalibratedGpuRegimePrefix[] = "uncalibrated_gpu/";
 // these bands.
 inline constexpr char kPublishedRunsRegimePrefix[] = "published_fp8_runs/";
 
+// Prefix of the regime of a band from the errors of published bf16 runs of
+// the set's GPU that its parameters were not fitted on (the B200 set: runs
+// SimuMax measured, data/published/simumax-b200-bf16.csv); only bf16 jobs
+// use these bands.
+inline constexpr char kPublishedBf16RunsRegimePrefix[] = "published_bf16_runs/";
+
 // Factor by which the bands widen for a GPU with no calibration of its own:
 // measured/predicted ratios are assumed to spread a further 1.3x either way
 // (a judgement, not a fit: transferring A100 efficiencies to another
@@ -45,8 +51,8 @@ std::vector<ErrorBand> UncalibratedErrorBands(const std::vector<ErrorBand>& band
 // calibration; every other GPU carries its efficiencies over, with
 // UncalibratedErrorBands; the H100 and B200 refit gemm_max_efficiency on
 // published fp8 runs (core/profile/h100_params.inc, b200_params.inc) and add
-// their bands for fp8 jobs (published_fp8_runs/); the H200 takes the H100's
-// fit.
+// their bands for fp8 jobs (published_fp8_runs/); the B200 also has bands for
+// bf16 jobs (published_bf16_runs/); the H200 takes the H100's fit.
 ProfileSet DefaultProfileSet(const GpuSpec& gpu);
 
 }  // namespace vtrain

@@ -8,6 +8,8 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "client/commands.h"
 #include "client/measurements.h"
 #include "common/files.h"
@@ -98,7 +100,8 @@ TEST(PublishedCsvTest, EitherFormatIsReadByItsHeader) {
 // Every row of the repository's published files reads and predicts: a row
 // vtrain cannot express would silently drop out of a calibration.
 TEST(PublishedCsvTest, TheRepositorysPublishedRowsAllPredict) {
-  for (const char* file : {"nemo-h100-fp8.csv", "nemo-b200-fp8.csv"}) {
+  for (const char* file : {"nemo-h100-fp8.csv", "nemo-b200-fp8.csv", "simumax-b200-bf16.csv",
+                           "simumax-b200-moe-bf16.csv"}) {
     absl::StatusOr<std::string> text = common::ReadFile(SourceDir() + "/data/published/" + file);
     ASSERT_TRUE(text.ok()) << text.status();
     absl::StatusOr<std::vector<Measurement>> rows = ParsePublishedCsv(*text, file);
@@ -111,6 +114,31 @@ TEST(PublishedCsvTest, TheRepositorysPublishedRowsAllPredict) {
       EXPECT_TRUE(report.rows[i].status.ok()) << (*rows)[i].source << ": " << report.rows[i].status;
     }
   }
+}
+
+// The B200 set's bf16 bands are its errors on SimuMax's measured runs, as
+// `validate --bands-cpp` prints them: the built-in bands equal what the
+// command prints for the repository's file, and they cover 90% of it.
+TEST(ValidateCommandTest, BandsCppPrintsTheBuiltInB200Bf16Bands) {
+  const std::string path = SourceDir() + "/data/published/simumax-b200-bf16.csv";
+  std::ostringstream out, err;
+  ASSERT_EQ(RunValidate({"--measurements", path, "--threads", "1", "--bands-cpp"}, out, err), 0)
+      << err.str();
+  const std::string cpp = out.str();
+  EXPECT_NE(cpp.find("31 runs, none fitted on"), std::string::npos) << cpp;
+  const ProfileSet b200 = DefaultProfileSet(*GpuByName("b200-sxm-180gb"));
+  int bf16_bands = 0;
+  for (const ErrorBand& b : b200.error_bands) {
+    absl::string_view regime = b.regime;
+    if (!absl::ConsumePrefix(&regime, kPublishedBf16RunsRegimePrefix)) continue;
+    ++bf16_bands;
+    const std::string line = absl::StrFormat("bands.push_back({\"%s\", %.6g, %.6g, %.2f, %d});",
+                                             regime, b.error_low, b.error_high, b.coverage, b.rows);
+    EXPECT_NE(cpp.find(line), std::string::npos) << line << "\n" << cpp;
+    EXPECT_LT(b.error_low, 0);
+    EXPECT_GT(b.error_high, 0);
+  }
+  EXPECT_GE(bf16_bands, 1);
 }
 
 TEST(ModelFoldsTest, AModelNeverSpansTwoFolds) {

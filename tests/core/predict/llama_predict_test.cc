@@ -126,16 +126,24 @@ TEST(UncalibratedGpuTest, IntervalIsWiderAndLabelled) {
 
 TEST(PublishedRunsGpuTest, Fp8JobsOnHopperAndBlackwellUseTheirPublishedRunsBands) {
   // The H100 and B200 sets refit their GEMM efficiency on published fp8 runs
-  // of their GPU: fp8 jobs get those runs' bands; bf16 jobs, and the H200
-  // (which carries the H100's fit over), the A100's, widened.
-  for (const auto& [gpu, fp8_prefix] : {std::pair{"h100-sxm5-80gb", "published_fp8_runs/"},
-                                        {"b200-sxm-180gb", "published_fp8_runs/"},
-                                        {"h200-sxm-141gb", "uncalibrated_gpu/"}}) {
+  // of their GPU: fp8 jobs get those runs' bands; the B200's bf16 jobs on one
+  // node the bands of its errors on SimuMax's measured bf16 runs; other bf16
+  // jobs, and the H200 (which carries the H100's fit over), the A100's,
+  // widened.
+  struct Case {
+    const char* gpu;
+    const char* fp8_prefix;
+    const char* bf16_prefix;
+  };
+  for (const Case& c : {Case{"h100-sxm5-80gb", "published_fp8_runs/", "uncalibrated_gpu/"},
+                        Case{"b200-sxm-180gb", "published_fp8_runs/", "published_bf16_runs/"},
+                        Case{"h200-sxm-141gb", "uncalibrated_gpu/", "uncalibrated_gpu/"}}) {
+    const char* gpu = c.gpu;
     for (const DType dtype : {DType::kFp8, DType::kBf16}) {
       Job job = LlamaJob("llama3-8b", gpu, 1, 8, 1, 1, 64);
       job.plan.dtype = dtype;
       VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction p, PredictAt(job, Granularity::kOperator));
-      const char* prefix = dtype == DType::kFp8 ? fp8_prefix : "uncalibrated_gpu/";
+      const char* prefix = dtype == DType::kFp8 ? c.fp8_prefix : c.bf16_prefix;
       EXPECT_TRUE(absl::StartsWith(p.regime, prefix)) << gpu << ": " << p.regime;
       EXPECT_LT(p.interval_low_ns, p.iteration_time_ns) << gpu;
       EXPECT_GT(p.interval_high_ns, p.iteration_time_ns) << gpu;
@@ -151,6 +159,17 @@ TEST(PublishedRunsGpuTest, Fp8JobsOnHopperAndBlackwellUseTheirPublishedRunsBands
   EXPECT_NE(b200.params.gemm_max_efficiency, h100.params.gemm_max_efficiency);
   EXPECT_EQ(h100.params.host_dispatch_ns, a100.params.host_dispatch_ns);  // the rest carried
   EXPECT_NE(h100.provenance.find("published"), std::string::npos);
+  // The B200's bf16 bands are single-node only: a bf16 job on 4 nodes keeps
+  // the widened A100 band; an fp16 job on one node too.
+  Job multi = LlamaJob("llama3-8b", "b200-sxm-180gb", 1, 32, 1, 1, 64);
+  multi.plan.dtype = DType::kBf16;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction m, PredictAt(multi, Granularity::kOperator));
+  EXPECT_TRUE(absl::StartsWith(m.regime, "uncalibrated_gpu/")) << m.regime;
+  Job fp16 = LlamaJob("llama3-8b", "b200-sxm-180gb", 1, 8, 1, 1, 64);
+  fp16.plan.dtype = DType::kFp16;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction f, PredictAt(fp16, Granularity::kOperator));
+  EXPECT_TRUE(absl::StartsWith(f.regime, "uncalibrated_gpu/")) << f.regime;
+  EXPECT_NE(b200.provenance.find("simumax-b200-bf16.csv"), std::string::npos);
 }
 
 }  // namespace
