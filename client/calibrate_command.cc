@@ -231,9 +231,12 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
 
   double nccl_mape = -1;
   if (!in->nccl_curves.empty()) {
-    auto [params, mape] = FitIntraNodeAllReduce(
-        in->nccl_curves, MegatronA100Setup().cluster.intra_node_bandwidth_bytes_per_s,
-        in->profiles.params);
+    // The curves are of the runs' GPU: its nominal NVLink bandwidth (the
+    // measured A100 setup's 150 GB/s for the A100 runs).
+    const double nvlink = in->measurements.empty()
+                              ? MegatronA100Setup().cluster.intra_node_bandwidth_bytes_per_s
+                              : in->measurements[0].job.cluster.intra_node_bandwidth_bytes_per_s;
+    auto [params, mape] = FitIntraNodeAllReduce(in->nccl_curves, nvlink, in->profiles.params);
     in->profiles.params = params;
     nccl_mape = mape;
     err << absl::StrFormat(

@@ -379,7 +379,7 @@ std::pair<AnalyticalParams, double> FitIntraNodeAllReduce(
     AnalyticalParams p = params;
     p.intra_node_latency_ns = std::max(0.0, x[0] * s0);
     p.intra_node_latency_per_rank_ns = std::max(0.0, x[1] * s1);
-    p.intra_node_efficiency = std::clamp(x[2] * s2, 0.05, 1.5);
+    p.intra_node_efficiency = std::clamp(x[2] * s2, 0.05, kMaxIntraNodeEfficiency);
     return p;
   };
   auto objective = [&](const std::vector<double>& x) {

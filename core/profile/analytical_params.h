@@ -98,6 +98,11 @@ struct ParamInfo {
 // Every field, in declaration order.
 absl::Span<const ParamInfo> AnalyticalParamInfos();
 
+// The upper bound of intra_node_efficiency: NVLink SHARP (NVLS) reduces in
+// the NVSwitch, so an H100 node's all-reduce bus bandwidth (479 GB/s,
+// data/published/azure-h100-nccl) passes its nominal 225 GB/s per direction.
+inline constexpr double kMaxIntraNodeEfficiency = 3.0;
+
 }  // namespace vtrain
 
 #endif  // VTRAIN_CORE_PROFILE_ANALYTICAL_PARAMS_H_
