@@ -3,8 +3,8 @@
 # Builds profiler_agent/gpu with CMake and the CUDA Toolkit alone (no gRPC,
 # SQLite or abseil), profiles one small layer shape with CUPTI, runs a
 # single-GPU NCCL check (and a short sweep when there are 2+ GPUs), runs the
-# Llama/fp8 kernels' self-test and profiles a small Llama layer (in fp8 too,
-# and a GPT layer in fp8, on sm_89 or newer), checks
+# Llama/fp8/MoE kernels' self-test and profiles a small Llama layer and an
+# MoE block (in fp8 too, and a GPT layer in fp8, on sm_89 or newer), checks
 # the numbers (positive durations, stable kernel sequences, GEMM throughput
 # under the GPU's peak) and prints a summary. Takes a few minutes.
 #
