@@ -20,4 +20,13 @@ std::string CheckCublas(const std::string& what, cublasStatus_t s) {
   return s == CUBLAS_STATUS_SUCCESS ? std::string() : CublasError(what, s);
 }
 
+std::string OpenStreamAndLt(cudaStream_t* stream, cublasLtHandle_t* lt) {
+  int devices = 0;
+  VTRAIN_GPU_RETURN_IF_ERROR(CheckCuda("cudaGetDeviceCount", cudaGetDeviceCount(&devices)));
+  if (devices == 0) return "cudaGetDeviceCount: no CUDA device";
+  VTRAIN_GPU_RETURN_IF_ERROR(CheckCuda("cudaStreamCreateWithFlags",
+                                       cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking)));
+  return CheckCublas("cublasLtCreate", cublasLtCreate(lt));
+}
+
 }  // namespace vtrain::gpu::internal

@@ -32,6 +32,10 @@ std::string CheckCuda(const std::string& what, cudaError_t e);
 // "" for CUBLAS_STATUS_SUCCESS, else CublasError(what, s).
 std::string CheckCublas(const std::string& what, cublasStatus_t s);
 
+// What every workload opens first: a CUDA device must exist, then a
+// non-blocking stream and a cuBLASLt handle. "" or the failing call.
+std::string OpenStreamAndLt(cudaStream_t* stream, cublasLtHandle_t* lt);
+
 // a / b rounded up, for positive a and b.
 inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

@@ -110,11 +110,4 @@ const char* LinearGemmName(int linear, int pass) {
   return pass == 0 ? n.fwd : pass == 1 ? n.dgrad : n.wgrad;
 }
 
-std::vector<std::string> StepNames(const std::vector<Step>& steps) {
-  std::vector<std::string> names;
-  names.reserve(steps.size());
-  for (const Step& s : steps) names.push_back(s.name);
-  return names;
-}
-
 }  // namespace vtrain::gpu

@@ -68,8 +68,14 @@ std::vector<Step> LlamaOperatorSteps(const std::string& op, bool fp8);
 // 2 weight gradient (core's names; a static string).
 const char* LinearGemmName(int linear, int pass);
 
-// Just the names, in order.
-std::vector<std::string> StepNames(const std::vector<Step>& steps);
+// Just the names of a plan's steps (Step or MoeStep, moe_plan.h), in order.
+template <class S>
+std::vector<std::string> StepNames(const std::vector<S>& steps) {
+  std::vector<std::string> names;
+  names.reserve(steps.size());
+  for (const S& s : steps) names.push_back(s.name);
+  return names;
+}
 
 }  // namespace vtrain::gpu
 

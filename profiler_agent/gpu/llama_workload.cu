@@ -110,13 +110,8 @@ class LlamaWorkload final : public LayerWorkload {
   static constexpr cudaDataType_t kDataType = std::is_same_v<T, __half> ? CUDA_R_16F : CUDA_R_16BF;
 
   std::string Init() {
-    int devices = 0;
-    VTRAIN_GPU_RETURN_IF_ERROR(CheckCuda("cudaGetDeviceCount", cudaGetDeviceCount(&devices)));
-    if (devices == 0) return "cudaGetDeviceCount: no CUDA device";
+    VTRAIN_GPU_RETURN_IF_ERROR(OpenStreamAndLt(&stream_, &lt_));
     VTRAIN_GPU_RETURN_IF_ERROR(CheckDevice());
-    VTRAIN_GPU_RETURN_IF_ERROR(CheckCuda(
-        "cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)));
-    VTRAIN_GPU_RETURN_IF_ERROR(CheckCublas("cublasLtCreate", cublasLtCreate(&lt_)));
     buf_.Layout(x_, &arena_);
     if (!arena_.error().empty()) return arena_.error();
     VTRAIN_GPU_RETURN_IF_ERROR(InitBuffers());

@@ -43,7 +43,8 @@ constexpr char kUsage[] =
     "        [--iterations N]\n"
     "        [--gpu NAME] -o OUT.json\n"
     "  vtrain-agent-gpu nccl --check [--gpus N]\n"
-    "  vtrain-agent-gpu selftest [--device I]   (our Llama/fp8/MoE kernels against CPU references)\n\n"
+    "  vtrain-agent-gpu selftest [--device I]   (our Llama/fp8/MoE kernels against CPU "
+    "references)\n\n"
     "exit codes: 0 ok, 1 no usable GPU or a failed measurement or check, 2 bad input\n";
 
 // --name value / --name=value flags; every flag must be known. (The rest of

@@ -1,19 +1,20 @@
 #include "profiler_agent/gpu/moe_plan.h"
 
 namespace vtrain::gpu {
-namespace {
 
-const char* ExpertGemmName(int linear, int pass) {
+const char* MoeExpertGemmName(int linear, int pass) {
   static const char* const kNames[2][3] = {
       {"grouped_gemm_fc1_fwd", "grouped_gemm_fc1_dgrad", "grouped_gemm_fc1_wgrad"},
       {"grouped_gemm_fc2_fwd", "grouped_gemm_fc2_dgrad", "grouped_gemm_fc2_wgrad"}};
   return kNames[linear][pass];
 }
 
+namespace {
+
 // One projection's GEMMs of one pass, one per local expert.
 void ExpertGemms(std::vector<MoeStep>& steps, int linear, int pass, int64_t local_experts) {
   for (int64_t e = 0; e < local_experts; ++e) {
-    steps.push_back({MoeStepKind::kExpertGemm, ExpertGemmName(linear, pass), linear, pass,
+    steps.push_back({MoeStepKind::kExpertGemm, MoeExpertGemmName(linear, pass), linear, pass,
                      static_cast<int>(e)});
   }
 }
@@ -48,13 +49,6 @@ std::vector<MoeStep> MoeOperatorSteps(const std::string& op, int64_t local_exper
     s.push_back({MoeStepKind::kResidualAddBwd, "residual_add_bwd"});
   }
   return s;
-}
-
-std::vector<std::string> MoeStepNames(const std::vector<MoeStep>& steps) {
-  std::vector<std::string> names;
-  names.reserve(steps.size());
-  for (const MoeStep& s : steps) names.push_back(s.name);
-  return names;
 }
 
 }  // namespace vtrain::gpu

@@ -50,8 +50,9 @@ struct MoeStep {
 // other operator or local_experts < 1.
 std::vector<MoeStep> MoeOperatorSteps(const std::string& op, int64_t local_experts);
 
-// Just the names, in order.
-std::vector<std::string> MoeStepNames(const std::vector<MoeStep>& steps);
+// The name of a local expert's GEMM: linear 0 fc1, 1 fc2; pass 0 forward, 1
+// data gradient, 2 weight gradient (core's names; a static string).
+const char* MoeExpertGemmName(int linear, int pass);
 
 }  // namespace vtrain::gpu
 

@@ -142,21 +142,7 @@ void CheckMoeWorkload(SelfTest& t) {
   s.experts = 16;
   s.moe_top_k = 2;
   s.expert_parallel = 2;
-  std::string error = ValidateShape(s);
-  std::unique_ptr<LayerWorkload> w;
-  if (error.empty()) w = LayerWorkload::Create(s, &error);
-  for (const std::string& op : w ? w->Operators() : std::vector<std::string>()) {
-    if (std::string e = w->Run(op); !e.empty()) {
-      error = op + ": " + e;
-      break;
-    }
-  }
-  if (error.empty() && w) error = w->Synchronize();
-  if (!error.empty()) {
-    t.Fail("moe workload bf16", error);
-  } else {
-    t.out() << "selftest moe workload bf16: " << w->Operators().size() << " operators ran ok\n";
-  }
+  RunWorkloadWhole(t, "moe workload bf16", s);
 }
 
 }  // namespace

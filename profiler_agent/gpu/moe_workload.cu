@@ -109,11 +109,7 @@ class MoeWorkload final : public LayerWorkload {
   static constexpr cudaDataType_t kDataType = std::is_same_v<T, __half> ? CUDA_R_16F : CUDA_R_16BF;
 
   std::string Init() {
-    int devices = 0;
-    VTRAIN_GPU_RETURN_IF_ERROR(CheckCuda("cudaGetDeviceCount", cudaGetDeviceCount(&devices)));
-    if (devices == 0) return "cudaGetDeviceCount: no CUDA device";
-    VTRAIN_GPU_RETURN_IF_ERROR(CheckCuda(
-        "cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)));
+    VTRAIN_GPU_RETURN_IF_ERROR(OpenStreamAndLt(&stream_, &lt_));
     for (cudaStream_t& s : expert_streams_) {
       VTRAIN_GPU_RETURN_IF_ERROR(CheckCuda("cudaStreamCreateWithFlags",
                                            cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)));
@@ -122,7 +118,6 @@ class MoeWorkload final : public LayerWorkload {
       VTRAIN_GPU_RETURN_IF_ERROR(CheckCuda("cudaEventCreateWithFlags",
                                            cudaEventCreateWithFlags(&e, cudaEventDisableTiming)));
     }
-    VTRAIN_GPU_RETURN_IF_ERROR(CheckCublas("cublasLtCreate", cublasLtCreate(&lt_)));
     const size_t norm = static_cast<size_t>(h_) * sizeof(float);
     VTRAIN_GPU_RETURN_IF_ERROR(
         CheckCuda("cudaFuncSetAttribute(max dynamic shared memory)",
@@ -195,10 +190,7 @@ class MoeWorkload final : public LayerWorkload {
     T* dxs[] = {b.d_copies + row * h_, b.d_act + row * f_};
     const T* ws[] = {b.w1 + e * 2 * f_ * h_, b.w2 + e * h_ * f_};
     T* dws[] = {b.dw1 + e * 2 * f_ * h_, b.dw2 + e * h_ * f_};
-    static const char* const kNames[2][3] = {
-        {"grouped_gemm_fc1_fwd", "grouped_gemm_fc1_dgrad", "grouped_gemm_fc1_wgrad"},
-        {"grouped_gemm_fc2_fwd", "grouped_gemm_fc2_dgrad", "grouped_gemm_fc2_wgrad"}};
-    const char* name = kNames[linear][pass];
+    const char* name = MoeExpertGemmName(linear, pass);
     if (pass == 0)
       return DenseGemm(name, per_, out, in, false, true, xs[linear], ws[linear], ys[linear]);
     if (pass == 1) {

@@ -432,21 +432,7 @@ void CheckWorkloads(SelfTest& t) {
     s.llama = llama;
     s.fp8 = fp8;
     s.adam_params = 100000;
-    std::string error = ValidateShape(s);
-    std::unique_ptr<LayerWorkload> w;
-    if (error.empty()) w = LayerWorkload::Create(s, &error);
-    for (const std::string& op : w ? w->Operators() : std::vector<std::string>()) {
-      if (std::string e = w->Run(op); !e.empty()) {
-        error = op + ": " + e;
-        break;
-      }
-    }
-    if (error.empty() && w) error = w->Synchronize();
-    if (!error.empty()) {
-      t.Fail(name, error);
-    } else {
-      t.out() << "selftest " << name << ": " << w->Operators().size() << " operators ran ok\n";
-    }
+    RunWorkloadWhole(t, name, s);
   }
 }
 

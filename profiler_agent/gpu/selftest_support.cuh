@@ -1,6 +1,6 @@
 // What the self-test's checks share (selftest.cu, moe_selftest.cuh): device
-// buffers freed together, deterministic random inputs, the error measure and
-// the per-check verdict lines.
+// buffers freed together, deterministic random inputs, the error measure,
+// the per-check verdict lines and a workload run whole.
 #ifndef VTRAIN_PROFILER_AGENT_GPU_SELFTEST_SUPPORT_CUH_
 #define VTRAIN_PROFILER_AGENT_GPU_SELFTEST_SUPPORT_CUH_
 
@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "profiler_agent/gpu/cuda_util.h"
+#include "profiler_agent/gpu/workloads.h"
 
 namespace vtrain::gpu {
 namespace {
@@ -111,6 +113,26 @@ class SelfTest {
   std::ostream& out_;
   std::string failed_;
 };
+
+// Builds the workload of `s` and runs each of its operators once: check
+// `name` passes when every one ran.
+void RunWorkloadWhole(SelfTest& t, const std::string& name, const LayerShape& s) {
+  std::string error = ValidateShape(s);
+  std::unique_ptr<LayerWorkload> w;
+  if (error.empty()) w = LayerWorkload::Create(s, &error);
+  for (const std::string& op : w ? w->Operators() : std::vector<std::string>()) {
+    if (std::string e = w->Run(op); !e.empty()) {
+      error = op + ": " + e;
+      break;
+    }
+  }
+  if (error.empty() && w) error = w->Synchronize();
+  if (!error.empty()) {
+    t.Fail(name, error);
+  } else {
+    t.out() << "selftest " << name << ": " << w->Operators().size() << " operators ran ok\n";
+  }
+}
 
 }  // namespace
 }  // namespace vtrain::gpu

@@ -342,6 +342,21 @@ TEST(AgentGpuBinaryTest, SaysSoWithoutAGpu) {
   EXPECT_NE(nccl->err.find("no usable CUDA GPU"), std::string::npos) << nccl->err;
 }
 
+// A file the binary wrote, whole.
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Profile-set JSON as a push reads it: the proto, then the set.
+absl::StatusOr<ProfileSet> ParseProfileSetJson(const std::string& text) {
+  v1::ProfileSet proto;
+  if (absl::Status s = convert::FromJson(text, &proto); !s.ok()) return s;
+  return convert::ProfileSetFromProto(proto);
+}
+
 // A kept recording, reduced again by the CUDA binary without a GPU: the
 // same path as `profile` from the raw records to the file.
 TEST(AgentGpuBinaryTest, ReducesAKeptRecording) {
@@ -359,16 +374,12 @@ TEST(AgentGpuBinaryTest, ReducesAKeptRecording) {
   ASSERT_TRUE(run.ok()) << run.status();
   ASSERT_EQ(run->exit_code, 0) << run->out << run->err;
   EXPECT_NE(run->out.find("check: all 1 operators passed"), std::string::npos) << run->out;
-  std::ifstream in(json);
-  std::stringstream text;
-  text << in.rdbuf();
-  v1::ProfileSet proto;
-  ASSERT_TRUE(convert::FromJson(text.str(), &proto).ok()) << text.str();
-  absl::StatusOr<ProfileSet> set = convert::ProfileSetFromProto(proto);
-  ASSERT_TRUE(set.ok()) << set.status();
+  const std::string text = ReadText(json);
+  absl::StatusOr<ProfileSet> set = ParseProfileSetJson(text);
+  ASSERT_TRUE(set.ok()) << set.status() << "\n" << text;
   const OperatorKey key = MakeOperatorKey("a100-sxm4-80gb", DType::kFp16, OperatorKind::kMlpFwd,
                                           1024, 16, 4096, 2048, 1, 1, 50257, 0);
-  ASSERT_TRUE(set->operators.count(key)) << text.str();
+  ASSERT_TRUE(set->operators.count(key)) << text;
   EXPECT_EQ(set->operators.at(key).kernels[0].duration_ns, 1'001'000);
   EXPECT_EQ(set->operators.at(key).kernels[0].gap_ns, 3000);
   // A broken recording is bad input, named by line.
@@ -412,13 +423,9 @@ TEST(AgentGpuBinaryTest, ReducesAnMoeRecordingUnderMoeKeys) {
   absl::StatusOr<testing::ProcessResult> run = testing::RunProcess(VTRAIN_TEST_AGENT_GPU, args);
   ASSERT_TRUE(run.ok()) << run.status();
   ASSERT_EQ(run->exit_code, 0) << run->out << run->err;
-  std::ifstream in(json);
-  std::stringstream text;
-  text << in.rdbuf();
-  v1::ProfileSet proto;
-  ASSERT_TRUE(convert::FromJson(text.str(), &proto).ok()) << text.str();
-  absl::StatusOr<ProfileSet> set = convert::ProfileSetFromProto(proto);
-  ASSERT_TRUE(set.ok()) << set.status();
+  const std::string text = ReadText(json);
+  absl::StatusOr<ProfileSet> set = ParseProfileSetJson(text);
+  ASSERT_TRUE(set.ok()) << set.status() << "\n" << text;
   vtrain::LayerShape moe;
   moe.experts = 128;
   moe.top_k = 8;
@@ -428,7 +435,7 @@ TEST(AgentGpuBinaryTest, ReducesAnMoeRecordingUnderMoeKeys) {
         WithLayerShape(MakeOperatorKey("h100-sxm5-80gb", DType::kBf16, op, 2048, 32, 768, 4096, 1,
                                        1, 151936, 0, Architecture::kLlama, 4),
                        moe);
-    ASSERT_TRUE(set->operators.count(key)) << key.ToString() << "\n" << text.str();
+    ASSERT_TRUE(set->operators.count(key)) << key.ToString() << "\n" << text;
   }
   const OperatorKey fwd =
       WithLayerShape(MakeOperatorKey("h100-sxm5-80gb", DType::kBf16, OperatorKind::kMoeFwd, 2048,

@@ -84,7 +84,7 @@ TEST(MoePlanTest, StepsAreCoresKernelListInOrder) {
           core.push_back(k.name);
         }
         const std::vector<MoeStep> steps = MoeOperatorSteps(name, 128 / ep);
-        EXPECT_EQ(MoeStepNames(steps), core) << name << " " << DTypeName(dtype) << " ep=" << ep;
+        EXPECT_EQ(StepNames(steps), core) << name << " " << DTypeName(dtype) << " ep=" << ep;
         // Each expert GEMM names its local expert, in order within a pass.
         int64_t gemms = 0;
         for (const MoeStep& s : steps) gemms += s.kind == MoeStepKind::kExpertGemm ? 1 : 0;
