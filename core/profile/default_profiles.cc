@@ -28,9 +28,10 @@ void B200Bf16Bands(std::vector<ErrorBand>& bands){
 #include "core/profile/b200_bf16_bands.inc"
 }
 
-// `bands` labelled as measured on published runs of the set's GPU.
-std::vector<ErrorBand> PublishedRunsBands(std::vector<ErrorBand> bands) {
-  for (ErrorBand& b : bands) b.regime = absl::StrCat(kPublishedRunsRegimePrefix, b.regime);
+// `bands` labelled as measured on published runs of the set's GPU: `prefix`
+// is kPublishedRunsRegimePrefix (fp8) or kPublishedBf16RunsRegimePrefix.
+std::vector<ErrorBand> PublishedRunsBands(std::vector<ErrorBand> bands, const char* prefix) {
+  for (ErrorBand& b : bands) b.regime = absl::StrCat(prefix, b.regime);
   return bands;
 }
 
@@ -89,13 +90,14 @@ ProfileSet DefaultProfileSet(const GpuSpec& gpu) {
                     hopper ? "h100" : "b200", "-fp8.csv, core/profile/", hopper ? "h100" : "b200",
                     "_params.inc)", own ? "" : ", carried over to the H200 (the same compute die)");
     if (own) {
-      for (ErrorBand& b : PublishedRunsBands(fp8_bands)) set.error_bands.push_back(b);
+      for (ErrorBand& b : PublishedRunsBands(fp8_bands, kPublishedRunsRegimePrefix)) {
+        set.error_bands.push_back(b);
+      }
     }
     if (!hopper) {
       std::vector<ErrorBand> bf16_bands;
       B200Bf16Bands(bf16_bands);
-      for (ErrorBand& b : bf16_bands) {
-        b.regime = absl::StrCat(kPublishedBf16RunsRegimePrefix, b.regime);
+      for (ErrorBand& b : PublishedRunsBands(bf16_bands, kPublishedBf16RunsRegimePrefix)) {
         set.error_bands.push_back(b);
       }
       absl::StrAppend(&set.provenance,
