@@ -327,9 +327,9 @@ std::optional<std::pair<double, double>> Compare(const v1::ClusterSimResponse& r
 // --seeds: one study per seed, each reported, then the mean and the worst.
 int RunSeeds(const common::FlagParser& flags, const std::vector<int64_t>& seeds, int threads,
              std::ostream& out, std::ostream& err) {
-  std::string table =
-      absl::StrFormat("%-6s %-13s %5s %6s %6s  %-32s %-8s %8s\n", "seed", "rows", "jobs", "trace",
-                      "load", "per policy: deadline, avg JCT (s)", "deadline", "avg_jct");
+  std::string table = absl::StrFormat("%-6s %-13s %5s %6s %6s %6s  %-32s %-8s %8s\n", "seed",
+                                      "rows", "jobs", "trace", "load", "peak",
+                                      "per policy: deadline, avg JCT (s)", "deadline", "avg_jct");
   std::string json = "{\"seeds\": [";
   double ratio_sum = 0, jct_sum = 0, worst_ratio = 1e300, worst_jct = -1e300;
   int compared = 0;
@@ -344,13 +344,13 @@ int RunSeeds(const common::FlagParser& flags, const std::vector<int64_t>& seeds,
                                                  100 * o.deadline_satisfaction(), o.avg_jct_s()));
     }
     const std::optional<std::pair<double, double>> c = Compare(*r);
-    absl::StrAppend(
-        &table,
-        absl::StrFormat(
-            "%-6d %-13s %5d %6.2f %6.2f  %-32s", seeds[k],
-            absl::StrCat(study->first_row + 1, "-", study->first_row + study->request.jobs_size()),
-            study->request.jobs_size(), r->trace_load(), r->offered_load(), policies),
-        c ? absl::StrFormat(" %7.2fx %+7.1f%%", c->first, 100 * c->second) : "", "\n");
+    absl::StrAppend(&table,
+                    absl::StrFormat("%-6d %-13s %5d %6.2f %6.2f %6d  %-32s", seeds[k],
+                                    absl::StrCat(study->first_row + 1, "-",
+                                                 study->first_row + study->request.jobs_size()),
+                                    study->request.jobs_size(), r->trace_load(), r->offered_load(),
+                                    r->peak_requested_gpus(), policies),
+                    c ? absl::StrFormat(" %7.2fx %+7.1f%%", c->first, 100 * c->second) : "", "\n");
     if (c) {
       ratio_sum += c->first;
       jct_sum += c->second;
@@ -427,10 +427,10 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
   } else {
     out << absl::StrFormat(
                "%d jobs of %s from row %d, %d GPUs, restart %.0f s, offered load %.2f (traced "
-               "%.2f)\n\n",
+               "%.2f); at most %d GPUs asked for at once\n\n",
                request->jobs_size(), *flags.Get("trace"), study->first_row + 1, request->gpus(),
                request->has_rescale_overhead_s() ? request->rescale_overhead_s() : 30,
-               response->offered_load(), response->trace_load())
+               response->offered_load(), response->trace_load(), response->peak_requested_gpus())
         << Summary(*response);
   }
   return common::kExitOk;

@@ -123,6 +123,7 @@ absl::Status ShapeRequest(PreparedClusterSim& prepared) {
       window, r.gpus(), r.has_target_load() ? std::optional<double>(r.target_load()) : std::nullopt,
       r.has_deadline_slack() ? std::optional<double>(r.deadline_slack()) : std::nullopt));
   prepared.offered_load = OfferedLoad(window, r.gpus());
+  prepared.peak_requested_gpus = PeakRequestedGpus(window);
   for (int i = 0; i < r.jobs_size(); ++i) {
     r.mutable_jobs(i)->set_submit_s(window[static_cast<size_t>(i)].submit_s);
     r.mutable_jobs(i)->set_deadline_s(window[static_cast<size_t>(i)].deadline_s);
@@ -289,6 +290,7 @@ absl::StatusOr<v1::ClusterSimResponse> RunClusterSim(const PreparedClusterSim& p
   convert::SimulationToProto(cost, response.mutable_simulation());
   response.set_trace_load(prepared.trace_load);
   response.set_offered_load(prepared.offered_load);
+  response.set_peak_requested_gpus(prepared.peak_requested_gpus);
   if (options.simulated) options.simulated("ClusterSim", cost.wall_ns);
   return response;
 }

@@ -35,6 +35,7 @@ struct PreparedClusterSim {
   // The window's offered load as traced and as simulated (request's jobs are
   // already shaped by target_load and deadline_slack).
   double trace_load = 0, offered_load = 0;
+  int64_t peak_requested_gpus = 0;  // PeakRequestedGpus of the shaped window
 };
 
 // INVALID_ARGUMENT naming the field (jobs[3].duration_s, gpus, policies[0],

@@ -112,6 +112,13 @@ struct WindowJob {
 // arrival to the last; 0 when they all arrive at once.
 double OfferedLoad(const std::vector<WindowJob>& jobs, int64_t total_gpus);
 
+// The most GPUs the window's jobs ask for at once, each running at the GPUs
+// it asked for from its submission for its duration (a job ending at t does
+// not overlap one starting at t). A cluster larger than this is never full
+// at the requested sizes: only the jobs' growth, not their arrivals, can
+// make deadlines compete for GPUs.
+int64_t PeakRequestedGpus(const std::vector<WindowJob>& jobs);
+
 // Reshapes a window in place, in the spirit of ElasticFlow's evaluation:
 //  - `target_load`: every arrival moves towards (or away from) the first, by
 //    one factor, until OfferedLoad is target_load; each deadline keeps its

@@ -3,6 +3,7 @@
 // core/plan/cluster_sim.h).
 #include <algorithm>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,23 @@ double OfferedLoad(const std::vector<WindowJob>& jobs, int64_t total_gpus) {
   }
   const double window = last - first;
   return window > 0 ? gpu_s / (window * static_cast<double>(total_gpus)) : 0;
+}
+
+int64_t PeakRequestedGpus(const std::vector<WindowJob>& jobs) {
+  // (time, change of GPUs asked for); at equal times ends (negative) first.
+  std::vector<std::pair<double, int64_t>> events;
+  events.reserve(2 * jobs.size());
+  for (const WindowJob& j : jobs) {
+    events.emplace_back(j.submit_s, j.gpus);
+    events.emplace_back(j.submit_s + j.duration_s, -j.gpus);
+  }
+  std::sort(events.begin(), events.end());
+  int64_t now = 0, peak = 0;
+  for (const auto& [time_s, change] : events) {
+    now += change;
+    peak = std::max(peak, now);
+  }
+  return peak;
 }
 
 absl::Status ShapeWindow(std::vector<WindowJob>& jobs, int64_t total_gpus,

@@ -229,6 +229,8 @@ TEST(ServiceTest, ClusterSimShapesTheWindowToTheTargetLoadAndSlack) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_DOUBLE_EQ(out->offered_load(), 1);
   EXPECT_DOUBLE_EQ(out->trace_load(), 11.25);
+  // 1,125 s apart, each 1,800 s long: both at once, 8 + 2 GPUs.
+  EXPECT_EQ(out->peak_requested_gpus(), 10);
 }
 
 TEST(ServiceTest, ClusterSimTakesATenThousandGpuCluster) {

@@ -279,5 +279,18 @@ TEST(ClusterSimTest, ShapeWindowReachesTheTargetLoadAndKeepsSlack) {
   EXPECT_EQ(ShapeWindow(w, 10, std::nullopt, 0.0).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ClusterSimTest, PeakRequestedGpusCountsOverlapsAtTheRequestedSizes) {
+  // [0, 100) x 4, [50, 250) x 2, [100, 400) x 1, [300, 310) x 8: 4 + 2 at 50,
+  // 2 + 1 at 100 (the first ends as the third starts), 1 + 8 at 300.
+  const std::vector<WindowJob> w = {
+      {0, 0, 100, 4}, {50, 0, 200, 2}, {100, 0, 300, 1}, {300, 0, 10, 8}};
+  EXPECT_EQ(PeakRequestedGpus(w), 9);
+  // Compressing the arrivals four-fold makes all four overlap at 75.
+  std::vector<WindowJob> tight = w;
+  for (WindowJob& j : tight) j.submit_s /= 4;
+  EXPECT_EQ(PeakRequestedGpus(tight), 15);
+  EXPECT_EQ(PeakRequestedGpus({}), 0);
+}
+
 }  // namespace
 }  // namespace vtrain
