@@ -103,17 +103,37 @@ TEST(PublishedCsvTest, EitherFormatIsReadByItsHeader) {
 // vtrain cannot express would silently drop out of a calibration.
 TEST(PublishedCsvTest, TheRepositorysPublishedRowsAllPredict) {
   for (const char* file : {"nemo-h100-fp8.csv", "nemo-b200-fp8.csv", "simumax-b200-bf16.csv",
-                           "simumax-b200-moe-bf16.csv"}) {
+                           "simumax-b200-moe-bf16.csv", "mlperf-h100-fp8.csv",
+                           "mlperf-h200-fp8.csv", "mlperf-b200-fp8.csv"}) {
     absl::StatusOr<std::string> text = common::ReadFile(SourceDir() + "/data/published/" + file);
     ASSERT_TRUE(text.ok()) << text.status();
     absl::StatusOr<std::vector<Measurement>> rows = ParsePublishedCsv(*text, file);
     ASSERT_TRUE(rows.ok()) << rows.status();
-    EXPECT_GE(rows->size(), 6u) << file;
+    EXPECT_GE(rows->size(), 2u) << file;
     const ProfileSet set = DefaultProfileSet((*rows)[0].job.cluster.gpu);
     const ValidationReport report = Validate(*rows, set);
     EXPECT_EQ(report.failed, 0) << file;
     for (size_t i = 0; i < rows->size(); ++i) {
       EXPECT_TRUE(report.rows[i].status.ok()) << (*rows)[i].source << ": " << report.rows[i].status;
+    }
+  }
+}
+
+// MLPerf Training's Hopper pre-training runs (GPT-3 175B and Llama 3.1 405B,
+// 256 to 11,616 GPUs), which no built-in set was fitted on: the H100 set
+// predicts them within the Hopper issue's 10% MAPE, and the H200 set, which
+// carries the H100 fit, predicts Nebius's two H200 runs within 10% each.
+TEST(PublishedCsvTest, MlperfHopperRunsNeverFittedOnStayWithinTenPercent) {
+  for (const char* file : {"mlperf-h100-fp8.csv", "mlperf-h200-fp8.csv"}) {
+    absl::StatusOr<std::string> text = common::ReadFile(SourceDir() + "/data/published/" + file);
+    ASSERT_TRUE(text.ok()) << text.status();
+    absl::StatusOr<std::vector<Measurement>> rows = ParsePublishedCsv(*text, file);
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    const ValidationReport report = Validate(*rows, DefaultProfileSet((*rows)[0].job.cluster.gpu));
+    ASSERT_EQ(report.failed, 0) << file;
+    EXPECT_LE(report.overall.mape, 0.10) << file;
+    if (rows->size() < 10) {
+      EXPECT_LE(report.overall.max_abs_error, 0.10) << file;
     }
   }
 }
