@@ -208,13 +208,14 @@ std::string TimeLines(const v1::PredictResponse& r) {
   std::string out = absl::StrFormat("iteration time   %.3f ms\n", r.iteration_time_ms());
   if (r.has_interval() && r.interval().coverage() > 0) {
     // "uncalibrated_gpu/single_node": another GPU's bands, widened;
-    // "published_fp8_runs/multi_node": fitted on this GPU's published runs.
+    // "published_fp8_runs/multi_node": fitted on published runs (the H100's
+    // for the H200).
     absl::string_view regime = r.interval().regime();
     const bool uncalibrated = absl::ConsumePrefix(&regime, kUncalibratedGpuRegimePrefix);
     const bool published = absl::ConsumePrefix(&regime, kPublishedRunsRegimePrefix);
     const bool bf16_runs = absl::ConsumePrefix(&regime, kPublishedBf16RunsRegimePrefix);
     const char* runs = uncalibrated ? "calibration runs on another GPU"
-                       : published  ? "published fp8 runs on this GPU"
+                       : published  ? "the published fp8 runs its set was fitted on"
                        : bf16_runs  ? "published bf16 runs on this GPU, not fitted on"
                                     : "A100 calibration runs";
     absl::StrAppend(

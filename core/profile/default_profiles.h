@@ -52,7 +52,7 @@ std::vector<ErrorBand> UncalibratedErrorBands(const std::vector<ErrorBand>& band
 // UncalibratedErrorBands; the H100 and B200 refit gemm_max_efficiency on
 // published fp8 runs (core/profile/h100_params.inc, b200_params.inc) and add
 // their bands for fp8 jobs (published_fp8_runs/); the B200 also has bands for
-// bf16 jobs (published_bf16_runs/); the H200 takes the H100's fit.
+// bf16 jobs (published_bf16_runs/); the H200 takes the H100's fit and fp8 bands.
 ProfileSet DefaultProfileSet(const GpuSpec& gpu);
 
 }  // namespace vtrain

@@ -128,8 +128,8 @@ TEST(PublishedRunsGpuTest, Fp8JobsOnHopperAndBlackwellUseTheirPublishedRunsBands
   // The H100 and B200 sets refit their GEMM efficiency on published fp8 runs
   // of their GPU: fp8 jobs get those runs' bands; the B200's bf16 jobs on one
   // node the bands of its errors on SimuMax's measured bf16 runs; other bf16
-  // jobs, and the H200 (which carries the H100's fit over), the A100's,
-  // widened.
+  // jobs the A100's, widened. The H200 carries the H100's fit and fp8 bands
+  // over.
   struct Case {
     const char* gpu;
     const char* fp8_prefix;
@@ -137,7 +137,7 @@ TEST(PublishedRunsGpuTest, Fp8JobsOnHopperAndBlackwellUseTheirPublishedRunsBands
   };
   for (const Case& c : {Case{"h100-sxm5-80gb", "published_fp8_runs/", "uncalibrated_gpu/"},
                         Case{"b200-sxm-180gb", "published_fp8_runs/", "published_bf16_runs/"},
-                        Case{"h200-sxm-141gb", "uncalibrated_gpu/", "uncalibrated_gpu/"}}) {
+                        Case{"h200-sxm-141gb", "published_fp8_runs/", "uncalibrated_gpu/"}}) {
     const char* gpu = c.gpu;
     for (const DType dtype : {DType::kFp8, DType::kBf16}) {
       Job job = LlamaJob("llama3-8b", gpu, 1, 8, 1, 1, 64);
