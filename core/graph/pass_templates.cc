@@ -127,7 +127,7 @@ class TemplateMaker {
   void Block(TemplateWriter& w, const ResolvedOperator& op) {
     const bool overlap = plan_.tp_comm_overlap && t_ > 1 && sp_;
     const GemmEnds gemms = overlap ? GemmsOf(op) : GemmEnds{};
-    if (t_ > 1 && sp_) Overlapped(w, gather_ns_, gemms.first_ns, gather_label_);
+    if (t_ > 1 && sp_) Overlapped(w, block_gather_ns_, gemms.first_ns, gather_label_);
     w.Operator(op);
     if (t_ > 1 && sp_) Overlapped(w, scatter_ns_, gemms.last_ns, scatter_label_);
     if (t_ > 1 && !sp_) w.TensorParallel(reduce_ns_, reduce_label_);
@@ -195,6 +195,7 @@ class TemplateMaker {
   int32_t moe_label_ = 0;
   // Set by Prepare.
   int64_t reduce_ns_ = 0, gather_ns_ = 0, scatter_ns_ = 0, core_ns_ = 0, ring_step_ns_ = 0;
+  int64_t block_gather_ns_ = 0;  // the all-gather into a block's first GEMM
   double fsdp_gather_ns_ = 0, fsdp_scatter_ns_ = 0;
   int32_t reduce_label_ = 0, gather_label_ = 0, scatter_label_ = 0, ring_label_ = 0,
           fsdp_label_ = 0, cp_a2a_label_ = 0;
@@ -213,17 +214,31 @@ void TemplateMaker::Prepare() {
   if (sp_) {
     gather_ns_ = TensorParallelNs(Collective::kAllGather, activation_bytes_);
     scatter_ns_ = TensorParallelNs(Collective::kReduceScatter, activation_bytes_);
+    // Transformer Engine's userbuffers (--tp-comm-overlap) under fp8 quantize
+    // a GEMM's input before gathering it into the buffer: the all-gathers
+    // into the column-parallel forward GEMMs (QKV, FC1) and into the
+    // row-parallel backward dgrad GEMMs (dY) move one byte an element; the
+    // reduce-scatters of the GEMM outputs stay 16-bit (TE's initialize_ub:
+    // fp8 buffers for its all-gather overlaps; fill_userbuffers_buffer_for_
+    // all_gather copies the quantized shard).
+    const bool fp8_gather = plan_.tp_comm_overlap && plan_.dtype == DType::kFp8;
+    block_gather_ns_ =
+        fp8_gather ? TensorParallelNs(Collective::kAllGather, activation_bytes_ / kElemBytes)
+                   : gather_ns_;
   } else {
     reduce_ns_ = TensorParallelNs(Collective::kAllReduce, activation_bytes_);
   }
   if (c_ > 1) {
     core_ns_ = Op(OperatorKind::kAttentionFwd, 0, /*core_only=*/true).profile.SpanNs();
-    // One K and one V block of s/c tokens and h/t channels.
+    // One K and one V block of s/c tokens and the rank's key/value heads:
+    // kv_heads / t of head width h / heads (grouped-query attention sends
+    // only its key/value heads; a rank holds at least one).
+    const double kv_heads =
+        std::max(1.0, static_cast<double>(model_.kv_heads()) / static_cast<double>(t_));
+    const double kv_bytes =
+        2 * activation_bytes_ * kv_heads / static_cast<double>(model_.num_heads);
     ring_step_ns_ =
-        lookup_
-            .CollectiveNs(Collective::kSendRecv, 2 * activation_bytes_ / static_cast<double>(t_),
-                          ContextRingGroup(job_))
-            .latency_ns;
+        lookup_.CollectiveNs(Collective::kSendRecv, kv_bytes, ContextRingGroup(job_)).latency_ns;
     cp_ring_ranks_ = plan_.cp_ring_ranks(NvlinkDomainGpus(job_.cluster));
     const CommGroup a2a = ContextAllToAllGroup(job_);
     if (a2a.ranks > 1) {
