@@ -91,7 +91,7 @@ ProfileSet DefaultProfileSet(const GpuSpec& gpu) {
         own ? ""
             : ", carried over to the H200 (the same compute die) with the H100's "
               "fp8 bands: MLPerf Training's two H200 Llama 3.1 405B runs, never "
-              "fitted on, fall 2.2-2.6% under (data/published/mlperf-h200-fp8.csv)");
+              "fitted on, fall 2.0-2.5% under (data/published/mlperf-h200-fp8.csv)");
     for (ErrorBand& b : PublishedRunsBands(fp8_bands, kPublishedRunsRegimePrefix)) {
       set.error_bands.push_back(b);
     }
