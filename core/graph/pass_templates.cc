@@ -214,29 +214,21 @@ void TemplateMaker::Prepare() {
   if (sp_) {
     gather_ns_ = TensorParallelNs(Collective::kAllGather, activation_bytes_);
     scatter_ns_ = TensorParallelNs(Collective::kReduceScatter, activation_bytes_);
-    // Transformer Engine's userbuffers (--tp-comm-overlap) under fp8 quantize
-    // a GEMM's input before gathering it into the buffer: the all-gathers
-    // into the column-parallel forward GEMMs (QKV, FC1) and into the
-    // row-parallel backward dgrad GEMMs (dY) move one byte an element; the
-    // reduce-scatters of the GEMM outputs stay 16-bit (TE's initialize_ub:
-    // fp8 buffers for its all-gather overlaps; fill_userbuffers_buffer_for_
-    // all_gather copies the quantized shard).
-    const bool fp8_gather = plan_.tp_comm_overlap && plan_.dtype == DType::kFp8;
+    // Under fp8, Transformer Engine's userbuffers (--tp-comm-overlap) gather
+    // a GEMM's input already quantized (its initialize_ub: fp8 buffers for
+    // the all-gather overlaps): one byte an element; reduce-scatters 16-bit.
+    const bool fp8 = plan_.tp_comm_overlap && plan_.dtype == DType::kFp8;
     block_gather_ns_ =
-        fp8_gather ? TensorParallelNs(Collective::kAllGather, activation_bytes_ / kElemBytes)
-                   : gather_ns_;
+        fp8 ? TensorParallelNs(Collective::kAllGather, activation_bytes_ / kElemBytes) : gather_ns_;
   } else {
     reduce_ns_ = TensorParallelNs(Collective::kAllReduce, activation_bytes_);
   }
   if (c_ > 1) {
     core_ns_ = Op(OperatorKind::kAttentionFwd, 0, /*core_only=*/true).profile.SpanNs();
-    // One K and one V block of s/c tokens and the rank's key/value heads:
-    // kv_heads / t of head width h / heads (grouped-query attention sends
-    // only its key/value heads; a rank holds at least one).
-    const double kv_heads =
-        std::max(1.0, static_cast<double>(model_.kv_heads()) / static_cast<double>(t_));
-    const double kv_bytes =
-        2 * activation_bytes_ * kv_heads / static_cast<double>(model_.num_heads);
+    // One K and one V block of s/c tokens and the rank's kv_heads / t key/
+    // value heads (at least one) of width h / heads: GQA sends only those.
+    const double kv_heads = std::max(1.0, static_cast<double>(model_.kv_heads()) / t_);
+    const double kv_bytes = 2 * activation_bytes_ * kv_heads / model_.num_heads;
     ring_step_ns_ =
         lookup_.CollectiveNs(Collective::kSendRecv, kv_bytes, ContextRingGroup(job_)).latency_ns;
     cp_ring_ranks_ = plan_.cp_ring_ranks(NvlinkDomainGpus(job_.cluster));
