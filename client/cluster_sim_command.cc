@@ -101,6 +101,8 @@ absl::StatusOr<Study> StudyFromFlags(const common::FlagParser& flags,
   if (load) r.set_target_load(*load);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> slack, flags.GetDouble("deadline-slack"));
   if (slack) r.set_deadline_slack(*slack);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> limit, flags.GetDouble("promise-limit"));
+  if (limit) r.set_promise_limit(*limit);
   if (auto o = flags.Get("rescale-overhead")) {
     VTRAIN_ASSIGN_OR_RETURN(double restart, Seconds(*o, "--rescale-overhead"));
     r.set_rescale_overhead_s(restart);
@@ -270,6 +272,10 @@ void AddClusterSimFlags(common::FlagParser& flags) {
   flags.AddValue("deadline-slack", "X",
                  "each deadline = submit + X x the job's traced duration (default: the trace's "
                  "deadlines)");
+  flags.AddValue("promise-limit", "X",
+                 "admission refuses a deadline promise of more GPU-time than X x the cluster's "
+                 "GPUs over the median deadline window so far (default 2; 0: no limit, "
+                 "ElasticFlow's admission)");
   flags.AddValue("window-start", "S", "instead of --seed: the first job submitted at or after S");
   flags.AddValue("policy", "P,..", "elasticflow,vtrain (default both)");
   flags.AddValue("rescale-overhead", "SECONDS", "checkpoint and restart per change (default 30s)");

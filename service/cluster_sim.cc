@@ -168,6 +168,11 @@ absl::StatusOr<PreparedClusterSim> PrepareClusterSim(const v1::ClusterSimRequest
   if (!(restart >= 0 && restart <= 86400)) {
     problems.push_back("rescale_overhead_s (--rescale-overhead) must be in [0, 86400] seconds");
   }
+  const double promise_limit = r.has_promise_limit() ? r.promise_limit() : 2;
+  if (!(promise_limit >= 0 && promise_limit <= 1000)) {
+    problems.push_back(absl::StrCat("promise_limit=", promise_limit,
+                                    " (--promise-limit) must be in [0, 1000]; 0: no limit"));
+  }
   const bool leaves = cluster.ok() && !cluster->fabric.flat();
   if (leaves && r.cluster().fabric().cluster_nodes() != 0 &&
       r.cluster().fabric().cluster_nodes() * per_node != r.gpus()) {
@@ -198,7 +203,8 @@ absl::StatusOr<PreparedClusterSim> PrepareClusterSim(const v1::ClusterSimRequest
                         .rescale_overhead_s = restart,
                         .gpus_per_node = per_node,
                         .nodes_per_leaf = leaves ? cluster->fabric.nodes_per_leaf : 0,
-                        .contended_background = leaves ? ContendedBackground(cluster->fabric) : 0};
+                        .contended_background = leaves ? ContendedBackground(cluster->fabric) : 0,
+                        .promise_limit = promise_limit};
   // One table per distinct shape and policy.
   std::map<std::pair<std::string, int64_t>, int> index;
   for (const v1::ClusterTraceJob& j : r.jobs()) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/plan/cluster_tables.h"
 #include "core/plan/leaf_map.h"
+#include "core/plan/promise_limit.h"
 #include "core/plan/spine_share.h"
 
 namespace vtrain {
@@ -37,7 +38,9 @@ struct Running {
 class Cluster {
  public:
   Cluster(std::vector<Running> jobs, const ClusterSimOptions& options)
-      : jobs_(std::move(jobs)), options_(options) {
+      : jobs_(std::move(jobs)),
+        options_(options),
+        promise_limit_(options.promise_limit, options.total_gpus) {
     if (options_.nodes_per_leaf > 0 && options_.gpus_per_node > 0) {
       leaves_.emplace(options_.total_gpus / options_.gpus_per_node, options_.nodes_per_leaf);
     }
@@ -125,8 +128,11 @@ class Cluster {
         promised += Share(o, now);  // spare GPUs handed out are not promised
       }
     }
-    // Admission control: only with GPUs not promised to admitted jobs.
-    r.admitted = need > 0 && promised + need <= options_.total_gpus;
+    // Admission control: only with GPUs not promised to admitted jobs, and
+    // not a promise too large for the cluster's usual deadlines.
+    promise_limit_.Saw(r.job->deadline_s - r.job->submit_s);
+    r.admitted = need > 0 && promised + need <= options_.total_gpus &&
+                 promise_limit_.Allows(need, r.job->deadline_s - now);
     r.outcome.admitted = r.admitted;
   }
 
@@ -421,6 +427,7 @@ class Cluster {
 
   std::vector<Running> jobs_;
   const ClusterSimOptions options_;
+  PromiseLimit promise_limit_;
   std::optional<LeafMap> leaves_;              // with ClusterSimOptions::nodes_per_leaf
   std::vector<LeafMap::Slice> shared_slices_;  // nodes the sub-node jobs share
   double gpu_seconds_ = 0, useful_gpu_seconds_ = 0, spine_shared_gpu_s_ = 0;
@@ -434,6 +441,9 @@ absl::StatusOr<ClusterOutcome> SimulateCluster(const std::vector<ClusterJob>& jo
                                                const ClusterSimOptions& options) {
   if (options.total_gpus <= 0 || !(options.rescale_overhead_s >= 0)) {
     return absl::InvalidArgumentError("total_gpus must be positive and rescale_overhead_s >= 0");
+  }
+  if (!(options.promise_limit >= 0)) {
+    return absl::InvalidArgumentError("promise_limit must be >= 0 (0: no limit)");
   }
   if (options.nodes_per_leaf < 0 || (options.nodes_per_leaf > 0 && options.gpus_per_node <= 0) ||
       !(options.contended_background >= 0)) {

@@ -2,10 +2,12 @@
 // vTrain paper's second case study; the scheduling idea of ElasticFlow,
 // ASPLOS '23, written from its published description): jobs arrive with a
 // deadline, are admitted only if they can meet it with GPUs nobody else was
-// promised, get their minimum satisfactory share, and spare GPUs go where they
-// speed a job up the most; the plan is redone at every arrival and
-// completion, and every change of a running job's GPUs costs a restart. The
-// only input that differs between policies is each job's throughput table.
+// promised (and not too large for the cluster's usual deadlines:
+// ClusterSimOptions::promise_limit), get their minimum satisfactory share,
+// and spare GPUs go where they speed a job up the most; the plan is redone at
+// every arrival and completion, and every change of a running job's GPUs
+// costs a restart. The only input that differs between policies is each
+// job's throughput table.
 #ifndef VTRAIN_CORE_PLAN_CLUSTER_SIM_H_
 #define VTRAIN_CORE_PLAN_CLUSTER_SIM_H_
 
@@ -61,6 +63,13 @@ struct ClusterSimOptions {
   // more than one leaf share their leaves' uplinks (SharedSpineTimes,
   // core/plan/spine_share.h); 0: each job has the spine to itself.
   double contended_background = 0;
+  // Admission also refuses a promise that reserves more GPU-time (the job's
+  // minimum share x the time left to its deadline) than promise_limit x the
+  // cluster's GPUs over the median deadline window (deadline - submission)
+  // of the jobs arrived so far: one long, wide promise would otherwise hold
+  // the GPUs that many later, shorter ones need. Refused jobs still run
+  // best-effort. 0: no limit (ElasticFlow's admission).
+  double promise_limit = 2;
 };
 
 struct JobOutcome {
@@ -92,7 +101,7 @@ struct ClusterOutcome {
 
 // Runs the cluster; deterministic. INVALID_ARGUMENT for a job naming a table
 // that does not exist, a non-positive iteration count or a deadline before
-// the submission, or a non-positive GPU count.
+// the submission, a non-positive GPU count, or a negative promise_limit.
 absl::StatusOr<ClusterOutcome> SimulateCluster(const std::vector<ClusterJob>& jobs,
                                                const std::vector<ThroughputTable>& tables,
                                                const ClusterSimOptions& options);

@@ -296,6 +296,8 @@ TEST(ServiceTest, ClusterSimRefusesWhatIsNotAStudy) {
       {[](v1::ClusterSimRequest& r) { r.mutable_cluster()->set_gpu("tpu"); }, "cluster.gpu"},
       {[](v1::ClusterSimRequest& r) { r.set_target_load(0); }, "target_load=0"},
       {[](v1::ClusterSimRequest& r) { r.set_deadline_slack(-1); }, "deadline_slack=-1"},
+      {[](v1::ClusterSimRequest& r) { r.set_promise_limit(-0.5); }, "promise_limit=-0.5"},
+      {[](v1::ClusterSimRequest& r) { r.set_promise_limit(std::nan("")); }, "promise_limit=nan"},
       {[](v1::ClusterSimRequest& r) {
          r.mutable_jobs(1)->set_submit_s(0);
          r.set_target_load(1);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/plan/promise_limit.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -290,6 +291,54 @@ TEST(ClusterSimTest, PeakRequestedGpusCountsOverlapsAtTheRequestedSizes) {
   for (WindowJob& j : tight) j.submit_s /= 4;
   EXPECT_EQ(PeakRequestedGpus(tight), 15);
   EXPECT_EQ(PeakRequestedGpus({}), 0);
+}
+
+TEST(ClusterSimTest, APromiseTooLargeForTheUsualDeadlinesIsRefused) {
+  // 8 GPUs, 10 s restarts, 1 iteration/s per GPU. Two short jobs (100
+  // iterations in 100 s: 2 GPUs each) arrive, then a long one (3,000
+  // iterations in 1,100 s: 4 GPUs), then two more short ones.
+  const std::vector<ClusterJob> jobs = {{"short0", 0, 100, 100, 0},
+                                        {"short1", 1, 100, 101, 0},
+                                        {"long", 2, 3000, 1102, 0},
+                                        {"short2", 10, 100, 110, 0},
+                                        {"short3", 20, 100, 120, 0}};
+  ClusterSimOptions options{.total_gpus = 8, .rescale_overhead_s = 10, .gpus_per_node = 0};
+  // ElasticFlow's admission (no limit): 2 + 2 + 4 GPUs promised, so the
+  // long job is admitted and the short ones after it are not.
+  options.promise_limit = 0;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome open, SimulateCluster(jobs, {Linear()}, options));
+  EXPECT_TRUE(open.jobs[2].admitted);
+  EXPECT_FALSE(open.jobs[3].admitted);
+  // Limit 2: the median window so far is 100 s, so a promise may hold
+  // 2 x 8 GPUs x 100 s = 1,600 GPU-s; the long job's 4 GPUs x 1,100 s is
+  // refused, and it runs best-effort; the short ones' 2 x 100 fit.
+  options.promise_limit = 2;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome limited, SimulateCluster(jobs, {Linear()}, options));
+  EXPECT_FALSE(limited.jobs[2].admitted);
+  EXPECT_TRUE(limited.jobs[3].admitted);
+  EXPECT_TRUE(limited.jobs[4].admitted);
+  EXPECT_TRUE(limited.jobs[2].met_deadline) << "best-effort, it still finishes in time";
+  EXPECT_DOUBLE_EQ(limited.deadline_satisfaction, 1.0);
+  EXPECT_LT(open.deadline_satisfaction, limited.deadline_satisfaction);
+  options.promise_limit = -1;
+  EXPECT_THAT(SimulateCluster(jobs, {Linear()}, options),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(PromiseLimitTest, APromiseMayHoldLimitTimesTheClusterOverTheMedianWindow) {
+  PromiseLimit limit(2, 10);
+  EXPECT_TRUE(limit.Allows(1000, 1e9)) << "nothing seen yet";
+  for (double w : {100.0, 300.0, 200.0}) limit.Saw(w);
+  // Median 200 s: 2 x 10 GPUs x 200 s = 4,000 GPU-s.
+  EXPECT_TRUE(limit.Allows(10, 400));
+  EXPECT_FALSE(limit.Allows(10, 401));
+  EXPECT_TRUE(limit.Allows(1, 4000));
+  limit.Saw(1000);  // [100, 200, 300, 1000]: the upper median, 300 s
+  EXPECT_TRUE(limit.Allows(10, 600));
+  EXPECT_FALSE(limit.Allows(10, 601));
+  PromiseLimit none(0, 10);
+  none.Saw(1);
+  EXPECT_TRUE(none.Allows(1000, 1e9));
 }
 
 }  // namespace

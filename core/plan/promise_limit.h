@@ -1,0 +1,36 @@
+// The size limit on a deadline promise in the cluster study's admission
+// (ClusterSimOptions::promise_limit, core/plan/cluster_sim.h). Admission
+// counts deadlines met, one per job, so a promise that holds a wide share for
+// a long time costs the promises of the many shorter jobs arriving under it.
+// A promise may reserve at most `limit` x the cluster's GPUs over the median
+// deadline window of the jobs seen so far: measured in the cluster's own
+// currency, and known online (nothing about later arrivals is used).
+#ifndef VTRAIN_CORE_PLAN_PROMISE_LIMIT_H_
+#define VTRAIN_CORE_PLAN_PROMISE_LIMIT_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace vtrain {
+
+class PromiseLimit {
+ public:
+  // limit <= 0: every promise is allowed.
+  PromiseLimit(double limit, int64_t total_gpus) : limit_(limit), total_gpus_(total_gpus) {}
+
+  // A job arrived with this deadline window (deadline - submission).
+  void Saw(double window_s) { windows_.push_back(window_s); }
+
+  // Whether a promise of `gpus` until `time_left_s` from now is within the
+  // limit, given the windows seen so far (none seen: allowed).
+  bool Allows(int64_t gpus, double time_left_s) const;
+
+ private:
+  double limit_;
+  int64_t total_gpus_;
+  std::vector<double> windows_;
+};
+
+}  // namespace vtrain
+
+#endif  // VTRAIN_CORE_PLAN_PROMISE_LIMIT_H_
