@@ -9,6 +9,8 @@
 #define VTRAIN_CORE_PLAN_PROMISE_LIMIT_H_
 
 #include <cstdint>
+#include <functional>
+#include <queue>
 #include <vector>
 
 namespace vtrain {
@@ -19,7 +21,7 @@ class PromiseLimit {
   PromiseLimit(double limit, int64_t total_gpus) : limit_(limit), total_gpus_(total_gpus) {}
 
   // A job arrived with this deadline window (deadline - submission).
-  void Saw(double window_s) { windows_.push_back(window_s); }
+  void Saw(double window_s);
 
   // Whether a promise of `gpus` until `time_left_s` from now is within the
   // limit, given the windows seen so far (none seen: allowed).
@@ -28,7 +30,10 @@ class PromiseLimit {
  private:
   double limit_;
   int64_t total_gpus_;
-  std::vector<double> windows_;
+  // The windows seen: the smaller half (largest on top) and the larger half
+  // (smallest on top, one more when their count is odd).
+  std::priority_queue<double> lower_;
+  std::priority_queue<double, std::vector<double>, std::greater<double>> upper_;
 };
 
 }  // namespace vtrain

@@ -336,6 +336,11 @@ TEST(PromiseLimitTest, APromiseMayHoldLimitTimesTheClusterOverTheMedianWindow) {
   limit.Saw(1000);  // [100, 200, 300, 1000]: the upper median, 300 s
   EXPECT_TRUE(limit.Allows(10, 600));
   EXPECT_FALSE(limit.Allows(10, 601));
+  // Falling windows 10, 9, ..., 1: the upper median of 1..10 is 6 s.
+  PromiseLimit falling(2, 10);
+  for (int w = 10; w >= 1; --w) falling.Saw(w);
+  EXPECT_TRUE(falling.Allows(10, 12));
+  EXPECT_FALSE(falling.Allows(10, 12.01));
   PromiseLimit none(0, 10);
   none.Saw(1);
   EXPECT_TRUE(none.Allows(1000, 1e9));
