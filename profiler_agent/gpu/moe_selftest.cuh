@@ -129,15 +129,9 @@ void CheckMoeKernels(SelfTest& t) {
 // A small MoE block (16 experts, top-2, EP 2: 8 local experts on 4
 // streams) run whole in bf16.
 void CheckMoeWorkload(SelfTest& t) {
-  LayerShape s;
-  s.hidden = 512;
-  s.heads = 8;
+  LayerShape s = SmallBf16Shape();
   s.kv_heads = 2;
   s.ffn = 256;
-  s.seq = 96;
-  s.micro_batch = 2;
-  s.vocab = 1024;
-  s.bf16 = true;
   s.llama = true;
   s.experts = 16;
   s.moe_top_k = 2;

@@ -420,15 +420,9 @@ void CheckWorkloads(SelfTest& t) {
       t.out() << "selftest " << name << ": skipped (no fp8 on sm_" << major << minor << ")\n";
       continue;
     }
-    LayerShape s;
-    s.hidden = 512;
-    s.heads = 8;
+    LayerShape s = SmallBf16Shape();
     s.kv_heads = llama ? 2 : 0;
     s.ffn = 1408;
-    s.seq = 96;
-    s.micro_batch = 2;
-    s.vocab = 1024;
-    s.bf16 = true;
     s.llama = llama;
     s.fp8 = fp8;
     s.adam_params = 100000;

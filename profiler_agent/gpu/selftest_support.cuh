@@ -114,6 +114,19 @@ class SelfTest {
   std::string failed_;
 };
 
+// The self-test's small bf16 layer (hidden 512, 8 heads, 96 tokens, 2
+// sequences, a 1,024-token vocabulary); each check sets the rest.
+LayerShape SmallBf16Shape() {
+  LayerShape s;
+  s.hidden = 512;
+  s.heads = 8;
+  s.seq = 96;
+  s.micro_batch = 2;
+  s.vocab = 1024;
+  s.bf16 = true;
+  return s;
+}
+
 // Builds the workload of `s` and runs each of its operators once: check
 // `name` passes when every one ran.
 void RunWorkloadWhole(SelfTest& t, const std::string& name, const LayerShape& s) {

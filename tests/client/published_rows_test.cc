@@ -31,6 +31,13 @@ std::string SourceDir() {
 
 constexpr char kHeader[] = "model,flags,tokens_per_sec_per_gpu\n";
 
+// A published file of the repository's data/published/, read and parsed.
+absl::StatusOr<std::vector<Measurement>> RepositoryRows(const std::string& file) {
+  absl::StatusOr<std::string> text = common::ReadFile(SourceDir() + "/data/published/" + file);
+  if (!text.ok()) return text.status();
+  return ParsePublishedCsv(*text, file);
+}
+
 TEST(PublishedCsvTest, TokensPerSecondBecomeTheIterationTime) {
   absl::StatusOr<std::vector<Measurement>> rows = ParsePublishedCsv(
       std::string("# a comment\n") + kHeader +
@@ -106,9 +113,7 @@ TEST(PublishedCsvTest, TheRepositorysPublishedRowsAllPredict) {
   for (const char* file : {"nemo-h100-fp8.csv", "nemo-b200-fp8.csv", "simumax-b200-bf16.csv",
                            "simumax-b200-moe-bf16.csv", "mlperf-h100-fp8.csv",
                            "mlperf-h200-fp8.csv", "mlperf-b200-fp8.csv"}) {
-    absl::StatusOr<std::string> text = common::ReadFile(SourceDir() + "/data/published/" + file);
-    ASSERT_TRUE(text.ok()) << text.status();
-    absl::StatusOr<std::vector<Measurement>> rows = ParsePublishedCsv(*text, file);
+    absl::StatusOr<std::vector<Measurement>> rows = RepositoryRows(file);
     ASSERT_TRUE(rows.ok()) << rows.status();
     EXPECT_GE(rows->size(), 2u) << file;
     const ProfileSet set = DefaultProfileSet((*rows)[0].job.cluster.gpu);
@@ -126,9 +131,7 @@ TEST(PublishedCsvTest, TheRepositorysPublishedRowsAllPredict) {
 // carries the H100 fit, predicts Nebius's two H200 runs within 10% each.
 TEST(PublishedCsvTest, MlperfHopperRunsNeverFittedOnStayWithinTenPercent) {
   for (const char* file : {"mlperf-h100-fp8.csv", "mlperf-h200-fp8.csv"}) {
-    absl::StatusOr<std::string> text = common::ReadFile(SourceDir() + "/data/published/" + file);
-    ASSERT_TRUE(text.ok()) << text.status();
-    absl::StatusOr<std::vector<Measurement>> rows = ParsePublishedCsv(*text, file);
+    absl::StatusOr<std::vector<Measurement>> rows = RepositoryRows(file);
     ASSERT_TRUE(rows.ok()) << rows.status();
     const ValidationReport report = Validate(*rows, DefaultProfileSet((*rows)[0].job.cluster.gpu));
     ASSERT_EQ(report.failed, 0) << file;
@@ -210,10 +213,7 @@ TEST(PublishedCsvTest, HopperAllReduceFollowsAzuresMeasuredCurves) {
 }
 
 TEST(ModelFoldsTest, AModelNeverSpansTwoFolds) {
-  absl::StatusOr<std::string> text =
-      common::ReadFile(SourceDir() + "/data/published/nemo-h100-fp8.csv");
-  ASSERT_TRUE(text.ok()) << text.status();
-  absl::StatusOr<std::vector<Measurement>> rows = ParsePublishedCsv(*text, "h100");
+  absl::StatusOr<std::vector<Measurement>> rows = RepositoryRows("nemo-h100-fp8.csv");
   ASSERT_TRUE(rows.ok()) << rows.status();
   const std::vector<int> fold = ModelFolds(*rows, 4, 7);
   std::map<std::string, std::set<int>> folds_of_model;
