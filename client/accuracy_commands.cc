@@ -250,10 +250,10 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
            "Predicts every measured run with the built-in profiles (plus measured intra-node\n"
            "all-reduce curves from --nccl-dir) and reports MAPE, R^2, the maximum error,\n"
            "errors by GPU count, dominant parallelism and file, and the worst rows.\n"
-           "Runs use the setup of ../shared/data/a100-megatron-measured: A100-SXM4-80GB,\n"
+           "Runs use the setup of data/a100-megatron-measured: A100-SXM4-80GB,\n"
            "8 per node, NVLink 150 GB/s, 800 Gb/s per node, fp16, full recomputation, 1F1B.\n\n"
            "example:\n  vtrainctl validate --measurements "
-           "../shared/data/a100-megatron-measured/single_node_calibration.csv\n\nflags:\n"
+           "data/a100-megatron-measured/single_node_calibration.csv\n\nflags:\n"
         << flags.Usage();
     return common::kExitOk;
   }

@@ -127,10 +127,10 @@ std::string CalibrateHelp(const common::FlagParser& flags) {
       "fitted without it. With --nccl-dir the intra-node all-reduce model is first\n"
       "fitted to the nccl-tests curves. Progress goes to stderr.\n\n"
       "example (regenerates the built-in A100 parameters):\n"
-      "  vtrainctl calibrate --measurements ../shared/data/a100-megatron-measured/"
+      "  vtrainctl calibrate --measurements data/a100-megatron-measured/"
       "single_node_calibration.csv,\\\n"
-      "      ../shared/data/a100-megatron-measured/multi_node_calibration.csv \\\n"
-      "      --nccl-dir ../shared/data/a100-nccl-allreduce --cpp > "
+      "      data/a100-megatron-measured/multi_node_calibration.csv \\\n"
+      "      --nccl-dir data/a100-nccl-allreduce --cpp > "
       "core/profile/a100_params.inc\n"
       "\nparameters:";
   for (const FittableParam& p : FittableParams()) absl::StrAppend(&out, " ", p.name);

@@ -50,7 +50,7 @@ constexpr char kHelp[] =
     "--target-load L compresses the window's arrivals until the jobs' GPU-time at the GPUs\n"
     "they asked for is L times the cluster's between the first and last arrival;\n"
     "--deadline-slack X sets each deadline to submit + X x the job's traced duration.\n\n"
-    "example:\n  vtrainctl cluster-sim --trace ../shared/data/itp-job-traces/cluster02.csv "
+    "example:\n  vtrainctl cluster-sim --trace data/itp-job-traces/cluster02.csv "
     "--gpus 1024 --jobs 128 --seed 1\n\nflags:\n";
 
 absl::StatusOr<double> Seconds(absl::string_view text, absl::string_view flag) {

@@ -1,5 +1,5 @@
 // Readers for measured data: Megatron iteration-time CSVs (the columns of
-// ../shared/data/a100-megatron-measured), published throughput rows (a plan
+// data/a100-megatron-measured), published throughput rows (a plan
 // as vtrainctl predict flags beside its published tokens/s/GPU or step
 // time) and nccl-tests output.
 #ifndef VTRAIN_CLIENT_MEASUREMENTS_H_
@@ -26,9 +26,9 @@ struct MeasurementSetup {
   AttentionImpl attention_impl = AttentionImpl::kFlash;
 };
 
-// The setup of the measured A100 runs (DESIGN.md §4): A100-SXM4-80GB, 8 per
-// node, NVLink 150 GB/s, 800 Gb/s per node, fp16, full recomputation, 1F1B,
-// Megatron-LM's unfused attention.
+// The setup of the measured A100 runs (docs/architecture.md#measured-a100-runs):
+// A100-SXM4-80GB, 8 per node, NVLink 150 GB/s, 800 Gb/s per node, fp16, full
+// recomputation, 1F1B, Megatron-LM's unfused attention.
 MeasurementSetup MegatronA100Setup();
 
 // Parses CSV text with a header naming at least num_gpus, global_batch,

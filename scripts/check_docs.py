@@ -6,8 +6,9 @@
 2. Every command the README shows ("$ " lines in its code blocks) runs and
    exits 0 on this build, except those that need a server (--server,
    vtrain-server) or a GPU (marked "# needs a GPU"), which are listed.
-   Commands run in a scratch directory that sees build/ and ../shared like
-   the repository root does; `vtrainctl` is build/client/vtrainctl.
+   Commands run in a scratch directory that sees build/ and data/ like the
+   repository root does, and nothing beside it (no ../shared): a clone must
+   work on its own. `vtrainctl` is build/client/vtrainctl.
 
 Usage: check_docs.py REPO_ROOT [--links-only]"""
 
@@ -80,14 +81,11 @@ def readme_commands(readme):
 def run_commands(root, commands):
     problems, skipped, ran = [], [], 0
     with tempfile.TemporaryDirectory() as scratch:
-        # scratch/repo sees build/ and data/, and scratch/shared is ../shared.
+        # scratch/repo sees build/ and data/ and nothing else of the machine.
         work = os.path.join(scratch, "repo")
         os.mkdir(work)
         for tree in ("build", "data"):
             os.symlink(os.path.join(root, tree), os.path.join(work, tree))
-        shared = os.path.join(os.path.dirname(os.path.abspath(root)), "shared")
-        if os.path.exists(shared):
-            os.symlink(shared, os.path.join(scratch, "shared"))
         env = dict(os.environ)
         variables = ""
         for command in commands:

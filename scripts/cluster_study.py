@@ -9,7 +9,7 @@ worse than +2%, and the mean deadline-satisfaction ratio. Extra arguments go
 to every cluster-sim call (e.g. --nodes-per-leaf 2 --oversubscription 4).
 
 Usage (from the repository root, after a build):
-  scripts/cluster_study.py [--traces ../shared/data/itp-job-traces]
+  scripts/cluster_study.py [--traces data/itp-job-traces]
                            [--loads 0.5,0.8,1] [--gpus 1024] [-- extra flags]
 """
 
@@ -40,7 +40,7 @@ def study(vtrainctl, trace, gpus, load, window, extra):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--traces", default="../shared/data/itp-job-traces")
+    parser.add_argument("--traces", default="data/itp-job-traces")
     parser.add_argument("--loads", default="0.5,0.8,1")
     parser.add_argument("--gpus", type=int, default=1024)
     parser.add_argument("--vtrainctl", default="build/client/vtrainctl")

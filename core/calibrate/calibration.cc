@@ -73,8 +73,9 @@ double MapeOf(const std::vector<ValidationRow>& rows, const std::vector<size_t>&
 std::string SourceFile(const Measurement& m) { return m.source.substr(0, m.source.rfind(':')); }
 
 // Weights that give every source file the same total weight, so that a small
-// multi-node file is not outvoted by a large single-node one (DESIGN.md §5:
-// fitting one regime transfers poorly to the other); with power < 1 a file
+// multi-node file is not outvoted by a large single-node one (fitting one
+// regime transfers poorly to the other:
+// docs/architecture.md#calibrate-on-both-regimes); with power < 1 a file
 // of n rows weighs n^(1 - power) instead (0: every row the same). They sum
 // to 1.
 std::vector<double> BalancedWeights(absl::Span<const Measurement> m,

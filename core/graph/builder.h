@@ -1,6 +1,6 @@
-// Builds the task graph of one training iteration of one data-parallel
-// replica (DESIGN.md §1, steps 2-3): pipeline stages, micro-batches under a
-// schedule, recomputation, TP/PP/DP communication, optimizer step.
+// Builds the task graph of one training iteration of one data-parallel replica
+// (docs/architecture.md#the-method, steps 2-3): pipeline stages, micro-batches under
+// a schedule, recomputation, TP/PP/DP communication, optimizer step.
 #ifndef VTRAIN_CORE_GRAPH_BUILDER_H_
 #define VTRAIN_CORE_GRAPH_BUILDER_H_
 

@@ -87,8 +87,8 @@ class TemplateMaker {
     }
   }
   void PrepareMoe();
-  // A TP collective inside training: the collective plus the in-training
-  // overhead (DESIGN.md §5), which grows with the group size.
+  // A TP collective inside training: the collective plus the in-training overhead
+  // (docs/architecture.md#tp-collectives-cost-more-in-training), growing with the group.
   int64_t TensorParallelNs(Collective collective, double bytes) {
     if (t_ == 1) return 0;
     const AnalyticalParams& p = lookup_.params();
@@ -96,8 +96,8 @@ class TemplateMaker {
            std::llround(p.tp_collective_overhead_ns +
                         p.tp_collective_overhead_per_rank_ns * static_cast<double>(t_));
   }
-  // A TP collective holds its rank's host for the dispatch plus the wait for
-  // the slowest rank (tp_host_sync_*), DESIGN.md §5.
+  // A TP collective holds its rank's host for the dispatch plus the wait for the slowest
+  // rank (tp_host_sync_*): docs/architecture.md#tp-collectives-cost-more-in-training.
   TemplateWriter Writer() {
     const AnalyticalParams& p = lookup_.params();
     // The ranks counted are those inside one NVLink domain: a group spread

@@ -1,7 +1,7 @@
 // The writer of one pass's template (pass_templates.h): the items a forward
 // or backward pass, or the optimizer step, puts on a stage's compute stream,
-// with the host-dispatch replay of DESIGN.md §5, merged per segment at
-// operator granularity.
+// with the host-dispatch replay (docs/architecture.md#small-shapes-are-host-bound),
+// merged per segment at operator granularity.
 #ifndef VTRAIN_CORE_GRAPH_TEMPLATE_WRITER_H_
 #define VTRAIN_CORE_GRAPH_TEMPLATE_WRITER_H_
 
@@ -62,10 +62,11 @@ class TemplateWriter {
     bool closed = false;
   };
 
-  // DESIGN.md §5: the host runs ahead of the GPU through a whole pass. When
-  // every item's host time is known, the gaps are recomputed for the pass as
-  // one sequence: item i is dispatched once the host has spent the host time
-  // of items 0..i, and starts when dispatched and its predecessor is done.
+  // The host runs ahead of the GPU through a whole pass
+  // (docs/architecture.md#small-shapes-are-host-bound). When every item's host
+  // time is known, the gaps are recomputed for the pass as one sequence: item i
+  // is dispatched once the host has spent the host time of items 0..i, and
+  // starts when dispatched and its predecessor is done.
   // The host and the GPU start the pass together (the synchronous pipeline
   // exchange, or the optimizer, has just synchronised them). Times are
   // relative to the first kernel's dispatch.

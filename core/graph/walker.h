@@ -1,6 +1,7 @@
-// Walks one training iteration of one data-parallel replica (DESIGN.md §1,
-// steps 2-3) and puts every task into a sink after its parents: the graph
-// builder's sink stores them, the streaming simulator's runs them at once.
+// Walks one training iteration of one data-parallel replica
+// (docs/architecture.md#the-method, steps 2-3) and puts every task into a sink
+// after its parents: the graph builder's sink stores them, the streaming
+// simulator's runs them at once.
 #ifndef VTRAIN_CORE_GRAPH_WALKER_H_
 #define VTRAIN_CORE_GRAPH_WALKER_H_
 

@@ -1,5 +1,5 @@
-// The free parameters of the analytical profile generator, in one struct so
-// that calibration can fit them (DESIGN.md §3, ANALYTICAL fidelity).
+// The free parameters of the analytical profile generator, in one struct so that
+// calibration can fit them (ANALYTICAL fidelity, docs/architecture.md#profiles-and-fidelity).
 #ifndef VTRAIN_CORE_PROFILE_ANALYTICAL_PARAMS_H_
 #define VTRAIN_CORE_PROFILE_ANALYTICAL_PARAMS_H_
 
@@ -13,8 +13,9 @@ struct AnalyticalParams {
   // GEMMs: 128x128 output tiles in waves over the SMs, each SM at
   // gemm_max_efficiency of its share of the peak (times gemm_misaligned_factor
   // when a dimension is not a multiple of 8 elements: tensor cores need
-  // aligned tiles; the unpadded 50257-word logit GEMM, DESIGN.md §5), plus a
-  // fixed gemm_overhead_ns per GEMM (prologue, epilogue, tail).
+  // aligned tiles; the unpadded 50257-word logit GEMM,
+  // docs/architecture.md#the-gpt-vocabulary-is-not-padded), plus a fixed
+  // gemm_overhead_ns per GEMM (prologue, epilogue, tail).
   double gemm_max_efficiency = 0.85;
   double gemm_overhead_ns = 5000;
   double gemm_misaligned_factor = 0.55;
@@ -43,7 +44,7 @@ struct AnalyticalParams {
   double kernel_min_ns = 2500;
   // Host CPU time to dispatch one kernel (framework + launch). The host runs
   // ahead of the GPU inside an operator; when it cannot keep up, the kernels
-  // are separated by gaps (DESIGN.md §5: small shapes are host-bound).
+  // are separated by gaps (docs/architecture.md#small-shapes-are-host-bound).
   double host_dispatch_ns = 50000;
   // Extra host time at the start of each operator (Python module call).
   double operator_overhead_ns = 0;
@@ -57,7 +58,8 @@ struct AnalyticalParams {
   double intra_node_efficiency = 0.80;
   double inter_node_efficiency = 0.80;
   // Extra time of each tensor-parallel collective inside training over what
-  // it takes in isolation (DESIGN.md §5; vTrain saw NCCL ~30% slower).
+  // it takes in isolation (vTrain saw NCCL ~30% slower;
+  // docs/architecture.md#tp-collectives-cost-more-in-training).
   double tp_collective_overhead_ns = 0;
   double tp_collective_overhead_per_rank_ns = 0;  // times the TP degree
   // Bandwidth of tensor- and data-parallel collectives inside training,

@@ -8,7 +8,7 @@ namespace vtrain {
 namespace {
 
 // Fitted to the measured A100 Megatron runs and nccl-tests curves of
-// ../shared/data by `vtrainctl calibrate ... --cpp` (see docs/accuracy.md); the header
+// data/ by `vtrainctl calibrate ... --cpp` (see docs/accuracy.md); the header
 // of the file records the cross-validated error.
 void A100Calibration(AnalyticalParams& params, std::vector<ErrorBand>& bands) {
 #include "core/profile/a100_params.inc"

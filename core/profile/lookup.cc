@@ -138,8 +138,9 @@ OperatorProfile ProfileLookup::Resolve(const OperatorKey& key) const {
     p.fidelity = Fidelity::kMeasured;
     return p;
   }
-  // DESIGN.md §3: the nearest measured shape of the same operator on the same
-  // GPU, scaled by the analytical model's ratio between the two shapes.
+  // INTERPOLATED (docs/architecture.md#profiles-and-fidelity): the nearest measured
+  // shape of the same operator on the same GPU, scaled by the analytical model's
+  // ratio between the two shapes.
   const OperatorKey* nearest = nullptr;
   const OperatorProfile* nearest_profile = nullptr;
   double best = std::numeric_limits<double>::infinity();

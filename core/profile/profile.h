@@ -1,5 +1,5 @@
-// Profile tables: operator keys to the CUDA kernels they launch, collective
-// latency curves, and the fidelity every lookup reports (DESIGN.md §3).
+// Profile tables: operator keys to the CUDA kernels they launch, collective latency
+// curves, and the fidelity every lookup reports (docs/architecture.md#profiles-and-fidelity).
 #ifndef VTRAIN_CORE_PROFILE_PROFILE_H_
 #define VTRAIN_CORE_PROFILE_PROFILE_H_
 
@@ -176,7 +176,8 @@ struct KernelRecord {
   // Host CPU time to dispatch the kernel, when known (the analytical model
   // knows it; 0 otherwise). With it, the graph builder replays a whole
   // forward or backward pass with the host running ahead of the GPU instead
-  // of using gaps measured operator by operator (DESIGN.md §5).
+  // of using gaps measured operator by operator
+  // (docs/architecture.md#small-shapes-are-host-bound).
   int64_t host_ns = 0;
 };
 

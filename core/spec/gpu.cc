@@ -43,9 +43,9 @@ constexpr int64_t kGiga64 = 1'000'000'000;
 // of one direction), with the same ratio for the other generations (225 GB/s
 // for NVLink 4's 900, 450 GB/s for NVLink 5's 1,800), so that the intra-node
 // efficiency calibrated on A100 nccl-tests carries over. Default inter-node
-// bandwidth per node: 800 Gb/s for A100 (the measured cluster, DESIGN.md §4),
-// 8x400 Gb/s NDR ConnectX-7 for H100/H200/B200 (DGX H100/H200/B200), 100 Gb/s
-// for V100 (EFA on p3dn).
+// bandwidth per node: 800 Gb/s for A100 (the measured cluster,
+// docs/architecture.md#measured-a100-runs), 8x400 Gb/s NDR ConnectX-7 for
+// H100/H200/B200 (DGX H100/H200/B200), 100 Gb/s for V100 (EFA on p3dn).
 GpuSpec Gpu(const char* name, double fp16, double bf16, double fp8, double hbm, int64_t memory,
             int sms, double intra, double inter) {
   GpuSpec g;

@@ -17,7 +17,7 @@ namespace vtrain {
 // The layer architecture of a decoder-only model.
 //  kGpt: learned position embeddings, LayerNorm, GeLU MLP (two GEMMs), biases
 //    everywhere, word embeddings tied with the output logit layer, the
-//    vocabulary unpadded (DESIGN.md §5).
+//    vocabulary unpadded (docs/architecture.md#the-gpt-vocabulary-is-not-padded).
 //  kLlama (Touvron et al. 2023): rotary position embeddings, RMSNorm, SwiGLU
 //    MLP (three GEMMs of width ffn: gate, up, down), grouped-query attention
 //    (num_kv_heads key/value heads), no biases, untied input and output
@@ -48,7 +48,7 @@ absl::StatusOr<AttentionKind> ParseAttention(absl::string_view name);
 //  kUnfused: the paper's Megatron-LM of 2022: batched GEMMs for the scores
 //    and the weighted sum, the s x s scores written to memory, softmax and
 //    dropout as their own kernels (--attention-backend unfused). The measured
-//    A100 runs of ../shared/data and the paper's reproductions use it.
+//    A100 runs of data/ and the paper's reproductions use it.
 enum class AttentionImpl { kFlash, kUnfused };
 // "flash" / "unfused".
 absl::string_view AttentionImplName(AttentionImpl impl);
@@ -100,7 +100,8 @@ struct ModelSpec {
   int64_t hidden_size = 0;
   int64_t num_heads = 0;
   int64_t seq_len = 0;
-  int64_t vocab_size = 50257;   // GPT-2 BPE, not padded (DESIGN.md §5)
+  // GPT-2 BPE, not padded (docs/architecture.md#the-gpt-vocabulary-is-not-padded).
+  int64_t vocab_size = 50257;
   int64_t ffn_hidden_size = 0;  // 0 means 4 * hidden_size
   Architecture arch = Architecture::kGpt;
   int64_t num_kv_heads = 0;  // key/value heads (grouped-query attention); 0 means num_heads
@@ -174,7 +175,8 @@ LayerParameters LayerParametersIn(const ModelSpec& model, int64_t first, int64_t
 // `tensor_parallel`-way tensor parallelism. Llama: Megatron-LM pads the
 // vocabulary to a multiple of 128 * t (--make-vocab-size-divisible-by 128,
 // megatron/training/tokenizer _vocab_size_with_padding), so it depends on t.
-// GPT: vocab_size unpadded, the shape vTrain measured (DESIGN.md §5).
+// GPT: vocab_size unpadded, the shape vTrain measured
+// (docs/architecture.md#the-gpt-vocabulary-is-not-padded).
 int64_t PaddedVocab(const ModelSpec& model, int64_t tensor_parallel);
 
 // Whether the output logit layer shares the input word embedding (GPT).

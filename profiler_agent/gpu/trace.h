@@ -1,8 +1,8 @@
 // Record-to-table reduction for the GPU agent: turns CUPTI activity records
 // (kernels, the API calls that launched them, operator ranges) into
 // per-operator kernel tables with the median duration and gap of each kernel
-// over repetitions (DESIGN.md §1). Plain C++17, no CUDA, so it is tested on
-// recorded fixtures on machines without a GPU.
+// over repetitions (docs/architecture.md#the-method, step 1). Plain C++17, no
+// CUDA, so it is tested on recorded fixtures on machines without a GPU.
 #ifndef VTRAIN_PROFILER_AGENT_GPU_TRACE_H_
 #define VTRAIN_PROFILER_AGENT_GPU_TRACE_H_
 

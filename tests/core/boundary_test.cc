@@ -1,7 +1,8 @@
-// Keeps core/ honest (STYLE.md, Boundaries): no gRPC, protobuf, SQLite, CUDA
-// or NCCL, and no file I/O. CMake dependencies alone cannot enforce this,
-// because system include paths make every installed header reachable. Also
-// keeps core's folders layered: no #include runs up the layering.
+// Keeps core/ honest (docs/architecture.md#what-core-may-include): no gRPC,
+// protobuf, SQLite, CUDA or NCCL, and no file I/O. CMake dependencies alone
+// cannot enforce this, because system include paths make every installed
+// header reachable. Also keeps core's folders layered: no #include runs up the
+// layering.
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>

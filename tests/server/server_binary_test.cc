@@ -182,10 +182,10 @@ TEST(ServerBinaryTest, VtrainctlPrintsTheSameBytesLocallyAndRemotely) {
        "3e8", "--max-params", "8e9", "--global-batch", "256", "--json"},
       {"plan-model", "--gpu", "a100-sxm4-80gb", "--gpus", "64", "--days", "1", "--min-params",
        "3e8", "--max-params", "8e9", "--global-batch", "256", "--scaling-law", "hoffmann"},
-      // The scheduling study on a window of a real trace (read from ../shared
+      // The scheduling study on a window of a real trace (read from data/
       // at test time): every curve from the server's ThroughputCurve.
       {"cluster-sim", "--trace",
-       absl::StrCat(VTRAIN_TEST_SOURCE_DIR, "/../shared/data/itp-job-traces/cluster10.csv"),
+       absl::StrCat(VTRAIN_TEST_SOURCE_DIR, "/data/itp-job-traces/cluster10.csv"),
        "--gpus", "128", "--jobs", "24", "--seed", "3", "--json"},
   };
   for (const std::vector<std::string>& command : commands) {
