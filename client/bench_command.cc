@@ -21,7 +21,7 @@
 namespace vtrain::cli {
 namespace {
 
-constexpr char kHelp[] =
+constexpr char kBenchHelp[] =
     "usage: vtrainctl bench --server 127.0.0.1:PORT [--method predict|health] "
     "[--concurrency N] [--requests N] [--duration S] [job flags]\n\n"
     "A closed-loop load generator for a vtrain-server on this machine (loopback only):\n"
@@ -185,7 +185,7 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
   flags.AddSwitch("help", "show this help");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "bench", s);
   if (flags.Switch("help")) {
-    out << kHelp << flags.Usage();
+    out << kBenchHelp << flags.Usage();
     return common::kExitOk;
   }
   absl::StatusOr<BenchOptions> options = OptionsFromFlags(flags);

@@ -34,7 +34,7 @@
 namespace vtrain::cli {
 namespace {
 
-constexpr char kHelp[] =
+constexpr char kClusterSimHelp[] =
     "usage: vtrainctl cluster-sim --trace FILE.csv [--gpus 1024] [--jobs 128 | --hours H]\n"
     "                             [--seed 1 | --seeds A-B] [--target-load L] "
     "[--deadline-slack X] [flags]\n\n"
@@ -398,7 +398,7 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
   AddClusterSimFlags(flags);
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "cluster-sim", s);
   if (flags.Switch("help")) {
-    out << kHelp << flags.Usage();
+    out << kClusterSimHelp << flags.Usage();
     return common::kExitOk;
   }
   auto bad = [&](absl::Status s) { return Fail(err, "cluster-sim", s); };

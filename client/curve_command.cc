@@ -22,7 +22,7 @@
 namespace vtrain::cli {
 namespace {
 
-constexpr char kHelp[] =
+constexpr char kCurveHelp[] =
     "usage: vtrainctl curve --model PRESET --global-batch N (--gpu-counts A,B,.. | --max-gpus N "
     "[--step N]) [flags]\n\n"
     "For each GPU count, the best plan that fits and its throughput (iterations, samples and\n"
@@ -192,7 +192,7 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
   flags.AddSwitch("help", "show this help");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "curve", s);
   if (flags.Switch("help")) {
-    out << kHelp << flags.Usage();
+    out << kCurveHelp << flags.Usage();
     return common::kExitOk;
   }
   if (flags.Has("server") && flags.Switch("local")) {

@@ -24,7 +24,7 @@
 namespace vtrain::cli {
 namespace {
 
-constexpr char kHelp[] =
+constexpr char kPlanModelHelp[] =
     "usage: vtrainctl plan-model --gpu NAME --gpus N (--days D | --budget-usd X "
     "--price-usd-per-gpu-hour P) [flags]\n\n"
     "Over the shapes of a family (--family gpt: GPT-3 / Megatron aspect ratios; llama: Llama "
@@ -187,7 +187,7 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
   flags.AddSwitch("help", "show this help");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "plan-model", s);
   if (flags.Switch("help")) {
-    out << kHelp << flags.Usage();
+    out << kPlanModelHelp << flags.Usage();
     return common::kExitOk;
   }
   if (flags.Has("server") && flags.Switch("local")) {

@@ -29,7 +29,7 @@
 namespace vtrain::cli {
 namespace {
 
-constexpr char kHelp[] =
+constexpr char kSearchHelp[] =
     "usage: vtrainctl search --model PRESET --global-batch N (--gpus N | --max-gpus N) [flags]\n\n"
     "Enumerates tensor, data and pipeline degrees and micro-batch sizes, drops plans that do\n"
     "not fit in GPU memory, predicts the rest in parallel on all cores (operator fast path,\n"
@@ -241,7 +241,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   AddSearchFlags(flags);
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "search", s);
   if (flags.Switch("help")) {
-    out << kHelp << flags.Usage();
+    out << kSearchHelp << flags.Usage();
     return common::kExitOk;
   }
   if (flags.Has("server") && flags.Switch("local")) {

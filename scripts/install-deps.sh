@@ -6,7 +6,7 @@
 # container smoke test use it for their tools).
 set -euo pipefail
 
-packages=(cmake g++ make pkg-config libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
+packages=(cmake g++ make ninja-build pkg-config libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libsqlite3-dev
   prometheus-cpp-dev openssl python3-grpcio python3-protobuf)
 if [ $# -gt 0 ]; then packages=("$@"); fi

@@ -9,8 +9,6 @@
 namespace vtrain::internal {
 namespace {
 
-constexpr double kElem = 2;  // bf16 / fp16 bytes per element
-
 // The shape of one Llama operator on one GPU.
 struct Shape {
   // c: context-parallel ranks (a rank holds s / c of the sequence, its

@@ -59,6 +59,8 @@ void Fp8Cast(KernelSequence& seq, Fp8Linear fp8, const char* name, double elemen
 // scaling runs at kBlockwiseGemmEfficiency of the per-tensor rate.
 void Fp8Gemm(KernelSequence& seq, Fp8Linear fp8, const char* name, double m, double n, double k,
              double batch = 1);
+// Bytes per element of bf16 / fp16 activations, shared by the Llama and MoE kernels.
+inline constexpr double kElem = 2;
 // DeepSeek-V3's blockwise fp8 GEMMs promote partial sums to fp32 on the CUDA
 // cores every 128 elements of K (report §3.3.2), which costs tensor-core
 // time: an assumption, not a calibration (no blockwise run is measured here).

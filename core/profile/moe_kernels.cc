@@ -8,8 +8,6 @@
 namespace vtrain::internal {
 namespace {
 
-constexpr double kElem = 2;  // bf16 bytes per element
-
 // The sizes of one MoE block on one rank.
 struct MoeShape {
   double t, h, tokens, copies, local_experts, per_expert, expert_ffn, shared_tokens, shared_local;

@@ -24,8 +24,6 @@ constexpr int64_t kMaxHidden = 1 << 18;
 constexpr int64_t kMaxHeads = 1 << 14;
 constexpr int64_t kMaxSeqLen = 1 << 20;
 constexpr int64_t kMaxVocab = 1 << 24;
-constexpr int64_t kMaxFfn = 1 << 20;
-constexpr int64_t kMaxParallel = 1 << 20;
 constexpr int64_t kMaxMicroBatch = 1 << 16;
 constexpr int64_t kMaxGlobalBatch = int64_t{1} << 31;
 constexpr int64_t kMaxGpus = 1 << 24;
@@ -159,11 +157,11 @@ void ValidateCpComm(const ModelSpec& m, const ParallelPlan& p, int64_t domain, V
                          "'; leave it out or use --cp-comm a2a+p2p"));
       return;
     }
-    if (!v.InRange("plan.cp_a2a_size", p.cp_a2a_size, 1, kMaxParallel)) return;
+    if (!v.InRange("plan.cp_a2a_size", p.cp_a2a_size, 1, kMaxParallelDegree)) return;
   }
   const int64_t c = p.context_parallel, t = p.tensor_parallel;
-  if (p.cp_comm == ContextParallelComm::kP2P || c < 1 || c > kMaxParallel || t < 1 ||
-      t > kMaxParallel) {
+  if (p.cp_comm == ContextParallelComm::kP2P || c < 1 || c > kMaxParallelDegree || t < 1 ||
+      t > kMaxParallelDegree) {
     return;
   }
   if (p.cp_a2a_size > 0 && c % p.cp_a2a_size != 0) {
@@ -246,7 +244,7 @@ ModelFieldsOk ValidateModel(const ModelSpec& m, Violations& v) {
   ok.heads = v.InRange("model.num_heads", m.num_heads, 1, kMaxHeads);
   v.InRange("model.seq_len", m.seq_len, 1, kMaxSeqLen);
   v.InRange("model.vocab_size", m.vocab_size, 1, kMaxVocab);
-  ok.ffn = v.InRange("model.ffn_hidden_size", m.ffn_hidden_size, 0, kMaxFfn);
+  ok.ffn = v.InRange("model.ffn_hidden_size", m.ffn_hidden_size, 0, kMaxFfnWidth);
   // An explicit head_dim (Qwen3, GPT-OSS, MLA) frees heads from the hidden size.
   if (ok.hidden && ok.heads && m.head_dim == 0 && m.hidden_size % m.num_heads != 0) {
     v.Add(absl::StrCat("model.hidden_size=", m.hidden_size, " is not divisible by model.num_heads=",
@@ -326,10 +324,11 @@ absl::Status ValidateJob(const Job& job) {
   const ModelFieldsOk model_ok = ValidateModel(m, v);
   const bool layers_ok = model_ok.layers, hidden_ok = model_ok.hidden, heads_ok = model_ok.heads,
              ffn_ok = model_ok.ffn, kv_ok = model_ok.kv;
-  const bool t_ok = v.InRange("plan.tensor_parallel", p.tensor_parallel, 1, kMaxParallel);
-  const bool d_ok = v.InRange("plan.data_parallel", p.data_parallel, 1, kMaxParallel);
-  const bool pp_ok = v.InRange("plan.pipeline_parallel", p.pipeline_parallel, 1, kMaxParallel);
-  const bool cp_ok = v.InRange("plan.context_parallel", p.context_parallel, 1, kMaxParallel);
+  const bool t_ok = v.InRange("plan.tensor_parallel", p.tensor_parallel, 1, kMaxParallelDegree);
+  const bool d_ok = v.InRange("plan.data_parallel", p.data_parallel, 1, kMaxParallelDegree);
+  const bool pp_ok =
+      v.InRange("plan.pipeline_parallel", p.pipeline_parallel, 1, kMaxParallelDegree);
+  const bool cp_ok = v.InRange("plan.context_parallel", p.context_parallel, 1, kMaxParallelDegree);
   const bool vs_ok = v.InRange("plan.virtual_stages", p.virtual_stages, 1, kMaxLayers);
   const bool mb_ok = v.InRange("plan.micro_batch", p.micro_batch, 1, kMaxMicroBatch);
   const bool gb_ok = v.InRange("plan.global_batch", p.global_batch, 1, kMaxGlobalBatch);

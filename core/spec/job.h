@@ -17,6 +17,11 @@
 
 namespace vtrain {
 
+// Validation bounds that job.cc and moe.cc share: they keep every product the
+// simulator forms (tokens x hidden x bytes, FLOPs) far inside int64 and double.
+inline constexpr int64_t kMaxFfnWidth = 1 << 20;
+inline constexpr int64_t kMaxParallelDegree = 1 << 20;
+
 inline constexpr double kDefaultMemoryHeadroom = 0.03;
 inline constexpr double kMaxMemoryHeadroom = 0.5;
 

@@ -14,12 +14,10 @@ namespace vtrain {
 namespace {
 
 constexpr int64_t kMaxExperts = 1 << 16;
-constexpr int64_t kMaxFfn = 1 << 20;
 constexpr int64_t kMaxHeadDim = 4096;
 constexpr int64_t kMaxLoraRank = 1 << 16;
 constexpr int64_t kMaxSharedExperts = 64;
 constexpr int64_t kMaxMtpLayers = 16;
-constexpr int64_t kMaxParallel = 1 << 20;
 constexpr double kMaxCapacityFactor = 64;
 constexpr double kMaxRoutingSigma = 4;
 
@@ -135,12 +133,13 @@ void CheckExperts(const Job& job, Problems& p) {
     p.InRange("model.moe.top_k", moe.top_k, 1, moe.num_experts,
               "each token uses between 1 and num_experts experts (--moe-top-k)");
   }
-  const bool ffn_ok = p.InRange("model.moe.expert_ffn", moe.expert_ffn, 1, kMaxFfn,
+  const bool ffn_ok = p.InRange("model.moe.expert_ffn", moe.expert_ffn, 1, kMaxFfnWidth,
                                 "give each expert's FFN width (--moe-ffn)");
   p.InRange("model.moe.shared_experts", moe.shared_experts, 0, kMaxSharedExperts,
             "use 0 or a few shared experts (--shared-experts)");
-  const bool shared_ok = p.InRange("model.moe.shared_expert_ffn", moe.shared_expert_ffn, 0, kMaxFfn,
-                                   "use 0 for the expert width (--shared-expert-ffn)");
+  const bool shared_ok =
+      p.InRange("model.moe.shared_expert_ffn", moe.shared_expert_ffn, 0, kMaxFfnWidth,
+                "use 0 for the expert width (--shared-expert-ffn)");
   const bool layers_ok = m.num_layers >= 1 && m.num_layers <= 100'000;
   if (layers_ok) {
     p.InRange("model.moe.dense_layers", moe.dense_layers, 0, m.num_layers - 1,
@@ -154,10 +153,10 @@ void CheckExperts(const Job& job, Problems& p) {
                          " leaves no MoE layer among the ", m.num_layers, "; lower either"));
     }
   }
-  const bool ep_ok = p.InRange("plan.expert_parallel", plan.expert_parallel, 1, kMaxParallel,
+  const bool ep_ok = p.InRange("plan.expert_parallel", plan.expert_parallel, 1, kMaxParallelDegree,
                                "use a degree that divides the experts (--ep)");
   const bool etp_ok = p.InRange("plan.expert_tensor_parallel", plan.expert_tensor_parallel, 1,
-                                kMaxParallel, "use 1 or a small degree (--etp)");
+                                kMaxParallelDegree, "use 1 or a small degree (--etp)");
   if (experts_ok && ep_ok && moe.num_experts % plan.expert_parallel != 0) {
     p.Add(absl::StrCat("plan.expert_parallel=", plan.expert_parallel,
                        " does not divide model.moe.num_experts=", moe.num_experts,

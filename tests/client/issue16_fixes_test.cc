@@ -22,10 +22,10 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-using Result = ::vtrain::testing::CliResult;
-constexpr auto& Vtrainctl = ::vtrain::testing::RunVtrainctlInProcess;
+using Issue16Result = ::vtrain::testing::CliResult;
+constexpr auto& RunCtl = ::vtrain::testing::RunVtrainctlInProcess;
 
-std::string WriteTemp(const std::string& name, const std::string& text) {
+std::string WriteTempFile(const std::string& name, const std::string& text) {
   const char* dir = std::getenv("TMPDIR");
   const std::string path =
       absl::StrCat(dir != nullptr ? dir : "/tmp", "/issue16_test_", getpid(), "_", name);
@@ -57,9 +57,9 @@ constexpr char kMtnlgConfig[] = R"({"num_gpus": 3360, "tensor_parallel_size": 8,
   "gpu_name": "A100"})";
 
 TEST(Issue16FixesTest, VtrainConfigWithALargerClusterAndAPriceIsCosted) {
-  const std::string config = WriteTemp("mtnlg.json", kMtnlgConfig);
-  const Result r = Vtrainctl({"predict", "--vtrain-config", config, "--tokens", "270e9",
-                              "--price-usd-per-gpu-hour", "4.096", "--json"});
+  const std::string config = WriteTempFile("mtnlg.json", kMtnlgConfig);
+  const Issue16Result r = RunCtl({"predict", "--vtrain-config", config, "--tokens", "270e9",
+                                  "--price-usd-per-gpu-hour", "4.096", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const double cost = JsonNumber(r.out, "cost_usd");
   const double gpu_hours = JsonNumber(r.out, "gpu_hours");
@@ -67,27 +67,27 @@ TEST(Issue16FixesTest, VtrainConfigWithALargerClusterAndAPriceIsCosted) {
   EXPECT_NEAR(cost, gpu_hours * 4.096, 1e-6 * cost);
   // The same job on exactly its 2,016 GPUs costs the same: the cluster's
   // idle GPUs are not the job's.
-  const Result exact = Vtrainctl({"predict",    "--model",
-                                  "mtnlg-530b", "--attention-impl",
-                                  "unfused",    "--vocab",
-                                  "51200",      "--tp",
-                                  "8",          "--dp",
-                                  "12",         "--pp",
-                                  "21",         "--global-batch",
-                                  "1920",       "--tokens",
-                                  "270e9",      "--price-usd-per-gpu-hour",
-                                  "4.096",      "--json"});
+  const Issue16Result exact = RunCtl({"predict",    "--model",
+                                      "mtnlg-530b", "--attention-impl",
+                                      "unfused",    "--vocab",
+                                      "51200",      "--tp",
+                                      "8",          "--dp",
+                                      "12",         "--pp",
+                                      "21",         "--global-batch",
+                                      "1920",       "--tokens",
+                                      "270e9",      "--price-usd-per-gpu-hour",
+                                      "4.096",      "--json"});
   ASSERT_EQ(exact.code, 0) << exact.err;
   EXPECT_DOUBLE_EQ(JsonNumber(exact.out, "iteration_time_ms"),
                    JsonNumber(r.out, "iteration_time_ms"));
   EXPECT_NEAR(JsonNumber(exact.out, "cost_usd"), cost, 1e-6 * cost);
   // The table says how many of the cluster's GPUs the job uses.
-  const Result table = Vtrainctl({"predict", "--vtrain-config", config});
+  const Issue16Result table = RunCtl({"predict", "--vtrain-config", config});
   EXPECT_EQ(table.code, 0) << table.err;
   EXPECT_THAT(table.out, HasSubstr("the job uses 2016 of the cluster's 3360 GPUs"));
   // A job needing more GPUs than the cluster has is still refused.
-  const Result too_big = Vtrainctl({"predict", "--model", "gpt3-1.3b", "--gpus", "8", "--tp", "2",
-                                    "--dp", "8", "--global-batch", "64"});
+  const Issue16Result too_big = RunCtl({"predict", "--model", "gpt3-1.3b", "--gpus", "8", "--tp",
+                                        "2", "--dp", "8", "--global-batch", "64"});
   EXPECT_EQ(too_big.code, 2);
   EXPECT_THAT(too_big.err, HasSubstr("exceeds cluster.num_gpus=8"));
   std::remove(config.c_str());
@@ -99,20 +99,20 @@ TEST(Issue16FixesTest, CostSearchWithoutDeadlineOrGpuCountWarns) {
       "1e9",    "--tp-values", "1,2",       "--price-usd-per-gpu-hour", "4"};
   std::vector<std::string> cost = base;
   for (const char* a : {"--max-gpus", "16", "--objective", "cost"}) cost.push_back(a);
-  const Result r = Vtrainctl(cost);
+  const Issue16Result r = RunCtl(cost);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("WARNING: objective 'cost' with no deadline"));
   EXPECT_THAT(r.out, HasSubstr("WARNING: objective 'cost'"));
   std::vector<std::string> json = cost;
   json.push_back("--json");
-  EXPECT_THAT(Vtrainctl(json).out, HasSubstr("\"warnings\": [\n    \"objective 'cost'"));
+  EXPECT_THAT(RunCtl(json).out, HasSubstr("\"warnings\": [\n    \"objective 'cost'"));
   // An exact GPU count, or the time objective: no warning.
   std::vector<std::string> exact = base;
   for (const char* a : {"--gpus", "8", "--objective", "cost"}) exact.push_back(a);
-  EXPECT_THAT(Vtrainctl(exact).err, Not(HasSubstr("WARNING")));
+  EXPECT_THAT(RunCtl(exact).err, Not(HasSubstr("WARNING")));
   std::vector<std::string> time = base;
   for (const char* a : {"--max-gpus", "16"}) time.push_back(a);
-  EXPECT_THAT(Vtrainctl(time).err, Not(HasSubstr("WARNING")));
+  EXPECT_THAT(RunCtl(time).err, Not(HasSubstr("WARNING")));
 }
 
 TEST(Issue16FixesTest, MemoryHeadroomDropsPlansNearTheCapacity) {
@@ -125,11 +125,11 @@ TEST(Issue16FixesTest, MemoryHeadroomDropsPlansNearTheCapacity) {
   for (const char* a : {"--memory-headroom", "0"}) none.push_back(a);
   for (const char* a : {"--memory-headroom", "0.5"}) half.push_back(a);
   for (const char* a : {"--memory-headroom", "0.9"}) bad.push_back(a);
-  const Result r0 = Vtrainctl(none), r5 = Vtrainctl(half);
+  const Issue16Result r0 = RunCtl(none), r5 = RunCtl(half);
   ASSERT_EQ(r0.code, 0) << r0.err;
   ASSERT_EQ(r5.code, 0) << r5.err;
   EXPECT_GT(JsonNumber(r5.out, "out_of_memory"), JsonNumber(r0.out, "out_of_memory"));
-  const Result refused = Vtrainctl(bad);
+  const Issue16Result refused = RunCtl(bad);
   EXPECT_EQ(refused.code, 2);
   EXPECT_THAT(refused.err, HasSubstr("memory_headroom"));
   // predict: the same flag decides whether one plan fits (t = 4 on 4 GPUs:
@@ -139,8 +139,8 @@ TEST(Issue16FixesTest, MemoryHeadroomDropsPlansNearTheCapacity) {
                                             "32",      "--json"};
   std::vector<std::string> strict = predict;
   for (const char* a : {"--memory-headroom", "0.5"}) strict.push_back(a);
-  EXPECT_THAT(Vtrainctl(predict).out, HasSubstr("\"fits\": true"));
-  EXPECT_THAT(Vtrainctl(strict).out, HasSubstr("\"fits\": false"));
+  EXPECT_THAT(RunCtl(predict).out, HasSubstr("\"fits\": true"));
+  EXPECT_THAT(RunCtl(strict).out, HasSubstr("\"fits\": false"));
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::vtrain::testing::RunVtrainctlInProcess;
 
-std::vector<std::string> Gpt(std::vector<std::string> extra) {
+std::vector<std::string> LayoutCliGpt(std::vector<std::string> extra) {
   std::vector<std::string> args = {
       "predict", "--local", "--model", "gpt3-1.3b", "--layers",       "26", "--pp", "4",
       "--tp",    "2",       "--gpus",  "8",         "--global-batch", "32"};
@@ -26,27 +26,28 @@ std::vector<std::string> Gpt(std::vector<std::string> extra) {
 }
 
 TEST(PipelineLayoutCliTest, PredictPrintsTheLayoutAndEachStagesLayers) {
-  const auto r = RunVtrainctlInProcess(Gpt({}));
+  const auto r = RunVtrainctlInProcess(LayoutCliGpt({}));
   ASSERT_EQ(r.code, common::kExitOk) << r.err;
   // 26 layers on 4 stages: the embedding and the loss take a layer's place.
   EXPECT_THAT(r.out, HasSubstr("layout   Et*6|t*7|t*7|t*6L (uneven)"));
   EXPECT_THAT(r.out, HasSubstr("    0  0-5 "));
   EXPECT_THAT(r.out, HasSubstr("    1  6-12 "));
   EXPECT_THAT(r.out, HasSubstr("    3  20-25 "));
-  const auto json = RunVtrainctlInProcess(Gpt({"--json"}));
+  const auto json = RunVtrainctlInProcess(LayoutCliGpt({"--json"}));
   ASSERT_EQ(json.code, common::kExitOk) << json.err;
   EXPECT_THAT(json.out, HasSubstr("\"pipeline_layout\": \"Et*6|t*7|t*7|t*6L\""));
   // An even layout prints no layout line.
-  const auto even = RunVtrainctlInProcess(Gpt({"--layers", "24"}));
+  const auto even = RunVtrainctlInProcess(LayoutCliGpt({"--layers", "24"}));
   ASSERT_EQ(even.code, common::kExitOk) << even.err;
   EXPECT_THAT(even.out, Not(HasSubstr("layout ")));
 }
 
 TEST(PipelineLayoutCliTest, ExplicitLayoutsAndStageLayersAreTaken) {
-  const auto given = RunVtrainctlInProcess(Gpt({"--pipeline-layout", "Et*8|(t*6|)*2t*6L"}));
+  const auto given =
+      RunVtrainctlInProcess(LayoutCliGpt({"--pipeline-layout", "Et*8|(t*6|)*2t*6L"}));
   ASSERT_EQ(given.code, common::kExitOk) << given.err;
   EXPECT_THAT(given.out, HasSubstr("layout   Et*8|t*6|t*6|t*6L (uneven)"));
-  const auto first = RunVtrainctlInProcess(Gpt({"--first-stage-layers", "5"}));
+  const auto first = RunVtrainctlInProcess(LayoutCliGpt({"--first-stage-layers", "5"}));
   ASSERT_EQ(first.code, common::kExitOk) << first.err;
   EXPECT_THAT(first.out, HasSubstr("layout   Et*5|t*7|t*7|t*7L (uneven)"));
 }
@@ -79,7 +80,7 @@ TEST(PipelineLayoutCliTest, BadLayoutsAreRefusedNamingTheField) {
       {{"--pp", "40", "--gpus", "80"}, "cannot be laid over"},
   };
   for (const auto& c : cases) {
-    const auto r = RunVtrainctlInProcess(Gpt(c.extra));
+    const auto r = RunVtrainctlInProcess(LayoutCliGpt(c.extra));
     EXPECT_EQ(r.code, common::kExitBadInput) << c.expected;
     EXPECT_THAT(r.err, HasSubstr(c.expected));
   }

@@ -24,7 +24,7 @@
 namespace vtrain::cli {
 namespace {
 
-std::string SourceDir() {
+std::string RepositoryDir() {
   const char* src = std::getenv("VTRAIN_SOURCE_DIR");
   return src != nullptr ? src : VTRAIN_TEST_SOURCE_DIR;
 }
@@ -33,7 +33,7 @@ constexpr char kHeader[] = "model,flags,tokens_per_sec_per_gpu\n";
 
 // A published file of the repository's data/published/, read and parsed.
 absl::StatusOr<std::vector<Measurement>> RepositoryRows(const std::string& file) {
-  absl::StatusOr<std::string> text = common::ReadFile(SourceDir() + "/data/published/" + file);
+  absl::StatusOr<std::string> text = common::ReadFile(RepositoryDir() + "/data/published/" + file);
   if (!text.ok()) return text.status();
   return ParsePublishedCsv(*text, file);
 }
@@ -152,7 +152,7 @@ TEST(PublishedCsvTest, MlperfHopperRunsNeverFittedOnStayWithinTenPercent) {
 // `validate --bands-cpp` prints them: the built-in bands equal what the
 // command prints for the repository's file, and they cover 90% of it.
 TEST(ValidateCommandTest, BandsCppPrintsTheBuiltInB200Bf16Bands) {
-  const std::string path = SourceDir() + "/data/published/simumax-b200-bf16.csv";
+  const std::string path = RepositoryDir() + "/data/published/simumax-b200-bf16.csv";
   std::ostringstream out, err;
   ASSERT_EQ(RunValidate({"--measurements", path, "--threads", "1", "--bands-cpp"}, out, err), 0)
       << err.str();
@@ -180,7 +180,7 @@ TEST(ValidateCommandTest, BandsCppPrintsTheBuiltInB200Bf16Bands) {
 TEST(PublishedCsvTest, HopperAllReduceFollowsAzuresMeasuredCurves) {
   for (const char* gpu_name : {"h100-sxm5-80gb", "h200-sxm-141gb"}) {
     const std::string file =
-        absl::StrCat(SourceDir(), "/data/published/azure-", std::string(gpu_name).substr(0, 4),
+        absl::StrCat(RepositoryDir(), "/data/published/azure-", std::string(gpu_name).substr(0, 4),
                      "-nccl/allreduce_8gpu.txt");
     absl::StatusOr<std::string> text = common::ReadFile(file);
     ASSERT_TRUE(text.ok()) << text.status();

@@ -24,7 +24,7 @@ std::string WriteTopology(const std::string& name, const std::string& text) {
 }
 
 // 32 GPUs (t=8, d=4) on an 8:1 fabric of two 4-node leaves.
-std::vector<std::string> Job(const std::string& topology, std::vector<std::string> extra) {
+std::vector<std::string> TopologyArgs(const std::string& topology, std::vector<std::string> extra) {
   std::vector<std::string> args = {"predict",
                                    "--local",
                                    "--model",
@@ -56,21 +56,22 @@ TEST(TopologyCliTest, HostnamesPlaceTheJobOnTheFilesLeaves) {
                                          "SwitchName=leaf0 Nodes=dgx[001-004]\n"
                                          "SwitchName=leaf1 Nodes=dgx[005-008]\n"
                                          "SwitchName=spine Switches=leaf[0-1]\n");
-  const auto packed = RunVtrainctlInProcess(Job(topo, {"--nodes", "dgx[001-004]"}));
+  const auto packed = RunVtrainctlInProcess(TopologyArgs(topo, {"--nodes", "dgx[001-004]"}));
   ASSERT_EQ(packed.code, common::kExitOk) << packed.err;
   EXPECT_THAT(packed.out, HasSubstr("leaf/spine, 4 nodes per leaf, 8:1 oversubscribed, on "
                                     "nodes 0-3"));
-  const auto split = RunVtrainctlInProcess(Job(topo, {"--nodes", "dgx[001-002],dgx[005-006]"}));
+  const auto split =
+      RunVtrainctlInProcess(TopologyArgs(topo, {"--nodes", "dgx[001-002],dgx[005-006]"}));
   ASSERT_EQ(split.code, common::kExitOk) << split.err;
   EXPECT_THAT(split.out, HasSubstr("on nodes 0-1,4-5"));
   // The data-parallel ring crosses the spine twice: slower than on one leaf,
   // and the same as naming the nodes by number.
   EXPECT_GT(IterationMs(split.out), IterationMs(packed.out));
-  const auto numbers = RunVtrainctlInProcess(Job(topo, {"--nodes", "0,1,4,5"}));
+  const auto numbers = RunVtrainctlInProcess(TopologyArgs(topo, {"--nodes", "0,1,4,5"}));
   ASSERT_EQ(numbers.code, common::kExitOk) << numbers.err;
   EXPECT_EQ(IterationMs(numbers.out), IterationMs(split.out));
   // The file's eight nodes are the cluster a spread placement uses.
-  const auto spread = RunVtrainctlInProcess(Job(topo, {"--placement", "spread"}));
+  const auto spread = RunVtrainctlInProcess(TopologyArgs(topo, {"--placement", "spread"}));
   ASSERT_EQ(spread.code, common::kExitOk) << spread.err;
   EXPECT_THAT(spread.out, HasSubstr("spread over 8 nodes"));
 }
@@ -83,10 +84,11 @@ TEST(TopologyCliTest, BadFilesAndConflictingFlagsAreRefused) {
     std::vector<std::string> args;
     std::string expected;
   } cases[] = {
-      {Job(uneven, {}), uneven + ":2: leaf 'l1' has 2 nodes"},
-      {Job(::testing::TempDir() + "/missing.conf", {}), "missing.conf"},
-      {Job(good, {"--nodes-per-leaf", "4"}), "leave --nodes-per-leaf and --cluster-nodes out"},
-      {Job(good, {"--nodes", "n[1-3],m7"}), "--nodes names host 'm7'"},
+      {TopologyArgs(uneven, {}), uneven + ":2: leaf 'l1' has 2 nodes"},
+      {TopologyArgs(::testing::TempDir() + "/missing.conf", {}), "missing.conf"},
+      {TopologyArgs(good, {"--nodes-per-leaf", "4"}),
+       "leave --nodes-per-leaf and --cluster-nodes out"},
+      {TopologyArgs(good, {"--nodes", "n[1-3],m7"}), "--nodes names host 'm7'"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.expected);

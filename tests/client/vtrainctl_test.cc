@@ -283,7 +283,7 @@ TEST(VtrainctlInProcessTest, DispatcherReturnsExitCodesAndWritesStreams) {
 namespace vtrain::cli {
 namespace {
 
-std::string TempPath(const std::string& name) {
+std::string CliTempPath(const std::string& name) {
   const char* dir = std::getenv("TMPDIR");
   return absl::StrCat(dir != nullptr ? dir : "/tmp", "/vtrainctl_test_", getpid(), "_", name);
 }
@@ -297,14 +297,14 @@ void WriteText(const std::string& path, const std::string& text) {
 
 TEST(VtrainctlFilesTest, JobFileAndVtrainConfigGiveTheFlagsResult) {
   const ProcessResult flags = RunBinary(With(kGpt13b, {"--json"}));
-  const std::string job = TempPath("job.json");
+  const std::string job = CliTempPath("job.json");
   WriteText(job, R"({"model":{"preset":"gpt3-1.3b"},"cluster":{"num_gpus":8},)"
                  R"("plan":{"tensor_parallel":2,"global_batch":64}})");
   const ProcessResult from_job = RunBinary({"predict", "-f", job, "--json"});
   EXPECT_EQ(from_job.exit_code, 0) << from_job.err;
   EXPECT_EQ(JsonInt(from_job.out, "iteration_time_ns"), JsonInt(flags.out, "iteration_time_ns"));
 
-  const std::string config = TempPath("vtrain.json");
+  const std::string config = CliTempPath("vtrain.json");
   WriteText(config, R"({"num_gpus": 8, "tensor_parallel_size": 2, "data_parallel_size": 4,
     "pipeline_parallel_size": 1, "global_batch_size": 64, "micro_batch_size": 1,
     "num_layers": 24, "hidden_size": 2048, "num_attention_heads": 16, "max_length": 2048,
@@ -349,7 +349,7 @@ TEST(VtrainctlFilesTest, JobFileAndVtrainConfigGiveTheFlagsResult) {
 }
 
 TEST(VtrainctlFilesTest, TraceWritesChromeTraceEvents) {
-  const std::string path = TempPath("trace.json");
+  const std::string path = CliTempPath("trace.json");
   const ProcessResult r = RunBinary({"trace", "--model", "gpt3-1.3b", "--gpus", "16", "--tp", "2",
                                      "--pp", "4", "--global-batch", "32", "-o", path});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -404,7 +404,7 @@ std::string Slurp(const std::string& path) {
 }
 
 TEST(VtrainctlCurveTest, PlotsBothPoliciesAndPrintsTheElasticFlowTable) {
-  const std::string svg = TempPath("curve.svg");
+  const std::string svg = CliTempPath("curve.svg");
   const ProcessResult r =
       RunBinary({"curve", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpu-counts", "8,16,32",
                  "--compare", "--plot", svg, "--format", "elasticflow"});
@@ -483,7 +483,7 @@ TEST(VtrainctlPlanModelTest, TheInverseQuestionFindsTheFewestGpus) {
 }
 
 TEST(VtrainctlPlanModelTest, PlotsTheBudgetTheLineAndBothAnswers) {
-  const std::string svg = TempPath("plan.svg");
+  const std::string svg = CliTempPath("plan.svg");
   const ProcessResult r =
       RunBinary({"plan-model", "--gpus", "64", "--days", "1", "--min-params", "3e8", "--max-params",
                  "8e9", "--global-batch", "256", "--plot", svg});

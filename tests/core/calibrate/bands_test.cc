@@ -14,7 +14,7 @@
 namespace vtrain {
 namespace {
 
-Job Shape(int64_t hidden, int64_t t, int64_t mb, int64_t d, int64_t p, int64_t layers) {
+Job RegimeShape(int64_t hidden, int64_t t, int64_t mb, int64_t d, int64_t p, int64_t layers) {
   Job job = testing::TinyJob();
   job.model.hidden_size = hidden;
   job.model.num_heads = 16;
@@ -24,18 +24,18 @@ Job Shape(int64_t hidden, int64_t t, int64_t mb, int64_t d, int64_t p, int64_t l
 }
 
 TEST(RegimeOfTest, EachRegimeFromTheJob) {
-  EXPECT_EQ(RegimeOf(Shape(1024, 8, 1, 1, 1, 8)), "single_node_tp_node");
-  EXPECT_EQ(RegimeOf(Shape(1024, 2, 1, 2, 1, 8)), "single_node_host_bound");
-  EXPECT_EQ(RegimeOf(Shape(4096, 1, 8, 2, 1, 8)), "single_node_gpu_bound");
+  EXPECT_EQ(RegimeOf(RegimeShape(1024, 8, 1, 1, 1, 8)), "single_node_tp_node");
+  EXPECT_EQ(RegimeOf(RegimeShape(1024, 2, 1, 2, 1, 8)), "single_node_host_bound");
+  EXPECT_EQ(RegimeOf(RegimeShape(4096, 1, 8, 2, 1, 8)), "single_node_gpu_bound");
   // 12288-wide layers, 96 of them over p = 2 and t = 8: ~11 billion
   // parameters per GPU.
-  Job big = Shape(12288, 8, 1, 1, 2, 96);
+  Job big = RegimeShape(12288, 8, 1, 1, 2, 96);
   big.model.num_heads = 96;
   EXPECT_EQ(RegimeOf(big), "multi_node_large_params");
   EXPECT_EQ(BaseRegimeOf(big), "multi_node");
-  EXPECT_EQ(RegimeOf(Shape(1024, 8, 1, 1, 2, 8)), "multi_node_small_params");
+  EXPECT_EQ(RegimeOf(RegimeShape(1024, 8, 1, 1, 2, 8)), "multi_node_small_params");
   // A cluster larger than the job does not make a one-node job multi-node.
-  Job small = Shape(1024, 2, 1, 2, 1, 8);
+  Job small = RegimeShape(1024, 2, 1, 2, 1, 8);
   small.cluster.num_gpus = 64;
   EXPECT_EQ(BaseRegimeOf(small), "single_node");
 }
@@ -46,7 +46,8 @@ TEST(ShapeFoldsTest, AShapeNeverSpansTwoFolds) {
     for (int64_t t : {1, 2, 4}) {
       for (int64_t mb : {1, 2}) {
         for (int64_t layers : {8, 16, 24}) {
-          for (int64_t d : {1, 2}) m.push_back({Shape(hidden, t, mb, d, 1, layers), 1.0, "x"});
+          for (int64_t d : {1, 2})
+            m.push_back({RegimeShape(hidden, t, mb, d, 1, layers), 1.0, "x"});
         }
       }
     }
@@ -72,9 +73,12 @@ TEST(ShapeFoldsTest, AShapeNeverSpansTwoFolds) {
     EXPECT_EQ(ShapeFolds(m, 5, seed), fold);  // deterministic
   }
   // Layers, d and p are not part of the shape; t and the micro-batch are.
-  EXPECT_EQ(LayerShapeKey(Shape(1024, 2, 1, 1, 1, 8)), LayerShapeKey(Shape(1024, 2, 1, 4, 2, 24)));
-  EXPECT_NE(LayerShapeKey(Shape(1024, 2, 1, 1, 1, 8)), LayerShapeKey(Shape(1024, 4, 1, 1, 1, 8)));
-  EXPECT_NE(LayerShapeKey(Shape(1024, 2, 1, 1, 1, 8)), LayerShapeKey(Shape(1024, 2, 2, 1, 1, 8)));
+  EXPECT_EQ(LayerShapeKey(RegimeShape(1024, 2, 1, 1, 1, 8)),
+            LayerShapeKey(RegimeShape(1024, 2, 1, 4, 2, 24)));
+  EXPECT_NE(LayerShapeKey(RegimeShape(1024, 2, 1, 1, 1, 8)),
+            LayerShapeKey(RegimeShape(1024, 4, 1, 1, 1, 8)));
+  EXPECT_NE(LayerShapeKey(RegimeShape(1024, 2, 1, 1, 1, 8)),
+            LayerShapeKey(RegimeShape(1024, 2, 2, 1, 1, 8)));
 }
 
 TEST(BandOfTest, SymmetricInLogSpaceAndRobustToOutliers) {
@@ -83,7 +87,7 @@ TEST(BandOfTest, SymmetricInLogSpaceAndRobustToOutliers) {
   std::vector<Measurement> m;
   std::vector<ValidationRow> rows;
   for (int i = 1; i <= 20; ++i) {
-    m.push_back({Shape(1024, 2, 1, 2, 1, 8), 100, "x"});
+    m.push_back({RegimeShape(1024, 2, 1, 2, 1, 8), 100, "x"});
     ValidationRow r;
     const double log_error = (i % 2 == 0 ? 1 : -1) * 0.01 * ((i + 1) / 2);
     r.error = std::expm1(log_error);
@@ -110,7 +114,7 @@ TEST(BandsTest, CoverageAndWidthFollowTheBands) {
   std::vector<Measurement> m;
   std::vector<ValidationRow> rows;
   for (int i = 0; i < 10; ++i) {
-    m.push_back({Shape(1024, 2, 1, 2, 1, 8), 100, "x"});
+    m.push_back({RegimeShape(1024, 2, 1, 2, 1, 8), 100, "x"});
     ValidationRow r;
     r.measured_ms = 100;
     r.predicted_ms = 100 + (i < 8 ? 5 : 50);  // 8 rows at +5%, 2 at +50%

@@ -25,7 +25,7 @@ using ::vtrain::testing::UnitTimes;
 using ::vtrain::testing::UseFreeLinks;
 using ::vtrain::testing::WithPlan;
 
-LinkBandwidths Links(const Job& job) {
+LinkBandwidths BuilderLinks(const Job& job) {
   return {job.cluster.intra_node_bandwidth_bytes_per_s,
           job.cluster.inter_node_bandwidth_bytes_per_s};
 }
@@ -56,7 +56,7 @@ struct Built {
 // builder's) and that every transfer takes 0 ns.
 void BuildAndSimulate(const Job& job, Granularity granularity, Built* out) {
   const ProfileSet set = UnitProfileSet(job);
-  ProfileLookup lookup(set, job.cluster.gpu, Links(job));
+  ProfileLookup lookup(set, job.cluster.gpu, BuilderLinks(job));
   BuildOptions options;
   options.granularity = granularity;
   VTRAIN_ASSERT_OK_AND_ASSIGN(out->graph, BuildIterationGraph(job, lookup, options));
@@ -75,7 +75,7 @@ void BuildAndSimulate(const Job& job, Granularity granularity, Built* out) {
   VTRAIN_ASSERT_OK_AND_ASSIGN(const SimulationResult r, Simulate(out->graph.graph));
   out->makespan_ns = r.makespan_ns;
   // The streaming path gives the same.
-  ProfileLookup streaming_lookup(set, job.cluster.gpu, Links(job));
+  ProfileLookup streaming_lookup(set, job.cluster.gpu, BuilderLinks(job));
   VTRAIN_ASSERT_OK_AND_ASSIGN(const IterationSimulation streamed,
                               SimulateIteration(job, streaming_lookup, options));
   EXPECT_EQ(streamed.result.makespan_ns, r.makespan_ns);
@@ -307,11 +307,11 @@ TEST(BuildIterationGraphTest, MaxTasksIsExact) {
   options.granularity = Granularity::kKernel;
   options.max_tasks = 219;
   {
-    ProfileLookup lookup(set, job.cluster.gpu, Links(job));
+    ProfileLookup lookup(set, job.cluster.gpu, BuilderLinks(job));
     VTRAIN_EXPECT_OK(BuildIterationGraph(job, lookup, options));
   }
   options.max_tasks = 218;
-  ProfileLookup lookup(set, job.cluster.gpu, Links(job));
+  ProfileLookup lookup(set, job.cluster.gpu, BuilderLinks(job));
   EXPECT_THAT(BuildIterationGraph(job, lookup, options),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        AllOf(HasSubstr("219 tasks"), HasSubstr("max_tasks=218"),
@@ -322,7 +322,7 @@ TEST(BuildIterationGraphTest, InvalidJobIsRejected) {
   Job job = TinyJob();
   job.plan.pipeline_parallel = 3;  // does not divide 8 layers, nor match 1 GPU
   const ProfileSet set = UnitProfileSet(TinyJob());
-  ProfileLookup lookup(set, job.cluster.gpu, Links(job));
+  ProfileLookup lookup(set, job.cluster.gpu, BuilderLinks(job));
   EXPECT_THAT(BuildIterationGraph(job, lookup, BuildOptions{}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("plan.pipeline_parallel")));
 }

@@ -132,7 +132,7 @@ void ExpectSameResult(const SimulationResult& a, const SimulationResult& b) {
   }
 }
 
-SimulationOptions KeepTimes() {
+SimulationOptions KeepTaskTimes() {
   SimulationOptions o;
   o.keep_task_times = true;
   return o;
@@ -142,7 +142,7 @@ TEST(CompactTaskGraphTest, EngineEqualsTheExplicitLayoutOnRandomGraphs) {
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     SCOPED_TRACE(absl::StrCat("seed ", seed));
     const Explicit e = RandomRepeatingGraph(seed);
-    VTRAIN_ASSERT_OK_AND_ASSIGN(const SimulationResult r, Simulate(e.graph, KeepTimes()));
+    VTRAIN_ASSERT_OK_AND_ASSIGN(const SimulationResult r, Simulate(e.graph, KeepTaskTimes()));
     ExpectSameResult(r, ExplicitSimulate(e));
     if (HasFailure()) return;
   }
@@ -162,7 +162,7 @@ TEST(CompactTaskGraphTest, EngineEqualsTheExplicitLayoutOnKernelGraphs) {
       const absl::Span<const TaskId> p = built.graph.parents(id);
       e.parents.emplace_back(p.begin(), p.end());
     }
-    VTRAIN_ASSERT_OK_AND_ASSIGN(const SimulationResult r, Simulate(built.graph, KeepTimes()));
+    VTRAIN_ASSERT_OK_AND_ASSIGN(const SimulationResult r, Simulate(built.graph, KeepTaskTimes()));
     ExpectSameResult(r, ExplicitSimulate(e));
     // Kernel graphs repeat: far fewer records than tasks, few parents.
     EXPECT_LT(built.graph.records().size() * 20, static_cast<size_t>(built.graph.num_tasks()));

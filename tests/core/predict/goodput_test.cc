@@ -20,7 +20,7 @@ Job Big() { return testing::PresetJob("gpt3-175b", 8, 8, 8, 1, 1536); }
 constexpr double kIteration = 20;
 constexpr double kThirtyDays = 30 * 86400.0;
 
-Goodput At(Job job, double interval_s) {
+Goodput GoodputAt(Job job, double interval_s) {
   job.cluster.reliability.checkpoint_interval_s = interval_s;
   return EstimateGoodput(job, kIteration, kThirtyDays);
 }
@@ -34,7 +34,7 @@ TEST(GoodputTest, WithoutFailuresTheRunTakesItsFailureFreeTime) {
   EXPECT_EQ(g.expected_interruptions, 0);
   EXPECT_EQ(g.checkpoint_interval_s, 0);
   // A checkpoint asked for still costs its blocking time.
-  const Goodput asked = At(job, 3600);
+  const Goodput asked = GoodputAt(job, 3600);
   EXPECT_NEAR(asked.expected_time_s, kThirtyDays * (1 + asked.checkpoint_blocking_s / 3600),
               1e-6 * kThirtyDays);
 }
@@ -74,7 +74,7 @@ TEST(GoodputTest, DalysIntervalIsTheBestInterval) {
   EXPECT_NEAR(best.checkpoint_interval_s, young, 0.05 * young);
   EXPECT_EQ(std::fmod(best.checkpoint_interval_s, kIteration), 0);
   for (double factor : {0.25, 0.5, 0.8, 1.25, 2.0, 4.0}) {
-    const Goodput other = At(Big(), best.checkpoint_interval_s * factor);
+    const Goodput other = GoodputAt(Big(), best.checkpoint_interval_s * factor);
     EXPECT_LE(best.expected_time_s, other.expected_time_s * (1 + 1e-9)) << factor;
   }
 }

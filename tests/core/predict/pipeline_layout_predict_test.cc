@@ -22,8 +22,8 @@ namespace {
 using ::vtrain::testing::DescribeJob;
 using ::vtrain::testing::RandomSmallJob;
 
-absl::StatusOr<Prediction> PredictAt(const Job& job, Granularity granularity,
-                                     bool periodic = true) {
+absl::StatusOr<Prediction> LayoutPredictAt(const Job& job, Granularity granularity,
+                                           bool periodic = true) {
   PredictOptions options;
   options.granularity = granularity;
   options.periodic = periodic;
@@ -61,10 +61,11 @@ TEST(PipelineLayoutDifferentialTest, KernelOperatorAndSteppingAgreeExactly) {
     uneven += !IsEvenLayout(chunks);
     SCOPED_TRACE(absl::StrCat("seed ", seed, ": ", DescribeJob(*job), " v=",
                               job->plan.virtual_stages, " layout ", FormatPipelineLayout(chunks)));
-    VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction kernel, PredictAt(*job, Granularity::kKernel));
-    VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction op, PredictAt(*job, Granularity::kOperator));
+    VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction kernel,
+                                LayoutPredictAt(*job, Granularity::kKernel));
+    VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction op, LayoutPredictAt(*job, Granularity::kOperator));
     VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction stepped,
-                                PredictAt(*job, Granularity::kOperator, /*periodic=*/false));
+                                LayoutPredictAt(*job, Granularity::kOperator, /*periodic=*/false));
     EXPECT_GT(kernel.iteration_time_ns, 0);
     EXPECT_EQ(kernel.iteration_time_ns, op.iteration_time_ns);
     EXPECT_EQ(stepped.iteration_time_ns, op.iteration_time_ns);
@@ -83,7 +84,7 @@ TEST(PipelineLayoutDifferentialTest, KernelOperatorAndSteppingAgreeExactly) {
   EXPECT_GE(uneven, 20);
 }
 
-Job Gpt(int64_t layers, int64_t p) {
+Job LayoutGpt(int64_t layers, int64_t p) {
   Job job;
   job.model = *ModelPreset("gpt3-1.3b");
   job.model.num_layers = layers;
@@ -95,12 +96,12 @@ Job Gpt(int64_t layers, int64_t p) {
 }
 
 TEST(PipelineLayoutPredictTest, AnExplicitEvenLayoutPredictsExactlyTheDefault) {
-  const Job even = Gpt(24, 4);
+  const Job even = LayoutGpt(24, 4);
   Job spelled = even;
   VTRAIN_ASSERT_OK_AND_ASSIGN(spelled.plan.layout.chunks,
                               ParsePipelineLayout("Et*6|(t*6|)*2t*6L", "f"));
-  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction a, PredictAt(even, Granularity::kOperator));
-  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction b, PredictAt(spelled, Granularity::kOperator));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction a, LayoutPredictAt(even, Granularity::kOperator));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction b, LayoutPredictAt(spelled, Granularity::kOperator));
   EXPECT_EQ(a.iteration_time_ns, b.iteration_time_ns);
   EXPECT_EQ(a.memory.peak_bytes, b.memory.peak_bytes);
 }
@@ -108,7 +109,8 @@ TEST(PipelineLayoutPredictTest, AnExplicitEvenLayoutPredictsExactlyTheDefault) {
 TEST(PipelineLayoutPredictTest, StagesFollowTheirLayers) {
   // 26 layers on 4 stages: the embedding and the loss count as a layer each
   // (7 per chunk), so the ends hold 6.
-  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction p26, PredictAt(Gpt(26, 4), Granularity::kOperator));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction p26,
+                              LayoutPredictAt(LayoutGpt(26, 4), Granularity::kOperator));
   ASSERT_EQ(p26.stages.size(), 4u);
   EXPECT_EQ(p26.stages[0].num_layers, 6);
   EXPECT_EQ(p26.stages[1].num_layers, 7);
@@ -117,20 +119,23 @@ TEST(PipelineLayoutPredictTest, StagesFollowTheirLayers) {
   // A middle stage's compute grows with its layers; it does 7 of 6's work.
   EXPECT_GT(p26.stages[1].compute_ns, p26.stages[0].compute_ns);
   // Between the even 24- and 28-layer models.
-  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction p24, PredictAt(Gpt(24, 4), Granularity::kOperator));
-  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction p28, PredictAt(Gpt(28, 4), Granularity::kOperator));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction p24,
+                              LayoutPredictAt(LayoutGpt(24, 4), Granularity::kOperator));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction p28,
+                              LayoutPredictAt(LayoutGpt(28, 4), Granularity::kOperator));
   EXPECT_GT(p26.iteration_time_ns, p24.iteration_time_ns);
   EXPECT_LT(p26.iteration_time_ns, p28.iteration_time_ns);
 
   // Moving layers onto the first stage moves its parameters and memory.
-  Job heavy = Gpt(24, 2);
+  Job heavy = LayoutGpt(24, 2);
   heavy.plan.layout.first_stage_layers = 16;
-  const MemoryEstimate even_memory = EstimateMemory(Gpt(24, 2));
+  const MemoryEstimate even_memory = EstimateMemory(LayoutGpt(24, 2));
   const MemoryEstimate heavy_memory = EstimateMemory(heavy);
   EXPECT_GT(heavy_memory.stages[0].model_states_bytes, even_memory.stages[0].model_states_bytes);
   EXPECT_LT(heavy_memory.stages[1].model_states_bytes, even_memory.stages[1].model_states_bytes);
-  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction a, PredictAt(Gpt(24, 2), Granularity::kOperator));
-  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction b, PredictAt(heavy, Granularity::kOperator));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction a,
+                              LayoutPredictAt(LayoutGpt(24, 2), Granularity::kOperator));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction b, LayoutPredictAt(heavy, Granularity::kOperator));
   EXPECT_EQ(b.stages[0].num_layers, 16);
   EXPECT_GT(b.stages[0].parameters_per_gpu, a.stages[0].parameters_per_gpu);
   // The busiest stage sets the pace: 16 of 24 layers is slower than 12.

@@ -10,7 +10,7 @@
 namespace vtrain {
 namespace {
 
-int64_t Span(const std::vector<KernelRecord>& kernels) {
+int64_t KernelSpan(const std::vector<KernelRecord>& kernels) {
   OperatorProfile p;
   p.kernels = kernels;
   return p.SpanNs();
@@ -60,7 +60,7 @@ TEST(GenerateOperatorKernelsTest, BiggerHiddenIsNeverShorterAttention) {
       for (int64_t hidden = 256; hidden <= 16384; hidden += 256) {
         const int64_t heads = heads_mode == 0 ? 16 : heads_mode == 1 ? hidden / 64 : hidden / 128;
         if (heads == 0) continue;
-        const int64_t span = Span(GenerateOperatorKernels(
+        const int64_t span = KernelSpan(GenerateOperatorKernels(
             gpu, Key(OperatorKind::kAttentionFwd, hidden, heads, 2048, 1, 1, 0), params));
         EXPECT_GE(span, previous) << "hidden " << hidden << " heads " << heads;
         previous = span;
@@ -119,7 +119,7 @@ TEST(GenerateOperatorKernelsTest, HostDispatchSpacesTheKernels) {
   const std::vector<KernelRecord> kernels =
       GenerateOperatorKernels(gpu, Key(OperatorKind::kMlpFwd, 256, 4, 128, 1, 1, 0), params);
   ASSERT_EQ(kernels.size(), 5u);  // layernorm, fc1, bias-gelu, fc2, bias-dropout-add
-  EXPECT_EQ(Span(kernels), 4 * 1'000'000 + kernels.back().duration_ns);
+  EXPECT_EQ(KernelSpan(kernels), 4 * 1'000'000 + kernels.back().duration_ns);
   for (const KernelRecord& k : kernels) EXPECT_EQ(k.duration_ns + k.gap_ns, 1'000'000);
 
   // With an instant host the kernels run back to back.
@@ -134,8 +134,10 @@ TEST(GenerateOperatorKernelsTest, FasterGpuIsNotSlower) {
   // Same shape, H100 vs A100: more FLOP/s and HBM bandwidth.
   const AnalyticalParams params = DefaultAnalyticalParams();
   const OperatorKey key = Key(OperatorKind::kAttentionBwd, 4096, 32, 2048, 4, 1, 0);
-  const int64_t a100 = Span(GenerateOperatorKernels(*GpuByName("a100-sxm4-80gb"), key, params));
-  const int64_t h100 = Span(GenerateOperatorKernels(*GpuByName("h100-sxm5-80gb"), key, params));
+  const int64_t a100 =
+      KernelSpan(GenerateOperatorKernels(*GpuByName("a100-sxm4-80gb"), key, params));
+  const int64_t h100 =
+      KernelSpan(GenerateOperatorKernels(*GpuByName("h100-sxm5-80gb"), key, params));
   EXPECT_LT(h100, a100);
 }
 

@@ -21,7 +21,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::vector<std::string> Names(const std::vector<KernelRecord>& kernels) {
+std::vector<std::string> KernelNames(const std::vector<KernelRecord>& kernels) {
   std::vector<std::string> names;
   for (const KernelRecord& k : kernels) names.push_back(k.name);
   return names;
@@ -52,15 +52,15 @@ class AttentionImplTest : public ::testing::Test {
 };
 
 TEST_F(AttentionImplTest, GptFlashRunsOneFusedKernelInsteadOfTheScoreKernels) {
-  EXPECT_THAT(Names(Kernels(GptKey(OperatorKind::kAttentionFwd, AttentionImpl::kFlash))),
+  EXPECT_THAT(KernelNames(Kernels(GptKey(OperatorKind::kAttentionFwd, AttentionImpl::kFlash))),
               ElementsAre("layernorm_fwd", "gemm_qkv_fwd", "flash_attention_fwd",
                           "gemm_projection_fwd", "bias_dropout_add_fwd"));
-  EXPECT_THAT(Names(Kernels(GptKey(OperatorKind::kAttentionFwd, AttentionImpl::kUnfused))),
+  EXPECT_THAT(KernelNames(Kernels(GptKey(OperatorKind::kAttentionFwd, AttentionImpl::kUnfused))),
               ElementsAre("layernorm_fwd", "gemm_qkv_fwd", "bgemm_attention_scores_fwd",
                           "scaled_masked_softmax_fwd", "attention_dropout_fwd",
                           "bgemm_attention_context_fwd", "context_transpose_copy",
                           "gemm_projection_fwd", "bias_dropout_add_fwd"));
-  EXPECT_THAT(Names(Kernels(GptKey(OperatorKind::kAttentionBwd, AttentionImpl::kFlash))),
+  EXPECT_THAT(KernelNames(Kernels(GptKey(OperatorKind::kAttentionBwd, AttentionImpl::kFlash))),
               ElementsAre("bias_dropout_add_bwd", "gemm_projection_dgrad", "gemm_projection_wgrad",
                           "flash_attention_bwd_preprocess", "flash_attention_bwd",
                           "flash_attention_bwd_dq_convert", "gemm_qkv_dgrad", "gemm_qkv_wgrad",
@@ -84,20 +84,20 @@ TEST_F(AttentionImplTest, LlamaUnfusedRepeatsGroupedKeysAndKeepsNoDropout) {
       MakeOperatorKey("h100-sxm5-80gb", DType::kBf16, OperatorKind::kAttentionFwd, 4096, 32, 14336,
                       8192, 1, 1, 128256, 0, Architecture::kLlama, 8),
       shape);
-  EXPECT_THAT(Names(Kernels(fwd)),
+  EXPECT_THAT(KernelNames(Kernels(fwd)),
               ElementsAre("rmsnorm_fwd", "gemm_qkv_fwd", "rotary_q_fwd", "rotary_k_fwd",
                           "gqa_kv_repeat", "bgemm_attention_scores_fwd",
                           "scaled_masked_softmax_fwd", "bgemm_attention_context_fwd",
                           "context_transpose_copy", "gemm_projection_fwd", "residual_add_fwd"));
   OperatorKey bwd = fwd;
   bwd.op = OperatorKind::kAttentionBwd;
-  const std::vector<std::string> names = Names(Kernels(bwd));
+  const std::vector<std::string> names = KernelNames(Kernels(bwd));
   EXPECT_THAT(names, ::testing::Contains("gqa_kv_grad_reduce"));
   EXPECT_THAT(names, ::testing::Not(::testing::Contains("attention_dropout_bwd")));
   // Multi-head attention needs no repeat.
   OperatorKey mha = fwd;
   mha.kv_heads = 32;
-  EXPECT_THAT(Names(Kernels(mha)), ::testing::Not(::testing::Contains("gqa_kv_repeat")));
+  EXPECT_THAT(KernelNames(Kernels(mha)), ::testing::Not(::testing::Contains("gqa_kv_repeat")));
 }
 
 TEST(FlashAttentionEfficiencyTest, FollowsKeyLengthAndHeadWidthAroundItsAnchor) {
