@@ -64,6 +64,43 @@ std::vector<ErrorBand> UncalibratedErrorBands(const std::vector<ErrorBand>& band
   return out;
 }
 
+const BuiltinCalibration* FindCalibration(absl::string_view name) {
+  for (const BuiltinCalibration& c : BuiltinCalibrations()) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+absl::Span<const BuiltinCalibration> BuiltinCalibrations() {
+  static constexpr char kH100Fit[] =
+      "; gemm_max_efficiency refitted on NVIDIA's published NeMo fp8 H100 runs "
+      "(data/published/nemo-h100-fp8.csv, core/profile/h100_params.inc)";
+  static constexpr BuiltinCalibration kCalibrations[] = {
+      {.name = kA100Calibration, .fitted_on = kCalibratedGpu},
+      {.name = "h100-nemo-fp8",
+       .fitted_on = "h100-sxm5-80gb",
+       .fit = H100Calibration,
+       .provenance = kH100Fit},
+      {.name = "h100-nemo-fp8-on-h200",
+       .fitted_on = "h100-sxm5-80gb",
+       .fit = H100Calibration,
+       .provenance = kH100Fit,
+       .carried_over = ", carried over to the H200 (the same compute die) with the H100's "
+                       "fp8 bands: MLPerf Training's two H200 Llama 3.1 405B runs, never "
+                       "fitted on, fall 2.0-2.5% under (data/published/mlperf-h200-fp8.csv)"},
+      {.name = "b200-nemo-fp8",
+       .fitted_on = "b200-sxm-180gb",
+       .fit = B200Calibration,
+       .bf16_bands = B200Bf16Bands,
+       .provenance = "; gemm_max_efficiency refitted on NVIDIA's published NeMo fp8 B200 runs "
+                     "(data/published/nemo-b200-fp8.csv, core/profile/b200_params.inc)",
+       .bf16_provenance = "; bf16 jobs on one node: bands of its errors on SimuMax's measured "
+                          "bf16 runs (data/published/simumax-b200-bf16.csv, "
+                          "core/profile/b200_bf16_bands.inc)"},
+  };
+  return kCalibrations;
+}
+
 ProfileSet DefaultProfileSet(const GpuSpec& gpu) {
   ProfileSet set;
   set.name = absl::StrCat("builtin-", gpu.name);
@@ -78,33 +115,28 @@ ProfileSet DefaultProfileSet(const GpuSpec& gpu) {
   if (gpu.name == kCalibratedGpu) return set;
   // Efficiencies carried over from another GPU: say so, and widen.
   set.error_bands = UncalibratedErrorBands(set.error_bands);
-  const bool hopper = absl::StartsWith(gpu.name, "h100") || absl::StartsWith(gpu.name, "h200");
-  if (hopper || absl::StartsWith(gpu.name, "b200")) {
+  const BuiltinCalibration* c = FindCalibration(gpu.calibration);
+  if (c != nullptr && c->fit != nullptr) {
     // GEMM efficiency refitted on published fp8 runs; their bands for fp8 jobs.
     std::vector<ErrorBand> fp8_bands;
-    (hopper ? H100Calibration : B200Calibration)(set.params, fp8_bands);
-    const bool own = !absl::StartsWith(gpu.name, "h200");
-    absl::StrAppend(
-        &set.provenance, "; gemm_max_efficiency refitted on NVIDIA's published NeMo fp8 ",
-        hopper ? "H100" : "B200", " runs (data/published/nemo-", hopper ? "h100" : "b200",
-        "-fp8.csv, core/profile/", hopper ? "h100" : "b200", "_params.inc)",
-        own ? ""
-            : ", carried over to the H200 (the same compute die) with the H100's "
-              "fp8 bands: MLPerf Training's two H200 Llama 3.1 405B runs, never "
-              "fitted on, fall 2.0-2.5% under (data/published/mlperf-h200-fp8.csv)");
+    c->fit(set.params, fp8_bands);
+    absl::StrAppend(&set.provenance, c->provenance);
+    if (!c->carried_over.empty()) {
+      absl::StrAppend(&set.provenance, c->carried_over);
+    } else if (gpu.name != c->fitted_on) {
+      absl::StrAppend(&set.provenance, ", carried over from the ", c->fitted_on, " to the ",
+                      gpu.name, " with its bands");
+    }
     for (ErrorBand& b : PublishedRunsBands(fp8_bands, kPublishedRunsRegimePrefix)) {
       set.error_bands.push_back(b);
     }
-    if (!hopper) {
+    if (c->bf16_bands != nullptr) {
       std::vector<ErrorBand> bf16_bands;
-      B200Bf16Bands(bf16_bands);
+      c->bf16_bands(bf16_bands);
       for (ErrorBand& b : PublishedRunsBands(bf16_bands, kPublishedBf16RunsRegimePrefix)) {
         set.error_bands.push_back(b);
       }
-      absl::StrAppend(&set.provenance,
-                      "; bf16 jobs on one node: bands of its errors on SimuMax's measured bf16 "
-                      "runs (data/published/simumax-b200-bf16.csv, "
-                      "core/profile/b200_bf16_bands.inc)");
+      absl::StrAppend(&set.provenance, c->bf16_provenance);
     }
   }
   absl::StrAppend(

@@ -4,6 +4,10 @@
 #ifndef VTRAIN_CORE_PROFILE_DEFAULT_PROFILES_H_
 #define VTRAIN_CORE_PROFILE_DEFAULT_PROFILES_H_
 
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "core/profile/profile.h"
 #include "core/spec/gpu.h"
 
@@ -47,12 +51,37 @@ inline constexpr double kUncalibratedGpuSpread = 1.3;
 // error_high) * 1.3 - 1; rows = 0, as no residuals back them.
 std::vector<ErrorBand> UncalibratedErrorBands(const std::vector<ErrorBand>& bands);
 
+// A fit of the analytical model that a GPU's data file names in "calibration"
+// (docs/extending.md#a-new-gpu). The root, kA100Calibration, is the measured
+// A100 fit every set starts from; the others refit parameters on published runs
+// of their GPU (core/profile/*_params.inc, written by `vtrainctl calibrate
+// --cpp`) and bring those runs' held-out errors as the bands of fp8 jobs.
+struct BuiltinCalibration {
+  absl::string_view name;
+  absl::string_view fitted_on;  // the GPU whose runs it was fitted on
+  // Sets the refitted parameters and the fp8 bands; nullptr for the root.
+  void (*fit)(AnalyticalParams& params, std::vector<ErrorBand>& bands) = nullptr;
+  // Bands of bf16 jobs from runs never fitted on (published_bf16_runs/), or nullptr.
+  void (*bf16_bands)(std::vector<ErrorBand>& bands) = nullptr;
+  absl::string_view provenance;       // appended to the set's provenance
+  absl::string_view bf16_provenance;  // appended after the bf16 bands
+  // Said when a GPU other than fitted_on uses it; empty: a generic sentence.
+  absl::string_view carried_over;
+};
+
+// The root calibration's name, and every built-in calibration.
+inline constexpr char kA100Calibration[] = "a100-megatron";
+absl::Span<const BuiltinCalibration> BuiltinCalibrations();
+// The calibration with this name, or nullptr.
+const BuiltinCalibration* FindCalibration(absl::string_view name);
+
 // The built-in profile set for `gpu`. The A100-SXM4-80GB has the measured
 // calibration; every other GPU carries its efficiencies over, with
-// UncalibratedErrorBands; the H100 and B200 refit gemm_max_efficiency on
-// published fp8 runs (core/profile/h100_params.inc, b200_params.inc) and add
-// their bands for fp8 jobs (published_fp8_runs/); the B200 also has bands for
-// bf16 jobs (published_bf16_runs/); the H200 takes the H100's fit and fp8 bands.
+// UncalibratedErrorBands; a GPU whose `calibration` names a refit (the H100,
+// H200 and B200 data files) takes its parameters, its bands for fp8 jobs
+// (published_fp8_runs/) and, where it has them, bands for bf16 jobs
+// (published_bf16_runs/). A GPU with no calibration (or a pushed datasheet)
+// keeps the A100 fit, widened.
 ProfileSet DefaultProfileSet(const GpuSpec& gpu);
 
 }  // namespace vtrain

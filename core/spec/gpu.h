@@ -32,7 +32,9 @@ enum class Fp8Recipe { kDelayed, kCurrent, kBlockwise, kMxfp8 };
 absl::string_view Fp8RecipeName(Fp8Recipe recipe);  // "delayed", "current", ...
 absl::StatusOr<Fp8Recipe> ParseFp8Recipe(absl::string_view name);
 
-// Datasheet figures of one GPU model (dense, no sparsity).
+// Datasheet figures of one GPU model (dense, no sparsity). The built-in models
+// are the files data/gpus/*.json (docs/extending.md#a-new-gpu); a profile set
+// may carry the figures of another (profile_set.datasheet).
 struct GpuSpec {
   std::string name;                  // e.g. "a100-sxm4-80gb"
   double peak_fp16_flops_per_s = 0;  // dense tensor-core FP16
@@ -44,6 +46,14 @@ struct GpuSpec {
   // Defaults for a cluster of this GPU when the user gives none.
   double default_intra_node_bandwidth_bytes_per_s = 0;  // per GPU, one direction
   double default_inter_node_bandwidth_bytes_per_s = 0;  // per node, all NICs
+  // Whether the tensor cores apply OCP MX block scales (Blackwell), which
+  // plan.fp8_recipe=mxfp8 needs.
+  bool mx_block_scaling = false;
+  // The built-in calibration the GPU's default profile set uses, by name
+  // (core/profile/default_profiles.h, BuiltinCalibrations); empty: none of its
+  // own, the A100 fit carried over with widened bands. A pushed datasheet has
+  // none.
+  std::string calibration;
 
   // Peak tensor throughput for `dtype`; 0 when unsupported. For kFp8 the fp8
   // peak, which only fp8 training's linear-layer GEMMs reach.
@@ -69,12 +79,15 @@ struct GpuSpec {
 // "<where>.<field>".
 absl::Status CheckGpuDatasheet(const GpuSpec& gpu, absl::string_view where);
 
-// Whether the GPU's tensor cores apply MX block scales (Blackwell: B200).
-bool SupportsMxfp8(const GpuSpec& gpu);
+// Whether the GPU's tensor cores apply MX block scales (its mx_block_scaling).
+inline bool SupportsMxfp8(const GpuSpec& gpu) { return gpu.mx_block_scaling; }
 
 // Returns the GPU model with this name, or NOT_FOUND listing the known names.
 absl::StatusOr<GpuSpec> GpuByName(absl::string_view name);
+// The built-in GPU models' names, in their data files' "order".
 std::vector<std::string> GpuNames();
+// The built-in GPU models whose tensor cores apply MX block scales.
+std::vector<std::string> MxBlockScalingGpuNames();
 
 }  // namespace vtrain
 

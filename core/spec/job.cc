@@ -195,8 +195,9 @@ void ValidateFp8Recipe(const ParallelPlan& p, const GpuSpec& gpu, Violations& v)
   if (p.fp8_recipe == Fp8Recipe::kMxfp8 && !SupportsMxfp8(gpu)) {
     v.Add(
         absl::StrCat("plan.fp8_recipe=mxfp8 needs MX block scaling in the tensor cores "
-                     "(Blackwell, b200-sxm-180gb), which GPU '",
-                     gpu.name, "' lacks; use blockwise, current or delayed"));
+                     "(Blackwell, ",
+                     absl::StrJoin(MxBlockScalingGpuNames(), ", "), "), which GPU '", gpu.name,
+                     "' lacks; use blockwise, current or delayed"));
   }
 }
 

@@ -186,7 +186,7 @@ TEST(PublishedCsvTest, HopperAllReduceFollowsAzuresMeasuredCurves) {
     ASSERT_TRUE(text.ok()) << text.status();
     absl::StatusOr<CollectiveCurve> curve = common::ParseNcclTests(*text, file);
     ASSERT_TRUE(curve.ok()) << curve.status();
-    const GpuSpec& gpu = *GpuByName(gpu_name);
+    const GpuSpec gpu = *GpuByName(gpu_name);  // a copy: the StatusOr is a temporary
     const ProfileSet set = DefaultProfileSet(gpu);
     const ProfileSet a100 = DefaultProfileSet(*GpuByName("a100-sxm4-80gb"));
     const LinkBandwidths links{gpu.default_intra_node_bandwidth_bytes_per_s,

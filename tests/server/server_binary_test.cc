@@ -185,8 +185,8 @@ TEST(ServerBinaryTest, VtrainctlPrintsTheSameBytesLocallyAndRemotely) {
       // The scheduling study on a window of a real trace (read from data/
       // at test time): every curve from the server's ThroughputCurve.
       {"cluster-sim", "--trace",
-       absl::StrCat(VTRAIN_TEST_SOURCE_DIR, "/data/itp-job-traces/cluster10.csv"),
-       "--gpus", "128", "--jobs", "24", "--seed", "3", "--json"},
+       absl::StrCat(VTRAIN_TEST_SOURCE_DIR, "/data/itp-job-traces/cluster10.csv"), "--gpus", "128",
+       "--jobs", "24", "--seed", "3", "--json"},
   };
   for (const std::vector<std::string>& command : commands) {
     const testing::ProcessResult r = Vtrainctl(Concat(command, remote));

@@ -1,6 +1,7 @@
 #include "core/spec/gpu.h"
 
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -10,18 +11,21 @@ namespace vtrain {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using ::testing::UnorderedElementsAre;
+using ::testing::IsSupersetOf;
 using ::vtrain::testing::StatusIs;
 
-TEST(GpuTest, SixKnownGpus) {
-  EXPECT_THAT(GpuNames(),
-              UnorderedElementsAre("v100-sxm2-32gb", "a100-sxm4-40gb", "a100-sxm4-80gb",
-                                   "h100-sxm5-80gb", "h200-sxm-141gb", "b200-sxm-180gb"));
+// The GPU models are data files (data/gpus/*.json): every one of them is a
+// datasheet CheckGpuDatasheet accepts, as a pushed one would have to be.
+TEST(GpuTest, EveryBuiltInGpuIsAValidDatasheet) {
+  EXPECT_THAT(GpuNames(), IsSupersetOf({"v100-sxm2-32gb", "a100-sxm4-40gb", "a100-sxm4-80gb",
+                                        "h100-sxm5-80gb", "h200-sxm-141gb", "b200-sxm-180gb"}));
   for (const std::string& name : GpuNames()) {
     SCOPED_TRACE(name);
     absl::StatusOr<GpuSpec> gpu = GpuByName(name);
     ASSERT_TRUE(gpu.ok()) << gpu.status();
+    EXPECT_TRUE(CheckGpuDatasheet(*gpu, name).ok()) << CheckGpuDatasheet(*gpu, name);
     EXPECT_EQ(gpu->name, name);
     EXPECT_GT(gpu->peak_fp16_flops_per_s, 0);
     EXPECT_GT(gpu->hbm_bandwidth_bytes_per_s, 0);
@@ -30,6 +34,27 @@ TEST(GpuTest, SixKnownGpus) {
     EXPECT_GT(gpu->default_intra_node_bandwidth_bytes_per_s, 0);
     EXPECT_GT(gpu->default_inter_node_bandwidth_bytes_per_s, 0);
   }
+}
+
+// The data files' "order" sets the order GPUs are listed in.
+TEST(GpuTest, ListedInTheirDataFilesOrder) {
+  std::vector<std::string> first_six = GpuNames();
+  first_six.resize(6);
+  EXPECT_THAT(first_six, ElementsAre("v100-sxm2-32gb", "a100-sxm4-40gb", "a100-sxm4-80gb",
+                                     "h100-sxm5-80gb", "h200-sxm-141gb", "b200-sxm-180gb"));
+}
+
+// MX block scaling is a field of the GPU's data, not a guess from its name: a
+// datasheet pushed for another Blackwell-named GPU does not get it.
+TEST(GpuTest, MxBlockScalingIsTheDataFilesField) {
+  EXPECT_TRUE(SupportsMxfp8(*GpuByName("b200-sxm-180gb")));
+  EXPECT_FALSE(SupportsMxfp8(*GpuByName("h100-sxm5-80gb")));
+  GpuSpec pushed = *GpuByName("b200-sxm-180gb");
+  pushed.name = "b200-pcie-test";
+  pushed.mx_block_scaling = false;
+  EXPECT_FALSE(SupportsMxfp8(pushed));
+  EXPECT_THAT(MxBlockScalingGpuNames(), ::testing::Contains("b200-sxm-180gb"));
+  EXPECT_THAT(MxBlockScalingGpuNames(), ::testing::Not(::testing::Contains("h200-sxm-141gb")));
 }
 
 TEST(GpuTest, PeakFlopsByDType) {
