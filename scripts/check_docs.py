@@ -3,9 +3,14 @@
 
 1. Every relative link in README.md and docs/*.md points at a file that
    exists, and an anchor (#section) at a heading of that file.
-2. Every command the README shows ("$ " lines in its code blocks) runs and
-   exits 0 on this build, except those that need a server (--server,
-   vtrain-server) or a GPU (marked "# needs a GPU"), which are listed.
+2. Every command README.md and docs/*.md show ("$ " lines in their code
+   blocks) runs and exits 0 on this build (or 2, where the page shows its
+   error), and every output line shown under it is printed, in order (lines
+   may be left out: outputs are abridged; wall times are masked; "…" in a
+   line stands for any text). A page's `vtrain-server ... &` is started in
+   the background and its --server commands run against it; commands that
+   need a server the page does not start, or a GPU (marked "# needs a GPU"),
+   are listed instead.
    Commands run in a scratch directory that sees build/ and data/ like the
    repository root does, and nothing beside it (no ../shared): a clone must
    work on its own. `vtrainctl` is build/client/vtrainctl.
@@ -14,9 +19,11 @@ Usage: check_docs.py REPO_ROOT [--links-only]"""
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*$", re.M)
@@ -57,28 +64,71 @@ def check_links(root, files):
     return problems
 
 
-def readme_commands(readme):
-    """The README's "$ " commands, continuation lines joined, in order."""
-    with open(readme, encoding="utf-8") as f:
+def page_commands(page):
+    """The "$ " commands of a page's code blocks, continuation lines joined,
+    in order, each with the output lines shown under it (up to the next
+    command or the end of the block) and its line number."""
+    with open(page, encoding="utf-8") as f:
         text = f.read()
     commands = []
-    for block in FENCE.findall(text):
-        lines = block.split("\n")
+    for block in FENCE.finditer(text):
+        first_line = text.count("\n", 0, block.start(1)) + 1
+        lines = block.group(1).split("\n")
         i = 0
         while i < len(lines):
             line = lines[i]
             i += 1
             if not line.startswith("$ "):
                 continue
+            number = first_line + i - 1
             command = line[2:]
             while command.rstrip().endswith("\\") and i < len(lines):
                 command = command.rstrip()[:-1] + " " + lines[i].strip()
                 i += 1
-            commands.append(command.strip())
+            shown = []
+            while i < len(lines) and not lines[i].startswith("$ "):
+                shown.append(lines[i])
+                i += 1
+            commands.append((number, command.strip(), shown))
     return commands
 
 
-def run_commands(root, commands):
+# Wall-clock figures in an output differ from run to run: "in 38.0 ms",
+# "in 689 µs", "(12.3 s)". They are masked on both sides before comparing.
+WALL = re.compile(r"\b(in|took|after) [0-9][0-9.,]* ?(ns|µs|us|ms|s|min)\b")
+ELIDED = re.compile(r"^\s*(\.\.\.|…)\s*$")
+
+
+def line_pattern(shown):
+    """A shown output line as a regular expression: wall times masked, "…"
+    inside a line standing for any text (an abridged hash or list)."""
+    shown = WALL.sub(r"\1 <T>", shown.rstrip())
+    parts = [re.escape(part) for part in shown.split("…")]
+    return re.compile("^" + ".*".join(parts) + "$")
+
+
+def compare_output(shown, out, err):
+    """Every non-blank shown line, in order, must be a line of stdout (lines
+    may be left out between them: outputs are abridged) or, failing that, of
+    stderr (warnings). Returns the first shown line that is not, or None."""
+    actual = [WALL.sub(r"\1 <T>", l.rstrip()) for l in out.split("\n")]
+    errors = [WALL.sub(r"\1 <T>", l.rstrip()) for l in err.split("\n")]
+    at = 0
+    for line in shown:
+        if not line.strip() or ELIDED.match(line):
+            continue
+        pattern = line_pattern(line)
+        found = next((j for j in range(at, len(actual)) if pattern.match(actual[j])), None)
+        if found is not None:
+            at = found + 1
+        elif not any(pattern.match(e) for e in errors):
+            return line
+    return None
+
+
+def run_commands(root, pages):
+    """Runs every page's commands in a scratch directory and compares what
+    they print with what the page shows."""
     problems, skipped, ran = [], [], 0
     with tempfile.TemporaryDirectory() as scratch:
         # scratch/repo sees build/ and data/ and nothing else of the machine.
@@ -87,25 +137,85 @@ def run_commands(root, commands):
         for tree in ("build", "data"):
             os.symlink(os.path.join(root, tree), os.path.join(work, tree))
         env = dict(os.environ)
-        variables = ""
-        for command in commands:
-            reason = next((why for mark, why in SKIP if mark in command), None)
-            if reason:
-                skipped.append(f"  ({reason}) {command}")
-                continue
-            if re.match(r"^[A-Z_]+=\S+$", command):
-                variables += command + "\n"
-                continue
-            script = ("set -eo pipefail\n"
-                      f"vtrainctl() {{ {root}/build/client/vtrainctl \"$@\"; }}\n"
-                      + variables + command + "\n")
-            result = subprocess.run(["bash", "-c", script], cwd=work, env=env,
-                                    capture_output=True, text=True, timeout=900)
-            ran += 1
-            if result.returncode != 0:
-                problems.append(f"README command exited {result.returncode}: {command}\n"
-                                f"    {result.stderr.strip()[-500:]}")
+        for page in pages:
+            where_page = os.path.relpath(page, root)
+            variables = ""
+            servers = []
+            for number, command, shown in page_commands(page):
+                where = f"{where_page}:{number}"
+                if SERVER.match(command):
+                    servers.append(start_server(root, work, command))
+                    continue
+                reason = next((why for mark, why in SKIP if mark in command), None)
+                if reason and not (servers and reason == "needs a server"):
+                    skipped.append(f"  ({reason}) {where}: {command}")
+                    continue
+                if re.match(r"^[A-Z_]+=\S+$", command):
+                    variables += command + "\n"
+                    continue
+                if command == "scripts/quickstart.sh":
+                    command = quickstart_prediction(root)
+                script = ("set -eo pipefail\n"
+                          f"vtrainctl() {{ {root}/build/client/vtrainctl \"$@\"; }}\n"
+                          + variables + command + "\n")
+                result = subprocess.run(["bash", "-c", script], cwd=work, env=env,
+                                        capture_output=True, text=True, timeout=900)
+                ran += 1
+                if result.returncode != 0 and not shown_exit(shown, result):
+                    problems.append(f"{where}: exited {result.returncode}: {command}\n"
+                                    f"    {result.stderr.strip()[-500:]}")
+                    continue
+                differs = compare_output(shown, result.stdout, result.stderr)
+                if differs is not None:
+                    head = differs.strip()[:12]
+                    printed = next((l for l in (result.stdout + result.stderr).split("\n")
+                                    if l.strip().startswith(head)), "(no line like it)")
+                    problems.append(f"{where}: the page shows a line this build does not "
+                                    f"print:\n    {command}\n    shown:   {differs.strip()}"
+                                    f"\n    printed: {printed.strip()}")
+            for server in servers:
+                server.terminate()
+                server.wait(timeout=30)
     return problems, skipped, ran
+
+
+# A page that starts a server ("build/server/vtrain-server --listen H:P ... &")
+# has its --server commands run against it; it is stopped at the page's end.
+SERVER = re.compile(r"^build/server/vtrain-server .*--listen (?P<host>[\d.]+):(?P<port>\d+).*&$")
+
+
+def start_server(root, work, command):
+    """Starts the page's server in the scratch directory and waits (at most
+    30 s) until it accepts connections."""
+    m = SERVER.match(command)
+    server = subprocess.Popen(["bash", "-c", "exec " + command.rstrip("& ")], cwd=work,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            socket.create_connection((m["host"], int(m["port"])), timeout=1).close()
+            return server
+        except OSError:
+            time.sleep(0.2)
+    server.kill()
+    raise RuntimeError(f"the page's server did not start: {command}")
+
+
+def quickstart_prediction(root):
+    """The prediction scripts/quickstart.sh ends with (its `exec` line), so
+    that the README's quick-start output is checked without a second build."""
+    with open(os.path.join(root, "scripts", "quickstart.sh"), encoding="utf-8") as f:
+        text = f.read()
+    command = text[text.index("\nexec ") + 6:].replace("\\\n", " ")
+    return " ".join(command.replace('"$@"', "").split())
+
+
+def shown_exit(shown, result):
+    """A command that the page shows failing (its error on stderr) may exit
+    non-zero: the error it shows is checked instead."""
+    return result.returncode == 2 and any(
+        l.strip() and line_pattern(l).match(e.rstrip())
+        for l in shown for e in result.stderr.split("\n"))
 
 
 def main(argv):
@@ -115,9 +225,10 @@ def main(argv):
         if f.endswith(".md"))
     problems = check_links(root, docs)
     if "--links-only" not in argv:
-        more, skipped, ran = run_commands(root, readme_commands(os.path.join(root, "README.md")))
+        more, skipped, ran = run_commands(root, docs)
         problems += more
-        print(f"check_docs: ran {ran} README commands; not run here:")
+        print(f"check_docs: ran {ran} commands of README.md and docs/, their shown output "
+              f"compared; not run here:")
         print("\n".join(skipped))
     for p in problems:
         print(p)
