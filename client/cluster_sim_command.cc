@@ -283,8 +283,8 @@ void AddClusterSimFlags(common::FlagParser& flags) {
   flags.AddValue("plot", "FILE.svg", "draw GPUs allocated over time; FILE-jct.svg: the JCT CDFs");
   flags.AddSwitch("json", "print the outcome as JSON");
   flags.AddSwitch("csv", "print every job's outcome as CSV");
-  common::AddConnectionFlags(flags);
-  flags.AddSwitch("local", "draw the curves in this process (the default without --server)");
+  common::AddLocalOrServerFlags(flags,
+                                "draw the curves in this process (the default without --server)");
   flags.AddSwitch("help", "show this help");
 }
 
@@ -402,9 +402,7 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
     return common::kExitOk;
   }
   auto bad = [&](absl::Status s) { return Fail(err, "cluster-sim", s); };
-  if (flags.Has("server") && flags.Switch("local")) {
-    return bad(absl::InvalidArgumentError("give either --local or --server, not both"));
-  }
+  if (absl::Status s = common::CheckLocalOrServer(flags); !s.ok()) return bad(s);
   absl::StatusOr<int> threads = flags.GetThreads();
   if (!threads.ok()) return bad(threads.status());
   absl::StatusOr<std::vector<int64_t>> seeds = SeedsFromFlags(flags);

@@ -89,8 +89,8 @@ int Fail(std::ostream& err, absl::string_view command, const absl::Status& statu
 
 int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   common::FlagParser flags("vtrainctl predict");
-  flags.AddSwitch("local", "run the simulation in this process (the default without --server)");
-  common::AddConnectionFlags(flags);
+  common::AddLocalOrServerFlags(
+      flags, "run the simulation in this process (the default without --server)");
   flags.AddValue("profile-set", "ID", "--server: predict with this profile set (default: newest)");
   AddJobFlags(flags);
   flags.AddValue("tokens", "N", "tokens to train on, e.g. 270e9: adds training time and cost");
@@ -104,10 +104,7 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
     out << kPredictHelp << flags.Usage();
     return common::kExitOk;
   }
-  if (flags.Has("server") && flags.Switch("local")) {
-    return Fail(err, "predict",
-                absl::InvalidArgumentError("give either --local or --server, not both"));
-  }
+  if (absl::Status s = common::CheckLocalOrServer(flags); !s.ok()) return Fail(err, "predict", s);
   absl::StatusOr<v1::PredictRequest> request = RequestFromFlags(flags);
   if (!request.ok()) return Fail(err, "predict", request.status());
   if (auto g = flags.Get("granularity")) {
@@ -153,83 +150,6 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
   absl::StatusOr<std::string> table = PredictionTable(*response, flags.Switch("show-lookups"));
   if (!table.ok()) return Fail(err, "predict", table.status());
   out << *table;
-  return common::kExitOk;
-}
-
-// The presets as JSON: every model with its parameter counts and shape, every GPU.
-std::string PresetsJson() {
-  std::string out = "{\n  \"models\": [";
-  const std::vector<std::string> names = ModelPresetNames();
-  for (size_t i = 0; i < names.size(); ++i) {
-    const ModelSpec m = *ModelPreset(names[i]);
-    absl::StrAppend(
-        &out, i == 0 ? "\n" : ",\n",
-        absl::StrFormat("    {\"name\": \"%s\", \"arch\": \"%s\", \"parameters\": %.0f, "
-                        "\"active_parameters\": %.0f, \"num_layers\": %d, \"hidden_size\": %d, "
-                        "\"num_heads\": %d, \"num_kv_heads\": %d, \"seq_len\": %d, "
-                        "\"vocab_size\": %d, \"attention\": \"%s\", \"num_experts\": %d, "
-                        "\"top_k\": %d}",
-                        names[i], ArchitectureName(m.arch), ModelParameterCount(m),
-                        ActiveParameterCount(m), m.num_layers, m.hidden_size, m.num_heads,
-                        m.kv_heads(), m.seq_len, m.vocab_size, AttentionName(m.attention),
-                        m.moe.num_experts, m.moe.top_k));
-  }
-  absl::StrAppend(&out, "\n  ],\n  \"gpus\": [");
-  const std::vector<std::string> gpus = GpuNames();
-  for (size_t i = 0; i < gpus.size(); ++i) {
-    const GpuSpec g = *GpuByName(gpus[i]);
-    absl::StrAppend(
-        &out, i == 0 ? "\n" : ",\n",
-        absl::StrFormat("    {\"name\": \"%s\", \"peak_bf16_flops_per_s\": %.6g, "
-                        "\"peak_fp8_flops_per_s\": %.6g, \"memory_bytes\": %d}",
-                        gpus[i], g.peak_bf16_flops_per_s, g.peak_fp8_flops_per_s, g.memory_bytes));
-  }
-  absl::StrAppend(&out, "\n  ]\n}\n");
-  return out;
-}
-
-int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  common::FlagParser flags("vtrainctl presets");
-  flags.AddSwitch("help", "show this help");
-  flags.AddSwitch("json",
-                  "print the presets as JSON (models with parameters and "
-                  "active_parameters, GPUs)");
-  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "presets", s);
-  if (flags.Switch("help")) {
-    out << "usage: vtrainctl presets [--json]\n\nLists the model presets (with parameter counts; "
-           "MoE models with their active parameters) and the GPU models (with their datasheet "
-           "figures).\n\nexamples:\n  vtrainctl presets\n  vtrainctl presets --json\n";
-    return common::kExitOk;
-  }
-  if (flags.Switch("json")) {
-    out << PresetsJson();
-    return common::kExitOk;
-  }
-  out << "models:\n";
-  for (const std::string& name : ModelPresetNames()) {
-    const ModelSpec m = *ModelPreset(name);
-    out << absl::StrFormat(
-        "  %-15s %-5s %3d layers, hidden %5d, %3d heads (%3d kv), ffn %5d, vocab %6d, seq %d, "
-        "%.2fB parameters",
-        name, ArchitectureName(m.arch), m.num_layers, m.hidden_size, m.num_heads, m.kv_heads(),
-        m.ffn(), m.vocab_size, m.seq_len, ModelParameterCount(m) / 1e9);
-    if (m.is_moe()) {
-      out << absl::StrFormat(" (%.2fB active: %d experts, top-%d%s%s)",
-                             ActiveParameterCount(m) / 1e9, m.moe.num_experts, m.moe.top_k,
-                             m.moe.shared_experts > 0 ? ", shared" : "",
-                             m.attention == AttentionKind::kMla ? ", MLA" : "");
-    }
-    out << "\n";
-  }
-  out << "gpus:\n";
-  for (const std::string& name : GpuNames()) {
-    const GpuSpec g = *GpuByName(name);
-    out << absl::StrFormat(
-        "  %-15s %6.1f TFLOP/s fp16, %6.1f bf16, %6.1f fp8, %5.0f GB/s HBM, %5.1f GiB\n", name,
-        g.peak_fp16_flops_per_s / 1e12, g.peak_bf16_flops_per_s / 1e12,
-        g.peak_fp8_flops_per_s / 1e12, g.hbm_bandwidth_bytes_per_s / 1e9,
-        static_cast<double>(g.memory_bytes) / (1 << 30));
-  }
   return common::kExitOk;
 }
 

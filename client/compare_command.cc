@@ -34,8 +34,7 @@ constexpr char kCompareHelp[] =
     "flags (shared or per plan):\n";
 
 void AddCompareFlags(common::FlagParser& flags) {
-  flags.AddSwitch("local", "predict in this process (the default without --server)");
-  common::AddConnectionFlags(flags);
+  common::AddLocalOrServerFlags(flags, "predict in this process (the default without --server)");
   AddJobFlags(flags);
   flags.AddValue("tokens", "N", "tokens to train on, e.g. 270e9: adds training time and cost");
   flags.AddSwitch("json", "print {\"plans\": [PredictResponse, ...]}");
@@ -187,9 +186,7 @@ int RunCompare(const std::vector<std::string>& args, std::ostream& out, std::ost
     AddCompareFlags(flags);
     const std::string which = absl::StrCat("plan ", i, ": ");
     absl::Status status = flags.Parse(plan_args);
-    if (status.ok() && flags.Has("server") && flags.Switch("local")) {
-      status = absl::InvalidArgumentError("give either --local or --server, not both");
-    }
+    if (status.ok()) status = common::CheckLocalOrServer(flags);
     absl::StatusOr<v1::PredictRequest> request =
         status.ok() ? PlanRequest(flags) : absl::StatusOr<v1::PredictRequest>(status);
     absl::StatusOr<v1::PredictResponse> response =

@@ -187,18 +187,14 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
   flags.AddValue("plot", "FILE.svg", "draw tokens/s against GPUs (both policies with --compare)");
   flags.AddSwitch("csv", "print every point as CSV");
   flags.AddSwitch("json", "print the vtrain.v1.ThroughputCurveResponse as JSON");
-  common::AddConnectionFlags(flags);
-  flags.AddSwitch("local", "draw in this process (the default without --server)");
+  common::AddLocalOrServerFlags(flags, "draw in this process (the default without --server)");
   flags.AddSwitch("help", "show this help");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "curve", s);
   if (flags.Switch("help")) {
     out << kCurveHelp << flags.Usage();
     return common::kExitOk;
   }
-  if (flags.Has("server") && flags.Switch("local")) {
-    return Fail(err, "curve",
-                absl::InvalidArgumentError("give either --local or --server, not both"));
-  }
+  if (absl::Status s = common::CheckLocalOrServer(flags); !s.ok()) return Fail(err, "curve", s);
   if (auto f = flags.Get("format"); f && *f != "elasticflow") {
     return Fail(err, "curve",
                 absl::InvalidArgumentError(

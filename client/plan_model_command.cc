@@ -182,18 +182,15 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
   flags.AddValue("plot", "FILE.svg", "draw tokens trainable in the budget against model size");
   flags.AddSwitch("json", "print the vtrain.v1.PlanModelResult as JSON");
   flags.AddSwitch("csv", "print every candidate as CSV");
-  common::AddConnectionFlags(flags);
-  flags.AddSwitch("local", "plan in this process (the default without --server)");
+  common::AddLocalOrServerFlags(flags, "plan in this process (the default without --server)");
   flags.AddSwitch("help", "show this help");
   if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "plan-model", s);
   if (flags.Switch("help")) {
     out << kPlanModelHelp << flags.Usage();
     return common::kExitOk;
   }
-  if (flags.Has("server") && flags.Switch("local")) {
-    return Fail(err, "plan-model",
-                absl::InvalidArgumentError("give either --local or --server, not both"));
-  }
+  if (absl::Status s = common::CheckLocalOrServer(flags); !s.ok())
+    return Fail(err, "plan-model", s);
   absl::StatusOr<v1::PlanModelRequest> request = PlanRequestFromFlags(flags);
   if (!request.ok()) return Fail(err, "plan-model", request.status());
   absl::StatusOr<v1::PlanModelResult> r =

@@ -229,8 +229,7 @@ void AddSearchFlags(common::FlagParser& flags) {
   flags.AddValue("plot", "FILE.svg", "draw training time against cost, frontier and choice marked");
   flags.AddSwitch("csv", "print every plan that fits as CSV");
   flags.AddSwitch("json", "print the result as JSON");
-  common::AddConnectionFlags(flags);
-  flags.AddSwitch("local", "search in this process (the default without --server)");
+  common::AddLocalOrServerFlags(flags, "search in this process (the default without --server)");
   flags.AddSwitch("help", "show this help");
 }
 
@@ -244,10 +243,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     out << kSearchHelp << flags.Usage();
     return common::kExitOk;
   }
-  if (flags.Has("server") && flags.Switch("local")) {
-    return Fail(err, "search",
-                absl::InvalidArgumentError("give either --local or --server, not both"));
-  }
+  if (absl::Status s = common::CheckLocalOrServer(flags); !s.ok()) return Fail(err, "search", s);
   absl::StatusOr<v1::SearchRequest> request = SearchRequestFromFlags(flags);
   if (!request.ok()) return Fail(err, "search", request.status());
   absl::StatusOr<int> threads = flags.GetThreads();

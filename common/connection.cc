@@ -18,6 +18,18 @@ void AddConnectionFlags(FlagParser& f) {
   f.AddValue("timeout", "SECONDS", "deadline of each call (default 30)");
 }
 
+void AddLocalOrServerFlags(FlagParser& f, const char* local_help) {
+  AddConnectionFlags(f);
+  f.AddSwitch("local", local_help);
+}
+
+absl::Status CheckLocalOrServer(const FlagParser& flags) {
+  if (flags.Has("server") && flags.Switch("local")) {
+    return absl::InvalidArgumentError("give either --local or --server, not both");
+  }
+  return absl::OkStatus();
+}
+
 std::unique_ptr<grpc::ClientContext> Connection::Context() const {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(std::chrono::system_clock::now() + timeout);

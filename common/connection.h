@@ -19,6 +19,12 @@ namespace vtrain::common {
 // --tls-key-file and --timeout.
 void AddConnectionFlags(FlagParser& flags);
 
+// For a command that runs in this process or on a server: the connection
+// flags and --local (`local_help` says what it does here).
+void AddLocalOrServerFlags(FlagParser& flags, const char* local_help);
+// INVALID_ARGUMENT when both --local and --server are given.
+absl::Status CheckLocalOrServer(const FlagParser& flags);
+
 struct Connection {
   std::shared_ptr<grpc::Channel> channel;
   std::string target;                                     // HOST:PORT of --server

@@ -10,6 +10,7 @@
 #include "proto/json.h"
 #include "proto/model_design_convert.h"
 #include "proto/prediction_convert.h"
+#include "proto/presets_convert.h"
 #include "proto/profile_set_convert.h"
 #include "proto/search_convert.h"
 #include "proto/vtrain_config.h"

@@ -179,6 +179,8 @@ absl::Status DatasheetFromProto(const v1::ProfileSet& in, ProfileSet& set) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
 void DatasheetToProto(const GpuSpec& gpu, v1::GpuDatasheet* d) {
   d->set_peak_fp16_flops_per_s(gpu.peak_fp16_flops_per_s);
   d->set_peak_bf16_flops_per_s(gpu.peak_bf16_flops_per_s);
@@ -189,8 +191,6 @@ void DatasheetToProto(const GpuSpec& gpu, v1::GpuDatasheet* d) {
   d->set_default_intra_node_bandwidth_bytes_per_s(gpu.default_intra_node_bandwidth_bytes_per_s);
   d->set_default_inter_node_bandwidth_bytes_per_s(gpu.default_inter_node_bandwidth_bytes_per_s);
 }
-
-}  // namespace
 
 absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& in) {
   ProfileSet set;

@@ -15,6 +15,8 @@ namespace vtrain::convert {
 // naming the field path ("profile_set.operators[3].key.op") and the fix.
 // The core set's id is the message's id; its name is the message's name.
 absl::StatusOr<ProfileSet> ProfileSetFromProto(const v1::ProfileSet& set);
+// A GPU's datasheet figures as the message a profile set carries them in.
+void DatasheetToProto(const GpuSpec& gpu, v1::GpuDatasheet* d);
 // The message of a set, canonically ordered (id copied, created_at unset).
 v1::ProfileSet ProfileSetToProto(const ProfileSet& set);
 

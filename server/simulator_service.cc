@@ -47,6 +47,7 @@ SimulatorService::SimulatorService(const ServerOptions& options, Registry& regis
       plan_model_{"PlanModel", Access::kRead, RefusedByRegistry(options.role, "plan models")},
       cluster_sim_{"ClusterSim", Access::kRead,
                    RefusedByRegistry(options.role, "simulate clusters")},
+      presets_{"Presets", Access::kRead, absl::OkStatus()},
       predictions_(static_cast<size_t>(options.prediction_cache_entries)),
       registry_(registry),
       source_(registry, memos_),
@@ -115,6 +116,14 @@ absl::Status SimulatorService::RunClusterSim(const grpc::ServerContext* ctx,
   if (!result.ok()) return ExplainCancellation(*ctx, result.status(), "cluster simulation");
   *resp = *std::move(result);
   return absl::OkStatus();
+}
+
+grpc::Status SimulatorService::Presets(grpc::ServerContext* ctx, const v1::PresetsRequest* req,
+                                       v1::PresetsResponse* resp) {
+  return runner_.Run(*ctx, presets_, *req, [&] {
+    *resp = service::Presets(*req);
+    return absl::OkStatus();
+  });
 }
 
 grpc::Status SimulatorService::ThroughputCurve(grpc::ServerContext* ctx,

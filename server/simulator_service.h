@@ -1,5 +1,5 @@
-// The Simulator gRPC service: Predict, Search, ThroughputCurve, PlanModel and
-// ClusterSim.
+// The Simulator gRPC service: Predict, Search, ThroughputCurve, PlanModel,
+// ClusterSim and Presets.
 // Each handler is admission -> cache -> service::X (service/service.h, over the
 // profile sets a Registry holds) -> metrics; the answer itself is computed
 // where vtrainctl --local computes it.
@@ -52,6 +52,9 @@ class SimulatorService final
                          grpc::ServerWriter<v1::PlanModelResponse>* writer) override;
   grpc::Status ClusterSim(grpc::ServerContext* ctx, const v1::ClusterSimRequest* req,
                           v1::ClusterSimResponse* resp) override;
+  // Answered in every role: what the build knows, not a simulation.
+  grpc::Status Presets(grpc::ServerContext* ctx, const v1::PresetsRequest* req,
+                       v1::PresetsResponse* resp) override;
 
  private:
   // A Predict request converted and validated, ready to simulate.
@@ -108,6 +111,7 @@ class SimulatorService final
   const Method curve_;
   const Method plan_model_;
   const Method cluster_sim_;
+  const Method presets_;
   CurveCache curve_cache_;
   ArenaAllocator<v1::PredictRequest, v1::PredictResponse> predict_allocator_;
   MemoCache memos_;

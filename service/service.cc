@@ -8,6 +8,7 @@
 #include "proto/job_convert.h"
 #include "proto/model_design_convert.h"
 #include "proto/prediction_convert.h"
+#include "proto/presets_convert.h"
 
 namespace vtrain::service {
 namespace {
@@ -188,6 +189,10 @@ absl::StatusOr<v1::PlanModelResult> PlanModel(const v1::PlanModelRequest& reques
                                               const CallOptions& options) {
   VTRAIN_ASSIGN_OR_RETURN(PreparedPlanModel prepared, PreparePlanModel(request, source));
   return RunPlanModel(prepared, options);
+}
+
+v1::PresetsResponse Presets(const v1::PresetsRequest& /*request*/) {
+  return convert::PresetsToProto();
 }
 
 }  // namespace vtrain::service

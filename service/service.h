@@ -131,6 +131,12 @@ absl::StatusOr<v1::PlanModelResult> PlanModel(const v1::PlanModelRequest& reques
                                               const ProfileSource& source,
                                               const CallOptions& options = {});
 
+// ---- Presets
+
+// The model presets and GPU models of this build; nothing to simulate, so no
+// profile source and no admission. The request has no fields yet.
+v1::PresetsResponse Presets(const v1::PresetsRequest& request);
+
 }  // namespace vtrain::service
 
 #endif  // VTRAIN_SERVICE_SERVICE_H_

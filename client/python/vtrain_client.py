@@ -36,6 +36,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import json_format
 
 from vtrain.v1 import cluster_sim_pb2
+from vtrain.v1 import presets_pb2
 from vtrain.v1 import job_pb2
 from vtrain.v1 import vtrain_pb2
 from vtrain.v1 import vtrain_pb2_grpc
@@ -158,6 +159,17 @@ class VtrainClient:
         """
         message = _parse(request, vtrain_pb2.ThroughputCurveRequest)
         return _to_dict(self._unary(self._simulator.ThroughputCurve, message))
+
+    def presets(self):
+        """The model presets and GPU models the server's build knows.
+
+        Returns the PresetsResponse dict: "models" (each with "name", "arch",
+        "parameters", "active_parameters", the shape) and "gpus" (each with
+        "name", its "datasheet" figures, "mx_block_scaling", "calibration"),
+        as `vtrainctl presets --json` prints it.
+        """
+        message = presets_pb2.PresetsRequest()
+        return _to_dict(self._unary(self._simulator.Presets, message))
 
     def cluster_sim(self, request):
         """The scheduling study: `request` is a ClusterSimRequest dict, e.g.

@@ -57,16 +57,16 @@ std::vector<ErrorBand> UncalibratedErrorBands(const std::vector<ErrorBand>& band
 // of their GPU (core/profile/*_params.inc, written by `vtrainctl calibrate
 // --cpp`) and bring those runs' held-out errors as the bands of fp8 jobs.
 struct BuiltinCalibration {
-  absl::string_view name;
-  absl::string_view fitted_on;  // the GPU whose runs it was fitted on
+  absl::string_view name = {};
+  absl::string_view fitted_on = {};  // the GPU whose runs it was fitted on
   // Sets the refitted parameters and the fp8 bands; nullptr for the root.
   void (*fit)(AnalyticalParams& params, std::vector<ErrorBand>& bands) = nullptr;
   // Bands of bf16 jobs from runs never fitted on (published_bf16_runs/), or nullptr.
   void (*bf16_bands)(std::vector<ErrorBand>& bands) = nullptr;
-  absl::string_view provenance;       // appended to the set's provenance
-  absl::string_view bf16_provenance;  // appended after the bf16 bands
+  absl::string_view provenance = {};       // appended to the set's provenance
+  absl::string_view bf16_provenance = {};  // appended after the bf16 bands
   // Said when a GPU other than fitted_on uses it; empty: a generic sentence.
-  absl::string_view carried_over;
+  absl::string_view carried_over = {};
 };
 
 // The root calibration's name, and every built-in calibration.

@@ -21,8 +21,10 @@ TEST(MoeCliTest, PresetsJsonListsParametersAndActiveParameters) {
   const auto r = RunVtrainctlInProcess({"presets", "--json"});
   ASSERT_EQ(r.code, common::kExitOk) << r.err;
   // DeepSeek-V3: 671B total, 37.6B active (hand count in moe_test.cc).
-  EXPECT_THAT(r.out, HasSubstr("\"name\": \"deepseek-v3\", \"arch\": \"llama\", \"parameters\": "
-                               "671026419200, \"active_parameters\": 37552297472"));
+  // The vtrain.v1.PresetsResponse, one field a line.
+  EXPECT_THAT(r.out, HasSubstr("\"name\": \"deepseek-v3\",\n      \"arch\": \"llama\",\n      "
+                               "\"parameters\": 671026419200,\n      \"active_parameters\": "
+                               "37552297472"));
   EXPECT_THAT(r.out, HasSubstr("\"name\": \"llama3-8b\""));
   EXPECT_THAT(r.out, HasSubstr("\"name\": \"mixtral-8x7b\""));
 }

@@ -214,6 +214,21 @@ assert [o["policy"] for o in sim["outcomes"]] == ["elasticflow", "vtrain"], sim[
 assert [j["id"] for j in sim["outcomes"][1]["jobs"]] == ["a", "b"], sim
 print(f"cluster_sim: vtrain avg JCT {sim['outcomes'][1]['avg_jct_s']:.0f} s")
 
+# presets: the server's models and GPUs, the same as vtrainctl prints.
+presets = timed("presets", client.presets)
+names = [g["name"] for g in presets["gpus"]]
+assert "a100-sxm4-80gb" in names and "b200-sxm-180gb" in names, names
+b200 = next(g for g in presets["gpus"] if g["name"] == "b200-sxm-180gb")
+assert b200["mx_block_scaling"] and b200["datasheet"]["num_sms"] == 148, b200
+assert any(m["name"] == "deepseek-v3" and m["active_parameters"] < m["parameters"]
+           for m in presets["models"]), presets["models"][:3]
+if vtrainctl:
+    printed = json.loads(subprocess.run(
+        [vtrainctl, "presets", "--server", f"127.0.0.1:{port}", "--json"],
+        check=True, capture_output=True, text=True).stdout)
+    assert printed == presets, "vtrainctl presets --json differs from the Python client"
+print(f"presets: {len(presets['models'])} models, {len(names)} GPUs")
+
 # plan_model: a result.
 planned = timed("plan_model", client.plan_model,
                 {"cluster": {"gpu": "a100-sxm4-80gb"}, "gpus": 8, "days": 1,

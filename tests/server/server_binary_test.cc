@@ -178,6 +178,8 @@ TEST(ServerBinaryTest, VtrainctlPrintsTheSameBytesLocallyAndRemotely) {
        "--policy", "data-parallel", "--monotone", "--format", "elasticflow"},
       {"curve", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpu-counts", "8,16,32",
        "--policy", "data-parallel", "--monotone", "--format", "elasticflow"},  // cached
+      {"presets"},
+      {"presets", "--json"},
       {"plan-model", "--gpu", "a100-sxm4-80gb", "--gpus", "64", "--days", "1", "--min-params",
        "3e8", "--max-params", "8e9", "--global-batch", "256", "--json"},
       {"plan-model", "--gpu", "a100-sxm4-80gb", "--gpus", "64", "--days", "1", "--min-params",

@@ -17,7 +17,9 @@ TEST(DefaultProfilesTest, EveryGpusCalibrationExists) {
   for (const std::string& name : GpuNames()) {
     const GpuSpec gpu = *GpuByName(name);
     SCOPED_TRACE(name);
-    if (!gpu.calibration.empty()) EXPECT_NE(FindCalibration(gpu.calibration), nullptr);
+    if (!gpu.calibration.empty()) {
+      EXPECT_NE(FindCalibration(gpu.calibration), nullptr);
+    }
   }
   EXPECT_NE(FindCalibration(kA100Calibration), nullptr);
   EXPECT_EQ(FindCalibration("no-such-fit"), nullptr);
