@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/server.h"
+#include "server/options.h"
 
 namespace vtrain::server {
 

@@ -9,8 +9,8 @@
 #include "absl/status/status.h"
 #include "grpcpp/grpcpp.h"
 #include "server/method_runner.h"
+#include "server/options.h"
 #include "server/registry.h"
-#include "server/server.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
 namespace vtrain::server {

@@ -9,37 +9,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/options.h"
 
 namespace vtrain::server {
-
-enum class Role { kAll, kRegistry, kPredictor };
-absl::StatusOr<Role> ParseRole(const std::string& name);
-
-// "HOST:PORT" (or ":PORT", "[::1]:PORT") with a port in [0, 65535] (0: any
-// free port). INVALID_ARGUMENT naming `flag` otherwise: gRPC would silently
-// bind a random port for an out-of-range one.
-absl::Status ValidateListenAddress(const std::string& address, const std::string& flag);
-
-struct ServerOptions {
-  std::string listen = "127.0.0.1:50051";  // port 0 picks a free port
-  std::string metrics_listen;              // empty: no /metrics
-  std::string db_path = "vtrain.db";
-  Role role = Role::kAll;
-  std::string registry;    // predictor: the registry's address
-  std::string push_token;  // bearer token for pushes and deletes; empty: refused
-  bool require_auth_for_reads = false;
-  std::string tls_cert_file, tls_key_file;  // both set: TLS
-  std::string tls_client_ca_file;           // set: clients need certificates (mTLS)
-  std::string registry_ca_file;             // predictor: TLS to the registry with this CA
-  int64_t max_message_bytes = 64 << 20;
-  int64_t max_tasks = 50'000'000;  // per prediction
-  // The most memory one prediction's graph may take (kernel granularity
-  // stores it); with max_concurrent_simulations it bounds the server's memory.
-  int64_t max_request_memory_bytes = int64_t{512} << 20;
-  int max_concurrent_simulations = 0;  // 0: hardware threads
-  // Predict answers kept for identical requests (0: none; prediction_cache.h).
-  int64_t prediction_cache_entries = 4096;
-};
 
 class Server {
  public:

@@ -19,9 +19,9 @@
 #include "server/memo_cache.h"
 #include "server/method_runner.h"
 #include "server/metrics.h"
+#include "server/options.h"
 #include "server/prediction_cache.h"
 #include "server/registry.h"
-#include "server/server.h"
 #include "service/service.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
