@@ -24,7 +24,7 @@
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 
 void AddSetupFlags(common::FlagParser& f) {
   f.AddValue("measurements", "FILE[,FILE]", "CSV files of measured runs (required)");
@@ -320,4 +320,4 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
   return common::kExitOk;
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

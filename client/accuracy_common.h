@@ -14,7 +14,7 @@
 #include "core/calibrate/calibration.h"
 #include "core/profile/profile.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 
 // Adds --measurements, --nccl-dir and --threads.
 void AddSetupFlags(common::FlagParser& f);
@@ -38,6 +38,6 @@ std::string RegimeTable(const std::vector<RegimeCoverage>& regimes, const std::s
 // The summary, groups, regimes and the `worst` rows of a validation.
 std::string ReportTable(const std::vector<Measurement>& m, const ValidationReport& r, int worst);
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client
 
 #endif  // VTRAIN_CLIENT_ACCURACY_COMMON_H_

@@ -18,7 +18,7 @@
 #include "grpcpp/grpcpp.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 constexpr char kBenchHelp[] =
@@ -197,4 +197,4 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
   return result.errors == 0 ? common::kExitOk : common::kExitFailure;
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

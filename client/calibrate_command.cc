@@ -19,7 +19,7 @@
 #include "core/profile/default_profiles.h"
 #include "core/util/status_macros.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 // The fitted parameters and bands as C++ (core/profile/a100_params.inc), with
@@ -261,4 +261,4 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out, std::o
   return common::kExitOk;
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

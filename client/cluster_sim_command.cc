@@ -31,7 +31,7 @@
 #include "service/service.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 constexpr char kClusterSimHelp[] =
@@ -365,8 +365,8 @@ int RunSeeds(const common::FlagParser& flags, const std::vector<int64_t>& seeds,
       ++compared;
     }
     absl::StrAppend(&json, k > 0 ? ", " : "", "{\"seed\": ", seeds[k],
-                    ", \"first_row\": ", study->first_row + 1,
-                    ", \"result\": ", convert::ToJson(*r), "}");
+                    ", \"first_row\": ", study->first_row + 1, ", \"result\": ", proto::ToJson(*r),
+                    "}");
   }
   const double n = std::max(1, compared);
   if (flags.Switch("json")) {
@@ -425,7 +425,7 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
     if (absl::Status s = Plot(*plot, *response); !s.ok()) return bad(s);
   }
   if (flags.Switch("json")) {
-    out << convert::ToJson(*response);
+    out << proto::ToJson(*response);
   } else if (flags.Switch("csv")) {
     out << Csv(*response);
   } else {
@@ -440,4 +440,4 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
   return common::kExitOk;
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

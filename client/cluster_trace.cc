@@ -8,7 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 
 absl::StatusOr<std::vector<TraceJob>> ParseTrace(const std::string& text, const std::string& name) {
   std::vector<TraceJob> jobs;
@@ -43,4 +43,4 @@ absl::StatusOr<std::vector<TraceJob>> ParseTrace(const std::string& text, const 
   return jobs;
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 
 struct TraceJob {
   std::string id;
@@ -25,6 +25,6 @@ struct TraceJob {
 // submission; or no job at all.
 absl::StatusOr<std::vector<TraceJob>> ParseTrace(const std::string& text, const std::string& name);
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client
 
 #endif  // VTRAIN_CLIENT_CLUSTER_TRACE_H_

@@ -19,7 +19,7 @@
 #include "proto/profile_set_convert.h"
 #include "service/service.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 // Every subcommand: the dispatch table, and the usage list made from it.
@@ -110,7 +110,7 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (auto g = flags.Get("granularity")) {
     absl::StatusOr<Granularity> granularity = ParseGranularity(*g);
     if (!granularity.ok()) return Fail(err, "predict", granularity.status());
-    request->set_granularity(convert::ToProto(*granularity));
+    request->set_granularity(proto::ToProto(*granularity));
   }
   absl::StatusOr<std::optional<int64_t>> max_tasks =
       flags.GetIntIn("max-tasks", 1, int64_t{1} << 40);
@@ -144,7 +144,7 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
                           : service::Predict(*request, service::BuiltinProfiles(), local);
   if (!response.ok()) return Fail(err, "predict", response.status());
   if (flags.Switch("json")) {
-    out << convert::ToJson(*response);
+    out << proto::ToJson(*response);
     return common::kExitOk;
   }
   absl::StatusOr<std::string> table = PredictionTable(*response, flags.Switch("show-lookups"));
@@ -171,4 +171,4 @@ int RunVtrainctl(const std::vector<std::string>& args, std::ostream& out, std::o
   return common::kExitBadInput;
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

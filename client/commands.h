@@ -16,7 +16,7 @@
 #include "core/spec/job.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 
 // Writes "vtrainctl COMMAND: message" to `err` and returns common::ExitCodeFor.
 int Fail(std::ostream& err, absl::string_view command, const absl::Status& status);
@@ -44,6 +44,6 @@ absl::StatusOr<v1::PredictResponse> PredictRemotely(const common::FlagParser& fl
 absl::StatusOr<v1::ThroughputCurveResponse> CurveRemotely(
     const common::FlagParser& flags, const v1::ThroughputCurveRequest& request);
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client
 
 #endif  // VTRAIN_CLIENT_COMMANDS_H_

@@ -16,7 +16,7 @@
 #include "proto/json.h"
 #include "service/service.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 constexpr char kCompareHelp[] =
@@ -202,7 +202,7 @@ int RunCompare(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   if (shared.Switch("json")) {
     std::vector<std::string> parts;
-    for (const v1::PredictResponse& r : responses) parts.push_back(convert::ToJson(r));
+    for (const v1::PredictResponse& r : responses) parts.push_back(proto::ToJson(r));
     out << "{\"plans\": [\n" << absl::StrJoin(parts, ",\n") << "]}\n";
     return common::kExitOk;
   }
@@ -210,4 +210,4 @@ int RunCompare(const std::vector<std::string>& args, std::ostream& out, std::ost
   return common::kExitOk;
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

@@ -19,7 +19,7 @@
 #include "service/service.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 constexpr char kCurveHelp[] =
@@ -50,7 +50,7 @@ absl::StatusOr<v1::ThroughputCurveRequest> CurveRequestFromFlags(const common::F
   if (gb) job->set_global_batch(*gb);
   if (auto d = f.Get("dtype")) {
     VTRAIN_ASSIGN_OR_RETURN(DType dtype, ParseDType(*d));
-    job->set_dtype(convert::ToProto(dtype));
+    job->set_dtype(proto::ToProto(dtype));
   }
   VTRAIN_RETURN_IF_ERROR(AddList(f, "gpu-counts", r.mutable_gpu_counts()));
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> max_gpus, f.GetInt("max-gpus"));
@@ -71,7 +71,7 @@ absl::StatusOr<v1::ThroughputCurveRequest> CurveRequestFromFlags(const common::F
   VTRAIN_ASSIGN_OR_RETURN(*r.mutable_space(), PlanSpaceFromFlags(f));
   if (auto s = f.Get("schedule")) {
     VTRAIN_ASSIGN_OR_RETURN(PipelineSchedule schedule, ParseSchedule(*s));
-    r.mutable_space()->add_schedules(convert::ToProto(schedule));
+    r.mutable_space()->add_schedules(proto::ToProto(schedule));
   }
   return r;
 }
@@ -244,7 +244,7 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
     }
   }
   if (flags.Switch("json")) {
-    for (const v1::ThroughputCurveResponse& r : responses) out << convert::ToJson(r);
+    for (const v1::ThroughputCurveResponse& r : responses) out << proto::ToJson(r);
   } else if (flags.Switch("csv")) {
     out << Csv(responses);
   } else if (flags.Has("format")) {
@@ -255,4 +255,4 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
   return common::kExitOk;
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

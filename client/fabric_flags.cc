@@ -13,7 +13,7 @@
 #include "core/util/status_macros.h"
 #include "proto/enum_convert.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 // The Slurm topology --topology-file names, if any.
@@ -65,7 +65,7 @@ absl::Status FabricFromFlags(const common::FlagParser& flags, v1::Fabric& f) {
   if (over) f.set_oversubscription(*over);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<Placement> placement,
                           flags.GetParsed("placement", ParsePlacement));
-  if (placement) f.set_placement(convert::ToProto(*placement));
+  if (placement) f.set_placement(proto::ToProto(*placement));
   if (auto list = flags.Get("nodes")) {
     // Hostnames have letters; node numbers do not.
     const bool by_name = topology && std::any_of(list->begin(), list->end(),
@@ -77,4 +77,4 @@ absl::Status FabricFromFlags(const common::FlagParser& flags, v1::Fabric& f) {
   return absl::OkStatus();
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

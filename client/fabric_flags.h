@@ -9,7 +9,7 @@
 #include "common/flag_parser.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 
 // --nodes-per-leaf, --oversubscription, --placement, --cluster-nodes,
 // --nodes and --topology-file (with the other cluster flags).
@@ -20,6 +20,6 @@ void AddFabricFlags(common::FlagParser& p);
 // the flag (or the file and line).
 absl::Status FabricFromFlags(const common::FlagParser& flags, v1::Fabric& f);
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client
 
 #endif  // VTRAIN_CLIENT_FABRIC_FLAGS_H_

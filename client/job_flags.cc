@@ -15,7 +15,7 @@
 #include "proto/json.h"
 #include "proto/vtrain_config.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 
 namespace {
 
@@ -47,8 +47,8 @@ void SetSwitches(const Switches& s, Message& m) {
   if (s.gradient_bucketing) m.set_gradient_bucketing(*s.gradient_bucketing);
   if (s.tp_comm_overlap) m.set_tp_comm_overlap(*s.tp_comm_overlap);
   if (s.param_gather_overlap) m.set_param_gather_overlap(*s.param_gather_overlap);
-  if (s.cp_comm) m.set_cp_comm(convert::ToProto(*s.cp_comm));
-  if (s.fp8_recipe) m.set_fp8_recipe(convert::ToProto(*s.fp8_recipe));
+  if (s.cp_comm) m.set_cp_comm(proto::ToProto(*s.cp_comm));
+  if (s.fp8_recipe) m.set_fp8_recipe(proto::ToProto(*s.fp8_recipe));
 }
 
 // Calls `set` with the integer value of `flag` when present.
@@ -99,13 +99,13 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
   if (sp) plan.set_sequence_parallel(*sp);
   if (auto sh = flags.Get("data-parallel-sharding")) {
     VTRAIN_ASSIGN_OR_RETURN(DataParallelSharding sharding, ParseSharding(*sh));
-    plan.set_data_parallel_sharding(convert::ToProto(sharding));
+    plan.set_data_parallel_sharding(proto::ToProto(sharding));
   }
   VTRAIN_RETURN_IF_ERROR(
       SetInt(flags, "global-batch", [&](int64_t v) { plan.set_global_batch(v); }));
   if (auto s = flags.Get("schedule")) {
     VTRAIN_ASSIGN_OR_RETURN(PipelineSchedule schedule, ParseSchedule(*s));
-    plan.set_schedule(convert::ToProto(schedule));
+    plan.set_schedule(proto::ToProto(schedule));
     // DualPipeV always runs two chunks per stage: the default follows it.
     if (schedule == PipelineSchedule::kDualPipeV && !flags.Get("virtual-stages")) {
       plan.set_virtual_stages(2);
@@ -113,7 +113,7 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
   }
   if (auto r = flags.Get("recompute")) {
     VTRAIN_ASSIGN_OR_RETURN(Recompute recompute, ParseRecompute(*r));
-    plan.set_recompute(convert::ToProto(recompute));
+    plan.set_recompute(proto::ToProto(recompute));
   }
   if (auto modules = flags.Get("recompute-modules")) {
     for (absl::string_view name : absl::StrSplit(*modules, ',')) {
@@ -129,7 +129,7 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
   }
   if (auto d = flags.Get("dtype")) {
     VTRAIN_ASSIGN_OR_RETURN(DType dtype, ParseDType(*d));
-    plan.set_dtype(convert::ToProto(dtype));
+    plan.set_dtype(proto::ToProto(dtype));
   }
   return MoePlanFromFlags(flags, plan);
 }
@@ -167,10 +167,10 @@ absl::StatusOr<v1::PredictRequest> RequestFromFile(const common::FlagParser& fla
   VTRAIN_ASSIGN_OR_RETURN(std::string text, common::ReadFile(path));
   absl::StatusOr<v1::PredictRequest> request;
   if (flags.Has("vtrain-config")) {
-    request = convert::RequestFromVtrainConfig(text);
+    request = proto::RequestFromVtrainConfig(text);
   } else {
     request.emplace();
-    if (absl::Status s = convert::FromJson(text, &*request); !s.ok()) request = s;
+    if (absl::Status s = proto::FromJson(text, &*request); !s.ok()) request = s;
   }
   if (!request.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", request.status().message()));
@@ -343,13 +343,13 @@ absl::StatusOr<v1::PlanSpace> PlanSpaceFromFlags(const common::FlagParser& flags
   for (const char* flag : {"schedule-values", "schedules"}) {
     VTRAIN_RETURN_IF_ERROR(each(flag, [&](absl::string_view v) -> absl::Status {
       VTRAIN_ASSIGN_OR_RETURN(PipelineSchedule x, ParseSchedule(v));
-      space.add_schedules(convert::ToProto(x));
+      space.add_schedules(proto::ToProto(x));
       return absl::OkStatus();
     }));
   }
   VTRAIN_RETURN_IF_ERROR(each("recompute-values", [&](absl::string_view v) -> absl::Status {
     VTRAIN_ASSIGN_OR_RETURN(Recompute x, ParseRecompute(v));
-    space.add_recomputes(convert::ToProto(x));
+    space.add_recomputes(proto::ToProto(x));
     return absl::OkStatus();
   }));
   VTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> cps, flags.GetIntList("cp-values"));
@@ -371,7 +371,7 @@ absl::StatusOr<v1::PlanSpace> PlanSpaceFromFlags(const common::FlagParser& flags
     if (!x.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("--sharding-values: ", x.status().message()));
     }
-    space.add_shardings(convert::ToProto(*x));
+    space.add_shardings(proto::ToProto(*x));
     return absl::OkStatus();
   }));
   VTRAIN_ASSIGN_OR_RETURN(const Switches switches, SwitchesFromFlags(flags, "space"));
@@ -392,10 +392,10 @@ absl::StatusOr<v1::ModelSpec> ModelSpecFromFlags(const common::FlagParser& flags
   VTRAIN_RETURN_IF_ERROR(SetInt(flags, "kv-heads", [&](int64_t v) { m.set_num_kv_heads(v); }));
   VTRAIN_ASSIGN_OR_RETURN(std::optional<Architecture> arch,
                           flags.GetParsed("arch", ParseArchitecture));
-  if (arch) m.set_arch(convert::ToProto(*arch));
+  if (arch) m.set_arch(proto::ToProto(*arch));
   VTRAIN_ASSIGN_OR_RETURN(std::optional<AttentionImpl> impl,
                           flags.GetParsed("attention-impl", ParseAttentionImpl));
-  if (impl) m.set_attention_impl(convert::ToProto(*impl));
+  if (impl) m.set_attention_impl(proto::ToProto(*impl));
   VTRAIN_RETURN_IF_ERROR(MoeModelFromFlags(flags, m));
   return m;
 }
@@ -438,7 +438,7 @@ absl::StatusOr<v1::PredictRequest> RequestFromFlags(const common::FlagParser& fl
 
 absl::StatusOr<Job> JobFromFlags(const common::FlagParser& flags) {
   VTRAIN_ASSIGN_OR_RETURN(v1::PredictRequest request, RequestFromFlags(flags));
-  absl::StatusOr<Job> job = convert::JobFromProto(request);
+  absl::StatusOr<Job> job = proto::JobFromProto(request);
   if (!job.ok() && (flags.Has("job-file") || flags.Has("vtrain-config"))) {
     const std::string path = *flags.Get(flags.Has("job-file") ? "job-file" : "vtrain-config");
     return absl::Status(job.status().code(), absl::StrCat(path, ": ", job.status().message()));
@@ -446,4 +446,4 @@ absl::StatusOr<Job> JobFromFlags(const common::FlagParser& flags) {
   return job;
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

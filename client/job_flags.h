@@ -1,6 +1,6 @@
 // The flags that describe a job (model, plan, cluster) on vtrainctl command
 // lines, turned into vtrain.v1 messages. Flags only parse here (integers,
-// units, names); convert::JobFromProto fills the defaults and validates, the
+// units, names); proto::JobFromProto fills the defaults and validates, the
 // same function a server runs on an RPC.
 #ifndef VTRAIN_CLIENT_JOB_FLAGS_H_
 #define VTRAIN_CLIENT_JOB_FLAGS_H_
@@ -13,7 +13,7 @@
 #include "core/spec/job.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 
 // --model, --layers, --hidden, --heads, --seq-len, --vocab, --ffn.
 void AddModelFlags(common::FlagParser& parser);
@@ -36,7 +36,7 @@ void AddTrainingSpaceFlags(common::FlagParser& parser);
 // flags the command has and were given: --tp-values (or curve's --max-tp),
 // --max-dp, --max-micro-batch, --schedules, and the training-space flags
 // above. INVALID_ARGUMENT naming the flag for a value that does not parse;
-// ranges are checked by convert::PlanSpaceFromProto, on either side.
+// ranges are checked by proto::PlanSpaceFromProto, on either side.
 absl::StatusOr<v1::PlanSpace> PlanSpaceFromFlags(const common::FlagParser& flags);
 
 // The model and cluster messages of their flags (absent flags stay unset).
@@ -49,9 +49,9 @@ absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const common::FlagParser& f
 // with job flags.
 absl::StatusOr<v1::PredictRequest> RequestFromFlags(const common::FlagParser& flags);
 
-// RequestFromFlags, then convert::JobFromProto (errors from a file name it).
+// RequestFromFlags, then proto::JobFromProto (errors from a file name it).
 absl::StatusOr<Job> JobFromFlags(const common::FlagParser& flags);
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client
 
 #endif  // VTRAIN_CLIENT_JOB_FLAGS_H_

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 
 void JsonWriter::BeforeValue() {
   if (after_key_) {
@@ -98,4 +98,4 @@ JsonWriter& JsonWriter::Bool(bool value) {
   return *this;
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

@@ -8,7 +8,7 @@
 
 #include "absl/strings/string_view.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 
 // Builds one JSON document. Keys are written with Key() inside objects;
 // values anywhere a value may stand. Non-finite doubles are written as null.
@@ -34,6 +34,6 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client
 
 #endif  // VTRAIN_CLIENT_JSON_WRITER_H_

@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   // never an abort.
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
-    return vtrain::cli::RunVtrainctl(args, std::cout, std::cerr);
+    return vtrain::client::RunVtrainctl(args, std::cout, std::cerr);
   } catch (const std::bad_alloc&) {
     std::cerr << "vtrainctl: out of memory; give a smaller input or raise the memory limit\n";
   } catch (const std::exception& e) {

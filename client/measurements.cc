@@ -14,7 +14,7 @@
 #include "common/flag_parser.h"
 #include "core/util/status_macros.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 
 MeasurementSetup MegatronA100Setup() {
   MeasurementSetup s;
@@ -211,4 +211,4 @@ absl::StatusOr<std::vector<Measurement>> ParseAnyMeasurementCsv(absl::string_vie
   return ParseMeasurementTable(t, name, setup);
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

@@ -16,7 +16,7 @@
 #include "core/profile/profile.h"
 #include "core/spec/job.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 
 // The setup of runs that a CSV row does not describe.
 struct MeasurementSetup {
@@ -56,6 +56,6 @@ absl::StatusOr<std::vector<Measurement>> ParseAnyMeasurementCsv(absl::string_vie
                                                                 absl::string_view name,
                                                                 const MeasurementSetup& setup);
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client
 
 #endif  // VTRAIN_CLIENT_MEASUREMENTS_H_

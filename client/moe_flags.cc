@@ -10,7 +10,7 @@
 #include "core/util/status_macros.h"
 #include "proto/enum_convert.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 constexpr const char* kModelFlags[] = {
@@ -38,7 +38,7 @@ absl::StatusOr<Routing> RoutingFromFlags(const common::FlagParser& flags) {
   Routing r;
   VTRAIN_ASSIGN_OR_RETURN(std::optional<MoeDispatcher> dispatcher,
                           flags.GetParsed("moe-dispatcher", ParseDispatcher));
-  if (dispatcher) r.dispatcher = convert::ToProto(*dispatcher);
+  if (dispatcher) r.dispatcher = proto::ToProto(*dispatcher);
   VTRAIN_ASSIGN_OR_RETURN(r.overlap, flags.GetOnOff("moe-overlap", "plan.moe_overlap"));
   VTRAIN_ASSIGN_OR_RETURN(r.capacity_factor, flags.GetDouble("capacity-factor"));
   if (auto routing = flags.Get("routing")) {
@@ -122,10 +122,10 @@ absl::Status MoeModelFromFlags(const common::FlagParser& flags, v1::ModelSpec& m
   VTRAIN_RETURN_IF_ERROR(Int(flags, "moe-layer-freq", [&](int64_t v) { e.set_layer_freq(v); }));
   VTRAIN_ASSIGN_OR_RETURN(std::optional<RouterScore> score,
                           flags.GetParsed("router", ParseRouterScore));
-  if (score) e.set_router(convert::ToProto(*score));
+  if (score) e.set_router(proto::ToProto(*score));
   VTRAIN_ASSIGN_OR_RETURN(std::optional<AttentionKind> kind,
                           flags.GetParsed("attention", ParseAttention));
-  if (kind) m.set_attention(convert::ToProto(*kind));
+  if (kind) m.set_attention(proto::ToProto(*kind));
   VTRAIN_RETURN_IF_ERROR(Int(flags, "head-dim", [&](int64_t v) { m.set_head_dim(v); }));
   VTRAIN_RETURN_IF_ERROR(Int(flags, "mtp-layers", [&](int64_t v) { m.set_mtp_layers(v); }));
   v1::MlaDims& a = *m.mutable_mla();
@@ -166,4 +166,4 @@ bool HasMoeJobFlag(const common::FlagParser& flags, const char** which) {
   return false;
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

@@ -9,7 +9,7 @@
 #include "common/flag_parser.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 
 // The model flags (with the other model flags).
 void AddMoeModelFlags(common::FlagParser& p);
@@ -27,6 +27,6 @@ absl::Status MoeSpaceFromFlags(const common::FlagParser& flags, v1::PlanSpace& s
 // Whether any MoE job flag is given (a job file must not be combined with them).
 bool HasMoeJobFlag(const common::FlagParser& flags, const char** which);
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client
 
 #endif  // VTRAIN_CLIENT_MOE_FLAGS_H_

@@ -21,7 +21,7 @@
 #include "service/service.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 constexpr char kPlanModelHelp[] =
@@ -84,11 +84,11 @@ absl::StatusOr<v1::PlanModelRequest> PlanRequestFromFlags(const common::FlagPars
   }
   if (auto d = f.Get("dtype")) {
     VTRAIN_ASSIGN_OR_RETURN(DType dtype, ParseDType(*d));
-    r.set_dtype(convert::ToProto(dtype));
+    r.set_dtype(proto::ToProto(dtype));
   }
   VTRAIN_ASSIGN_OR_RETURN(std::optional<AttentionImpl> impl,
                           f.GetParsed("attention-impl", ParseAttentionImpl));
-  if (impl) r.set_attention_impl(convert::ToProto(*impl));
+  if (impl) r.set_attention_impl(proto::ToProto(*impl));
   // The inverse question.
   VTRAIN_RETURN_IF_ERROR(set_double("params", &v1::PlanModelRequest::set_target_parameters));
   VTRAIN_RETURN_IF_ERROR(set_double("tokens", &v1::PlanModelRequest::set_target_tokens));
@@ -137,7 +137,7 @@ std::string Describe(const v1::DesignedModel& d) {
 int PrintInverse(const v1::PlanModelResult& r, bool json, std::ostream& out) {
   const v1::InverseAnswer& a = r.inverse();
   if (json) {
-    out << convert::ToJson(r);
+    out << proto::ToJson(r);
   } else if (a.feasible()) {
     const v1::DesignedModel& d = a.model();
     const v1::ParallelPlan& q = d.plan();
@@ -225,7 +225,7 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
   for (const std::string& w : r->warnings()) err << "WARNING: " << w << "\n";
   if (r->has_inverse()) return PrintInverse(*r, flags.Switch("json"), out);
   if (flags.Switch("json")) {
-    out << convert::ToJson(*r);
+    out << proto::ToJson(*r);
   } else if (flags.Switch("csv")) {
     out << "num_layers,hidden_size,parameters,fits,gpus,tensor_parallel,data_parallel,"
            "pipeline_parallel,iteration_time_ms,mfu,budget_tokens,tokens,days\n";
@@ -251,4 +251,4 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
   return r->has_optimal() ? common::kExitOk : common::kExitFailure;
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

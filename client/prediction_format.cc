@@ -17,7 +17,7 @@
 #include "core/spec/model.h"
 #include "proto/enum_convert.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 std::string Human(double value) {
@@ -358,4 +358,4 @@ absl::StatusOr<std::string> PredictionTable(const v1::PredictResponse& response,
          SimulationLine(response.simulation());
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

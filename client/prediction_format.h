@@ -1,7 +1,7 @@
 // Renders a PredictResponse for people: the job, the iteration time with its
 // interval, throughput, MFU, training time and cost, memory, the per-stage
 // breakdown and the fidelity of the lookups. (--json prints the message with
-// convert::ToJson instead.)
+// proto::ToJson instead.)
 #ifndef VTRAIN_CLIENT_PREDICTION_FORMAT_H_
 #define VTRAIN_CLIENT_PREDICTION_FORMAT_H_
 
@@ -17,7 +17,7 @@
 #include "proto/enum_convert.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 
 // The table, read from the response alone (the same bytes for a local and a
 // remote answer); `show_lookups` lists every profile lookup. INTERNAL when
@@ -29,7 +29,7 @@ absl::StatusOr<std::string> PredictionTable(const v1::PredictResponse& response,
 // does not know it.
 template <typename E>
 std::string EnumName(E value) {
-  auto core = convert::FromProto(value);
+  auto core = proto::FromProto(value);
   if (!core) return absl::StrCat(static_cast<int>(value));
   if constexpr (std::is_same_v<E, v1::PipelineSchedule>) return std::string(ScheduleName(*core));
   if constexpr (std::is_same_v<E, v1::Recompute>) return std::string(RecomputeName(*core));
@@ -50,6 +50,6 @@ std::string EnumName(E value) {
 // periodic jumps) in 85 µs" (with the prediction count when above one).
 std::string SimulationLine(const v1::Simulation& simulation);
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client
 
 #endif  // VTRAIN_CLIENT_PREDICTION_FORMAT_H_

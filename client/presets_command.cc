@@ -11,7 +11,7 @@
 #include "service/service.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 constexpr char kPresetsHelp[] =
@@ -78,8 +78,8 @@ int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ost
   absl::StatusOr<v1::PresetsResponse> presets =
       flags.Has("server") ? PresetsRemotely(flags) : service::Presets(v1::PresetsRequest());
   if (!presets.ok()) return Fail(err, "presets", presets.status());
-  out << (flags.Switch("json") ? convert::ToJson(*presets) : PresetsTable(*presets));
+  out << (flags.Switch("json") ? proto::ToJson(*presets) : PresetsTable(*presets));
   return common::kExitOk;
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

@@ -19,7 +19,7 @@
 #include "proto/json.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 std::string Time(const google::protobuf::Timestamp& t) {
@@ -96,7 +96,7 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
     grpc::Status s = stub->ListProfileSets(c->Context().get(), req, &resp);
     if (!s.ok()) return Fail(err, "profiles", common::FromGrpc(s));
     if (flags.Switch("json")) {
-      out << convert::ToJson(resp);
+      out << proto::ToJson(resp);
       return common::kExitOk;
     }
     out << absl::StrFormat("%-73s %-16s %-20s %5s %5s %s\n", "id", "gpu", "created (UTC)", "ops",
@@ -117,7 +117,7 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
     v1::ProfileSet set;
     grpc::Status s = stub->GetProfileSet(c->Context().get(), req, &set);
     if (!s.ok()) return Fail(err, "profiles", common::FromGrpc(s));
-    const std::string json = convert::ToJson(set);
+    const std::string json = proto::ToJson(set);
     if (verb == "show") {
       out << json;
       return common::kExitOk;
@@ -157,4 +157,4 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
                                                       "'; use ls, show, push, pull or rm")));
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

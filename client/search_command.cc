@@ -26,7 +26,7 @@
 #include "service/service.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 constexpr char kSearchHelp[] =
@@ -43,7 +43,7 @@ constexpr char kSearchHelp[] =
     "flags:\n";
 
 // The request the flags describe; only parsing happens here (the space's
-// defaults and validation are convert::SearchFromProto's, on either side).
+// defaults and validation are proto::SearchFromProto's, on either side).
 absl::StatusOr<v1::SearchRequest> SearchRequestFromFlags(const common::FlagParser& f) {
   v1::SearchRequest r;
   VTRAIN_ASSIGN_OR_RETURN(*r.mutable_model(), ModelSpecFromFlags(f));
@@ -57,7 +57,7 @@ absl::StatusOr<v1::SearchRequest> SearchRequestFromFlags(const common::FlagParse
   VTRAIN_ASSIGN_OR_RETURN(*r.mutable_space(), PlanSpaceFromFlags(f));
   if (auto d = f.Get("dtype")) {
     VTRAIN_ASSIGN_OR_RETURN(DType dtype, ParseDType(*d));
-    r.set_dtype(convert::ToProto(dtype));
+    r.set_dtype(proto::ToProto(dtype));
   }
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> tokens, f.GetDouble("tokens"));
   if (tokens) {
@@ -66,7 +66,7 @@ absl::StatusOr<v1::SearchRequest> SearchRequestFromFlags(const common::FlagParse
   }
   if (auto o = f.Get("objective")) {
     VTRAIN_ASSIGN_OR_RETURN(Objective objective, ParseObjective(*o));
-    r.set_objective(convert::ToProto(objective));
+    r.set_objective(proto::ToProto(objective));
   }
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> deadline, f.GetDouble("deadline-days"));
   if (deadline) r.set_deadline_days(*deadline);
@@ -112,7 +112,7 @@ std::string OptionsTag(const v1::ParallelPlan& q) {
   if (q.expert_parallel() > 1) absl::StrAppend(&out, " ep=", q.expert_parallel());
   if (q.expert_tensor_parallel() > 1) absl::StrAppend(&out, " etp=", q.expert_tensor_parallel());
   const DataParallelSharding sharding =
-      convert::FromProto(q.data_parallel_sharding()).value_or(DataParallelSharding::kNone);
+      proto::FromProto(q.data_parallel_sharding()).value_or(DataParallelSharding::kNone);
   if (sharding != DataParallelSharding::kNone) {
     absl::StrAppend(&out, " shard=", ShardingName(sharding));
   }
@@ -132,8 +132,8 @@ std::string PlanLine(const char* tag, const v1::PlanSummary& p, const Columns& c
   std::string out = absl::StrFormat(
       "%-7s t=%-3d d=%-4d p=%-4d mb=%-4d gpus=%-6d %-9s %-9s %12.1f ms %5.1f%% MFU", tag,
       q.tensor_parallel(), q.data_parallel(), q.pipeline_parallel(), q.micro_batch(), p.gpus(),
-      ScheduleName(convert::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
-      RecomputeName(convert::FromProto(q.recompute()).value_or(Recompute::kFull)),
+      ScheduleName(proto::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
+      RecomputeName(proto::FromProto(q.recompute()).value_or(Recompute::kFull)),
       p.iteration_time_ms(), 100 * p.mfu());
   // Failure-free / expected with failures, checkpoints and restarts.
   if (columns.days) {
@@ -157,19 +157,20 @@ std::string Csv(const v1::SearchResult& r) {
   for (const v1::PlanSummary& p : r.plans()) {
     const v1::ParallelPlan& q = p.plan();
     absl::StrAppend(
-        &out, absl::StrFormat(
-                  "%d,%d,%d,%d,%d,%s,%s,%.3f,%.4f,%.2f,%.2f,%d,%d,%d,%d,%s,%.4f,%.4f,%.2f,%.4f\n",
-                  q.tensor_parallel(), q.data_parallel(), q.pipeline_parallel(), q.micro_batch(),
-                  p.gpus(),
-                  ScheduleName(convert::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
-                  RecomputeName(convert::FromProto(q.recompute()).value_or(Recompute::kFull)),
-                  p.iteration_time_ms(), p.training_days(), p.cost_usd(),
-                  p.peak_memory_bytes() / (1 << 30), p.pareto(),
-                  std::max<int64_t>(1, q.context_parallel()),
-                  std::max<int64_t>(1, q.virtual_stages()), q.sequence_parallel() ? 1 : 0,
-                  ShardingName(convert::FromProto(q.data_parallel_sharding())
-                                   .value_or(DataParallelSharding::kNone)),
-                  p.mfu(), p.expected_days(), p.expected_cost_usd(), p.goodput()));
+        &out,
+        absl::StrFormat(
+            "%d,%d,%d,%d,%d,%s,%s,%.3f,%.4f,%.2f,%.2f,%d,%d,%d,%d,%s,%.4f,%.4f,%.2f,%.4f\n",
+            q.tensor_parallel(), q.data_parallel(), q.pipeline_parallel(), q.micro_batch(),
+            p.gpus(),
+            ScheduleName(proto::FromProto(q.schedule()).value_or(PipelineSchedule::k1F1B)),
+            RecomputeName(proto::FromProto(q.recompute()).value_or(Recompute::kFull)),
+            p.iteration_time_ms(), p.training_days(), p.cost_usd(),
+            p.peak_memory_bytes() / (1 << 30), p.pareto(),
+            std::max<int64_t>(1, q.context_parallel()), std::max<int64_t>(1, q.virtual_stages()),
+            q.sequence_parallel() ? 1 : 0,
+            ShardingName(
+                proto::FromProto(q.data_parallel_sharding()).value_or(DataParallelSharding::kNone)),
+            p.mfu(), p.expected_days(), p.expected_cost_usd(), p.goodput()));
   }
   return out;
 }
@@ -284,7 +285,7 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     return common::kExitFailure;
   };
   if (flags.Switch("json")) {
-    out << convert::ToJson(*r);
+    out << proto::ToJson(*r);
     return done();
   }
   if (flags.Switch("csv")) {
@@ -317,4 +318,4 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
   return done();
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 std::string Escape(const std::string& s) {
@@ -243,4 +243,4 @@ std::string LinesSvg(const std::vector<Series>& series, const std::string& title
   return out + "</svg>\n";
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

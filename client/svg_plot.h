@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace vtrain::cli {
+namespace vtrain::client {
 
 struct ScatterPoint {
   double x = 0;
@@ -42,6 +42,6 @@ struct Series {
 std::string LinesSvg(const std::vector<Series>& series, const std::string& title,
                      const std::string& x_label, const std::string& y_label);
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client
 
 #endif  // VTRAIN_CLIENT_SVG_PLOT_H_

@@ -14,7 +14,7 @@
 #include "core/profile/default_profiles.h"
 #include "core/profile/lookup.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 
 int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   common::FlagParser flags("vtrainctl trace");
@@ -115,4 +115,4 @@ int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostre
   return common::kExitOk;
 }
 
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

@@ -76,7 +76,7 @@ absl::StatusOr<Connection> Connect(const FlagParser& flags) {
 absl::StatusOr<v1::PushProfileSetRequest> ReadProfileSetFile(const std::string& path) {
   VTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   v1::PushProfileSetRequest req;
-  if (absl::Status s = convert::FromJson(text, req.mutable_profile_set()); !s.ok()) {
+  if (absl::Status s = proto::FromJson(text, req.mutable_profile_set()); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
   }
   return req;

@@ -143,9 +143,9 @@ int RunChild(const std::string& binary, const std::vector<std::string>& args,
 }
 
 absl::Status WriteSet(const ProfileSet& set, const std::string& path, std::ostream& out) {
-  v1::ProfileSet proto = convert::ProfileSetToProto(set);
-  proto.set_id(convert::ContentId(proto));
-  if (absl::Status s = common::WriteFile(path, convert::ToJson(proto)); !s.ok()) return s;
+  v1::ProfileSet proto = proto::ProfileSetToProto(set);
+  proto.set_id(proto::ContentId(proto));
+  if (absl::Status s = common::WriteFile(path, proto::ToJson(proto)); !s.ok()) return s;
   out << "wrote " << proto.id() << " (" << proto.operators_size() << " operators, "
       << proto.collectives_size() << " collectives) to " << path << "\n";
   return absl::OkStatus();

@@ -9,7 +9,7 @@
 #include "proto/prediction_convert.h"
 #include "proto/search_convert.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 namespace {
 
 // The counts of a request: its list, or every multiple of step up to max.
@@ -131,4 +131,4 @@ void CurveToProto(const std::string& name, const std::vector<CurvePoint>& points
   }
 }
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

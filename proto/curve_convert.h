@@ -12,7 +12,7 @@
 #include "proto/job_convert.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 inline constexpr int kMaxCurveJobs = 64;
 inline constexpr int kMaxCurvePoints = 1024;
@@ -29,6 +29,6 @@ absl::StatusOr<CurveCall> CurveCallFromProto(const v1::ThroughputCurveRequest& r
 
 void CurveToProto(const std::string& name, const std::vector<CurvePoint>& points, v1::Curve* out);
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto
 
 #endif  // VTRAIN_PROTO_CURVE_CONVERT_H_

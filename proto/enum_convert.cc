@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 namespace {
 
 // One row per value: the whole mapping of an enum is one table, read in both
@@ -171,4 +171,4 @@ std::string ProtoEnumNames(const google::protobuf::EnumDescriptor& d) {
   return out;
 }
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

@@ -20,7 +20,7 @@
 #include "google/protobuf/generated_enum_reflection.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 // Core to proto: total (every core value has a proto value).
 v1::DType ToProto(DType value);
@@ -91,6 +91,6 @@ absl::StatusOr<std::remove_cvref_t<CoreEnum>> RequiredFromProto(ProtoEnum value,
       absl::StrCat(field, " is missing or not a ", d.name(), "; use one of ", ProtoEnumNames(d)));
 }
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto
 
 #endif  // VTRAIN_PROTO_ENUM_CONVERT_H_

@@ -14,7 +14,7 @@
 #include "proto/moe_convert.h"
 #include "proto/reliability_convert.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 namespace {
 
@@ -329,4 +329,4 @@ v1::PredictRequest JobToProto(const Job& job) {
   return r;
 }
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

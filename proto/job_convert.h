@@ -11,7 +11,7 @@
 #include "core/spec/job.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 // The GPU of a ClusterSpec that names none.
 inline constexpr char kDefaultGpu[] = "a100-sxm4-80gb";
@@ -41,6 +41,6 @@ absl::StatusOr<ClusterSpec> ClusterFromProto(const v1::ClusterSpec& cluster,
 // preset name is kept unless the model is custom.
 v1::PredictRequest JobToProto(const Job& job);
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto
 
 #endif  // VTRAIN_PROTO_JOB_CONVERT_H_

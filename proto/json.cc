@@ -9,7 +9,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "proto/json_keys.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 namespace {
 
 using google::protobuf::Descriptor;
@@ -205,4 +205,4 @@ absl::Status FromJson(const std::string& json, Message* message) {
   return absl::OkStatus();
 }
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

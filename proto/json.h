@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "google/protobuf/message.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 // `message` as JSON, ending in a newline. Deterministic: the same message
 // prints the same bytes. Non-finite doubles print as "NaN", "Infinity" and
@@ -24,6 +24,6 @@ std::string ToJson(const google::protobuf::Message& message);
 // parser's complaint or the repeated key.
 absl::Status FromJson(const std::string& json, google::protobuf::Message* message);
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto
 
 #endif  // VTRAIN_PROTO_JSON_H_

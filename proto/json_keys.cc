@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 namespace {
 
 constexpr int kMaxDepth = 100;
@@ -113,4 +113,4 @@ class Scanner {
 
 absl::Status CheckNoDuplicateKeys(std::string_view json) { return Scanner(json).Run(); }
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 // INVALID_ARGUMENT naming the key and its path ("plan.global_batch") when an
 // object holds a key twice. Keys are compared as protobuf's JSON mapping
@@ -17,6 +17,6 @@ namespace vtrain::convert {
 // Nesting deeper than 100 levels is refused.
 absl::Status CheckNoDuplicateKeys(std::string_view json);
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto
 
 #endif  // VTRAIN_PROTO_JSON_KEYS_H_

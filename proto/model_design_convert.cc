@@ -11,7 +11,7 @@
 #include "proto/prediction_convert.h"
 #include "proto/search_convert.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 namespace {
 
 void ModelToProto(const DesignedModel& d, v1::DesignedModel* out) {
@@ -152,4 +152,4 @@ void DesignResultToProto(const DesignResult& r, v1::PlanModelResult* out) {
   SimulationToProto(r.simulation, out->mutable_simulation());
 }
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

@@ -9,7 +9,7 @@
 #include "proto/job_convert.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 // INVALID_ARGUMENT listing every violation, each naming the field and flag.
 absl::StatusOr<DesignSpec> DesignSpecFromProto(const v1::PlanModelRequest& request,
@@ -18,6 +18,6 @@ void DesignResultToProto(const DesignResult& result, v1::PlanModelResult* out);
 // The inverse question's answer: PlanModelResult.inverse and warnings.
 void InverseResultToProto(const InverseResult& r, v1::PlanModelResult* out);
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto
 
 #endif  // VTRAIN_PROTO_MODEL_DESIGN_CONVERT_H_

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "proto/enum_convert.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 namespace {
 
 // A given field that must be at least `min` (the core checks the upper bounds).
@@ -117,4 +117,4 @@ void MoePlanToProto(const ParallelPlan& plan, v1::ParallelPlan& p) {
   if (plan.moe.routing_sigma != 0) p.set_routing_sigma(plan.moe.routing_sigma);
 }
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

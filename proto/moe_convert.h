@@ -9,7 +9,7 @@
 #include "core/spec/job.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 // Lays the given MoE, MLA, head_dim and MTP fields of `m` over `model` (a
 // preset's or the defaults); appends a message per bad field to `problems`.
@@ -23,6 +23,6 @@ void MoePlanFromProto(const v1::ParallelPlan& p, ParallelPlan& plan,
 void MoeModelToProto(const ModelSpec& model, v1::ModelSpec& m);
 void MoePlanToProto(const ParallelPlan& plan, v1::ParallelPlan& p);
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto
 
 #endif  // VTRAIN_PROTO_MOE_CONVERT_H_

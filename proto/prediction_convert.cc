@@ -10,7 +10,7 @@
 #include "proto/job_convert.h"
 #include "proto/reliability_convert.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse* out) {
   out->set_iteration_time_ms(p.iteration_time_ms());
@@ -193,4 +193,4 @@ Prediction PredictionFromProto(const v1::PredictResponse& r) {
   return p;
 }
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

@@ -7,7 +7,7 @@
 #include "core/spec/job.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 // Fills `out` with the prediction of `job`, the job echoed with its defaults.
 void PredictionToProto(const Job& job, const Prediction& prediction, v1::PredictResponse* out);
@@ -20,6 +20,6 @@ SimulationCost SimulationFromProto(const v1::Simulation& simulation);
 // as per-task data, stay empty).
 Prediction PredictionFromProto(const v1::PredictResponse& response);
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto
 
 #endif  // VTRAIN_PROTO_PREDICTION_CONVERT_H_

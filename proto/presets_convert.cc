@@ -6,7 +6,7 @@
 #include "core/spec/model.h"
 #include "proto/profile_set_convert.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 v1::PresetsResponse PresetsToProto() {
   v1::PresetsResponse out;
@@ -40,4 +40,4 @@ v1::PresetsResponse PresetsToProto() {
   return out;
 }
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

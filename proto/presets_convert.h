@@ -5,11 +5,11 @@
 
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 // Every model preset and every built-in GPU model, in their listing order.
 v1::PresetsResponse PresetsToProto();
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto
 
 #endif  // VTRAIN_PROTO_PRESETS_CONVERT_H_

@@ -12,7 +12,7 @@
 #include "proto/enum_convert.h"
 #include "proto/sha256.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 namespace {
 
 // The AnalyticalParams message field of a core parameter: the two share names
@@ -354,4 +354,4 @@ std::string ContentId(const v1::ProfileSet& set) {
   return absl::StrCat("sha256:", Sha256Hex(bytes));
 }
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

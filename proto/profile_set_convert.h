@@ -9,7 +9,7 @@
 #include "core/profile/profile.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 // The tables of a set. Validates every key, kernel and curve: INVALID_ARGUMENT
 // naming the field path ("profile_set.operators[3].key.op") and the fix.
@@ -29,6 +29,6 @@ std::string ContentId(const v1::ProfileSet& set);
 // Sorts operators and curves into the canonical order ContentId hashes.
 void Canonicalize(v1::ProfileSet* set);
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto
 
 #endif  // VTRAIN_PROTO_PROFILE_SET_CONVERT_H_

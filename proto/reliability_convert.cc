@@ -1,6 +1,6 @@
 #include "proto/reliability_convert.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 ReliabilitySpec ReliabilityFromProto(const v1::Reliability& in) {
   ReliabilitySpec r;
@@ -58,4 +58,4 @@ Goodput GoodputFromProto(const v1::Goodput& in) {
   return g;
 }
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

@@ -7,7 +7,7 @@
 #include "core/spec/reliability.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 // The given fields over the defaults; ranges are checked by ValidateJob.
 ReliabilitySpec ReliabilityFromProto(const v1::Reliability& in);
@@ -17,6 +17,6 @@ void ReliabilityToProto(const ReliabilitySpec& r, v1::Reliability* out);
 void GoodputToProto(const Goodput& g, v1::Goodput* out);
 Goodput GoodputFromProto(const v1::Goodput& in);
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto
 
 #endif  // VTRAIN_PROTO_RELIABILITY_CONVERT_H_

@@ -15,7 +15,7 @@
 #include "proto/moe_convert.h"
 #include "proto/prediction_convert.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 namespace {
 
 constexpr int64_t kMaxGpus = int64_t{1} << 24;
@@ -247,4 +247,4 @@ void SearchResultToProto(const SearchResult& r, const SearchCall& call, v1::Sear
   }
 }
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

@@ -13,7 +13,7 @@
 #include "proto/job_convert.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 // Longest list a request may give for tensor_parallel, schedules or
 // recomputes (after removing repeats).
@@ -43,6 +43,6 @@ absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& request,
 // call.include_all_plans, every plan that fits.
 void SearchResultToProto(const SearchResult& result, const SearchCall& call, v1::SearchResult* out);
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto
 
 #endif  // VTRAIN_PROTO_SEARCH_CONVERT_H_

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_format.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 namespace {
 
 // FIPS 180-4 §4.2.2: the first 32 bits of the fractional parts of the cube
@@ -78,4 +78,4 @@ std::string Sha256Hex(absl::string_view data) {
   return out;
 }
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

@@ -6,11 +6,11 @@
 
 #include "absl/strings/string_view.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 // Lower-case hex digest of `data`.
 std::string Sha256Hex(absl::string_view data);
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto
 
 #endif  // VTRAIN_PROTO_SHA256_H_

@@ -14,7 +14,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "proto/json_keys.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 namespace {
 
 enum class Presence { kRequired, kOptional };
@@ -243,4 +243,4 @@ absl::StatusOr<v1::PredictRequest> RequestFromVtrainConfig(const std::string& js
   return r;
 }
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 
 // Fields read: num_gpus, tensor/data/pipeline_parallel_size,
 // global_batch_size, micro_batch_size, num_layers, hidden_size,
@@ -20,6 +20,6 @@ namespace vtrain::convert {
 // non-number, a non-integer, a negative size, an unknown schedule).
 absl::StatusOr<v1::PredictRequest> RequestFromVtrainConfig(const std::string& json);
 
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto
 
 #endif  // VTRAIN_PROTO_VTRAIN_CONFIG_H_

@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(const std::string& db_p
 absl::Status Registry::Load() {
   VTRAIN_ASSIGN_OR_RETURN(std::vector<ProfileStore::StoredSet> stored, store_->LoadAll());
   for (auto& [set, builtin] : stored) {
-    absl::StatusOr<ProfileSet> tables = convert::ProfileSetFromProto(set);
+    absl::StatusOr<ProfileSet> tables = proto::ProfileSetFromProto(set);
     if (!tables.ok()) {
       return absl::DataLossError(absl::StrCat("stored profile set ", set.id(),
                                               " is invalid: ", tables.status().message()));
@@ -54,7 +54,7 @@ absl::Status Registry::SeedBuiltinsIfEmpty() {
   for (const std::string& name : GpuNames()) {
     const ProfileSet set = DefaultProfileSet(*GpuByName(name));
     absl::StatusOr<v1::PushProfileSetResponse> r =
-        Accept(convert::ProfileSetToProto(set), {.origin = SetOrigin::kBuiltin});
+        Accept(proto::ProfileSetToProto(set), {.origin = SetOrigin::kBuiltin});
     if (!r.ok()) return r.status();
   }
   Log(absl::StrCat("seeded an empty database with ", GpuNames().size(), " built-in profile sets"));
@@ -64,13 +64,13 @@ absl::Status Registry::SeedBuiltinsIfEmpty() {
 absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(v1::ProfileSet set,
                                                             const AcceptOptions& options) {
   const bool builtin = options.origin == SetOrigin::kBuiltin;
-  absl::StatusOr<ProfileSet> tables = convert::ProfileSetFromProto(set);
+  absl::StatusOr<ProfileSet> tables = proto::ProfileSetFromProto(set);
   if (!tables.ok()) {
     return absl::InvalidArgumentError(tables.status().message());
   }
   // Parameters left out took their defaults: store them written out, so the
   // stored set says what every prediction with it uses.
-  convert::ParamsToProto(tables->params, set.mutable_params());
+  proto::ParamsToProto(tables->params, set.mutable_params());
   // A set for a GPU this build has no datasheet for carries the GPU's figures
   // (ProfileSetFromProto refuses it otherwise): requests naming the GPU use them.
   // Built-in sets are this build's own; every other set must predict sanely.
@@ -85,14 +85,14 @@ absl::StatusOr<v1::PushProfileSetResponse> Registry::Accept(v1::ProfileSet set,
         "complete set");
   }
   const std::string resp_gpu = set.gpu();
-  const std::string id = convert::ContentId(set);
+  const std::string id = proto::ContentId(set);
   if (!set.id().empty() && set.id() != id) {
     return absl::InvalidArgumentError(
         absl::StrCat("profile_set.id='", set.id(), "' is not the content hash ", id,
                      "; leave it empty and the server names the set"));
   }
   set.set_id(id);
-  convert::Canonicalize(&set);
+  proto::Canonicalize(&set);
   // From the creation stamp to the catalog, one set at a time: creation order
   // is then arrival order, so a follower that lists a set has also listed
   // every set stamped before it (and watches from there without a gap).
@@ -259,7 +259,7 @@ std::shared_ptr<const ProfileSet> Registry::DefaultTables(const std::string& gpu
     }
     if (gpu == nullptr) return nullptr;
     ProfileSet builtin = DefaultProfileSet(*gpu);
-    builtin.id = convert::ContentId(convert::ProfileSetToProto(builtin));
+    builtin.id = proto::ContentId(proto::ProfileSetToProto(builtin));
     sets.base = std::make_shared<const ProfileSet>(std::move(builtin));
   }
   const std::string id = absl::StrCat(sets.base->id, suffix);

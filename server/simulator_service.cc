@@ -160,7 +160,7 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
     // valid requests were answered, so a hit needs no conversion.
     const std::string& gpu = req->cluster().gpu();
     if (std::shared_ptr<const ProfileSet> tables = registry_.LoadedTablesFor(
-            req->profile_set_id(), gpu.empty() ? convert::kDefaultGpu : gpu)) {
+            req->profile_set_id(), gpu.empty() ? proto::kDefaultGpu : gpu)) {
       keyed_set_id = tables->id;
       cache_key = PredictionCache::Key(keyed_set_id, *req);
       if (std::shared_ptr<const PredictionCache::Answer> hit = predictions_.Get(cache_key)) {

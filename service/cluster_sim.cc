@@ -149,7 +149,7 @@ absl::StatusOr<PreparedClusterSim> PrepareClusterSim(const v1::ClusterSimRequest
                                                      const ProfileSource& source) {
   std::vector<std::string> problems;
   CheckJobs(r, problems);
-  absl::StatusOr<ClusterSpec> cluster = convert::ClusterFromProto(r.cluster());
+  absl::StatusOr<ClusterSpec> cluster = proto::ClusterFromProto(r.cluster());
   if (!cluster.ok()) problems.emplace_back(cluster.status().message());
   const int64_t per_node = cluster.ok() ? cluster->gpus_per_node : 8;
   if (r.gpus() < per_node || r.gpus() > kMaxClusterGpus) {
@@ -254,7 +254,7 @@ absl::StatusOr<v1::ClusterSimResponse> RunClusterSim(const PreparedClusterSim& p
       for (int k = 0; k < 3; ++k) {
         (best ? best_more : dp_more)[k].push_back(TableAt(curves.curves(0), kFigures[k]));
       }
-      cost.Add(convert::SimulationFromProto(curves.curves(0).simulation()));
+      cost.Add(proto::SimulationFromProto(curves.curves(0).simulation()));
       cost.wall_ns += curves.curves(0).simulation().wall_ns();
     }
   }
@@ -293,7 +293,7 @@ absl::StatusOr<v1::ClusterSimResponse> RunClusterSim(const PreparedClusterSim& p
         SimulateCluster(jobs, policy == "vtrain" ? best_tables : dp_tables, prepared.options));
     OutcomeToProto(policy, outcome, prepared.shape_names, response.add_outcomes());
   }
-  convert::SimulationToProto(cost, response.mutable_simulation());
+  proto::SimulationToProto(cost, response.mutable_simulation());
   response.set_trace_load(prepared.trace_load);
   response.set_offered_load(prepared.offered_load);
   response.set_peak_requested_gpus(prepared.peak_requested_gpus);

@@ -9,7 +9,7 @@ namespace vtrain::service {
 ProfileSet BuiltinProfileSet(const GpuSpec& gpu) {
   ProfileSet set = DefaultProfileSet(gpu);
   // Named by content, as a server names the same set when it seeds it.
-  set.id = convert::ContentId(convert::ProfileSetToProto(set));
+  set.id = proto::ContentId(proto::ProfileSetToProto(set));
   return set;
 }
 

@@ -29,10 +29,10 @@ auto GpusOf(const ProfileSource& source) {
 absl::StatusOr<PreparedPredict> PreparePredict(const v1::PredictRequest& request,
                                                const ProfileSource& source,
                                                const CallOptions& options) {
-  VTRAIN_ASSIGN_OR_RETURN(Job job, convert::JobFromProto(request, GpusOf(source)));
+  VTRAIN_ASSIGN_OR_RETURN(Job job, proto::JobFromProto(request, GpusOf(source)));
   VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
                           source.TablesFor(request.profile_set_id(), job.cluster.gpu));
-  VTRAIN_ASSIGN_OR_RETURN(PredictOptions predict_options, convert::OptionsFromProto(request));
+  VTRAIN_ASSIGN_OR_RETURN(PredictOptions predict_options, proto::OptionsFromProto(request));
   predict_options.max_tasks = options.max_tasks;
   predict_options.max_graph_bytes = options.max_graph_bytes;
   predict_options.cancelled = options.cancelled;
@@ -46,7 +46,7 @@ absl::Status RunPredict(const PreparedPredict& prepared, const CallOptions& opti
                         v1::PredictResponse* response) {
   VTRAIN_ASSIGN_OR_RETURN(Prediction prediction,
                           vtrain::Predict(prepared.job, *prepared.tables, prepared.options));
-  convert::PredictionToProto(prepared.job, prediction, response);
+  proto::PredictionToProto(prepared.job, prediction, response);
   ReportSimulation(options, "Predict", prediction.simulation.wall_ns);
   return absl::OkStatus();
 }
@@ -64,8 +64,7 @@ absl::StatusOr<v1::PredictResponse> Predict(const v1::PredictRequest& request,
 
 absl::StatusOr<PreparedSearch> PrepareSearch(const v1::SearchRequest& request,
                                              const ProfileSource& source) {
-  VTRAIN_ASSIGN_OR_RETURN(convert::SearchCall call,
-                          convert::SearchFromProto(request, GpusOf(source)));
+  VTRAIN_ASSIGN_OR_RETURN(proto::SearchCall call, proto::SearchFromProto(request, GpusOf(source)));
   VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
                           source.TablesFor(/*profile_set_id=*/"", call.space.cluster.gpu));
   std::shared_ptr<LookupMemo> memo = source.MemoFor(tables);
@@ -82,7 +81,7 @@ absl::StatusOr<v1::SearchResult> RunSearch(const PreparedSearch& prepared,
   VTRAIN_ASSIGN_OR_RETURN(SearchResult result,
                           vtrain::Search(prepared.call.space, *prepared.tables, search_options));
   v1::SearchResult out;
-  convert::SearchResultToProto(result, prepared.call, &out);
+  proto::SearchResultToProto(result, prepared.call, &out);
   ReportSimulation(options, "Search", result.simulation.wall_ns);
   return out;
 }
@@ -98,7 +97,7 @@ absl::StatusOr<v1::SearchResult> Search(const v1::SearchRequest& request,
 absl::StatusOr<PreparedCurves> PrepareCurves(const v1::ThroughputCurveRequest& request,
                                              const ProfileSource& source) {
   PreparedCurves prepared;
-  VTRAIN_ASSIGN_OR_RETURN(prepared.call, convert::CurveCallFromProto(request, GpusOf(source)));
+  VTRAIN_ASSIGN_OR_RETURN(prepared.call, proto::CurveCallFromProto(request, GpusOf(source)));
   for (const CurveSpec& spec : prepared.call.specs) {
     VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
                             source.TablesFor(/*profile_set_id=*/"", spec.cluster.gpu));
@@ -137,7 +136,7 @@ absl::StatusOr<v1::ThroughputCurveResponse> RunCurves(const PreparedCurves& prep
     }
     VTRAIN_ASSIGN_OR_RETURN(std::vector<CurvePoint> points,
                             vtrain::ThroughputCurve(prepared.call.specs[i], tables, curve_options));
-    convert::CurveToProto(prepared.call.names[i], points, curve);
+    proto::CurveToProto(prepared.call.names[i], points, curve);
     ReportSimulation(options, "ThroughputCurve", curve->simulation().wall_ns());
     if (store != nullptr) store->Put(key, *curve);
   }
@@ -155,7 +154,7 @@ absl::StatusOr<v1::ThroughputCurveResponse> ThroughputCurve(
 
 absl::StatusOr<PreparedPlanModel> PreparePlanModel(const v1::PlanModelRequest& request,
                                                    const ProfileSource& source) {
-  VTRAIN_ASSIGN_OR_RETURN(DesignSpec spec, convert::DesignSpecFromProto(request, GpusOf(source)));
+  VTRAIN_ASSIGN_OR_RETURN(DesignSpec spec, proto::DesignSpecFromProto(request, GpusOf(source)));
   VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<const ProfileSet> tables,
                           source.TablesFor(/*profile_set_id=*/"", spec.cluster.gpu));
   return PreparedPlanModel{std::move(spec), std::move(tables), request.target_parameters(),
@@ -173,13 +172,13 @@ absl::StatusOr<v1::PlanModelResult> RunPlanModel(const PreparedPlanModel& prepar
         InverseResult inverse,
         DesignForModel(prepared.spec, prepared.target_parameters, prepared.target_tokens,
                        *prepared.tables, design_options));
-    convert::InverseResultToProto(inverse, &out);
+    proto::InverseResultToProto(inverse, &out);
     ReportSimulation(options, "PlanModel", inverse.simulation.wall_ns);
     return out;
   }
   VTRAIN_ASSIGN_OR_RETURN(DesignResult result,
                           DesignModel(prepared.spec, *prepared.tables, design_options));
-  convert::DesignResultToProto(result, &out);
+  proto::DesignResultToProto(result, &out);
   ReportSimulation(options, "PlanModel", result.simulation.wall_ns);
   return out;
 }
@@ -192,7 +191,7 @@ absl::StatusOr<v1::PlanModelResult> PlanModel(const v1::PlanModelRequest& reques
 }
 
 v1::PresetsResponse Presets(const v1::PresetsRequest& /*request*/) {
-  return convert::PresetsToProto();
+  return proto::PresetsToProto();
 }
 
 }  // namespace vtrain::service

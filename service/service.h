@@ -84,7 +84,7 @@ absl::StatusOr<v1::PredictResponse> Predict(const v1::PredictRequest& request,
 // ---- Search
 
 struct PreparedSearch {
-  convert::SearchCall call;
+  proto::SearchCall call;
   std::shared_ptr<const ProfileSet> tables;
   std::shared_ptr<LookupMemo> memo;
 };
@@ -100,7 +100,7 @@ absl::StatusOr<v1::SearchResult> Search(const v1::SearchRequest& request,
 
 struct PreparedCurves {
   v1::ThroughputCurveRequest request;  // for the cache keys
-  convert::CurveCall call;
+  proto::CurveCall call;
   std::vector<std::shared_ptr<const ProfileSet>> tables;  // one per job
 };
 absl::StatusOr<PreparedCurves> PrepareCurves(const v1::ThroughputCurveRequest& request,

@@ -21,7 +21,7 @@
 #include "core/profile/default_profiles.h"
 #include "gtest/gtest.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 std::string DataDir() {
@@ -189,4 +189,4 @@ TEST(NcclTestsTest, ReadsNanosecondAndMicrosecondFiles) {
 }
 
 }  // namespace
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

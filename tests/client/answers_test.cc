@@ -19,7 +19,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/vtrainctl.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 using ::testing::HasSubstr;
@@ -183,4 +183,4 @@ TEST(AnswersTest, TraceSlicesCarryTheirArguments) {
 }
 
 }  // namespace
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

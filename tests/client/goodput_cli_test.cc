@@ -43,7 +43,7 @@ v1::PredictResponse Json(const std::vector<std::string>& args) {
   const auto r = RunVtrainctlInProcess(args);
   EXPECT_EQ(r.code, common::kExitOk) << r.err;
   v1::PredictResponse resp;
-  EXPECT_TRUE(convert::FromJson(r.out, &resp).ok()) << r.out;
+  EXPECT_TRUE(proto::FromJson(r.out, &resp).ok()) << r.out;
   return resp;
 }
 

@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/vtrainctl.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 using ::testing::HasSubstr;
@@ -144,4 +144,4 @@ TEST(Issue16FixesTest, MemoryHeadroomDropsPlansNearTheCapacity) {
 }
 
 }  // namespace
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 TEST(JsonWriterTest, NestedObjectsAndArrays) {
@@ -70,4 +70,4 @@ TEST(JsonWriterTest, DoublesRoundTripAndNonFiniteIsNull) {
 }
 
 }  // namespace
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

@@ -21,7 +21,7 @@
 #include "core/profile/default_profiles.h"
 #include "gtest/gtest.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 std::string RepositoryDir() {
@@ -247,4 +247,4 @@ TEST(CalibrateCommandTest, FoldsByAndMixedGpusAreCheckedUpFront) {
 }
 
 }  // namespace
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

@@ -23,7 +23,7 @@
 #include "tests/testing/spec_builders.h"
 #include "tests/testing/subprocess.h"
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 using ::testing::AllOf;
@@ -85,11 +85,11 @@ TEST(VtrainctlEndToEndTest, PredictJson) {
   EXPECT_EQ(r.out.substr(r.out.size() - 2), "}\n");
   EXPECT_GT(JsonInt(r.out, "iteration_time_ns"), 0);
   v1::PredictResponse parsed;
-  ASSERT_TRUE(convert::FromJson(r.out, &parsed).ok());
+  ASSERT_TRUE(proto::FromJson(r.out, &parsed).ok());
   EXPECT_EQ(parsed.model().preset(), "gpt3-1.3b");
   EXPECT_EQ(parsed.plan().data_parallel(), 4);
   EXPECT_EQ(parsed.iteration_time_ns(), JsonInt(r.out, "iteration_time_ns"));
-  EXPECT_EQ(convert::ToJson(parsed), r.out) << "printing is deterministic and lossless";
+  EXPECT_EQ(proto::ToJson(parsed), r.out) << "printing is deterministic and lossless";
   EXPECT_EQ(parsed.profile_set_id().rfind("sha256:", 0), 0u) << parsed.profile_set_id();
 }
 
@@ -278,9 +278,9 @@ TEST(VtrainctlInProcessTest, DispatcherReturnsExitCodesAndWritesStreams) {
 }
 
 }  // namespace
-}  // namespace vtrain::cli
+}  // namespace vtrain::client
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 std::string CliTempPath(const std::string& name) {
@@ -391,9 +391,9 @@ TEST(VtrainctlSearchTest, SearchFindsPlansAndPrintsCsv) {
 }
 
 }  // namespace
-}  // namespace vtrain::cli
+}  // namespace vtrain::client
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 std::string Slurp(const std::string& path) {
@@ -423,9 +423,9 @@ TEST(VtrainctlCurveTest, PlotsBothPoliciesAndPrintsTheElasticFlowTable) {
 }
 
 }  // namespace
-}  // namespace vtrain::cli
+}  // namespace vtrain::client
 
-namespace vtrain::cli {
+namespace vtrain::client {
 namespace {
 
 // plan-model's inverse question: the fewest GPUs that train a model of about
@@ -497,4 +497,4 @@ TEST(VtrainctlPlanModelTest, PlotsTheBudgetTheLineAndBothAnswers) {
 }
 
 }  // namespace
-}  // namespace vtrain::cli
+}  // namespace vtrain::client

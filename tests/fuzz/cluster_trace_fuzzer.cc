@@ -11,11 +11,12 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<std::vector<vtrain::cli::TraceJob>> jobs = vtrain::cli::ParseTrace(text, "fuzz");
+  absl::StatusOr<std::vector<vtrain::client::TraceJob>> jobs =
+      vtrain::client::ParseTrace(text, "fuzz");
   if (!jobs.ok()) return 0;
   VTRAIN_FUZZ_CHECK(!jobs->empty(), "an accepted trace has jobs");
   for (size_t i = 0; i < jobs->size(); ++i) {
-    const vtrain::cli::TraceJob& j = (*jobs)[i];
+    const vtrain::client::TraceJob& j = (*jobs)[i];
     VTRAIN_FUZZ_CHECK(
         std::isfinite(j.submit_s) && std::isfinite(j.deadline_s) && std::isfinite(j.duration_s),
         "finite times");

@@ -17,11 +17,11 @@ namespace vtrain::fuzz {
 // built-in profile set when it is small enough to take milliseconds (the
 // fuzzer looks for crashes and undefined behaviour, not for slow jobs).
 inline void ConvertAndPredict(const v1::PredictRequest& request) {
-  absl::StatusOr<Job> job = convert::JobFromProto(request);
-  absl::StatusOr<PredictOptions> options = convert::OptionsFromProto(request);
+  absl::StatusOr<Job> job = proto::JobFromProto(request);
+  absl::StatusOr<PredictOptions> options = proto::OptionsFromProto(request);
   if (!job.ok() || !options.ok()) return;
   // What the job converts back to must be accepted again.
-  absl::StatusOr<Job> again = convert::JobFromProto(convert::JobToProto(*job));
+  absl::StatusOr<Job> again = proto::JobFromProto(proto::JobToProto(*job));
   VTRAIN_FUZZ_CHECK(again.ok(), again.status().ToString());
 
   const ParallelPlan& plan = job->plan;

@@ -10,7 +10,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string json(reinterpret_cast<const char*>(data), size);
   vtrain::v1::PredictRequest request;
-  if (!vtrain::convert::FromJson(json, &request).ok()) return 0;
+  if (!vtrain::proto::FromJson(json, &request).ok()) return 0;
   vtrain::fuzz::ConvertAndPredict(request);
   return 0;
 }

@@ -11,7 +11,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view text(reinterpret_cast<const char*>(data), size);
   absl::StatusOr<std::vector<vtrain::Measurement>> rows =
-      vtrain::cli::ParseAnyMeasurementCsv(text, "fuzz", vtrain::cli::MegatronA100Setup());
+      vtrain::client::ParseAnyMeasurementCsv(text, "fuzz", vtrain::client::MegatronA100Setup());
   if (!rows.ok()) return 0;
   for (const vtrain::Measurement& m : *rows) {
     VTRAIN_FUZZ_CHECK(std::isfinite(m.measured_ms) && m.measured_ms > 0, m.source);

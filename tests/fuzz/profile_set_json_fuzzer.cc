@@ -12,13 +12,13 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string json(reinterpret_cast<const char*>(data), size);
   vtrain::v1::ProfileSet message;
-  if (!vtrain::convert::FromJson(json, &message).ok()) return 0;
-  vtrain::convert::ContentId(message);
-  absl::StatusOr<vtrain::ProfileSet> set = vtrain::convert::ProfileSetFromProto(message);
+  if (!vtrain::proto::FromJson(json, &message).ok()) return 0;
+  vtrain::proto::ContentId(message);
+  absl::StatusOr<vtrain::ProfileSet> set = vtrain::proto::ProfileSetFromProto(message);
   if (!set.ok()) return 0;
   // A valid set prints to a message that validates again.
   absl::StatusOr<vtrain::ProfileSet> again =
-      vtrain::convert::ProfileSetFromProto(vtrain::convert::ProfileSetToProto(*set));
+      vtrain::proto::ProfileSetFromProto(vtrain::proto::ProfileSetToProto(*set));
   VTRAIN_FUZZ_CHECK(again.ok(), again.status().ToString());
   vtrain::CheckPredictionsArePhysical(*set).IgnoreError();
   return 0;

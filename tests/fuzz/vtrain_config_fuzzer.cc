@@ -9,8 +9,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string json(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<vtrain::v1::PredictRequest> request =
-      vtrain::convert::RequestFromVtrainConfig(json);
+  absl::StatusOr<vtrain::v1::PredictRequest> request = vtrain::proto::RequestFromVtrainConfig(json);
   if (!request.ok()) return 0;
   vtrain::fuzz::ConvertAndPredict(*request);
   return 0;

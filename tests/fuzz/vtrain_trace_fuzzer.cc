@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       vtrain::agent::ImportVtrainTrace(text, "fuzz", "a100-sxm4-80gb", shape);
   if (!set.ok()) return 0;
   absl::StatusOr<vtrain::ProfileSet> valid =
-      vtrain::convert::ProfileSetFromProto(vtrain::convert::ProfileSetToProto(*set));
+      vtrain::proto::ProfileSetFromProto(vtrain::proto::ProfileSetToProto(*set));
   VTRAIN_FUZZ_CHECK(valid.ok(), valid.status().ToString());
   return 0;
 }

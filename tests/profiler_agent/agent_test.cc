@@ -345,10 +345,10 @@ TEST(AgentCommandsTest, ServeAnswersProfilingWork) {
   const std::string address = absl::StrCat("127.0.0.1:", (*srv)->port());
   // A prediction on a GPU with only analytical tables leaves work behind.
   std::ostringstream pout, perr;
-  ASSERT_EQ(cli::RunVtrainctl({"predict", "--server", address, "--model", "gpt3-1.3b",
-                               "--attention-impl", "unfused", "--gpu", "a100-sxm4-80gb", "--gpus",
-                               "8", "--tp", "2", "--dp", "4", "--global-batch", "64"},
-                              pout, perr),
+  ASSERT_EQ(client::RunVtrainctl({"predict", "--server", address, "--model", "gpt3-1.3b",
+                                  "--attention-impl", "unfused", "--gpu", "a100-sxm4-80gb",
+                                  "--gpus", "8", "--tp", "2", "--dp", "4", "--global-batch", "64"},
+                                 pout, perr),
             0)
       << perr.str();
 

@@ -6,7 +6,7 @@
 #include "proto/sha256.h"
 #include "tests/testing/spec_builders.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 namespace {
 
 TEST(Sha256Test, FipsExamples) {
@@ -245,9 +245,9 @@ TEST(ConvertTest, InvalidProfileSetsNameTheField) {
 }
 
 }  // namespace
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 namespace {
 
 // Core's parameter table and the AnalyticalParams message name the same
@@ -277,4 +277,4 @@ TEST(ConvertTest, MissingParametersTakeTheirDefaults) {
 }
 
 }  // namespace
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

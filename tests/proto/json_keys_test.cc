@@ -6,7 +6,7 @@
 #include "tests/testing/status_matchers.h"
 #include "vtrain/v1/vtrain.pb.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 namespace {
 
 using ::testing::HasSubstr;
@@ -47,4 +47,4 @@ TEST(JsonKeysTest, FromJsonRefusesARepeatedKey) {
 }
 
 }  // namespace
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

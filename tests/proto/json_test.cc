@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "proto/enum_convert.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 namespace {
 
 using ::testing::HasSubstr;
@@ -122,4 +122,4 @@ TEST(EnumConvertTest, UnspecifiedTakesTheDefaultAndUnknownNumbersNameTheField) {
 }
 
 }  // namespace
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

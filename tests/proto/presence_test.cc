@@ -8,7 +8,7 @@
 #include "proto/vtrain_config.h"
 #include "tests/testing/status_matchers.h"
 
-namespace vtrain::convert {
+namespace vtrain::proto {
 namespace {
 
 using ::testing::HasSubstr;
@@ -126,4 +126,4 @@ TEST(VtrainConfigTest, UnknownKeysWrongTypesAndRepeatsAreRefused) {
 }
 
 }  // namespace
-}  // namespace vtrain::convert
+}  // namespace vtrain::proto

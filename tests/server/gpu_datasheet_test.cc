@@ -39,7 +39,7 @@ v1::ProfileSet SetWithDatasheet(const GpuSpec& gpu) {
   ProfileSet set = DefaultProfileSet(gpu);
   set.id.clear();
   set.datasheet = gpu;
-  return convert::ProfileSetToProto(set);
+  return proto::ProfileSetToProto(set);
 }
 
 v1::PredictRequest Mi300xRequest() {
@@ -77,7 +77,7 @@ TEST(GpuDatasheetTest, APushedDatasheetMakesItsGpuPredictable) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.profile_set_id(), pushed.id());
   // The same job predicted in-process with the figures and tables: equal.
-  absl::StatusOr<Job> job = convert::JobFromProto(Mi300xRequest(), FindMi300x);
+  absl::StatusOr<Job> job = proto::JobFromProto(Mi300xRequest(), FindMi300x);
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->cluster.gpu.memory_bytes, 192'000'000'000);
   absl::StatusOr<Prediction> local = Predict(*job, DefaultProfileSet(Mi300x()), PredictOptions());

@@ -213,7 +213,7 @@ TEST_F(RegistryTest, BuiltinIsStoredNotDerivedFromTheName) {
     impostor.set_gpu(kGpu);
     impostor.mutable_params()->set_host_dispatch_ns(55'000);
     *impostor.mutable_error_bands() =
-        convert::ProfileSetToProto(DefaultProfileSet(*GpuByName(kGpu))).error_bands();
+        proto::ProfileSetToProto(DefaultProfileSet(*GpuByName(kGpu))).error_bands();
     VTRAIN_ASSERT_OK_AND_ASSIGN(const v1::PushProfileSetResponse pushed,
                                 r->Accept(impostor, kPushed));
     impostor_id = pushed.id();
@@ -283,7 +283,7 @@ TEST(ProfileCatalogTest, AWatcherBeyondTheRememberedDeletionsIsToldToResync) {
 TEST_F(RegistryTest, MissingKeysQueueAsWorkUntilASetAnswersThem) {
   VTRAIN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Registry> r, Registry::Open(DbPath(), metrics_));
   const std::string answered =
-      convert::ProfileSetFromProto(MeasuredSet(1000))->operators.begin()->first.ToString();
+      proto::ProfileSetFromProto(MeasuredSet(1000))->operators.begin()->first.ToString();
   r->RecordMissing(kGpu, {answered, "other-key", "other-key"});
   v1::NextProfilingWorkRequest request;
   request.set_gpu(kGpu);

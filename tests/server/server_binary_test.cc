@@ -88,7 +88,7 @@ TEST(ServerBinaryTest, KillNineDuringPushesLeavesOnlyWholeSets) {
   ASSERT_TRUE(sets.ok()) << sets.status();
   EXPECT_GE(static_cast<int>(sets->size()), 5 + 20);
   for (const auto& [set, builtin] : *sets) {
-    EXPECT_EQ(convert::ContentId(set), set.id()) << "a partial set survived";
+    EXPECT_EQ(proto::ContentId(set), set.id()) << "a partial set survived";
     if (set.operators_size() > 0) {
       EXPECT_EQ(set.operators(0).kernels_size(), 201);
     }

@@ -371,7 +371,7 @@ TEST(ServerTest, ConcurrentPredictionsThroughOneSlotAllAnswerAsInProcess) {
   o.prediction_cache_entries = 0;
   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(o);
   ASSERT_TRUE(server.ok()) << server.status();
-  absl::StatusOr<Job> job = convert::JobFromProto(Gpt13bRequest());
+  absl::StatusOr<Job> job = proto::JobFromProto(Gpt13bRequest());
   ASSERT_TRUE(job.ok());
   const ProfileSet tables = DefaultProfileSet(job->cluster.gpu);
   absl::StatusOr<Prediction> op = Predict(*job, tables);

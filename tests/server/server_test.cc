@@ -44,7 +44,7 @@ TEST(ServerTest, PredictRoundTripEqualsInProcessResult) {
   grpc::Status s = stub->Predict(Ctx().get(), Gpt13bRequest(), &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
 
-  absl::StatusOr<Job> job = convert::JobFromProto(Gpt13bRequest());
+  absl::StatusOr<Job> job = proto::JobFromProto(Gpt13bRequest());
   ASSERT_TRUE(job.ok());
   absl::StatusOr<Prediction> local = Predict(*job, DefaultProfileSet(job->cluster.gpu));
   ASSERT_TRUE(local.ok());
@@ -71,7 +71,7 @@ TEST(ServerTest, PushListGetDeleteAndIdempotentRepush) {
   v1::PushProfileSetResponse first, second;
   ASSERT_TRUE(stub->PushProfileSet(Ctx(kToken).get(), push, &first).ok());
   EXPECT_FALSE(first.already_present());
-  EXPECT_EQ(first.id(), convert::ContentId(push.profile_set()));
+  EXPECT_EQ(first.id(), proto::ContentId(push.profile_set()));
   ASSERT_TRUE(stub->PushProfileSet(Ctx(kToken).get(), push, &second).ok());
   EXPECT_TRUE(second.already_present());
   EXPECT_EQ(second.id(), first.id());
@@ -408,7 +408,7 @@ TEST(ServerTest, PushedSetsThatWouldPoisonPredictionsAreRefused) {
   push.mutable_profile_set()->set_gpu("a100-sxm4-80gb");
   push.mutable_profile_set()->mutable_params()->set_host_dispatch_ns(60000);
   *push.mutable_profile_set()->mutable_error_bands() =
-      convert::ProfileSetToProto(DefaultProfileSet(*GpuByName("a100-sxm4-80gb"))).error_bands();
+      proto::ProfileSetToProto(DefaultProfileSet(*GpuByName("a100-sxm4-80gb"))).error_bands();
   v1::PushProfileSetResponse pushed;
   ASSERT_TRUE(reg->PushProfileSet(Ctx(kToken).get(), push, &pushed).ok());
   v1::GetProfileSetRequest get;

@@ -36,7 +36,7 @@ TEST(ServiceTest, PredictAnswersAsCoreDoesOnTheBuiltInTables) {
   const BuiltinProfiles builtin;
   absl::StatusOr<v1::PredictResponse> r = Predict(SmallJob(), builtin);
   ASSERT_TRUE(r.ok()) << r.status();
-  absl::StatusOr<Job> job = convert::JobFromProto(SmallJob());
+  absl::StatusOr<Job> job = proto::JobFromProto(SmallJob());
   ASSERT_TRUE(job.ok());
   absl::StatusOr<Prediction> core = vtrain::Predict(*job, DefaultProfileSet(job->cluster.gpu));
   ASSERT_TRUE(core.ok());

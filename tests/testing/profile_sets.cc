@@ -10,7 +10,7 @@ v1::ProfileSet MeasuredSet(int64_t duration_ns) {
   v1::ProfileSet set;
   set.set_name("test-set");
   set.set_gpu(kGpu);
-  const v1::ProfileSet builtin = convert::ProfileSetToProto(DefaultProfileSet(*GpuByName(kGpu)));
+  const v1::ProfileSet builtin = proto::ProfileSetToProto(DefaultProfileSet(*GpuByName(kGpu)));
   *set.mutable_params() = builtin.params();
   *set.mutable_error_bands() = builtin.error_bands();
   v1::OperatorProfile* op = set.add_operators();

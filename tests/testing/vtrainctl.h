@@ -18,7 +18,7 @@ struct CliResult {
 
 inline CliResult RunVtrainctlInProcess(const std::vector<std::string>& args) {
   std::ostringstream out, err;
-  const int code = cli::RunVtrainctl(args, out, err);
+  const int code = client::RunVtrainctl(args, out, err);
   return {code, out.str(), err.str()};
 }
 

@@ -175,7 +175,7 @@ ProfileSetFile SampleFile() {
 TEST(ProfileJsonTest, ProtobufParsesItAndThePushValidationAcceptsIt) {
   const ProfileSetFile f = SampleFile();
   v1::ProfileSet proto;
-  ASSERT_TRUE(convert::FromJson(ToProfileSetJson(f), &proto).ok()) << ToProfileSetJson(f);
+  ASSERT_TRUE(proto::FromJson(ToProfileSetJson(f), &proto).ok()) << ToProfileSetJson(f);
   EXPECT_EQ(proto.gpu(), "h200-sxm-141gb");
   EXPECT_EQ(proto.provenance().gpu_name(), "NVIDIA H200");
   EXPECT_EQ(proto.provenance().nccl(), "2.28.9");
@@ -193,7 +193,7 @@ TEST(ProfileJsonTest, ProtobufParsesItAndThePushValidationAcceptsIt) {
   ASSERT_EQ(proto.collectives(0).points_size(), 2);  // the NaN point is left out
   EXPECT_DOUBLE_EQ(proto.collectives(0).points(0).latency_ns(), 12000.5);
 
-  absl::StatusOr<ProfileSet> set = convert::ProfileSetFromProto(proto);
+  absl::StatusOr<ProfileSet> set = proto::ProfileSetFromProto(proto);
   ASSERT_TRUE(set.ok()) << set.status();
   const OperatorKey key =
       MakeOperatorKey("h200-sxm-141gb", DType::kFp16, OperatorKind::kAttentionFwd, 1024, 16, 4096,
@@ -209,7 +209,7 @@ TEST(ProfileJsonTest, EmptySetsAndNamesAreValidJson) {
   ProfileSetFile f;
   f.gpu = "a100-sxm4-80gb";
   v1::ProfileSet proto;
-  EXPECT_TRUE(convert::FromJson(ToProfileSetJson(f), &proto).ok());
+  EXPECT_TRUE(proto::FromJson(ToProfileSetJson(f), &proto).ok());
   EXPECT_EQ(JsonString("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
   EXPECT_EQ(Rfc3339Utc(0), "1970-01-01T00:00:00Z");
   EXPECT_EQ(VtrainGpuName("NVIDIA A100-SXM4-80GB", int64_t{80} << 30), "a100-sxm4-80gb");
@@ -353,8 +353,8 @@ std::string ReadText(const std::string& path) {
 // Profile-set JSON as a push reads it: the proto, then the set.
 absl::StatusOr<ProfileSet> ParseProfileSetJson(const std::string& text) {
   v1::ProfileSet proto;
-  if (absl::Status s = convert::FromJson(text, &proto); !s.ok()) return s;
-  return convert::ProfileSetFromProto(proto);
+  if (absl::Status s = proto::FromJson(text, &proto); !s.ok()) return s;
+  return proto::ProfileSetFromProto(proto);
 }
 
 // A kept recording, reduced again by the CUDA binary without a GPU: the

@@ -265,8 +265,8 @@ TEST(LlamaShapeTest, TablesAreFiledUnderTheSimulatorsKeys) {
   f.name = "llama fp8";
   f.operators = OperatorEntries(tables, s);
   v1::ProfileSet proto;
-  ASSERT_TRUE(convert::FromJson(ToProfileSetJson(f), &proto).ok()) << ToProfileSetJson(f);
-  absl::StatusOr<ProfileSet> set = convert::ProfileSetFromProto(proto);
+  ASSERT_TRUE(proto::FromJson(ToProfileSetJson(f), &proto).ok()) << ToProfileSetJson(f);
+  absl::StatusOr<ProfileSet> set = proto::ProfileSetFromProto(proto);
   ASSERT_TRUE(set.ok()) << set.status();
   const std::string g = "h100-sxm5-80gb";
   const OperatorKey keys[] = {
