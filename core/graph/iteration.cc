@@ -2,18 +2,19 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/util/enum_names.h"
 
 namespace vtrain {
 
-absl::string_view GranularityName(Granularity g) {
-  return g == Granularity::kKernel ? "kernel" : "operator";
-}
+namespace {
+constexpr EnumName<Granularity> kGranularities[] = {{Granularity::kKernel, "kernel"},
+                                                    {Granularity::kOperator, "operator"}};
+}  // namespace
+
+absl::string_view GranularityName(Granularity g) { return NameIn(kGranularities, g); }
 
 absl::StatusOr<Granularity> ParseGranularity(absl::string_view name) {
-  if (name == "kernel") return Granularity::kKernel;
-  if (name == "operator") return Granularity::kOperator;
-  return absl::InvalidArgumentError(
-      absl::StrCat("granularity='", name, "' is unknown; use kernel or operator"));
+  return ParseIn(kGranularities, name, "granularity");
 }
 
 }  // namespace vtrain

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/util/enum_names.h"
 
 namespace vtrain {
 namespace {
@@ -93,15 +94,15 @@ std::string NodeListName(const std::vector<int64_t>& nodes) {
   return out;
 }
 
-absl::string_view PlacementName(Placement placement) {
-  return placement == Placement::kSpread ? "spread" : "packed";
-}
+namespace {
+constexpr EnumName<Placement> kPlacements[] = {{Placement::kPacked, "packed"},
+                                               {Placement::kSpread, "spread"}};
+}  // namespace
+
+absl::string_view PlacementName(Placement placement) { return NameIn(kPlacements, placement); }
 
 absl::StatusOr<Placement> ParsePlacement(absl::string_view name) {
-  if (name == "packed") return Placement::kPacked;
-  if (name == "spread") return Placement::kSpread;
-  return absl::InvalidArgumentError(
-      absl::StrCat("cluster.fabric.placement='", name, "' is unknown; use packed or spread"));
+  return ParseIn(kPlacements, name, "cluster.fabric.placement");
 }
 
 void CheckFabric(const FabricSpec& f, int64_t job_nodes, std::vector<std::string>& problems) {

@@ -7,11 +7,19 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/util/enum_names.h"
 
 namespace vtrain {
 namespace {
 
 constexpr int64_t kGiB = int64_t{1} << 30;
+
+constexpr EnumName<DType> kDTypes[] = {
+    {DType::kFp16, "fp16"}, {DType::kBf16, "bf16"}, {DType::kFp8, "fp8"}};
+constexpr EnumName<Fp8Recipe> kFp8Recipes[] = {{Fp8Recipe::kDelayed, "delayed"},
+                                               {Fp8Recipe::kCurrent, "current"},
+                                               {Fp8Recipe::kBlockwise, "blockwise"},
+                                               {Fp8Recipe::kMxfp8, "mxfp8"}};
 
 // The built-in GPU models: one data file each (data/gpus/NAME.json, with the
 // datasheet each figure comes from in its "source"), made into designated
@@ -70,47 +78,16 @@ absl::Status CheckGpuDatasheet(const GpuSpec& gpu, absl::string_view where) {
                    "; give the GPU's dense datasheet figures (FLOP/s, bytes, bytes/s)"));
 }
 
-absl::string_view DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kFp16:
-      return "fp16";
-    case DType::kBf16:
-      return "bf16";
-    case DType::kFp8:
-      return "fp8";
-  }
-  return "unknown";
-}
+absl::string_view DTypeName(DType dtype) { return NameIn(kDTypes, dtype); }
 
 absl::StatusOr<DType> ParseDType(absl::string_view name) {
-  if (name == "fp16") return DType::kFp16;
-  if (name == "bf16") return DType::kBf16;
-  if (name == "fp8") return DType::kFp8;
-  return absl::InvalidArgumentError(
-      absl::StrCat("plan.dtype='", name, "' is unknown; use fp16, bf16 or fp8"));
+  return ParseIn(kDTypes, name, "plan.dtype");
 }
 
-absl::string_view Fp8RecipeName(Fp8Recipe recipe) {
-  switch (recipe) {
-    case Fp8Recipe::kCurrent:
-      return "current";
-    case Fp8Recipe::kBlockwise:
-      return "blockwise";
-    case Fp8Recipe::kMxfp8:
-      return "mxfp8";
-    case Fp8Recipe::kDelayed:
-      break;
-  }
-  return "delayed";
-}
+absl::string_view Fp8RecipeName(Fp8Recipe recipe) { return NameIn(kFp8Recipes, recipe); }
 
 absl::StatusOr<Fp8Recipe> ParseFp8Recipe(absl::string_view name) {
-  for (Fp8Recipe r :
-       {Fp8Recipe::kDelayed, Fp8Recipe::kCurrent, Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8}) {
-    if (name == Fp8RecipeName(r)) return r;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "plan.fp8_recipe='", name, "' is unknown; use delayed, current, blockwise or mxfp8"));
+  return ParseIn(kFp8Recipes, name, "plan.fp8_recipe");
 }
 
 absl::StatusOr<GpuSpec> GpuByName(absl::string_view name) {

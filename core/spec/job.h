@@ -116,8 +116,6 @@ absl::StatusOr<MoeDispatcher> ParseDispatcher(absl::string_view name);
 
 absl::string_view ScheduleName(PipelineSchedule schedule);
 absl::StatusOr<PipelineSchedule> ParseSchedule(absl::string_view name);
-// Every schedule's name, comma-separated, for messages and help.
-inline constexpr absl::string_view kScheduleNames = "gpipe, 1f1b, zb-h1, dualpipe or dualpipev";
 absl::string_view RecomputeName(Recompute recompute);
 absl::StatusOr<Recompute> ParseRecompute(absl::string_view name);
 // One module by Megatron's name ("core_attn", "layernorm", "mlp", "moe",

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/util/enum_names.h"
 
 namespace vtrain {
 namespace {
@@ -49,7 +50,16 @@ constexpr Preset kPresets[] = {
     {"llama3.1-405b", 126, 16384, 128, 8192, Architecture::kLlama, 8, 53248, 128256},
 };
 
-constexpr absl::string_view kArchNames[] = {"gpt", "llama"};
+constexpr EnumName<Architecture> kArchitectures[] = {{Architecture::kGpt, "gpt"},
+                                                     {Architecture::kLlama, "llama"}};
+// "gqa" parses as standard attention (the heads say how many key/value heads).
+constexpr EnumName<AttentionKind> kAttentions[] = {{AttentionKind::kStandard, "mha"},
+                                                   {AttentionKind::kStandard, "gqa"},
+                                                   {AttentionKind::kMla, "mla"}};
+constexpr EnumName<AttentionImpl> kAttentionImpls[] = {{AttentionImpl::kFlash, "flash"},
+                                                       {AttentionImpl::kUnfused, "unfused"}};
+constexpr EnumName<RouterScore> kRouterScores[] = {{RouterScore::kSoftmax, "softmax"},
+                                                   {RouterScore::kSigmoid, "sigmoid"}};
 
 // A Mixture-of-Experts preset: a Llama-architecture model with MoE layers.
 struct MoePreset {
@@ -179,13 +189,10 @@ ModelSpec FromMoePreset(const MoePreset& p) {
 
 }  // namespace
 
-absl::string_view ArchitectureName(Architecture arch) { return kArchNames[static_cast<int>(arch)]; }
+absl::string_view ArchitectureName(Architecture arch) { return NameIn(kArchitectures, arch); }
 
 absl::StatusOr<Architecture> ParseArchitecture(absl::string_view name) {
-  if (name == "gpt") return Architecture::kGpt;
-  if (name == "llama") return Architecture::kLlama;
-  return absl::InvalidArgumentError(
-      absl::StrCat("model.arch='", name, "' is unknown; use gpt or llama"));
+  return ParseIn(kArchitectures, name, "model.arch");
 }
 
 absl::StatusOr<ModelSpec> ModelPreset(absl::string_view name) {
@@ -218,37 +225,22 @@ std::vector<std::string> ModelPresetNames() {
   return names;
 }
 
-absl::string_view AttentionName(AttentionKind kind) {
-  return kind == AttentionKind::kMla ? "mla" : "mha";
-}
+absl::string_view AttentionName(AttentionKind kind) { return NameIn(kAttentions, kind); }
 
 absl::StatusOr<AttentionKind> ParseAttention(absl::string_view name) {
-  if (name == "mha" || name == "gqa") return AttentionKind::kStandard;
-  if (name == "mla") return AttentionKind::kMla;
-  return absl::InvalidArgumentError(
-      absl::StrCat("model.attention='", name, "' is unknown; use mha, gqa or mla"));
+  return ParseIn(kAttentions, name, "model.attention");
 }
 
-absl::string_view AttentionImplName(AttentionImpl impl) {
-  return impl == AttentionImpl::kUnfused ? "unfused" : "flash";
-}
+absl::string_view AttentionImplName(AttentionImpl impl) { return NameIn(kAttentionImpls, impl); }
 
 absl::StatusOr<AttentionImpl> ParseAttentionImpl(absl::string_view name) {
-  if (name == "flash") return AttentionImpl::kFlash;
-  if (name == "unfused") return AttentionImpl::kUnfused;
-  return absl::InvalidArgumentError(
-      absl::StrCat("model.attention_impl='", name, "' is unknown; use flash or unfused"));
+  return ParseIn(kAttentionImpls, name, "model.attention_impl");
 }
 
-absl::string_view RouterScoreName(RouterScore score) {
-  return score == RouterScore::kSigmoid ? "sigmoid" : "softmax";
-}
+absl::string_view RouterScoreName(RouterScore score) { return NameIn(kRouterScores, score); }
 
 absl::StatusOr<RouterScore> ParseRouterScore(absl::string_view name) {
-  if (name == "softmax") return RouterScore::kSoftmax;
-  if (name == "sigmoid") return RouterScore::kSigmoid;
-  return absl::InvalidArgumentError(
-      absl::StrCat("model.moe.router='", name, "' is unknown; use softmax or sigmoid"));
+  return ParseIn(kRouterScores, name, "model.moe.router");
 }
 
 int64_t ModelSpec::MoeLayersIn(int64_t first, int64_t count) const {

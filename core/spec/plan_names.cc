@@ -12,53 +12,43 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "core/spec/job.h"
+#include "core/util/enum_names.h"
 
 namespace vtrain {
+namespace {
 
-absl::string_view DispatcherName(MoeDispatcher d) {
-  switch (d) {
-    case MoeDispatcher::kAllGather:
-      return "allgather";
-    case MoeDispatcher::kFlex:
-      return "flex";
-    case MoeDispatcher::kAllToAll:
-      break;
-  }
-  return "alltoall";
-}
+// The names users type and read (core/util/enum_names.h), in the order errors
+// list them.
+constexpr EnumName<MoeDispatcher> kDispatchers[] = {{MoeDispatcher::kAllToAll, "alltoall"},
+                                                    {MoeDispatcher::kAllGather, "allgather"},
+                                                    {MoeDispatcher::kFlex, "flex"}};
+constexpr EnumName<PipelineSchedule> kSchedules[] = {{PipelineSchedule::kGpipe, "gpipe"},
+                                                     {PipelineSchedule::k1F1B, "1f1b"},
+                                                     {PipelineSchedule::kZbH1, "zb-h1"},
+                                                     {PipelineSchedule::kDualPipe, "dualpipe"},
+                                                     {PipelineSchedule::kDualPipeV, "dualpipev"}};
+constexpr EnumName<Recompute> kRecomputes[] = {
+    {Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}};
+constexpr EnumName<DataParallelSharding> kShardings[] = {
+    {DataParallelSharding::kNone, "none"},
+    {DataParallelSharding::kOptimizer, "optimizer"},
+    {DataParallelSharding::kFull, "full"}};
+constexpr EnumName<ContextParallelComm> kCpComms[] = {{ContextParallelComm::kP2P, "p2p"},
+                                                      {ContextParallelComm::kA2A, "a2a"},
+                                                      {ContextParallelComm::kA2AP2P, "a2a+p2p"}};
+
+}  // namespace
+
+absl::string_view DispatcherName(MoeDispatcher d) { return NameIn(kDispatchers, d); }
 
 absl::StatusOr<MoeDispatcher> ParseDispatcher(absl::string_view name) {
-  if (name == "alltoall") return MoeDispatcher::kAllToAll;
-  if (name == "allgather") return MoeDispatcher::kAllGather;
-  if (name == "flex") return MoeDispatcher::kFlex;
-  return absl::InvalidArgumentError(
-      absl::StrCat("plan.moe_dispatcher='", name, "' is unknown; use alltoall, allgather or flex"));
+  return ParseIn(kDispatchers, name, "plan.moe_dispatcher");
 }
 
-absl::string_view ScheduleName(PipelineSchedule s) {
-  switch (s) {
-    case PipelineSchedule::kGpipe:
-      return "gpipe";
-    case PipelineSchedule::kZbH1:
-      return "zb-h1";
-    case PipelineSchedule::kDualPipe:
-      return "dualpipe";
-    case PipelineSchedule::kDualPipeV:
-      return "dualpipev";
-    case PipelineSchedule::k1F1B:
-      break;
-  }
-  return "1f1b";
-}
+absl::string_view ScheduleName(PipelineSchedule s) { return NameIn(kSchedules, s); }
 
 absl::StatusOr<PipelineSchedule> ParseSchedule(absl::string_view name) {
-  for (PipelineSchedule s :
-       {PipelineSchedule::kGpipe, PipelineSchedule::k1F1B, PipelineSchedule::kZbH1,
-        PipelineSchedule::kDualPipe, PipelineSchedule::kDualPipeV}) {
-    if (name == ScheduleName(s)) return s;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("plan.schedule='", name, "' is unknown; use ", kScheduleNames));
+  return ParseIn(kSchedules, name, "plan.schedule");
 }
 
 bool SplitsBackward(PipelineSchedule s) {
@@ -70,24 +60,10 @@ bool IsDualPipe(PipelineSchedule s) {
   return s == PipelineSchedule::kDualPipe || s == PipelineSchedule::kDualPipeV;
 }
 
-absl::string_view RecomputeName(Recompute r) {
-  switch (r) {
-    case Recompute::kNone:
-      return "none";
-    case Recompute::kSelective:
-      return "selective";
-    case Recompute::kFull:
-      break;
-  }
-  return "full";
-}
+absl::string_view RecomputeName(Recompute r) { return NameIn(kRecomputes, r); }
 
 absl::StatusOr<Recompute> ParseRecompute(absl::string_view name) {
-  if (name == "none") return Recompute::kNone;
-  if (name == "selective") return Recompute::kSelective;
-  if (name == "full") return Recompute::kFull;
-  return absl::InvalidArgumentError(
-      absl::StrCat("plan.recompute='", name, "' is unknown; use none, selective or full"));
+  return ParseIn(kRecomputes, name, "plan.recompute");
 }
 
 namespace {
@@ -123,36 +99,12 @@ std::string RecomputeModulesName(uint32_t bits) {
   return absl::StrJoin(RecomputeModuleNames(bits), ",");
 }
 
-absl::string_view ShardingName(DataParallelSharding s) {
-  switch (s) {
-    case DataParallelSharding::kOptimizer:
-      return "optimizer";
-    case DataParallelSharding::kFull:
-      return "full";
-    case DataParallelSharding::kNone:
-      break;
-  }
-  return "none";
-}
+absl::string_view ShardingName(DataParallelSharding s) { return NameIn(kShardings, s); }
 
-absl::string_view CpCommName(ContextParallelComm comm) {
-  switch (comm) {
-    case ContextParallelComm::kA2A:
-      return "a2a";
-    case ContextParallelComm::kA2AP2P:
-      return "a2a+p2p";
-    case ContextParallelComm::kP2P:
-      break;
-  }
-  return "p2p";
-}
+absl::string_view CpCommName(ContextParallelComm comm) { return NameIn(kCpComms, comm); }
 
 absl::StatusOr<ContextParallelComm> ParseCpComm(absl::string_view name) {
-  if (name == "p2p") return ContextParallelComm::kP2P;
-  if (name == "a2a") return ContextParallelComm::kA2A;
-  if (name == "a2a+p2p") return ContextParallelComm::kA2AP2P;
-  return absl::InvalidArgumentError(
-      absl::StrCat("plan.cp_comm='", name, "' is unknown; use p2p, a2a or a2a+p2p"));
+  return ParseIn(kCpComms, name, "plan.cp_comm");
 }
 
 int64_t ParallelPlan::cp_a2a_ranks(int64_t nvlink_domain) const {
@@ -176,11 +128,7 @@ int64_t ParallelPlan::cp_a2a_ranks(int64_t nvlink_domain) const {
 }
 
 absl::StatusOr<DataParallelSharding> ParseSharding(absl::string_view name) {
-  if (name == "none") return DataParallelSharding::kNone;
-  if (name == "optimizer") return DataParallelSharding::kOptimizer;
-  if (name == "full") return DataParallelSharding::kFull;
-  return absl::InvalidArgumentError(absl::StrCat("plan.data_parallel_sharding='", name,
-                                                 "' is unknown; use none, optimizer or full"));
+  return ParseIn(kShardings, name, "plan.data_parallel_sharding");
 }
 
 absl::StatusOr<double> ParseBandwidth(absl::string_view text, absl::string_view field) {
