@@ -183,10 +183,8 @@ int RunBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
   flags.AddValue("duration", "SECONDS", "stop after this long (default 10)");
   flags.AddSwitch("json", "print the result as JSON");
   flags.AddSwitch("help", "show this help");
-  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "bench", s);
-  if (flags.Switch("help")) {
-    out << kBenchHelp << flags.Usage();
-    return common::kExitOk;
+  if (std::optional<int> done = ParseCommandLine(flags, args, "bench", kBenchHelp, out, err)) {
+    return *done;
   }
   absl::StatusOr<BenchOptions> options = OptionsFromFlags(flags);
   if (!options.ok()) return Fail(err, "bench", options.status());

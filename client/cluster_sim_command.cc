@@ -396,10 +396,9 @@ int RunSeeds(const common::FlagParser& flags, const std::vector<int64_t>& seeds,
 int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   common::FlagParser flags("vtrainctl cluster-sim");
   AddClusterSimFlags(flags);
-  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "cluster-sim", s);
-  if (flags.Switch("help")) {
-    out << kClusterSimHelp << flags.Usage();
-    return common::kExitOk;
+  if (std::optional<int> done =
+          ParseCommandLine(flags, args, "cluster-sim", kClusterSimHelp, out, err)) {
+    return *done;
   }
   auto bad = [&](absl::Status s) { return Fail(err, "cluster-sim", s); };
   if (absl::Status s = common::CheckLocalOrServer(flags); !s.ok()) return bad(s);

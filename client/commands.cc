@@ -87,6 +87,17 @@ int Fail(std::ostream& err, absl::string_view command, const absl::Status& statu
   return common::ExitCodeFor(status);
 }
 
+std::optional<int> ParseCommandLine(common::FlagParser& flags, const std::vector<std::string>& args,
+                                    absl::string_view command, absl::string_view help,
+                                    std::ostream& out, std::ostream& err) {
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, command, s);
+  if (flags.Switch("help")) {
+    out << help << flags.Usage();
+    return common::kExitOk;
+  }
+  return std::nullopt;
+}
+
 int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   common::FlagParser flags("vtrainctl predict");
   common::AddLocalOrServerFlags(
@@ -99,10 +110,8 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
   flags.AddSwitch("json", "print the prediction as JSON");
   flags.AddSwitch("show-lookups", "list every profile lookup with its fidelity");
   flags.AddSwitch("help", "show this help");
-  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "predict", s);
-  if (flags.Switch("help")) {
-    out << kPredictHelp << flags.Usage();
-    return common::kExitOk;
+  if (std::optional<int> done = ParseCommandLine(flags, args, "predict", kPredictHelp, out, err)) {
+    return *done;
   }
   if (absl::Status s = common::CheckLocalOrServer(flags); !s.ok()) return Fail(err, "predict", s);
   absl::StatusOr<v1::PredictRequest> request = RequestFromFlags(flags);

@@ -4,6 +4,7 @@
 #ifndef VTRAIN_CLIENT_COMMANDS_H_
 #define VTRAIN_CLIENT_COMMANDS_H_
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -20,6 +21,14 @@ namespace vtrain::client {
 
 // Writes "vtrainctl COMMAND: message" to `err` and returns common::ExitCodeFor.
 int Fail(std::ostream& err, absl::string_view command, const absl::Status& status);
+
+// The prologue every command shares: parses `args` into `flags`; on bad flags
+// prints the error (Fail) and returns its exit code; on --help prints `help`
+// and the flags' usage and returns kExitOk; otherwise returns nothing and the
+// command goes on.
+std::optional<int> ParseCommandLine(common::FlagParser& flags, const std::vector<std::string>& args,
+                                    absl::string_view command, absl::string_view help,
+                                    std::ostream& out, std::ostream& err);
 
 // Dispatches argv[1..] to a subcommand.
 int RunVtrainctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -189,10 +189,8 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
   flags.AddSwitch("json", "print the vtrain.v1.ThroughputCurveResponse as JSON");
   common::AddLocalOrServerFlags(flags, "draw in this process (the default without --server)");
   flags.AddSwitch("help", "show this help");
-  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "curve", s);
-  if (flags.Switch("help")) {
-    out << kCurveHelp << flags.Usage();
-    return common::kExitOk;
+  if (std::optional<int> done = ParseCommandLine(flags, args, "curve", kCurveHelp, out, err)) {
+    return *done;
   }
   if (absl::Status s = common::CheckLocalOrServer(flags); !s.ok()) return Fail(err, "curve", s);
   if (auto f = flags.Get("format"); f && *f != "elasticflow") {

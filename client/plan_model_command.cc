@@ -184,10 +184,9 @@ int RunPlanModel(const std::vector<std::string>& args, std::ostream& out, std::o
   flags.AddSwitch("csv", "print every candidate as CSV");
   common::AddLocalOrServerFlags(flags, "plan in this process (the default without --server)");
   flags.AddSwitch("help", "show this help");
-  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "plan-model", s);
-  if (flags.Switch("help")) {
-    out << kPlanModelHelp << flags.Usage();
-    return common::kExitOk;
+  if (std::optional<int> done =
+          ParseCommandLine(flags, args, "plan-model", kPlanModelHelp, out, err)) {
+    return *done;
   }
   if (absl::Status s = common::CheckLocalOrServer(flags); !s.ok())
     return Fail(err, "plan-model", s);

@@ -1,5 +1,6 @@
 // vtrainctl presets: the model presets and GPU models, of this build
 // (--local, the default) or of a server's (--server, Simulator.Presets).
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -69,10 +70,8 @@ int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ost
   flags.AddSwitch("json", "print the vtrain.v1.PresetsResponse as JSON");
   common::AddLocalOrServerFlags(flags, "list this build's presets (the default without --server)");
   flags.AddSwitch("help", "show this help");
-  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "presets", s);
-  if (flags.Switch("help")) {
-    out << kPresetsHelp << flags.Usage();
-    return common::kExitOk;
+  if (std::optional<int> done = ParseCommandLine(flags, args, "presets", kPresetsHelp, out, err)) {
+    return *done;
   }
   if (absl::Status s = common::CheckLocalOrServer(flags); !s.ok()) return Fail(err, "presets", s);
   absl::StatusOr<v1::PresetsResponse> presets =

@@ -239,10 +239,8 @@ void AddSearchFlags(common::FlagParser& flags) {
 int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   common::FlagParser flags("vtrainctl search");
   AddSearchFlags(flags);
-  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, "search", s);
-  if (flags.Switch("help")) {
-    out << kSearchHelp << flags.Usage();
-    return common::kExitOk;
+  if (std::optional<int> done = ParseCommandLine(flags, args, "search", kSearchHelp, out, err)) {
+    return *done;
   }
   if (absl::Status s = common::CheckLocalOrServer(flags); !s.ok()) return Fail(err, "search", s);
   absl::StatusOr<v1::SearchRequest> request = SearchRequestFromFlags(flags);
