@@ -51,7 +51,8 @@ class Statement {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::string& path,
+                                                                 Durability durability) {
   // Say what is wrong with a file the server cannot write, rather than let
   // SQLite's first failed write read like corruption.
   if (access(path.c_str(), F_OK) == 0 && access(path.c_str(), R_OK | W_OK) != 0) {
@@ -94,7 +95,12 @@ absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::stri
     }
   }
   if (absl::Status s = store->Exec("PRAGMA journal_mode=WAL"); !s.ok()) return s;
-  if (absl::Status s = store->Exec("PRAGMA synchronous=NORMAL"); !s.ok()) return s;
+  if (absl::Status s =
+          store->Exec(durability == Durability::kPowerLoss ? "PRAGMA synchronous=FULL"
+                                                           : "PRAGMA synchronous=NORMAL");
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = store->Migrate(); !s.ok()) return s;
   return store;
 }
@@ -257,6 +263,13 @@ absl::StatusOr<int64_t> ProfileStore::Count() {
   absl::MutexLock lock(&mu_);
   Statement q(db_, "SELECT COUNT(*) FROM profile_sets");
   if (!q.ok() || q.Step() != SQLITE_ROW) return Error("counting profile sets");
+  return q.Int(0);
+}
+
+absl::StatusOr<int64_t> ProfileStore::SynchronousForTest() {
+  absl::MutexLock lock(&mu_);
+  Statement q(db_, "PRAGMA synchronous");
+  if (!q.ok() || q.Step() != SQLITE_ROW) return Error("reading PRAGMA synchronous");
   return q.Int(0);
 }
 

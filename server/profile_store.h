@@ -22,10 +22,19 @@ namespace vtrain::server {
 
 class ProfileStore {
  public:
+  // What an acknowledged write survives (docs/deployment.md#durability).
+  // kPowerLoss: SQLite's synchronous=FULL in WAL mode, the write-ahead log
+  // synced to disk before each commit returns, so a push the server
+  // acknowledged survives a process crash, a kernel crash and a power cut.
+  // kProcessCrash: synchronous=NORMAL, synced only at checkpoints: it survives
+  // a process crash, but a power cut may lose the last commits.
+  enum class Durability { kPowerLoss, kProcessCrash };
+
   // Opens (creating if absent) the database at `path`, runs the integrity
   // check and the schema migrations. A corrupt or foreign file is refused
   // with FAILED_PRECONDITION naming it; it is never recreated.
-  static absl::StatusOr<std::unique_ptr<ProfileStore>> Open(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<ProfileStore>> Open(
+      const std::string& path, Durability durability = Durability::kPowerLoss);
   ~ProfileStore();
 
   struct PutResult {
@@ -46,6 +55,8 @@ class ProfileStore {
   // Whether a set was deleted.
   absl::StatusOr<bool> Delete(const std::string& id);
   absl::StatusOr<int64_t> Count();
+  // SQLite's synchronous setting on this connection (1 NORMAL, 2 FULL).
+  absl::StatusOr<int64_t> SynchronousForTest();
 
   // The profiling-work queue: keys predictions needed but found no
   // measurement for, counted. Adds `requests` to each key's count.

@@ -127,6 +127,19 @@ TEST(ServerTest, PushWithoutOrWithWrongTokenIsUnauthenticatedAndStoresNothing) {
   EXPECT_EQ(*(*store)->Count(), static_cast<int64_t>(GpuNames().size()));
 }
 
+// An acknowledged push survives a power cut: the store syncs its write-ahead
+// log before a commit returns (synchronous=FULL) unless told otherwise.
+TEST(ServerTest, TheStoreSyncsEveryCommitByDefault) {
+  TempDir dir;
+  absl::StatusOr<std::unique_ptr<ProfileStore>> full = ProfileStore::Open(dir.File("full.db"));
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(*(*full)->SynchronousForTest(), 2);
+  absl::StatusOr<std::unique_ptr<ProfileStore>> normal =
+      ProfileStore::Open(dir.File("normal.db"), ProfileStore::Durability::kProcessCrash);
+  ASSERT_TRUE(normal.ok()) << normal.status();
+  EXPECT_EQ(*(*normal)->SynchronousForTest(), 1);
+}
+
 TEST(ServerTest, InvalidRequestsGetTheirSpecificErrors) {
   TempDir dir;
   auto server = StartServer(dir.File("a.db"));
