@@ -56,6 +56,51 @@ HELD_OUT = re.compile(r"//\s+(?P<file>[\w.-]+\.csv): (?P<rows>\d+) runs, held-ou
 COVERAGE = re.compile(r"//\s+\w+: \d+ runs, held-out .*90% interval coverage (?P<c>[\d.]+)%")
 
 
+BENCHMARKS = {"gpt3": "GPT-3 175B", "llama31_405b": "Llama 3.1 405B",
+              "llama31_8b": "Llama 3.1 8B"}
+
+
+def validate_by_benchmark(vtrainctl, file):
+    """Each row's error from `vtrainctl validate --json`, grouped by the CSV's
+    benchmark column (the JSON names each row as FILE:LINE)."""
+    out = subprocess.run([vtrainctl, "validate", "--json", "--threads", "2", "--measurements",
+                          os.path.join(ROOT, file)], capture_output=True, text=True,
+                         check=True).stdout
+    with open(os.path.join(ROOT, file), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    header = next(l for l in lines if l and not l.startswith("#")).split(",")
+    column = header.index("benchmark")
+    groups = {}
+    for row in json.loads(out)["rows"]:
+        line = int(row["source"].rsplit(":", 1)[1])
+        benchmark = lines[line - 1].split(",")[column]
+        groups.setdefault(benchmark, []).append(100 * row["error"])
+    return groups
+
+
+def summary(errors):
+    """MAPE, p90 of |error|, max |error| and bias of a list of % errors."""
+    a = sorted(abs(e) for e in errors)
+    p90 = a[min(len(a) - 1, max(0, -(-9 * len(a) // 10) - 1))]
+    return {"rows": len(errors), "mape": sum(a) / len(a), "p90": p90, "max": a[-1],
+            "bias": sum(errors) / len(errors)}
+
+
+def render_mlperf_table(vtrainctl):
+    rows = ["| GPU, runs | MAPE | p90 | max | bias |", "|---|---|---|---|---|"]
+    for gpu in ("h100", "h200", "b200"):
+        groups = validate_by_benchmark(vtrainctl, f"{PUB}/mlperf-{gpu}-fp8.csv")
+        everything = [e for errors in groups.values() for e in errors]
+        table = [(f"{gpu.upper()}, all {len(everything)}", summary(everything))]
+        if len(groups) > 1:
+            table += [(f"{gpu.upper()}, {BENCHMARKS[b]} ({len(e)})", summary(e))
+                      for b, e in sorted(groups.items())]
+        for label, v in table:
+            rows.append(f"| {label} | {pct(v['mape'])} | {pct(v['p90'], 1)} | "
+                        f"{pct(v['max'], 1)} | {v['bias']:+.1f}% |")
+    return "\n".join(rows) + "\n"
+
+
 def held_out(inc):
     """The per-file held-out figures and the per-regime interval coverage that
     `vtrainctl calibrate --cpp` wrote into a parameter header."""
@@ -193,6 +238,7 @@ def blocks(vtrainctl):
     with open(os.path.join(ROOT, SPEED_FILE), encoding="utf-8") as fh:
         speed = json.load(fh)
     return {"accuracy-summary": render_accuracy_summary(f),
+            "mlperf-table": render_mlperf_table(vtrainctl),
             "readme-accuracy": render_readme_accuracy(f),
             "speed-summary": render_speed(speed)}
 
