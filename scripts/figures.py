@@ -26,6 +26,7 @@ Usage:
 
 import argparse
 import datetime
+import decimal
 import json
 import os
 import re
@@ -99,6 +100,61 @@ def render_mlperf_table(vtrainctl):
             rows.append(f"| {label} | {pct(v['mape'])} | {pct(v['p90'], 1)} | "
                         f"{pct(v['max'], 1)} | {v['bias']:+.1f}% |")
     return "\n".join(rows) + "\n"
+
+
+REGIME = re.compile(r"//\s+(?P<name>\w+): (?P<rows>\d+) runs, held-out MAPE (?P<mape>[\d.]+)%.*"
+                    r"coverage (?P<cov>[\d.]+)%, median width (?P<width>[\d.]+)%")
+FILE_R2 = re.compile(r"//\s+(?P<file>[\w.-]+\.csv): (?P<rows>\d+) runs, held-out MAPE "
+                     r"(?P<mape>[\d.]+)%, p90 (?P<p90>[\d.]+)%, max (?P<max>[\d.]+)%, "
+                     r"R\^2 (?P<r2>\d+\.\d+)")
+OVERALL = re.compile(r"Held-out MAPE (?P<mape>[\d.]+)%, R\^2 (?P<r2>\d+\.\d+)")
+BAND = re.compile(r'bands\.push_back\(\{"(?P<name>\w+)", (?P<low>-?[\d.]+), (?P<high>-?[\d.]+),')
+
+
+def render_a100_calibration(_):
+    """The two tables of the A100 fit in accuracy.md, from the header that
+    `vtrainctl calibrate --cpp` wrote into core/profile/a100_params.inc."""
+    with open(os.path.join(ROOT, "core/profile/a100_params.inc"), encoding="utf-8") as f:
+        text = f.read()
+    files = {m["file"]: m for m in FILE_R2.finditer(text)}
+    overall = OVERALL.search(text)
+    rows = ["| held out by layer shape | runs | MAPE | p90 | max | R² |",
+            "|---|---|---|---|---|---|"]
+    total = 0
+    for name in ("single_node_calibration.csv", "multi_node_calibration.csv"):
+        m = files[name]
+        total += int(m["rows"])
+        rows.append(f"| {name} | {m['rows']} | {m['mape']}% | {m['p90']}% | {m['max']}% | "
+                    f"{m['r2']} |")
+    rows.append(f"| all | {total} | {overall['mape']}% | | | {overall['r2']} |")
+    return "\n".join(rows) + "\n"
+
+
+def render_a100_regimes(_):
+    with open(os.path.join(ROOT, "core/profile/a100_params.inc"), encoding="utf-8") as f:
+        text = f.read()
+    regimes = {m["name"]: m for m in REGIME.finditer(text)}
+    bands = {m["name"]: m for m in BAND.finditer(text)}
+    rows = ["| regime | runs | held-out MAPE | held-out coverage | median width | built-in band |",
+            "|---|---|---|---|---|---|"]
+    for name in ("single_node_host_bound", "single_node_gpu_bound", "single_node_tp_node",
+                 "multi_node_large_params", "multi_node_small_params"):
+        r, b = regimes[name], bands[name]
+        rows.append(f"| {name} | {r['rows']} | {half_up(r['mape'])}% | {r['cov']}% | "
+                    f"{float(r['width']):.0f}% | {minus(100 * float(b['low']))}% / "
+                    f"+{100 * float(b['high']):.1f}% |")
+    return "\n".join(rows) + "\n"
+
+
+def half_up(text, places="0.1"):
+    """A decimal figure the header wrote ("7.25") rounded half up ("7.3"),
+    as a reader rounds, not half to even as float formatting does."""
+    return str(decimal.Decimal(text).quantize(decimal.Decimal(places), decimal.ROUND_HALF_UP))
+
+
+def minus(x):
+    """A negative figure with a typographic minus, as the pages write them."""
+    return f"−{-x:.1f}" if x < 0 else f"{x:.1f}"
 
 
 def held_out(inc):
@@ -239,6 +295,8 @@ def blocks(vtrainctl):
         speed = json.load(fh)
     return {"accuracy-summary": render_accuracy_summary(f),
             "mlperf-table": render_mlperf_table(vtrainctl),
+            "a100-calibration": render_a100_calibration(vtrainctl),
+            "a100-regimes": render_a100_regimes(vtrainctl),
             "readme-accuracy": render_readme_accuracy(f),
             "speed-summary": render_speed(speed)}
 
