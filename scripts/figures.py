@@ -146,6 +146,39 @@ def render_a100_regimes(_):
     return "\n".join(rows) + "\n"
 
 
+GEMM = re.compile(r"params\.gemm_max_efficiency = (?P<e>[\d.]+);")
+
+
+def render_refits(vtrainctl):
+    """accuracy.md's table of the H100, B200 and H200 sets: the refitted GEMM
+    efficiency, the held-out figures and the fp8 bands, from their headers."""
+    def read(inc):
+        with open(os.path.join(ROOT, inc), encoding="utf-8") as f:
+            return f.read()
+
+    a100 = 100 * float(GEMM.search(read("core/profile/a100_params.inc"))["e"])
+    out = ["| GPU | fitted on | GEMMs at | held out by model | bands (fp8 jobs) |",
+           "|---|---|---|---|---|"]
+    rows = [("H100-SXM5-80GB", "h100", "13 runs of 11 models, DGX H100, 8–512 GPUs (and Azure's "
+             "8-GPU NCCL all-reduce curve)", f" (A100: {a100:.1f}%)"),
+            ("B200-SXM-180GB", "b200", "6 runs of 6 models, DGX B200, 8–512 GPUs", "")]
+    gemm = {}
+    for label, gpu, fitted, note in rows:
+        text = read(f"core/profile/{gpu}_params.inc")
+        gemm[gpu] = 100 * float(GEMM.search(text)["e"])
+        h = next(HELD_OUT.finditer(text))
+        b = next(BAND.finditer(text))
+        out.append(f"| {label} | {fitted} | {gemm[gpu]:.1f}% of the peak{note} | MAPE "
+                   f"{h['mape']}%, p90 {half_up(h['p90'])}%, max {half_up(h['max'])}% | "
+                   f"{minus(100 * float(b['low']))}% / +{100 * float(b['high']):.1f}% |")
+    h200 = validate(vtrainctl, f"{PUB}/mlperf-h200-fp8.csv")
+    out.append(f"| H200-SXM-141GB | none: the H100's fit (the same compute die and NVSwitch) | "
+               f"{gemm['h100']:.1f}% | {pct(h200['mape'])} on {h200['rows']} MLPerf runs never "
+               "fitted on | the H100's for fp8 jobs (both MLPerf runs inside); bf16: A100's, "
+               "widened 1.3× |")
+    return "\n".join(out) + "\n"
+
+
 def half_up(text, places="0.1"):
     """A decimal figure the header wrote ("7.25") rounded half up ("7.3"),
     as a reader rounds, not half to even as float formatting does."""
@@ -297,6 +330,7 @@ def blocks(vtrainctl):
             "mlperf-table": render_mlperf_table(vtrainctl),
             "a100-calibration": render_a100_calibration(vtrainctl),
             "a100-regimes": render_a100_regimes(vtrainctl),
+            "refits": render_refits(vtrainctl),
             "readme-accuracy": render_readme_accuracy(f),
             "speed-summary": render_speed(speed)}
 
