@@ -97,6 +97,48 @@ std::string OperatorKey::ToString() const {
   return out;
 }
 
+namespace {
+
+// The integer fields of an operator key's text form, and where each goes.
+struct KeyIntegers {
+  int64_t h = 0, a = 0, kv = 0, f = 0, s = 0, b = 0, t = 1, v = 0, params = 0, sp = 0, c = 1,
+          core = 0;
+};
+
+// The integer field `name` of a key's text (KeyIntegers or the layer shape),
+// or nullptr when no field has that name.
+int64_t* IntegerField(absl::string_view name, KeyIntegers& k, LayerShape& shape) {
+  const std::pair<absl::string_view, int64_t*> fields[] = {{"h", &k.h},
+                                                           {"a", &k.a},
+                                                           {"kv", &k.kv},
+                                                           {"f", &k.f},
+                                                           {"s", &k.s},
+                                                           {"b", &k.b},
+                                                           {"t", &k.t},
+                                                           {"v", &k.v},
+                                                           {"params", &k.params},
+                                                           {"sp", &k.sp},
+                                                           {"c", &k.c},
+                                                           {"core", &k.core},
+                                                           {"hd", &shape.head_dim},
+                                                           {"qlr", &shape.mla.q_lora_rank},
+                                                           {"kvlr", &shape.mla.kv_lora_rank},
+                                                           {"rope", &shape.mla.rope_head_dim},
+                                                           {"vd", &shape.mla.value_head_dim},
+                                                           {"e", &shape.experts},
+                                                           {"k", &shape.top_k},
+                                                           {"sf", &shape.shared_ffn},
+                                                           {"ep", &shape.expert_parallel},
+                                                           {"etp", &shape.expert_tensor_parallel},
+                                                           {"load", &shape.expert_load_permille}};
+  for (const auto& [field_name, field] : fields) {
+    if (name == field_name) return field;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
   if (text.size() > kMaxOperatorKeyLength) {
     return absl::InvalidArgumentError(
@@ -124,10 +166,13 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
   if (!dtype.ok()) return bad(absl::StrCat("dtype '", path[1], "' is unknown"));
   absl::StatusOr<OperatorKind> op = ParseOperatorKind(path[2]);
   if (!op.ok()) return bad(absl::StrCat("operator '", path[2], "' is unknown"));
-  int64_t h = 0, a = 0, kvh = 0, f = 0, s = 0, b = 0, t = 1, v = 0, params = 0, sp = 0, c = 1,
-          core = 0;
+  KeyIntegers fields;
+  int64_t &h = fields.h, &a = fields.a, &kvh = fields.kv, &f = fields.f, &s = fields.s,
+          &b = fields.b, &t = fields.t, &v = fields.v, &params = fields.params, &sp = fields.sp,
+          &c = fields.c, &core = fields.core;
   LayerShape shape;
   Architecture arch = Architecture::kGpt;
+  bool expert_fields = false;
   for (size_t i = 1; i < words.size(); ++i) {
     const std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(words[i], '=');
     if (kv.first == "attn") {
@@ -156,32 +201,16 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
     if (!absl::SimpleAtoi(kv.second, &value) || value < 0) {
       return bad(absl::StrCat("'", words[i], "' is not name=non-negative integer"));
     }
-    int64_t* field = kv.first == "h"        ? &h
-                     : kv.first == "a"      ? &a
-                     : kv.first == "kv"     ? &kvh
-                     : kv.first == "f"      ? &f
-                     : kv.first == "s"      ? &s
-                     : kv.first == "b"      ? &b
-                     : kv.first == "t"      ? &t
-                     : kv.first == "v"      ? &v
-                     : kv.first == "params" ? &params
-                     : kv.first == "sp"     ? &sp
-                     : kv.first == "c"      ? &c
-                     : kv.first == "core"   ? &core
-                     : kv.first == "hd"     ? &shape.head_dim
-                     : kv.first == "qlr"    ? &shape.mla.q_lora_rank
-                     : kv.first == "kvlr"   ? &shape.mla.kv_lora_rank
-                     : kv.first == "rope"   ? &shape.mla.rope_head_dim
-                     : kv.first == "vd"     ? &shape.mla.value_head_dim
-                     : kv.first == "e"      ? &shape.experts
-                     : kv.first == "k"      ? &shape.top_k
-                     : kv.first == "sf"     ? &shape.shared_ffn
-                     : kv.first == "ep"     ? &shape.expert_parallel
-                     : kv.first == "etp"    ? &shape.expert_tensor_parallel
-                     : kv.first == "load"   ? &shape.expert_load_permille
-                                            : nullptr;
+    int64_t* field = IntegerField(kv.first, fields, shape);
     if (field == nullptr) return bad(absl::StrCat("'", kv.first, "' is not a key field"));
     *field = value;
+    expert_fields |= kv.first == "k" || kv.first == "sf" || kv.first == "ep" || kv.first == "etp" ||
+                     kv.first == "load";
+  }
+  // The experts' fields print only with e > 0 (OperatorKey::ToString): without
+  // it they would not survive a round trip.
+  if (expert_fields && shape.experts == 0) {
+    return bad("k=, sf=, ep=, etp= and load= describe experts: give e= as well");
   }
   if (sp > 1 || core > 1 || c < 1) return bad("sp and core must be 0 or 1, c at least 1");
   if (shape.expert_parallel < 1 || shape.expert_tensor_parallel < 1) {
