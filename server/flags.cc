@@ -56,6 +56,9 @@ common::FlagParser Declare(const CommandLine& defaults) {
         absl::StrCat(o.prediction_cache_entries));
   value("grace-seconds", "N", "on SIGTERM, how long in-flight calls may finish",
         absl::StrCat(defaults.grace_seconds));
+  f.AddValue("check-db", "FILE",
+             "check a database (integrity, schema version, profile sets), read-only, and exit: "
+             "0 sound, 1 damaged or newer than this server, 2 not found");
   f.AddSwitch("help", "this list");
   return f;
 }
@@ -116,6 +119,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "prediction-cache-entries", &o.prediction_cache_entries));
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "grace-seconds", &c.grace_seconds));
   c.help = f.Switch("help");
+  text("check-db", &c.check_db);
   VTRAIN_RETURN_IF_ERROR(CheckRanges(c));
   VTRAIN_RETURN_IF_ERROR(ValidateListenAddress(o.listen, "--listen"));
   if (!o.metrics_listen.empty()) {

@@ -17,6 +17,7 @@ struct CommandLine {
   std::string push_token_file;  // read by main into options.push_token
   int grace_seconds = 10;       // how long in-flight calls may finish on SIGTERM
   bool help = false;            // --help: print Usage() and exit 0
+  std::string check_db;         // --check-db FILE: check that file and exit
 };
 
 // Parses the arguments after the program name: "--name=value",

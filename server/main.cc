@@ -9,7 +9,30 @@
 #include "absl/time/time.h"
 #include "common/credentials.h"
 #include "server/flags.h"
+#include "server/profile_store.h"
 #include "server/server.h"
+
+namespace {
+
+// --check-db FILE: what the file holds, or why it cannot be served; 0 when it
+// is sound, 1 when it is damaged or newer than this server, 2 when missing.
+int CheckDatabase(const std::string& path) {
+  absl::StatusOr<vtrain::server::ProfileStore::Check> check =
+      vtrain::server::ProfileStore::CheckDatabase(path);
+  if (!check.ok()) {
+    std::fprintf(stderr, "vtrain-server: %s\n", std::string(check.status().message()).c_str());
+    return check.status().code() == absl::StatusCode::kNotFound ? 2 : 1;
+  }
+  std::printf("database '%s': integrity ok, schema version %lld, %lld profile sets\n", path.c_str(),
+              static_cast<long long>(check->schema_version),
+              static_cast<long long>(check->profile_sets));
+  for (const auto& [gpu, sets] : check->sets_by_gpu) {
+    std::printf("  %-20s %lld\n", gpu.c_str(), static_cast<long long>(sets));
+  }
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // The system's Abseil is built with its debug checks: every absl::Mutex
@@ -28,6 +51,7 @@ int main(int argc, char** argv) {
     std::printf("%s", vtrain::server::Usage().c_str());
     return 0;
   }
+  if (!command_line->check_db.empty()) return CheckDatabase(command_line->check_db);
   vtrain::server::ServerOptions& options = command_line->options;
   if (!command_line->push_token_file.empty()) {
     absl::StatusOr<std::string> token =

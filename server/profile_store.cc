@@ -105,6 +105,54 @@ absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::stri
   return store;
 }
 
+absl::StatusOr<ProfileStore::Check> ProfileStore::CheckDatabase(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat("database '", path, "' does not exist"));
+  }
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    const std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return absl::FailedPreconditionError(absl::StrCat("cannot open database '", path, "': ", msg));
+  }
+  // close_v2: the connection goes once the statements still open are finalized.
+  auto done = [db](absl::StatusOr<Check> result) {
+    sqlite3_close_v2(db);
+    return result;
+  };
+  auto damaged = [&](absl::string_view what, absl::string_view detail) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("database '", path, "' ", what, " (", detail, ")"));
+  };
+  Check check;
+  {
+    Statement q(db, "PRAGMA integrity_check");
+    if (!q.ok() || q.Step() != SQLITE_ROW || q.Text(0) != "ok") {
+      return done(damaged("failed the integrity check", q.ok() ? q.Text(0) : sqlite3_errmsg(db)));
+    }
+  }
+  {
+    Statement q(db, "SELECT MAX(version) FROM schema_version");
+    if (!q.ok() || q.Step() != SQLITE_ROW) {
+      return done(damaged("is not a vtrain database: no schema_version table", sqlite3_errmsg(db)));
+    }
+    check.schema_version = q.Int(0);
+  }
+  if (check.schema_version > kSchemaVersion) {
+    return done(damaged("is newer than this vtrain-server",
+                        absl::StrCat("schema ", check.schema_version, ", this server reads up to ",
+                                     kSchemaVersion)));
+  }
+  Statement q(db, "SELECT gpu, COUNT(*) FROM profile_sets GROUP BY gpu ORDER BY gpu");
+  if (!q.ok()) return done(damaged("has no profile_sets table", sqlite3_errmsg(db)));
+  while (q.Step() == SQLITE_ROW) {
+    check.sets_by_gpu.emplace_back(q.Text(0), q.Int(1));
+    check.profile_sets += q.Int(1);
+  }
+  return done(check);
+}
+
 ProfileStore::~ProfileStore() {
   absl::MutexLock lock(&mu_);
   sqlite3_close(db_);

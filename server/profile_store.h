@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -29,6 +30,19 @@ class ProfileStore {
   // kProcessCrash: synchronous=NORMAL, synced only at checkpoints: it survives
   // a process crash, but a power cut may lose the last commits.
   enum class Durability { kPowerLoss, kProcessCrash };
+
+  // What CheckDatabase found in a database file.
+  struct Check {
+    int64_t schema_version = 0;
+    int64_t profile_sets = 0;
+    std::vector<std::pair<std::string, int64_t>> sets_by_gpu;  // GPU, sets; by GPU name
+  };
+  // Checks the database at `path` without changing it (opened read-only, no
+  // migration): SQLite's integrity check, the schema version this server
+  // reads, the profile sets. NOT_FOUND when there is no such file;
+  // FAILED_PRECONDITION naming the file when it is damaged, not a vtrain
+  // database, or written by a newer server.
+  static absl::StatusOr<Check> CheckDatabase(const std::string& path);
 
   // Opens (creating if absent) the database at `path`, runs the integrity
   // check and the schema migrations. A corrupt or foreign file is refused

@@ -18,6 +18,7 @@
 #include "core/plan/search.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
+#include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/convert.h"
@@ -113,6 +114,38 @@ TEST(ServerBinaryTest, SigtermExitsZero) {
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// --check-db reads a database without changing it and says what it holds, or
+// why it cannot be served: 0 sound, 1 damaged or foreign, 2 missing.
+TEST(ServerBinaryTest, CheckDbReportsWithoutChangingTheFile) {
+  const char* binary = std::getenv("VTRAIN_SERVER");
+  if (binary == nullptr) binary = VTRAIN_TEST_SERVER;
+  TempDir dir;
+  {
+    absl::StatusOr<std::unique_ptr<ProfileStore>> store = ProfileStore::Open(dir.File("ok.db"));
+    ASSERT_TRUE(store.ok()) << store.status();
+  }
+  auto check_db = [&](const std::string& db) {
+    absl::StatusOr<testing::ProcessResult> r = testing::RunProcess(binary, {"--check-db", db});
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : testing::ProcessResult{};
+  };
+  const auto size = fs::file_size(dir.File("ok.db"));
+  testing::ProcessResult ok = check_db(dir.File("ok.db"));
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, ::testing::HasSubstr("integrity ok, schema version 1, 0 profile sets"));
+  EXPECT_EQ(fs::file_size(dir.File("ok.db")), size);
+
+  std::ofstream(dir.File("junk.db")) << std::string(8192, 'x');
+  testing::ProcessResult junk = check_db(dir.File("junk.db"));
+  EXPECT_EQ(junk.exit_code, 1);
+  EXPECT_THAT(junk.err, ::testing::HasSubstr("junk.db' failed the integrity check"));
+
+  testing::ProcessResult missing = check_db(dir.File("missing.db"));
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, ::testing::HasSubstr("missing.db' does not exist"));
+  EXPECT_FALSE(fs::exists(dir.File("missing.db")));
 }
 
 // The built vtrainctl against the server prints exactly what --local prints:
