@@ -27,6 +27,7 @@ Usage:
 import argparse
 import datetime
 import decimal
+import functools
 import json
 import os
 import re
@@ -42,19 +43,40 @@ BLOCK = re.compile(r"(<!-- figures:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /fi
                    re.S)
 
 
-def validate(vtrainctl, *files):
-    """`vtrainctl validate --json` over the files: overall figures in percent."""
+@functools.lru_cache(maxsize=None)
+def validate_json(vtrainctl, file):
+    """`vtrainctl validate --json` over one file, run once per file."""
     out = subprocess.run([vtrainctl, "validate", "--json", "--threads", "2", "--measurements",
-                          ",".join(os.path.join(ROOT, f) for f in files)],
-                         capture_output=True, text=True, check=True).stdout
-    o = json.loads(out)["overall"]
+                          os.path.join(ROOT, file)], capture_output=True, text=True,
+                         check=True).stdout
+    return json.loads(out)
+
+
+def validate(vtrainctl, file):
+    """A file's overall figures in percent."""
+    o = validate_json(vtrainctl, file)["overall"]
     return {"rows": int(o["rows"]), "mape": 100 * o["mape"], "p90": 100 * o["p90_abs_error"],
             "max": 100 * o["max_abs_error"], "bias": 100 * o["bias"], "r2": o["r2"]}
 
 
+@functools.lru_cache(maxsize=None)
+def read(path):
+    """A file of the repository, read once."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        return f.read()
+
+
+# The lines `vtrainctl calibrate --cpp` writes into a parameter header: one per
+# measurement file, one per regime, the overall one, and the bands.
 HELD_OUT = re.compile(r"//\s+(?P<file>[\w.-]+\.csv): (?P<rows>\d+) runs, held-out MAPE "
-                      r"(?P<mape>[\d.]+)%, p90 (?P<p90>[\d.]+)%, max (?P<max>[\d.]+)%")
-COVERAGE = re.compile(r"//\s+\w+: \d+ runs, held-out .*90% interval coverage (?P<c>[\d.]+)%")
+                      r"(?P<mape>[\d.]+)%, p90 (?P<p90>[\d.]+)%, max (?P<max>[\d.]+)%"
+                      r"(?:, R\^2 (?P<r2>\d+\.\d+))?")
+REGIME = re.compile(r"//\s+(?P<name>\w+): (?P<rows>\d+) runs, held-out MAPE (?P<mape>[\d.]+)%.*"
+                    r"coverage (?P<cov>[\d.]+)%, median width (?P<width>[\d.]+)%")
+OVERALL = re.compile(r"Held-out MAPE (?P<mape>[\d.]+)%, R\^2 (?P<r2>\d+\.\d+)")
+BAND = re.compile(r'bands\.push_back\(\{"(?P<name>\w+)", (?P<low>-?[\d.]+), (?P<high>-?[\d.]+),')
+GEMM = re.compile(r"params\.gemm_max_efficiency = (?P<e>[\d.]+);")
+A100_INC = "core/profile/a100_params.inc"
 
 
 BENCHMARKS = {"gpt3": "GPT-3 175B", "llama31_405b": "Llama 3.1 405B",
@@ -62,17 +84,13 @@ BENCHMARKS = {"gpt3": "GPT-3 175B", "llama31_405b": "Llama 3.1 405B",
 
 
 def validate_by_benchmark(vtrainctl, file):
-    """Each row's error from `vtrainctl validate --json`, grouped by the CSV's
-    benchmark column (the JSON names each row as FILE:LINE)."""
-    out = subprocess.run([vtrainctl, "validate", "--json", "--threads", "2", "--measurements",
-                          os.path.join(ROOT, file)], capture_output=True, text=True,
-                         check=True).stdout
-    with open(os.path.join(ROOT, file), encoding="utf-8") as f:
-        lines = f.read().split("\n")
+    """Each row's error, grouped by the CSV's benchmark column (the JSON names
+    each row as FILE:LINE)."""
+    lines = read(file).split("\n")
     header = next(l for l in lines if l and not l.startswith("#")).split(",")
     column = header.index("benchmark")
     groups = {}
-    for row in json.loads(out)["rows"]:
+    for row in validate_json(vtrainctl, file)["rows"]:
         line = int(row["source"].rsplit(":", 1)[1])
         benchmark = lines[line - 1].split(",")[column]
         groups.setdefault(benchmark, []).append(100 * row["error"])
@@ -102,21 +120,11 @@ def render_mlperf_table(vtrainctl):
     return "\n".join(rows) + "\n"
 
 
-REGIME = re.compile(r"//\s+(?P<name>\w+): (?P<rows>\d+) runs, held-out MAPE (?P<mape>[\d.]+)%.*"
-                    r"coverage (?P<cov>[\d.]+)%, median width (?P<width>[\d.]+)%")
-FILE_R2 = re.compile(r"//\s+(?P<file>[\w.-]+\.csv): (?P<rows>\d+) runs, held-out MAPE "
-                     r"(?P<mape>[\d.]+)%, p90 (?P<p90>[\d.]+)%, max (?P<max>[\d.]+)%, "
-                     r"R\^2 (?P<r2>\d+\.\d+)")
-OVERALL = re.compile(r"Held-out MAPE (?P<mape>[\d.]+)%, R\^2 (?P<r2>\d+\.\d+)")
-BAND = re.compile(r'bands\.push_back\(\{"(?P<name>\w+)", (?P<low>-?[\d.]+), (?P<high>-?[\d.]+),')
-
-
 def render_a100_calibration(_):
     """The two tables of the A100 fit in accuracy.md, from the header that
     `vtrainctl calibrate --cpp` wrote into core/profile/a100_params.inc."""
-    with open(os.path.join(ROOT, "core/profile/a100_params.inc"), encoding="utf-8") as f:
-        text = f.read()
-    files = {m["file"]: m for m in FILE_R2.finditer(text)}
+    text = read(A100_INC)
+    files = {m["file"]: m for m in HELD_OUT.finditer(text)}
     overall = OVERALL.search(text)
     rows = ["| held out by layer shape | runs | MAPE | p90 | max | R² |",
             "|---|---|---|---|---|---|"]
@@ -131,8 +139,7 @@ def render_a100_calibration(_):
 
 
 def render_a100_regimes(_):
-    with open(os.path.join(ROOT, "core/profile/a100_params.inc"), encoding="utf-8") as f:
-        text = f.read()
+    text = read(A100_INC)
     regimes = {m["name"]: m for m in REGIME.finditer(text)}
     bands = {m["name"]: m for m in BAND.finditer(text)}
     rows = ["| regime | runs | held-out MAPE | held-out coverage | median width | built-in band |",
@@ -146,17 +153,10 @@ def render_a100_regimes(_):
     return "\n".join(rows) + "\n"
 
 
-GEMM = re.compile(r"params\.gemm_max_efficiency = (?P<e>[\d.]+);")
-
-
 def render_refits(vtrainctl):
     """accuracy.md's table of the H100, B200 and H200 sets: the refitted GEMM
     efficiency, the held-out figures and the fp8 bands, from their headers."""
-    def read(inc):
-        with open(os.path.join(ROOT, inc), encoding="utf-8") as f:
-            return f.read()
-
-    a100 = 100 * float(GEMM.search(read("core/profile/a100_params.inc"))["e"])
+    a100 = 100 * float(GEMM.search(read(A100_INC))["e"])
     out = ["| GPU | fitted on | GEMMs at | held out by model | bands (fp8 jobs) |",
            "|---|---|---|---|---|"]
     rows = [("H100-SXM5-80GB", "h100", "13 runs of 11 models, DGX H100, 8–512 GPUs (and Azure's "
@@ -193,17 +193,16 @@ def minus(x):
 def held_out(inc):
     """The per-file held-out figures and the per-regime interval coverage that
     `vtrainctl calibrate --cpp` wrote into a parameter header."""
-    with open(os.path.join(ROOT, inc), encoding="utf-8") as f:
-        text = f.read()
+    text = read(inc)
     files = {m["file"]: {k: float(m[k]) for k in ("rows", "mape", "p90", "max")}
              for m in HELD_OUT.finditer(text)}
-    coverage = [float(m["c"]) for m in COVERAGE.finditer(text)]
+    coverage = [float(m["cov"]) for m in REGIME.finditer(text)]
     return files, coverage
 
 
 def accuracy(vtrainctl):
     """Every accuracy figure the pages quote, by name."""
-    a100, a100_cov = held_out("core/profile/a100_params.inc")
+    a100, a100_cov = held_out(A100_INC)
     h100, _ = held_out("core/profile/h100_params.inc")
     b200, _ = held_out("core/profile/b200_params.inc")
     f = {
@@ -324,8 +323,7 @@ def measure(vtrainctl):
 def blocks(vtrainctl):
     """Every generated block, by name."""
     f = accuracy(vtrainctl)
-    with open(os.path.join(ROOT, SPEED_FILE), encoding="utf-8") as fh:
-        speed = json.load(fh)
+    speed = json.loads(read(SPEED_FILE))
     return {"accuracy-summary": render_accuracy_summary(f),
             "mlperf-table": render_mlperf_table(vtrainctl),
             "a100-calibration": render_a100_calibration(vtrainctl),
