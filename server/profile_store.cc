@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
@@ -49,6 +51,24 @@ class Statement {
   int rc_ = SQLITE_ERROR;
 };
 
+// SQLite's integrity check: nullopt when the file is sound, else what it
+// found (or why it could not check). Open refuses such a file; --check-db
+// reports it.
+std::optional<std::string> IntegrityProblem(sqlite3* db) {
+  Statement check(db, "PRAGMA integrity_check");
+  if (!check.ok()) return std::string(sqlite3_errmsg(db));
+  if (check.Step() != SQLITE_ROW) return std::string("no answer");
+  const std::string answer = check.Text(0);
+  if (answer != "ok") return answer;
+  return std::nullopt;
+}
+
+// Why a database whose schema is newer than this server's cannot be served.
+std::string NewerSchema(int64_t version, int64_t supported) {
+  return absl::StrCat("schema version ", version, " is newer than this vtrain-server's (",
+                      supported, "); upgrade vtrain-server");
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::string& path,
@@ -85,14 +105,10 @@ absl::StatusOr<std::unique_ptr<ProfileStore>> ProfileStore::Open(const std::stri
   }
   absl::MutexLock lock(&store->mu_);
   // A corrupt file is refused, never recreated: the operator decides.
-  {
-    Statement check(db, "PRAGMA integrity_check");
-    if (!check.ok() || check.Step() != SQLITE_ROW || check.Text(0) != "ok") {
-      const std::string detail = check.ok() ? check.Text(0) : sqlite3_errmsg(db);
-      return absl::FailedPreconditionError(absl::StrCat(
-          "database '", path, "' failed the integrity check (", detail,
-          "); restore it from a backup or move it away — vtrain-server never recreates it"));
-    }
+  if (std::optional<std::string> problem = IntegrityProblem(db)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "database '", path, "' failed the integrity check (", *problem,
+        "); restore it from a backup or move it away — vtrain-server never recreates it"));
   }
   if (absl::Status s = store->Exec("PRAGMA journal_mode=WAL"); !s.ok()) return s;
   if (absl::Status s =
@@ -126,11 +142,8 @@ absl::StatusOr<ProfileStore::Check> ProfileStore::CheckDatabase(const std::strin
         absl::StrCat("database '", path, "' ", what, " (", detail, ")"));
   };
   Check check;
-  {
-    Statement q(db, "PRAGMA integrity_check");
-    if (!q.ok() || q.Step() != SQLITE_ROW || q.Text(0) != "ok") {
-      return done(damaged("failed the integrity check", q.ok() ? q.Text(0) : sqlite3_errmsg(db)));
-    }
+  if (std::optional<std::string> problem = IntegrityProblem(db)) {
+    return done(damaged("failed the integrity check", *problem));
   }
   {
     Statement q(db, "SELECT MAX(version) FROM schema_version");
@@ -140,9 +153,8 @@ absl::StatusOr<ProfileStore::Check> ProfileStore::CheckDatabase(const std::strin
     check.schema_version = q.Int(0);
   }
   if (check.schema_version > kSchemaVersion) {
-    return done(damaged("is newer than this vtrain-server",
-                        absl::StrCat("schema ", check.schema_version, ", this server reads up to ",
-                                     kSchemaVersion)));
+    return done(absl::FailedPreconditionError(absl::StrCat(
+        "database '", path, "': ", NewerSchema(check.schema_version, kSchemaVersion))));
   }
   Statement q(db, "SELECT gpu, COUNT(*) FROM profile_sets GROUP BY gpu ORDER BY gpu");
   if (!q.ok()) return done(damaged("has no profile_sets table", sqlite3_errmsg(db)));
@@ -209,8 +221,7 @@ absl::Status ProfileStore::Migrate() {
   }
   if (version > kSchemaVersion) {
     return fail(absl::FailedPreconditionError(
-        absl::StrCat("database schema version ", version, " is newer than this vtrain-server's (",
-                     kSchemaVersion, "); upgrade vtrain-server")));
+        absl::StrCat("database ", NewerSchema(version, kSchemaVersion))));
   }
   // Migrations, one per version step.
   if (version < 1) {

@@ -166,10 +166,7 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
   if (!dtype.ok()) return bad(absl::StrCat("dtype '", path[1], "' is unknown"));
   absl::StatusOr<OperatorKind> op = ParseOperatorKind(path[2]);
   if (!op.ok()) return bad(absl::StrCat("operator '", path[2], "' is unknown"));
-  KeyIntegers fields;
-  int64_t &h = fields.h, &a = fields.a, &kvh = fields.kv, &f = fields.f, &s = fields.s,
-          &b = fields.b, &t = fields.t, &v = fields.v, &params = fields.params, &sp = fields.sp,
-          &c = fields.c, &core = fields.core;
+  KeyIntegers n;
   LayerShape shape;
   Architecture arch = Architecture::kGpt;
   bool expert_fields = false;
@@ -201,7 +198,7 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
     if (!absl::SimpleAtoi(kv.second, &value) || value < 0) {
       return bad(absl::StrCat("'", words[i], "' is not name=non-negative integer"));
     }
-    int64_t* field = IntegerField(kv.first, fields, shape);
+    int64_t* field = IntegerField(kv.first, n, shape);
     if (field == nullptr) return bad(absl::StrCat("'", kv.first, "' is not a key field"));
     *field = value;
     expert_fields |= kv.first == "k" || kv.first == "sf" || kv.first == "ep" || kv.first == "etp" ||
@@ -212,15 +209,15 @@ absl::StatusOr<OperatorKey> ParseOperatorKey(absl::string_view text) {
   if (expert_fields && shape.experts == 0) {
     return bad("k=, sf=, ep=, etp= and load= describe experts: give e= as well");
   }
-  if (sp > 1 || core > 1 || c < 1) return bad("sp and core must be 0 or 1, c at least 1");
+  if (n.sp > 1 || n.core > 1 || n.c < 1) return bad("sp and core must be 0 or 1, c at least 1");
   if (shape.expert_parallel < 1 || shape.expert_tensor_parallel < 1) {
     return bad("ep and etp must be at least 1");
   }
-  OperatorKey key =
-      WithLayerShape(WithParallelSplits(MakeOperatorKey(std::string(path[0]), *dtype, *op, h, a, f,
-                                                        s, b, t, v, params, arch, kvh),
-                                        sp == 1, c, core == 1),
-                     shape);
+  OperatorKey key = WithLayerShape(
+      WithParallelSplits(MakeOperatorKey(std::string(path[0]), *dtype, *op, n.h, n.a, n.f, n.s, n.b,
+                                         n.t, n.v, n.params, arch, n.kv),
+                         n.sp == 1, n.c, n.core == 1),
+      shape);
   // WithLayerShape leaves keys without fp8 linear layers delayed.
   if (shape.fp8_recipe != key.fp8_recipe) return bad("fp8= is for fp8 attention, MLP, MoE keys");
   return key;
