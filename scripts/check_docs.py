@@ -12,7 +12,7 @@
    need a server the page does not start, or a GPU (marked "# needs a GPU"),
    are listed instead.
    Commands run in a scratch directory that sees build/ and data/ like the
-   repository root does, and nothing beside it (no ../shared): a clone must
+   repository root does, and nothing beside it (no sibling folder): a clone must
    work on its own. `vtrainctl` is build/client/vtrainctl.
 
 Usage: check_docs.py REPO_ROOT [--links-only]"""
