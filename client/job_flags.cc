@@ -9,6 +9,7 @@
 #include "client/fabric_flags.h"
 #include "client/measurements.h"
 #include "client/moe_flags.h"
+#include "core/spec/settings.h"
 #include "core/util/status_macros.h"
 #include "proto/enum_convert.h"
 #include "proto/job_convert.h"
@@ -94,6 +95,9 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
       SetInt(flags, "first-stage-layers", [&](int64_t v) { plan.set_first_stage_layers(v); }));
   VTRAIN_RETURN_IF_ERROR(
       SetInt(flags, "last-stage-layers", [&](int64_t v) { plan.set_last_stage_layers(v); }));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<SettingsBase> settings,
+                          flags.GetParsed("settings", ParseSettings));
+  if (settings) plan.set_settings(proto::ToProto(*settings));
   VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> sp,
                           flags.GetOnOff("sequence-parallel", "plan.sequence_parallel"));
   if (sp) plan.set_sequence_parallel(*sp);
@@ -250,6 +254,10 @@ void AddJobFlags(common::FlagParser& p) {
   AddModelFlags(p);
   AddClusterFlags(p);
   p.AddValue("gpus", "N", "GPUs in the job (cluster.num_gpus; default tp x dp x pp)");
+  p.AddValue("settings", "S",
+             "where unset training settings come from: tuned (default: the model's public "
+             "recipe), megatron-defaults (every overlap off) or paper (the vTrain paper's A100 "
+             "runs); docs/settings.md");
   p.AddValue("tp", "N", "tensor-parallel degree (plan.tensor_parallel, default 1)");
   p.AddValue("pp", "N", "pipeline-parallel degree (plan.pipeline_parallel, default 1)");
   p.AddValue("dp", "N", "data-parallel degree (plan.data_parallel, default GPUs / (tp x pp))");
@@ -259,12 +267,13 @@ void AddJobFlags(common::FlagParser& p) {
              "pipeline schedule: gpipe, 1f1b, zb-h1, dualpipe or dualpipev (default 1f1b; "
              "docs/schedules.md)");
   p.AddValue("recompute", "R",
-             "activation recomputation: none, selective (attention core) or full (default full)");
+             "activation recomputation: none, selective or full (default: the settings')");
   p.AddValue("recompute-modules", "M,..",
              "with --recompute selective, Megatron's modules: core_attn (default), layernorm, "
-             "mlp, moe, moe_act");
+             "mlp, moe, moe_act, mla_up_proj");
   p.AddValue("sequence-parallel", "on|off",
-             "sequence parallelism with tensor parallelism (default off; no-op at tp 1)");
+             "sequence parallelism with tensor parallelism (default: the settings'; no-op at tp "
+             "1)");
   p.AddValue("cp", "N", "context-parallel degree (plan.context_parallel, default 1)");
   p.AddValue("cp-comm", "C",
              "context-parallel exchange: p2p (K/V ring, default), a2a (all-to-all onto heads) "
@@ -272,22 +281,27 @@ void AddJobFlags(common::FlagParser& p) {
   p.AddValue("cp-a2a-size", "N",
              "a2a+p2p: ranks per all-to-all group (default: the largest in one NVLink domain)");
   p.AddValue("data-parallel-sharding", "S",
-             "none, optimizer (distributed optimizer / ZeRO-1) or full (FSDP), default none");
+             "none, optimizer (distributed optimizer / ZeRO-1) or full (FSDP); default: the "
+             "settings'");
   p.AddValue("virtual-stages", "V", "model chunks per GPU for interleaved 1F1B (default 1)");
   p.AddValue("pipeline-layout", "L",
              "auto (default: even, else Megatron-style lighter ends) or a layout in Megatron's "
              "notation, e.g. 'Et*3|(tt|)*29m|L' (see docs/pipeline-layout.md)");
   p.AddValue("first-stage-layers", "N", "decoder layers on the first pipeline stage");
   p.AddValue("last-stage-layers", "N", "decoder layers on the last pipeline stage");
-  p.AddValue("gradient-bucketing", "on|off", "overlap DP all-reduce with backward (default off)");
+  p.AddValue("gradient-bucketing", "on|off",
+             "overlap DP all-reduce with backward (default: the settings')");
   p.AddValue("bucket-size", "SIZE", "gradient bucket size, e.g. 25MiB (default 25MiB)");
   p.AddValue("tp-comm-overlap", "on|off",
              "pipeline the sequence-parallel all-gather/reduce-scatter with the GEMMs, as "
-             "Megatron-Core's --tp-comm-overlap (needs --sequence-parallel on; default off)");
+             "Megatron-Core's --tp-comm-overlap (needs --sequence-parallel on; default: the "
+             "settings')");
   p.AddValue("overlap-param-gather", "on|off",
              "run the distributed optimizer's parameter all-gather under the next forward "
-             "(needs --data-parallel-sharding optimizer; default off)");
-  p.AddValue("dtype", "T", "fp16, bf16 or fp8 (fp8: H100/H200/B200; default fp16)");
+             "(needs --data-parallel-sharding optimizer; default: the settings')");
+  p.AddValue("dtype", "T",
+             "fp16, bf16 or fp8 (fp8: H100/H200/B200; default bf16, fp16 where the GPU has no "
+             "bf16, and under --settings paper)");
   p.AddValue("fp8-recipe", "R",
              "fp8 scaling: delayed (default), current, blockwise (DeepSeek 1x128/128x128) or "
              "mxfp8 (Blackwell)");
@@ -298,7 +312,11 @@ void AddJobFlags(common::FlagParser& p) {
 }
 
 void AddTrainingSpaceFlags(common::FlagParser& p) {
-  p.AddValue("recompute-values", "R,..", "none,selective,full (default full)");
+  p.AddValue("settings", "S",
+             "tuned (default: the space an expert searches, with the model's recipe), "
+             "megatron-defaults or paper (the paper's space: full recomputation, no overlaps)");
+  p.AddValue("recompute-values", "R,..",
+             "none,selective,full (default: all three when tuned, none or full otherwise)");
   p.AddValue("cp-values", "A,B,..", "context-parallel degrees to try (default 1)");
   p.AddValue("cp-comm", "C", "how plans with context parallelism exchange: p2p, a2a, a2a+p2p");
   p.AddValue("fp8-recipe", "R", "how fp8 plans scale: delayed, current, blockwise, mxfp8");
@@ -306,16 +324,20 @@ void AddTrainingSpaceFlags(common::FlagParser& p) {
   p.AddValue("pp-values", "A,B,..",
              "pipeline degrees to try (default every divisor of the layers; others are laid "
              "out unevenly)");
-  p.AddValue("sequence-parallel-values", "on,off", "sequence parallelism to try (default off)");
+  p.AddValue("sequence-parallel-values", "on,off",
+             "sequence parallelism to try (default: on when tuned, else off)");
   p.AddValue("sharding-values", "S,..",
-             "none,optimizer,full data-parallel sharding (default none)");
+             "none,optimizer,full data-parallel sharding (default: optimizer when tuned, else "
+             "none)");
   p.AddValue("gradient-bucketing", "on|off",
-             "every plan overlaps its DP gradient reduction with the backward (default off)");
+             "every plan overlaps its DP gradient reduction with the backward (default: the "
+             "settings')");
   p.AddValue("tp-comm-overlap", "on|off",
-             "plans with sequence parallelism overlap TP collectives with GEMMs (default off)");
+             "plans with sequence parallelism overlap TP collectives with GEMMs (default: the "
+             "settings')");
   p.AddValue("overlap-param-gather", "on|off",
              "plans with the distributed optimizer gather parameters under the next forward "
-             "(default off)");
+             "(default: the settings')");
   AddMoeSpaceFlags(p);
 }
 
@@ -376,6 +398,9 @@ absl::StatusOr<v1::PlanSpace> PlanSpaceFromFlags(const common::FlagParser& flags
   }));
   VTRAIN_ASSIGN_OR_RETURN(const Switches switches, SwitchesFromFlags(flags, "space"));
   SetSwitches(switches, space);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<SettingsBase> settings,
+                          flags.GetParsed("settings", ParseSettings));
+  if (settings) space.set_settings(proto::ToProto(*settings));
   VTRAIN_RETURN_IF_ERROR(MoeSpaceFromFlags(flags, space));
   return space;
 }

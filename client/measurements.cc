@@ -1,5 +1,6 @@
 #include "client/measurements.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -27,6 +28,7 @@ MeasurementSetup MegatronA100Setup() {
   s.plan.dtype = DType::kFp16;
   s.plan.gradient_bucketing = false;
   s.attention_impl = AttentionImpl::kUnfused;
+  s.plan.settings = SettingsBase::kPaper;
   return s;
 }
 
@@ -167,7 +169,13 @@ absl::StatusOr<std::vector<Measurement>> ParsePublishedTable(const CsvTable& t,
     }
     common::FlagParser flags("published row");
     AddJobFlags(flags);
-    const std::vector<std::string> args = absl::StrSplit(at("flags"), ' ', absl::SkipEmpty());
+    std::vector<std::string> args = absl::StrSplit(at("flags"), ' ', absl::SkipEmpty());
+    // A published row states its settings as flags; what it leaves unset
+    // is Megatron-LM's default (every overlap off), not vtrain's tuned run.
+    if (std::find(args.begin(), args.end(), "--settings") == args.end()) {
+      args.push_back("--settings");
+      args.push_back("megatron-defaults");
+    }
     if (absl::Status s = flags.Parse(args); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": column 'flags': ", s.message()));
     }

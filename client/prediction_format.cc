@@ -140,6 +140,17 @@ std::string PlanLine(const v1::PredictResponse& r) {
       uneven ? absl::StrCat("layout   ", r.pipeline_layout(), " (uneven)\n") : "");
 }
 
+// Where the settings the request left unset came from, and what it changed.
+std::string SettingsLines(const v1::PredictResponse& r) {
+  const v1::SettingsReport& s = r.settings();
+  if (s.name().empty()) return "";  // an older server
+  std::string out = absl::StrCat("settings ", s.name(), " (", s.source(), ")\n");
+  if (s.changed_size() > 0) {
+    absl::StrAppend(&out, "         changed: ", absl::StrJoin(s.changed(), ", "), "\n");
+  }
+  return out;
+}
+
 std::string ClusterLines(const v1::PredictResponse& r) {
   const v1::ClusterSpec& c = r.cluster();
   const v1::ParallelPlan& q = r.plan();
@@ -353,7 +364,7 @@ absl::StatusOr<std::string> PredictionTable(const v1::PredictResponse& response,
   if (!response.has_model() || !response.has_plan() || !response.has_cluster()) {
     return absl::InternalError("the response does not echo its job (model, plan and cluster)");
   }
-  return ModelLine(response) + PlanLine(response) + ClusterLines(response) + TimeLines(response) +
+  return ModelLine(response) + PlanLine(response) + SettingsLines(response) + ClusterLines(response) + TimeLines(response) +
          StageTable(response) + FidelityLines(response, show_lookups) +
          SimulationLine(response.simulation());
 }

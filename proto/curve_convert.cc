@@ -83,6 +83,8 @@ absl::StatusOr<CurveCall> CurveCallFromProto(const v1::ThroughputCurveRequest& r
     spec.model = *model;
     spec.cluster = *cluster;
     spec.dtype = *dtype;
+    FillSpaceSettings(GivenSpaceOf(r.space(), j.dtype(), j.model()), spec.cluster.gpu, spec.model,
+                      spec, spec.dtype);
     spec.global_batch = j.global_batch();
     spec.gpu_counts = Counts(r, spec.cluster.gpus_per_node, problems);
     call.names.push_back(j.name().empty() ? spec.model.name : j.name());

@@ -117,6 +117,11 @@ constexpr Row<RouterScore, v1::RouterScore> kRouterScores[] = {
     {RouterScore::kSoftmax, v1::ROUTER_SCORE_SOFTMAX},
     {RouterScore::kSigmoid, v1::ROUTER_SCORE_SIGMOID},
 };
+constexpr Row<SettingsBase, v1::Settings> kSettings[] = {
+    {SettingsBase::kTuned, v1::SETTINGS_TUNED},
+    {SettingsBase::kMegatronDefaults, v1::SETTINGS_MEGATRON_DEFAULTS},
+    {SettingsBase::kPaper, v1::SETTINGS_PAPER},
+};
 constexpr Row<Fp8Recipe, v1::Fp8Recipe> kFp8Recipes[] = {
     {Fp8Recipe::kDelayed, v1::FP8_RECIPE_DELAYED},
     {Fp8Recipe::kCurrent, v1::FP8_RECIPE_CURRENT},
@@ -148,6 +153,7 @@ VTRAIN_ENUM_PAIR(Recompute, Recompute, kRecomputes)
 VTRAIN_ENUM_PAIR(DataParallelSharding, DataParallelSharding, kShardings)
 VTRAIN_ENUM_PAIR(ContextParallelComm, ContextParallelComm, kCpComms)
 VTRAIN_ENUM_PAIR(Fp8Recipe, Fp8Recipe, kFp8Recipes)
+VTRAIN_ENUM_PAIR(SettingsBase, Settings, kSettings)
 VTRAIN_ENUM_PAIR(Granularity, Granularity, kGranularities)
 VTRAIN_ENUM_PAIR(MoeDispatcher, MoeDispatcher, kDispatchers)
 VTRAIN_ENUM_PAIR(AttentionKind, AttentionKind, kAttentions)

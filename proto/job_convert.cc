@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/spec/pipeline_layout.h"
+#include "core/spec/settings.h"
 #include "core/util/status_macros.h"
 #include "proto/enum_convert.h"
 #include "proto/moe_convert.h"
@@ -142,8 +143,10 @@ void LayoutFromProto(const v1::ParallelPlan& p, ParallelPlan& plan,
   }
 }
 
-// The plan's defaults; d comes from the GPU count when not given.
-absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
+// The plan's defaults; d comes from the GPU count when not given. The
+// training settings are taken where given and listed in `given`; the rest
+// are filled from plan.settings by FillSettings.
+absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job, GivenSettings& given) {
   std::vector<std::string> problems;
   CheckGiven(p.has_tensor_parallel(), p.tensor_parallel(), "plan.tensor_parallel", "--tp",
              problems);
@@ -166,7 +169,7 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
   if (p.has_micro_batch()) plan.micro_batch = p.micro_batch();
   if (p.has_context_parallel()) plan.context_parallel = p.context_parallel();
   if (p.has_virtual_stages()) plan.virtual_stages = p.virtual_stages();
-  plan.sequence_parallel = p.sequence_parallel();
+  if (p.has_sequence_parallel()) plan.sequence_parallel = p.sequence_parallel();
   if (!p.has_global_batch()) {
     return absl::InvalidArgumentError(
         "plan.global_batch (--global-batch) is required; give the batch in sequences");
@@ -199,9 +202,9 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
     // Beyond 2^24 GPUs ValidateJob refuses the count; keep it from overflowing.
     job.cluster.num_gpus = tdp > (int64_t{1} << 40) ? tdp : tdp * plan.context_parallel;
   }
-  plan.gradient_bucketing = p.gradient_bucketing();
-  plan.tp_comm_overlap = p.tp_comm_overlap();
-  plan.param_gather_overlap = p.param_gather_overlap();
+  if (p.has_gradient_bucketing()) plan.gradient_bucketing = p.gradient_bucketing();
+  if (p.has_tp_comm_overlap()) plan.tp_comm_overlap = p.tp_comm_overlap();
+  if (p.has_param_gather_overlap()) plan.param_gather_overlap = p.param_gather_overlap();
   CheckGiven(p.has_cp_a2a_size(), p.cp_a2a_size(), "plan.cp_a2a_size", "--cp-a2a-size", problems);
   if (p.has_cp_a2a_size()) plan.cp_a2a_size = p.cp_a2a_size();
   if (p.has_bucket_size_bytes()) plan.bucket_size_bytes = p.bucket_size_bytes();
@@ -229,8 +232,19 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job) {
       problems.emplace_back(module.status().message());
     }
   }
+  take(FromProtoOr(p.settings(), SettingsBase::kTuned, "plan.settings"), plan.settings);
   MoePlanFromProto(p, plan, problems);
   LayoutFromProto(p, plan, problems);
+  given.dtype = p.dtype() != v1::DTYPE_UNSPECIFIED;
+  given.recompute = p.recompute() != v1::RECOMPUTE_UNSPECIFIED;
+  given.recompute_modules = p.recompute_modules_size() > 0;
+  given.sequence_parallel = p.has_sequence_parallel();
+  given.sharding = p.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED;
+  given.gradient_bucketing = p.has_gradient_bucketing();
+  given.param_gather_overlap = p.has_param_gather_overlap();
+  given.tp_comm_overlap = p.has_tp_comm_overlap();
+  given.dispatcher = p.moe_dispatcher() != v1::MOE_DISPATCHER_UNSPECIFIED;
+  given.moe_overlap = p.has_moe_overlap();
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
   return absl::OkStatus();
 }
@@ -242,7 +256,10 @@ absl::StatusOr<Job> JobFromProto(const v1::PredictRequest& r, GpuLookup gpus) {
   VTRAIN_ASSIGN_OR_RETURN(job.model, ModelFromProto(r.model()));
   VTRAIN_ASSIGN_OR_RETURN(job.cluster, ClusterFromProto(r.cluster(), gpus));
   if (r.has_memory_headroom()) job.cluster.memory_headroom = r.memory_headroom();
-  VTRAIN_RETURN_IF_ERROR(PlanFromProto(r.plan(), job));
+  GivenSettings given;
+  VTRAIN_RETURN_IF_ERROR(PlanFromProto(r.plan(), job, given));
+  given.attention_impl = r.model().attention_impl() != v1::ATTENTION_IMPL_UNSPECIFIED;
+  FillSettings(given, job);
   VTRAIN_RETURN_IF_ERROR(ValidateJob(job));
   return job;
 }
@@ -316,6 +333,11 @@ v1::PredictRequest JobToProto(const Job& job) {
   p->set_data_parallel_sharding(ToProto(job.plan.data_parallel_sharding));
   p->set_virtual_stages(job.plan.virtual_stages);
   MoePlanToProto(job.plan, *p);
+  // Every setting is written, so that the job reads back as it is whatever
+  // its settings base would fill.
+  if (job.model.is_moe()) p->set_moe_dispatcher(ToProto(job.plan.moe.dispatcher));
+  m->set_attention_impl(ToProto(job.model.attention_impl));
+  p->set_settings(ToProto(job.plan.settings));
   const PipelineLayout& layout = job.plan.layout;
   if (layout.first_stage_layers > 0) p->set_first_stage_layers(layout.first_stage_layers);
   if (layout.last_stage_layers > 0) p->set_last_stage_layers(layout.last_stage_layers);

@@ -128,7 +128,14 @@ absl::StatusOr<DesignSpec> DesignSpecFromProto(const v1::PlanModelRequest& r, Gp
   }
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
   spec.candidates = llama ? LlamaFamily(lo, hi, seq, vocab) : GptFamily(lo, hi, seq, vocab);
-  for (ModelSpec& m : spec.candidates) m.attention_impl = attention_impl;
+  // Every candidate is a dense custom shape of one family: one fill of the
+  // settings serves them all.
+  GivenSpace given = GivenSpaceOf(r.space(), r.dtype(), v1::ModelSpec());
+  given.attention_impl = r.attention_impl() != v1::ATTENTION_IMPL_UNSPECIFIED;
+  ModelSpec probe = spec.candidates.empty() ? ModelSpec() : spec.candidates.front();
+  probe.attention_impl = attention_impl;
+  FillSpaceSettings(given, spec.cluster.gpu, probe, spec.plan_space, spec.plan_space.dtype);
+  for (ModelSpec& m : spec.candidates) m.attention_impl = probe.attention_impl;
   return spec;
 }
 

@@ -75,7 +75,7 @@ void MoePlanFromProto(const v1::ParallelPlan& p, ParallelPlan& plan,
   TakeInt(p.has_expert_tensor_parallel(), p.expert_tensor_parallel(), 1,
           "plan.expert_tensor_parallel", "--etp", plan.expert_tensor_parallel, problems);
   TakeEnum(p.moe_dispatcher(), "plan.moe_dispatcher", plan.moe.dispatcher, problems);
-  plan.moe.overlap = p.moe_overlap();
+  if (p.has_moe_overlap()) plan.moe.overlap = p.moe_overlap();
   // Ranges are the core's (ValidateJob names them); NaN is refused there too.
   if (p.has_capacity_factor()) plan.moe.capacity_factor = p.capacity_factor();
   if (p.has_routing_sigma()) plan.moe.routing_sigma = p.routing_sigma();

@@ -6,6 +6,7 @@
 
 #include "core/spec/moe.h"
 #include "core/spec/pipeline_layout.h"
+#include "core/spec/settings.h"
 #include "proto/enum_convert.h"
 #include "proto/job_convert.h"
 #include "proto/reliability_convert.h"
@@ -104,6 +105,14 @@ void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse*
   *out->mutable_model() = echo.model();
   *out->mutable_plan() = echo.plan();
   *out->mutable_cluster() = echo.cluster();
+  SettingsToProto(DescribeSettings(job), out->mutable_settings());
+}
+
+void SettingsToProto(const SettingsReport& report, v1::SettingsReport* out) {
+  out->set_name(report.name);
+  out->set_source(report.source);
+  for (const std::string& a : report.assumed) out->add_assumed(a);
+  for (const std::string& c : report.changed) out->add_changed(c);
 }
 
 void SimulationToProto(const SimulationCost& cost, v1::Simulation* out) {

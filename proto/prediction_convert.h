@@ -5,12 +5,16 @@
 
 #include "core/predict/predictor.h"
 #include "core/spec/job.h"
+#include "core/spec/settings.h"
 #include "vtrain/v1/vtrain.pb.h"
 
 namespace vtrain::proto {
 
 // Fills `out` with the prediction of `job`, the job echoed with its defaults.
 void PredictionToProto(const Job& job, const Prediction& prediction, v1::PredictResponse* out);
+
+// The settings a job ran with (plan.settings), for people.
+void SettingsToProto(const SettingsReport& report, v1::SettingsReport* out);
 
 // What an answer cost (the Simulation message of every result), and back.
 void SimulationToProto(const SimulationCost& cost, v1::Simulation* out);

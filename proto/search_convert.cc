@@ -103,7 +103,7 @@ void PlanSpaceFromProto(const v1::PlanSpace& in, PlanSpace& space,
   {
     v1::ParallelPlan routing;
     routing.set_moe_dispatcher(in.moe_dispatcher());
-    routing.set_moe_overlap(in.moe_overlap());
+    if (in.has_moe_overlap()) routing.set_moe_overlap(in.moe_overlap());
     if (in.has_capacity_factor()) routing.set_capacity_factor(in.capacity_factor());
     if (in.has_routing_sigma()) routing.set_routing_sigma(in.routing_sigma());
     ParallelPlan plan;
@@ -118,6 +118,13 @@ void PlanSpaceFromProto(const v1::PlanSpace& in, PlanSpace& space,
   space.gradient_bucketing = in.gradient_bucketing();
   space.tp_comm_overlap = in.tp_comm_overlap();
   space.param_gather_overlap = in.param_gather_overlap();
+  if (absl::StatusOr<SettingsBase> base =
+          FromProtoOr(in.settings(), SettingsBase::kTuned, "space.settings");
+      base.ok()) {
+    space.settings = *base;
+  } else {
+    problems.emplace_back(base.status().message());
+  }
   {
     absl::StatusOr<Fp8Recipe> recipe =
         FromProtoOr(in.fp8_recipe(), Fp8Recipe::kDelayed, "space.fp8_recipe");
@@ -152,6 +159,21 @@ void PlanSpaceFromProto(const v1::PlanSpace& in, PlanSpace& space,
   }
   EnumList<v1::DataParallelSharding>(in.shardings(), "space.shardings", DataParallelSharding::kNone,
                                      space.training.shardings, problems);
+}
+
+GivenSpace GivenSpaceOf(const v1::PlanSpace& in, v1::DType dtype, const v1::ModelSpec& model) {
+  GivenSpace g;
+  g.dtype = dtype != v1::DTYPE_UNSPECIFIED;
+  g.recomputes = !in.recomputes().empty();
+  g.sequence_parallel = !in.sequence_parallel_values().empty();
+  g.shardings = !in.shardings().empty();
+  g.gradient_bucketing = in.has_gradient_bucketing();
+  g.tp_comm_overlap = in.has_tp_comm_overlap();
+  g.param_gather_overlap = in.has_param_gather_overlap();
+  g.dispatcher = in.moe_dispatcher() != v1::MOE_DISPATCHER_UNSPECIFIED;
+  g.moe_overlap = in.has_moe_overlap();
+  g.attention_impl = model.attention_impl() != v1::ATTENTION_IMPL_UNSPECIFIED;
+  return g;
 }
 
 absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& r, GpuLookup gpus) {
@@ -221,6 +243,8 @@ absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& r, GpuLookup
   call.top = r.top() == 0 ? kDefaultTop : r.top();
   call.include_all_plans = r.include_all_plans();
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
+  FillSpaceSettings(GivenSpaceOf(r.space(), r.dtype(), r.model()), s.cluster.gpu, s.model, s,
+                    s.dtype);
   return call;
 }
 

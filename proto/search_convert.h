@@ -26,6 +26,9 @@ inline constexpr int kMaxSearchListSize = 64;
 // default). Shared by searches, curves and model planning.
 void PlanSpaceFromProto(const v1::PlanSpace& in, PlanSpace& space,
                         std::vector<std::string>& problems);
+// Which settings of `in` were given (the others come from in.settings);
+// `dtype`: the request's dtype field, `model`: its model's attention kernel.
+GivenSpace GivenSpaceOf(const v1::PlanSpace& in, v1::DType dtype, const v1::ModelSpec& model);
 
 struct SearchCall {
   SearchSpace space;

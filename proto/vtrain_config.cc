@@ -240,6 +240,8 @@ absl::StatusOr<v1::PredictRequest> RequestFromVtrainConfig(const std::string& js
   VTRAIN_RETURN_IF_ERROR(c.Text("trace_path", "").status());
   // vTrain profiled Megatron-LM's unfused attention; its files mean that.
   r.mutable_model()->set_attention_impl(v1::ATTENTION_IMPL_UNFUSED);
+  // And its runs were the paper's: the settings a file leaves unset are those.
+  r.mutable_plan()->set_settings(v1::SETTINGS_PAPER);
   return r;
 }
 

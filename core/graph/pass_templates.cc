@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "core/graph/template_writer.h"
 #include "core/spec/model.h"
 #include "core/spec/moe.h"
@@ -192,6 +193,9 @@ class TemplateMaker {
   bool shared_tp_ = false;
   // Set by Backward: the weight-gradient share of the pass's compute (W).
   double weight_ns_ = 0;
+  // MLA's up-projection kernels, recomputed under mla_up_proj (Backward);
+  // a member, as merged passes keep pointers to its kernels' names.
+  ResolvedOperator up_proj_;
   int32_t moe_label_ = 0;
   // Set by Prepare.
   int64_t reduce_ns_ = 0, gather_ns_ = 0, scatter_ns_ = 0, core_ns_ = 0, ring_step_ns_ = 0;
@@ -369,6 +373,21 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   const ResolvedOperator* mlp_fwd = full || mlp_again ? &Op(OperatorKind::kMlpFwd) : nullptr;
   const ResolvedOperator* core_fwd =
       core_again ? &Op(OperatorKind::kAttentionFwd, 0, /*core_only=*/true) : nullptr;
+  // Recomputing mla_up_proj re-runs MLA's up-projections and rotary
+  // embedding before the attention backward: the attention forward's kernels
+  // that make Q, K and V from the kept latents (by their names; a table
+  // whose kernels are not named so recomputes nothing here).
+  ResolvedOperator& up_proj = up_proj_;
+  const bool up_again = plan_.recomputes(kRecomputeMlaUpProj) && !full;
+  if (up_again && up_proj.profile.kernels.empty()) {
+    for (const KernelRecord& k : Op(OperatorKind::kAttentionFwd).profile.kernels) {
+      if (absl::StrContains(k.name, "_up_fwd") || absl::StrContains(k.name, "rotary_fwd") ||
+          absl::StrContains(k.name, "qk_concat_fwd")) {
+        up_proj.profile.kernels.push_back(k);
+      }
+    }
+    up_proj.chain = ChainOf(up_proj.profile.kernels);
+  }
   const bool moe_model = model_.is_moe();
   const ResolvedOperator* moe_bwd = moe_model ? &Op(OperatorKind::kMoeBwd) : nullptr;
   const ResolvedOperator* moe_fwd =
@@ -397,6 +416,7 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
     weight_share(attention_bwd, attention_w);
     // Selective recomputation re-runs only the attention core before the
     // attention backward (Korthikanti et al. 2022, §5).
+    if (up_again && !up_proj.profile.kernels.empty()) w.Operator(up_proj);
     if (core_again) w.Operator(*core_fwd);
     Block(w, attention_bwd);
     ContextRing(w, 2);

@@ -129,7 +129,6 @@ absl::StatusOr<CurvePoint> DataParallelAt(const CurveSpec& spec, int64_t t, int6
     job.plan.micro_batch = mb;
     job.plan.global_batch = spec.global_batch;
     job.plan.schedule = spec.schedules.front();
-    job.plan.recompute = spec.recomputes.front();
     // DualPipeV always runs two chunks per stage.
     job.plan.virtual_stages = job.plan.schedule == PipelineSchedule::kDualPipeV
                                   ? 2
@@ -137,14 +136,29 @@ absl::StatusOr<CurvePoint> DataParallelAt(const CurveSpec& spec, int64_t t, int6
     job.plan.sequence_parallel = spec.training.sequence_parallel.front();
     job.plan.data_parallel_sharding = spec.training.shardings.front();
     job.plan.dtype = spec.dtype;
-    VTRAIN_RETURN_IF_ERROR(
-        ForEachExpertLayout(spec, spec.training, job, [&](Job& j) -> absl::Status {
-          if (!ValidateJob(j).ok() || !EstimateMemory(j).fits) return absl::OkStatus();
-          VTRAIN_ASSIGN_OR_RETURN(CurvePoint point, PointOf(j, gpus, profiles, options));
-          cost.Add(point.simulation);
-          if (!best || point.iteration_time_ms < best->iteration_time_ms) best = point;
-          return absl::OkStatus();
-        }));
+    // The recomputations in the space, least recomputation first: the first
+    // that fits is the fastest of them (recomputing more only adds work).
+    std::vector<Recompute> recomputes = spec.recomputes;
+    std::sort(recomputes.begin(), recomputes.end(), [](Recompute a, Recompute b) {
+      auto rank = [](Recompute r) {
+        return r == Recompute::kNone ? 0 : r == Recompute::kSelective ? 1 : 2;
+      };
+      return rank(a) < rank(b);
+    });
+    for (Recompute recompute : recomputes) {
+      job.plan.recompute = recompute;
+      bool fitted = false;
+      VTRAIN_RETURN_IF_ERROR(
+          ForEachExpertLayout(spec, spec.training, job, [&](Job& j) -> absl::Status {
+            if (!ValidateJob(j).ok() || !EstimateMemory(j).fits) return absl::OkStatus();
+            fitted = true;
+            VTRAIN_ASSIGN_OR_RETURN(CurvePoint point, PointOf(j, gpus, profiles, options));
+            cost.Add(point.simulation);
+            if (!best || point.iteration_time_ms < best->iteration_time_ms) best = point;
+            return absl::OkStatus();
+          }));
+      if (fitted) break;
+    }
   }
   CurvePoint point = best ? *best : none;
   point.simulation = cost;

@@ -69,6 +69,9 @@ absl::Status Enumerate(const SearchSpace& space, const SearchOptions& options, S
     candidates->push_back(std::move(job));
     return absl::OkStatus();
   };
+  const bool sp_off_tried =
+      std::find(options_space.sequence_parallel.begin(), options_space.sequence_parallel.end(),
+                false) != options_space.sequence_parallel.end();
   for (int64_t t : tps) {
     for (int64_t c : options_space.context_parallel) {
       for (int64_t p : pps) {
@@ -99,7 +102,8 @@ absl::Status Enumerate(const SearchSpace& space, const SearchOptions& options, S
               for (Recompute recompute : space.recomputes) {
                 for (int64_t v : chunks) {
                   for (bool sp : options_space.sequence_parallel) {
-                    if (sp && t == 1) continue;  // a no-op: the same plan as off
+                    // A no-op at t = 1: the same plan as off, when off is tried.
+                    if (sp && t == 1 && sp_off_tried) continue;
                     for (DataParallelSharding sharding : options_space.shardings) {
                       job.plan.schedule = schedule;
                       job.plan.recompute = recompute;
@@ -291,7 +295,39 @@ std::vector<std::string> SearchWarnings(const SearchSpace& space, const SearchOp
   return warnings;
 }
 
+void FillSpaceSettings(const GivenSpace& given, const GpuSpec& gpu, ModelSpec& model,
+                       PlanSpace& space, DType& dtype) {
+  const TrainingSettings s = SettingsFor(space.settings, model, gpu);
+  if (!given.dtype) dtype = s.dtype;
+  if (!given.attention_impl) model.attention_impl = s.attention_impl;
+  if (!given.recomputes) {
+    // Tuned: what an expert tries (none, the recipe's selective modules or
+    // Megatron's core_attn, full); the other bases their one value.
+    space.recomputes = {s.recompute};
+    if (s.base == SettingsBase::kTuned) {
+      space.recomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+    }
+  }
+  uint32_t modules = s.recompute_modules;
+  if (!model.is_moe()) modules &= ~(kRecomputeMoe | kRecomputeMoeAct);
+  if (model.attention != AttentionKind::kMla) modules &= ~kRecomputeMlaUpProj;
+  space.recompute_modules = modules;
+  if (!given.sequence_parallel) space.training.sequence_parallel = {s.sequence_parallel};
+  if (!given.shardings) space.training.shardings = {s.sharding};
+  if (!given.gradient_bucketing) space.gradient_bucketing = s.gradient_bucketing;
+  if (!given.tp_comm_overlap) space.tp_comm_overlap = s.tp_comm_overlap;
+  if (!given.param_gather_overlap) space.param_gather_overlap = s.param_gather_overlap;
+  if (!model.is_moe()) return;
+  if (!given.dispatcher) space.moe.dispatcher = s.dispatcher;
+  if (!given.moe_overlap) space.moe.overlap = s.moe_overlap;
+}
+
 void ApplyPlanSwitches(const PlanSpace& space, ParallelPlan& plan) {
+  plan.settings = space.settings;
+  plan.recompute_modules = plan.recompute == Recompute::kSelective ? space.recompute_modules : 0;
+  if (plan.expert_parallel > 1 || space.moe.overlap) {
+    plan.moe.overlap = space.moe.overlap && AllowsMoeOverlap(plan);
+  }
   plan.gradient_bucketing = space.gradient_bucketing;
   plan.tp_comm_overlap = space.tp_comm_overlap && plan.sequence_parallel_active();
   plan.param_gather_overlap =

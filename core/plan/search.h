@@ -16,6 +16,7 @@
 #include "core/predict/predictor.h"
 #include "core/profile/profile.h"
 #include "core/spec/job.h"
+#include "core/spec/settings.h"
 
 namespace vtrain {
 
@@ -62,11 +63,32 @@ struct PlanSpace {
   ContextParallelComm cp_comm = ContextParallelComm::kP2P;
   // How fp8 plans scale their tensors.
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
+  // The modules selective plans recompute (RecomputeModule bits; 0:
+  // core_attn), and the settings base every plan names.
+  uint32_t recompute_modules = 0;
+  SettingsBase settings = SettingsBase::kTuned;
 };
+
+// Which parts of a plan space a request gave; the others FillSpaceSettings
+// fills from the space's settings base.
+struct GivenSpace {
+  bool dtype = false, recomputes = false, sequence_parallel = false, shardings = false,
+       gradient_bucketing = false, tp_comm_overlap = false, param_gather_overlap = false,
+       dispatcher = false, moe_overlap = false, attention_impl = false;
+};
+
+// Fills what `given` leaves unset from SettingsFor(space.settings, model,
+// gpu): the dtype; tuned tries recomputation none, selective (the recipe's
+// modules) and full, with sequence parallelism, the distributed optimizer,
+// the recipe's overlaps and MoE dispatcher; megatron-defaults and paper try
+// their single values. `model`'s attention kernel when not given.
+void FillSpaceSettings(const GivenSpace& given, const GpuSpec& gpu, ModelSpec& model,
+                       PlanSpace& space, DType& dtype);
 
 // Sets `plan`'s overlap, context-parallel and fp8 switches from `space`,
 // each only where the plan allows it: the TP overlap needs sequence
-// parallelism in effect, the parameter gather the distributed optimizer
+// parallelism in effect, the MoE overlap what Megatron-Core asks of it
+// (AllowsMoeOverlap), the parameter gather the distributed optimizer
 // (so asking for them never turns a valid plan into an invalid one),
 // cp_comm goes to plans with context parallelism (those whose heads an
 // all-to-all cannot split are then refused by ValidateJob), the fp8 recipe

@@ -29,8 +29,10 @@ namespace {
 // divides; `core`: the attention core's share of the latter, which
 // selective recomputation drops; `mlp`: the MLP's share of the split part
 // (the shared experts' in a MoE layer), which recomputing mlp or moe drops.
+// `mla_up`: under MLA, Q, K and V (the up-projections' outputs), which
+// recomputing mla_up_proj drops (the latents they are made from are kept).
 struct LayerActivationTerms {
-  double replicated = 0, split = 0, core = 0, mlp = 0;
+  double replicated = 0, split = 0, core = 0, mlp = 0, mla_up = 0;
 };
 
 LayerActivationTerms Terms(const ModelSpec& model, bool moe_layer = false) {
@@ -56,7 +58,7 @@ LayerActivationTerms Terms(const ModelSpec& model, bool moe_layer = false) {
       const double v = a * static_cast<double>(m.value_head_dim) / h;
       const double latents =
           2 * static_cast<double>(m.q_lora_rank + m.kv_lora_rank + m.rope_head_dim) / h;
-      return {8 + latents, 4 * qk + 4 * v + 6 * f, 2 * v, 6 * f};
+      return {8 + latents, 4 * qk + 4 * v + 6 * f, 2 * v, 6 * f, 4 * qk + 2 * v};
     }
     const double qd = a * d / h;
     const double kvd = static_cast<double>(model.kv_heads()) * d / h;
@@ -121,6 +123,7 @@ double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan, bo
       double split = terms.split;
       if (plan.recomputes(kRecomputeCoreAttn)) split -= terms.core;
       if (plan.recomputes(moe_layer ? kRecomputeMoe : kRecomputeMlp)) split -= terms.mlp;
+      if (plan.recomputes(kRecomputeMlaUpProj)) split -= terms.mla_up;
       // The norms' outputs: the QKV and MLP GEMM inputs, 2 + 2.
       const double norms = plan.recomputes(kRecomputeLayernorm) ? (sp ? 4 / t : 4) : 0;
       per_token = replicated - norms + split / t;

@@ -82,13 +82,20 @@ enum class Recompute { kNone, kFull, kSelective };
 //  mlp: a dense layer's MLP (its checkpointed input kept).
 //  moe: a MoE layer's whole MoE block, token exchange included.
 //  moe_act: the routed experts' SwiGLU output (fc2's input).
+//  mla_up_proj: MLA's query and key/value up-projections and rotary
+//   embedding (Q, K and V re-made from the kept latents).
 enum RecomputeModule : uint32_t {
   kRecomputeCoreAttn = 1,
   kRecomputeLayernorm = 2,
   kRecomputeMlp = 4,
   kRecomputeMoe = 8,
   kRecomputeMoeAct = 16,
+  kRecomputeMlaUpProj = 32,
 };
+// The settings base a request's unset training settings come from
+// (core/spec/settings.h): the model's tuned public recipe, Megatron-LM's
+// argparse defaults, or the vTrain paper's A100 setup.
+enum class SettingsBase { kTuned, kMegatronDefaults, kPaper };
 // How data-parallel ranks share the model states: kNone replicates them;
 // kOptimizer is Megatron's distributed optimizer / ZeRO-1 (gradients
 // reduce-scattered, parameters all-gathered, optimizer states / d); kFull is
@@ -225,6 +232,9 @@ struct ParallelPlan {
   int64_t expert_parallel = 1;         // ep: ranks the routed experts are spread over
   int64_t expert_tensor_parallel = 1;  // etp: ranks each expert's FFN is split over
   MoeRouting moe;
+  // Where the settings a request left unset came from (reported with the
+  // answer; the fields above hold the values simulated).
+  SettingsBase settings = SettingsBase::kTuned;
 
   // The context-parallel ranks that all-to-all together (c1) and the ring
   // over their groups (c2 = c / c1): p2p 1 and c, a2a c and 1.

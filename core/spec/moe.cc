@@ -84,6 +84,10 @@ void CheckRecomputeModules(const Job& job, Problems& p) {
   if ((m & (kRecomputeMoe | kRecomputeMoeAct)) != 0 && !job.model.is_moe()) {
     p.Add(absl::StrCat(name, ": moe and moe_act need a MoE model; leave them out"));
   }
+  if ((m & kRecomputeMlaUpProj) != 0 && job.model.attention != AttentionKind::kMla) {
+    p.Add(absl::StrCat(name, ": mla_up_proj needs multi-latent attention (model.attention=mla); "
+                             "leave it out"));
+  }
   if ((m & kRecomputeMoe) != 0 && plan.moe.overlap) {
     p.Add(absl::StrCat(name,
                        " with plan.moe_overlap: Megatron-Core cannot recompute moe under "

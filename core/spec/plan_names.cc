@@ -74,7 +74,8 @@ constexpr struct {
                          {kRecomputeLayernorm, "layernorm"},
                          {kRecomputeMlp, "mlp"},
                          {kRecomputeMoe, "moe"},
-                         {kRecomputeMoeAct, "moe_act"}};
+                         {kRecomputeMoeAct, "moe_act"},
+                         {kRecomputeMlaUpProj, "mla_up_proj"}};
 }  // namespace
 
 absl::StatusOr<RecomputeModule> ParseRecomputeModule(absl::string_view name) {
@@ -83,8 +84,8 @@ absl::StatusOr<RecomputeModule> ParseRecomputeModule(absl::string_view name) {
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "plan.recompute_modules: '", name,
-      "' is unknown; use core_attn, layernorm, mlp, moe or moe_act (Megatron's shared_experts "
-      "and mla_up_proj are not modelled)"));
+      "' is unknown; use core_attn, layernorm, mlp, moe, moe_act or mla_up_proj (Megatron's "
+      "shared_experts is not modelled)"));
 }
 
 std::vector<absl::string_view> RecomputeModuleNames(uint32_t bits) {

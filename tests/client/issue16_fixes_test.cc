@@ -68,8 +68,8 @@ TEST(Issue16FixesTest, VtrainConfigWithALargerClusterAndAPriceIsCosted) {
   // The same job on exactly its 2,016 GPUs costs the same: the cluster's
   // idle GPUs are not the job's.
   const Issue16Result exact = RunCtl({"predict",    "--model",
-                                      "mtnlg-530b", "--attention-impl",
-                                      "unfused",    "--vocab",
+                                      "mtnlg-530b", "--settings",
+                                      "paper",      "--vocab",
                                       "51200",      "--tp",
                                       "8",          "--dp",
                                       "12",         "--pp",

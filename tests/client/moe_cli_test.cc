@@ -42,7 +42,15 @@ TEST(MoeCliTest, PredictPrintsTheExpertLayoutAndRouting) {
   const auto r = RunVtrainctlInProcess(Deepseek({"--routing", "lognormal:0.5"}));
   ASSERT_EQ(r.code, common::kExitOk) << r.err;
   EXPECT_THAT(r.out, HasSubstr("moe      256 experts, top-8, expert ffn 2048, 1 shared, first 3 "
-                               "layers dense, MLA, 1 MTP; ep=32 etp=1, alltoall dispatch"));
+                               "layers dense, MLA, 1 MTP; ep=32 etp=1, flex dispatch"));
+  // The preset's recipe (Megatron-Bridge): flex, selective recomputation of
+  // the MLP and MLA's up-projections; megatron-defaults: alltoall, none.
+  EXPECT_THAT(r.out, HasSubstr("recompute selective (mlp,mla_up_proj)"));
+  EXPECT_THAT(r.out, HasSubstr("settings tuned (Megatron-Bridge DeepSeek-V3"));
+  const auto plain = RunVtrainctlInProcess(Deepseek({"--settings", "megatron-defaults"}));
+  ASSERT_EQ(plain.code, common::kExitOk) << plain.err;
+  EXPECT_THAT(plain.out, HasSubstr("ep=32 etp=1, alltoall dispatch"));
+  EXPECT_THAT(plain.out, HasSubstr("recompute none"));
   EXPECT_THAT(r.out, HasSubstr("routing  log-normal sigma 0.50: busiest EP rank"));
   const auto flex =
       RunVtrainctlInProcess(Deepseek({"--moe-dispatcher", "flex", "--moe-overlap", "on",
@@ -79,7 +87,7 @@ TEST(MoeCliTest, BadMoeFlagsAreRefusedNamingTheField) {
       {{"--attention", "linear"}, "model.attention='linear' is unknown"},
       {{"--etp", "3"}, "plan.expert_tensor_parallel=3 does not divide model.moe.expert_ffn"},
       // Megatron's --recompute-modules.
-      {{"--recompute-modules", "moe_act"},
+      {{"--recompute-modules", "moe_act", "--recompute", "full"},
        "plan.recompute_modules=moe_act needs plan.recompute=selective"},
       {{"--recompute", "selective", "--recompute-modules", "layernorm,experts"},
        "plan.recompute_modules: 'experts' is unknown"},

@@ -82,8 +82,13 @@ def job(**plan):
 base = timed("predict", client.predict, job())
 assert base["iteration_time_ms"] > 0, base
 assert isinstance(base["iteration_time_ns"], int), base  # numbers, as vtrainctl prints them
-# The job as simulated, defaults filled in: t = 1, fp16.
-assert base["plan"]["tensor_parallel"] == 1 and base["plan"]["dtype"] == "DTYPE_FP16", base["plan"]
+# The job as simulated, defaults filled in: t = 1, and the tuned settings (bf16),
+# named with where they come from.
+assert base["plan"]["tensor_parallel"] == 1 and base["plan"]["dtype"] == "DTYPE_BF16", base["plan"]
+assert base["settings"]["name"] == "tuned" and base["settings"]["source"], base["settings"]
+paper = client.predict(dict(job(), plan={"global_batch": 64, "settings": "SETTINGS_PAPER"}))
+assert paper["plan"]["dtype"] == "DTYPE_FP16", paper["plan"]
+assert paper["plan"]["recompute"] == "RECOMPUTE_FULL", paper["plan"]
 t1 = client.predict(job(tensor_parallel=1))
 t2 = client.predict(job(tensor_parallel=2))
 assert t2["plan"]["tensor_parallel"] == 2, t2["plan"]

@@ -17,6 +17,7 @@
 #include "client/commands.h"
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
+#include "core/spec/settings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/json.h"
@@ -110,10 +111,24 @@ TEST(VtrainctlEndToEndTest, FlagsMapToTheSameJobAsTheLibrary) {
   // micro-batch 1, global batch 64, A100-80GB defaults.
   const ProcessResult r = RunBinary(With(kGpt13b, {"--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const Job job = vtrain::testing::Gpt13bJob();
+  // Nothing but the plan given: the tuned settings fill the rest.
+  Job job = vtrain::testing::Gpt13bJob();
+  FillSettings(GivenSettings{}, job);
+  EXPECT_EQ(job.plan.dtype, DType::kBf16);
+  EXPECT_EQ(job.plan.recompute, Recompute::kNone);
+  EXPECT_TRUE(job.plan.tp_comm_overlap);
   absl::StatusOr<Prediction> p = Predict(job, DefaultProfileSet(job.cluster.gpu));
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(JsonInt(r.out, "iteration_time_ns"), p->iteration_time_ns);
+  // The paper's settings are the library job's own (fp16, full
+  // recomputation), with the paper's unfused attention.
+  const ProcessResult paper = RunBinary(With(kGpt13b, {"--settings", "paper", "--json"}));
+  ASSERT_EQ(paper.exit_code, 0) << paper.err;
+  Job paper_job = vtrain::testing::Gpt13bJob();
+  paper_job.model.attention_impl = AttentionImpl::kUnfused;
+  p = Predict(paper_job, DefaultProfileSet(paper_job.cluster.gpu));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(JsonInt(paper.out, "iteration_time_ns"), p->iteration_time_ns);
 }
 
 TEST(VtrainctlEndToEndTest, TrainingOptionFlagsMapToTheJobAndBadValuesNameTheFlag) {
@@ -153,6 +168,9 @@ TEST(VtrainctlEndToEndTest, TrainingOptionFlagsMapToTheJobAndBadValuesNameTheFla
   job.plan.sequence_parallel = true;
   job.plan.recompute = Recompute::kSelective;
   job.plan.data_parallel_sharding = DataParallelSharding::kOptimizer;
+  GivenSettings given;
+  given.sequence_parallel = given.recompute = given.sharding = true;
+  FillSettings(given, job);
   absl::StatusOr<Prediction> p = Predict(job, DefaultProfileSet(job.cluster.gpu));
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(JsonInt(r.out, "iteration_time_ns"), p->iteration_time_ns);
@@ -313,8 +331,9 @@ TEST(VtrainctlFilesTest, JobFileAndVtrainConfigGiveTheFlagsResult) {
     "pipeline_scheduling": "1f1b", "node_size": 8, "gpu_name": "A100"})");
   const ProcessResult from_config = RunBinary({"predict", "--vtrain-config", config, "--json"});
   EXPECT_EQ(from_config.exit_code, 0) << from_config.err;
-  // vTrain profiled unfused attention, so its files mean that.
-  const ProcessResult unfused = RunBinary(With(kGpt13b, {"--attention-impl", "unfused", "--json"}));
+  // vTrain's files are the paper's runs: its settings (fp16, full
+  // recomputation, unfused attention).
+  const ProcessResult unfused = RunBinary(With(kGpt13b, {"--settings", "paper", "--json"}));
   EXPECT_EQ(JsonInt(from_config.out, "iteration_time_ns"),
             JsonInt(unfused.out, "iteration_time_ns"));
   // Flash attention, the default, is faster on this GPT shape.

@@ -169,6 +169,11 @@ TEST(ConvertTest, NewPlanFieldsRoundTripAndDeriveTheDataParallelDegree) {
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->plan.context_parallel, 1);
   EXPECT_EQ(job->plan.virtual_stages, 1);
+  // The tuned settings' distributed optimizer; Megatron-LM's defaults have none.
+  EXPECT_EQ(job->plan.data_parallel_sharding, DataParallelSharding::kOptimizer);
+  plain.mutable_plan()->set_settings(v1::SETTINGS_MEGATRON_DEFAULTS);
+  job = JobFromProto(plain);
+  ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->plan.data_parallel_sharding, DataParallelSharding::kNone);
   plain.mutable_plan()->set_context_parallel(3);
   EXPECT_THAT(JobFromProto(plain).status().message(), ::testing::HasSubstr("--cp"));

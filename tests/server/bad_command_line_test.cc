@@ -80,7 +80,7 @@ TEST(BadCommandLineTest, EveryBadCommandLineExitsTwoNamingTheFlag) {
        "cluster.nvlink_domain=0 (--nvlink-domain)"},
       {Concat({"predict", "--gpus-per-node", "4", "--nvlink-domain", "6"}, job),
        "cluster.nvlink_domain=6 is not a multiple"},
-      {Concat({"predict", "--overlap-param-gather", "on"}, job),
+      {Concat({"predict", "--overlap-param-gather", "on", "--data-parallel-sharding", "none"}, job),
        "plan.param_gather_overlap=on needs plan.data_parallel_sharding=optimizer"},
       {Concat({"predict", "--bucket-size", "lots"}, job), "plan.bucket_size_bytes"},
       {Concat({"predict", "--tokens", "-5"}, job), "--tokens"},
@@ -164,6 +164,8 @@ TEST(BadCommandLineTest, EveryBadCommandLineExitsTwoNamingTheFlag) {
         "0"},
        "--threads=0"},
       {{"cluster-sim", "--trace", trace, "--gpus", "4"}, "at least one node"},
+      {Concat({"predict", "--settings", "nemo"}, job),
+       "plan.settings='nemo' is unknown; use tuned, megatron-defaults or paper"},
   };
   for (const CliCase& c : cases) {
     const testing::ProcessResult r = Vtrainctl(c.args);

@@ -184,6 +184,10 @@ TEST(ServerTest, SearchStreamsProgressThenTheResultTheLocalSearchGives) {
   req.set_train_tokens(10e9);
   req.set_objective(v1::OBJECTIVE_COST);
   req.set_top(5);
+  // The core SearchSpace's own values: fp16, full recomputation, no overlaps.
+  req.set_dtype(v1::DTYPE_FP16);
+  req.mutable_space()->set_settings(v1::SETTINGS_MEGATRON_DEFAULTS);
+  req.mutable_space()->add_recomputes(v1::RECOMPUTE_FULL);
   auto stub = v1::Simulator::NewStub(ChannelTo(*server));
   auto ctx = Ctx();
   auto reader = stub->Search(ctx.get(), req);

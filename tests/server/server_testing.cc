@@ -57,6 +57,10 @@ v1::PredictRequest Gpt13bRequest() {
   r.mutable_cluster()->set_num_gpus(8);
   r.mutable_plan()->set_tensor_parallel(2);
   r.mutable_plan()->set_global_batch(64);
+  // testing::Gpt13bJob(): Megatron-LM's defaults, fp16, full recomputation.
+  r.mutable_plan()->set_settings(v1::SETTINGS_MEGATRON_DEFAULTS);
+  r.mutable_plan()->set_dtype(v1::DTYPE_FP16);
+  r.mutable_plan()->set_recompute(v1::RECOMPUTE_FULL);
   return r;
 }
 

@@ -1,0 +1,192 @@
+// Training settings (core/spec/settings.h): what each base fills, that
+// given values always win, that a base never makes a valid plan invalid, and
+// that the report names exactly what a job changed.
+#include "core/spec/settings.h"
+
+#include <string>
+#include <vector>
+
+#include "core/predict/memory.h"
+#include "core/spec/job.h"
+#include "core/spec/model.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace vtrain {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+GpuSpec Gpu(const char* name) { return *GpuByName(name); }
+
+Job PresetJob(const char* preset, int64_t t, int64_t p, int64_t d, int64_t ep = 1) {
+  Job job;
+  job.model = *ModelPreset(preset);
+  job.cluster = DefaultCluster(Gpu("h100-sxm5-80gb"), t * p * d);
+  job.plan.tensor_parallel = t;
+  job.plan.pipeline_parallel = p;
+  job.plan.data_parallel = d;
+  job.plan.expert_parallel = ep;
+  job.plan.global_batch = 8 * p * d;
+  return job;
+}
+
+TEST(SettingsTest, TunedIsTheRecipesMegatronCoreRun) {
+  const TrainingSettings s =
+      SettingsFor(SettingsBase::kTuned, *ModelPreset("llama3-70b"), Gpu("h100-sxm5-80gb"));
+  EXPECT_EQ(s.dtype, DType::kBf16);
+  EXPECT_EQ(s.recompute, Recompute::kNone);
+  EXPECT_TRUE(s.sequence_parallel);
+  EXPECT_EQ(s.sharding, DataParallelSharding::kOptimizer);
+  EXPECT_TRUE(s.gradient_bucketing && s.param_gather_overlap && s.tp_comm_overlap);
+  EXPECT_EQ(s.attention_impl, AttentionImpl::kFlash);
+  // A GPU without bf16 tensor cores trains in fp16.
+  EXPECT_EQ(SettingsFor(SettingsBase::kTuned, *ModelPreset("gpt3-1.3b"), Gpu("v100-sxm2-32gb"))
+                .dtype,
+            DType::kFp16);
+}
+
+TEST(SettingsTest, MegatronDefaultsTurnEverythingOffAndThePaperIsItsA100Run) {
+  const ModelSpec m = *ModelPreset("gpt3-175b");
+  const TrainingSettings mlm = SettingsFor(SettingsBase::kMegatronDefaults, m, Gpu("a100-sxm4-80gb"));
+  EXPECT_EQ(mlm.recompute, Recompute::kNone);
+  EXPECT_FALSE(mlm.sequence_parallel || mlm.gradient_bucketing || mlm.param_gather_overlap ||
+               mlm.tp_comm_overlap);
+  EXPECT_EQ(mlm.sharding, DataParallelSharding::kNone);
+  const TrainingSettings paper = SettingsFor(SettingsBase::kPaper, m, Gpu("a100-sxm4-80gb"));
+  EXPECT_EQ(paper.dtype, DType::kFp16);
+  EXPECT_EQ(paper.recompute, Recompute::kFull);
+  EXPECT_EQ(paper.attention_impl, AttentionImpl::kUnfused);
+  EXPECT_FALSE(paper.sequence_parallel || paper.gradient_bucketing);
+}
+
+TEST(SettingsTest, MoePresetsCarryTheirRecipes) {
+  const GpuSpec h100 = Gpu("h100-sxm5-80gb");
+  const TrainingSettings ds = SettingsFor(SettingsBase::kTuned, *ModelPreset("deepseek-v3"), h100);
+  EXPECT_EQ(ds.dispatcher, MoeDispatcher::kFlex);
+  EXPECT_EQ(ds.recompute, Recompute::kSelective);
+  EXPECT_EQ(ds.recompute_modules, kRecomputeMlp | kRecomputeMlaUpProj);
+  EXPECT_FALSE(ds.gradient_bucketing);  // the recipe's overlap_grad_reduce=False
+  const TrainingSettings qwen =
+      SettingsFor(SettingsBase::kTuned, *ModelPreset("qwen3-235b-a22b"), h100);
+  EXPECT_EQ(qwen.dispatcher, MoeDispatcher::kAllToAll);
+  EXPECT_TRUE(qwen.moe_overlap);
+  const TrainingSettings oss = SettingsFor(SettingsBase::kTuned, *ModelPreset("gpt-oss-120b"), h100);
+  EXPECT_FALSE(oss.moe_overlap);
+  EXPECT_EQ(oss.recompute_modules, kRecomputeLayernorm | kRecomputeMoeAct);
+  EXPECT_THAT(ds.source, HasSubstr("DeepSeek-V3"));
+}
+
+TEST(SettingsTest, GivenValuesWinAndDependentSwitchesFollowThem) {
+  Job job = PresetJob("llama3-8b", 2, 1, 4);
+  job.plan.sequence_parallel = false;
+  job.plan.data_parallel_sharding = DataParallelSharding::kNone;
+  job.plan.recompute = Recompute::kFull;
+  GivenSettings given;
+  given.sequence_parallel = given.sharding = given.recompute = true;
+  FillSettings(given, job);
+  EXPECT_FALSE(job.plan.sequence_parallel);
+  EXPECT_EQ(job.plan.recompute, Recompute::kFull);
+  // The TP overlap needs sequence parallelism; the parameter gather the
+  // distributed optimizer: neither is turned on under the given values.
+  EXPECT_FALSE(job.plan.tp_comm_overlap);
+  EXPECT_FALSE(job.plan.param_gather_overlap);
+  EXPECT_TRUE(job.plan.gradient_bucketing);
+  EXPECT_EQ(job.plan.dtype, DType::kBf16);
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+}
+
+TEST(SettingsTest, TheMoeOverlapIsTurnedOnOnlyWhereMegatronCoreAllowsIt) {
+  // Qwen3-235B's recipe overlaps the all-to-all; with p > 1 it needs
+  // interleaving, with EP 1 there is nothing to hide.
+  Job flat = PresetJob("qwen3-235b-a22b", 2, 8, 4, 4);
+  FillSettings(GivenSettings{}, flat);
+  EXPECT_FALSE(flat.plan.moe.overlap);
+  EXPECT_TRUE(ValidateJob(flat).ok()) << ValidateJob(flat);
+  Job interleaved = PresetJob("qwen3-235b-a22b", 2, 8, 4, 4);
+  interleaved.plan.virtual_stages = 2;
+  interleaved.plan.layout.first_stage_layers = 0;
+  FillSettings(GivenSettings{}, interleaved);
+  EXPECT_TRUE(interleaved.plan.moe.overlap);
+  Job no_ep = PresetJob("qwen3-235b-a22b", 2, 1, 4, 1);
+  FillSettings(GivenSettings{}, no_ep);
+  EXPECT_FALSE(no_ep.plan.moe.overlap);
+}
+
+// A plan valid under Megatron-LM's defaults stays valid under every base,
+// for every preset: a base only turns a switch on where the plan allows it.
+TEST(SettingsTest, NoBaseMakesAValidPlanInvalid) {
+  for (const std::string& name : ModelPresetNames()) {
+    SCOPED_TRACE(name);
+    const ModelSpec model = *ModelPreset(name);
+    const int64_t ep = model.is_moe() ? 8 : 1;
+    for (int64_t t : {1, 2}) {
+      Job job = PresetJob(name.c_str(), t, 1, 8, ep);
+      // Expert and tensor parallelism together need sequence parallelism
+      // under any base (Megatron-Core): given here.
+      GivenSettings given;
+      given.sequence_parallel = true;
+      job.plan.sequence_parallel = t > 1 && ep > 1;
+      job.plan.settings = SettingsBase::kMegatronDefaults;
+      FillSettings(given, job);
+      ASSERT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+      for (SettingsBase base : {SettingsBase::kTuned, SettingsBase::kPaper}) {
+        Job other = job;
+        other.plan.settings = base;
+        FillSettings(given, other);
+        EXPECT_TRUE(ValidateJob(other).ok()) << SettingsName(base) << ": " << ValidateJob(other);
+      }
+    }
+  }
+}
+
+TEST(SettingsTest, TheReportNamesTheBaseAndExactlyWhatChanged) {
+  Job job = PresetJob("llama3-70b", 4, 1, 2);
+  FillSettings(GivenSettings{}, job);
+  SettingsReport report = DescribeSettings(job);
+  EXPECT_EQ(report.name, "tuned");
+  EXPECT_THAT(report.changed, IsEmpty());
+  EXPECT_THAT(report.assumed, ::testing::Contains("sequence parallel"));
+  job.plan.recompute = Recompute::kFull;
+  job.plan.dtype = DType::kFp8;
+  report = DescribeSettings(job);
+  EXPECT_THAT(report.changed, ElementsAre("fp8", "recompute full"));
+  EXPECT_THAT(SettingsLine(report), HasSubstr("; changed: fp8, recompute full"));
+  // A switch the plan cannot use is not a change: the TP overlap at t = 1.
+  Job t1 = PresetJob("llama3-8b", 1, 1, 8);
+  FillSettings(GivenSettings{}, t1);
+  EXPECT_FALSE(t1.plan.tp_comm_overlap);
+  EXPECT_THAT(DescribeSettings(t1).changed, IsEmpty());
+}
+
+TEST(SettingsTest, NamesRoundTripAndAnUnknownNameIsRefusedByField) {
+  for (SettingsBase b :
+       {SettingsBase::kTuned, SettingsBase::kMegatronDefaults, SettingsBase::kPaper}) {
+    EXPECT_EQ(*ParseSettings(SettingsName(b)), b);
+  }
+  EXPECT_THAT(ParseSettings("nemo").status().message(),
+              HasSubstr("plan.settings='nemo' is unknown; use tuned, megatron-defaults or paper"));
+}
+
+// Recomputing MLA's up-projections keeps less: Q, K and V are re-made from
+// the latents in the backward.
+TEST(SettingsTest, MlaUpProjRecomputationDropsQkvFromTheActivations) {
+  Job job = PresetJob("deepseek-v3", 2, 8, 4, 8);
+  job.plan.sequence_parallel = true;
+  job.plan.recompute = Recompute::kSelective;
+  job.plan.recompute_modules = kRecomputeMlp;
+  const double mlp_only = LayerActivationBytes(job.model, job.plan, /*moe_layer=*/true);
+  job.plan.recompute_modules = kRecomputeMlp | kRecomputeMlaUpProj;
+  const double with_up = LayerActivationBytes(job.model, job.plan, /*moe_layer=*/true);
+  EXPECT_LT(with_up, mlp_only);
+  // mla_up_proj needs MLA.
+  Job dense = PresetJob("llama3-8b", 1, 1, 8);
+  dense.plan.recompute = Recompute::kSelective;
+  dense.plan.recompute_modules = kRecomputeMlaUpProj;
+  EXPECT_THAT(ValidateJob(dense).message(), HasSubstr("mla_up_proj needs multi-latent attention"));
+}
+
+}  // namespace
+}  // namespace vtrain
