@@ -15,7 +15,12 @@
    repository root does, and nothing beside it (no sibling folder): a clone must
    work on its own. `vtrainctl` is build/client/vtrainctl.
 
-Usage: check_docs.py REPO_ROOT [--links-only]"""
+With --update, a shown line the build no longer prints is replaced, in the
+page, by the printed line that starts like it (the same label, or the same
+first field of a table row); lines it cannot place are reported as before.
+Read the diff: an update is a change of documented behaviour.
+
+Usage: check_docs.py REPO_ROOT [--links-only | --update]"""
 
 import os
 import re
@@ -86,10 +91,11 @@ def page_commands(page):
                 command = command.rstrip()[:-1] + " " + lines[i].strip()
                 i += 1
             shown = []
+            shown_at = first_line + i  # the page's line number of shown[0]
             while i < len(lines) and not lines[i].startswith("$ "):
                 shown.append(lines[i])
                 i += 1
-            commands.append((number, command.strip(), shown))
+            commands.append((number, command.strip(), shown, shown_at))
     return commands
 
 
@@ -126,9 +132,67 @@ def compare_output(shown, out, err):
     return None
 
 
-def run_commands(root, pages):
+def label(line):
+    """What a shown line is recognised by: its text before the first digit
+    (at least a word), or a table row's first field."""
+    text = line.strip()
+    m = re.match(r"^[^0-9]*", text)
+    if m and len(m.group(0).strip()) >= 3:
+        return m.group(0)
+    return text.split()[0] + " " if text.split() else text
+
+
+def updated_lines(shown, shown_at, out):
+    """(page line number, new text) for each shown line the output no longer
+    has, where a printed line with its label follows the previous match."""
+    actual = out.split("\n")
+    masked = [WALL.sub(r"\1 <T>", l.rstrip()) for l in actual]
+    at, changes = 0, []
+    for k, line in enumerate(shown):
+        if not line.strip() or ELIDED.match(line):
+            continue
+        pattern = line_pattern(line)
+        found = next((j for j in range(at, len(masked)) if pattern.match(masked[j])), None)
+        if found is None:
+            head = label(line)
+            found = next((j for j in range(at, len(actual))
+                          if actual[j].strip().startswith(head.strip())), None)
+            if found is None:
+                continue
+            indent = line[:len(line) - len(line.lstrip())]
+            new = actual[found].rstrip()
+            if not new.startswith(indent):
+                new = indent + new.lstrip()
+            changes.append((shown_at + k, new))
+        at = found + 1
+    return changes
+
+
+def apply_to(shown, shown_at, changes):
+    """`shown` with the changes that fall on its lines."""
+    out = list(shown)
+    for number, text in changes:
+        if shown_at <= number < shown_at + len(shown):
+            out[number - shown_at] = text
+    return out
+
+
+def write_updates(updates):
+    for page, changes in updates.items():
+        with open(page, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        for number, text in changes:
+            lines[number - 1] = text
+        with open(page, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines))
+        print(f"check_docs: updated {len(changes)} shown lines of {page}")
+
+
+def run_commands(root, pages, updates=None):
     """Runs every page's commands in a scratch directory and compares what
-    they print with what the page shows."""
+    they print with what the page shows; with `updates` (a dict), collects
+    the replacements of stale shown lines per page instead of failing on
+    those it can place."""
     problems, skipped, ran = [], [], 0
     with tempfile.TemporaryDirectory() as scratch:
         # scratch/repo sees build/ and data/ and nothing else of the machine.
@@ -141,7 +205,7 @@ def run_commands(root, pages):
             where_page = os.path.relpath(page, root)
             variables = ""
             servers = []
-            for number, command, shown in page_commands(page):
+            for number, command, shown, shown_at in page_commands(page):
                 where = f"{where_page}:{number}"
                 if SERVER.match(command):
                     servers.append(start_server(root, work, command))
@@ -166,6 +230,11 @@ def run_commands(root, pages):
                                     f"    {result.stderr.strip()[-500:]}")
                     continue
                 differs = compare_output(shown, result.stdout, result.stderr)
+                if differs is not None and updates is not None:
+                    updates.setdefault(page, []).extend(
+                        updated_lines(shown, shown_at, result.stdout))
+                    differs = compare_output(
+                        apply_to(shown, shown_at, updates[page]), result.stdout, result.stderr)
                 if differs is not None:
                     head = differs.strip()[:12]
                     printed = next((l for l in (result.stdout + result.stderr).split("\n")
@@ -225,8 +294,11 @@ def main(argv):
         if f.endswith(".md"))
     problems = check_links(root, docs)
     if "--links-only" not in argv:
-        more, skipped, ran = run_commands(root, docs)
+        updates = {} if "--update" in argv else None
+        more, skipped, ran = run_commands(root, docs, updates)
         problems += more
+        if updates:
+            write_updates(updates)
         print(f"check_docs: ran {ran} commands of README.md and docs/, their shown output "
               f"compared; not run here:")
         print("\n".join(skipped))

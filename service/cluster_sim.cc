@@ -221,6 +221,12 @@ absl::StatusOr<PreparedClusterSim> PrepareClusterSim(const v1::ClusterSimRequest
     // A spread plan spreads over the whole cluster's leaves.
     if (leaves) job->mutable_cluster()->mutable_fabric()->set_cluster_nodes(r.gpus() / per_node);
     job->set_global_batch(shape.second);
+    // The study replays the paper's (§VI): its jobs train as vtrain's
+    // earlier releases assumed (fp16, full recomputation, no overlaps, flash
+    // attention), so that its figures stay comparable.
+    curve.mutable_space()->set_settings(v1::SETTINGS_MEGATRON_DEFAULTS);
+    curve.mutable_space()->add_recomputes(v1::RECOMPUTE_FULL);
+    job->set_dtype(v1::DTYPE_FP16);
     for (int64_t g : TableCounts(per_node, r.gpus())) curve.add_gpu_counts(g);
     for (v1::CurvePolicy policy : {v1::CURVE_POLICY_DATA_PARALLEL, v1::CURVE_POLICY_BEST}) {
       curve.set_policy(policy);
