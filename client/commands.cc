@@ -109,13 +109,20 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
   flags.AddValue("max-tasks", "N", "refuse graphs with more tasks (default 100000000)");
   flags.AddSwitch("json", "print the prediction as JSON");
   flags.AddSwitch("show-lookups", "list every profile lookup with its fidelity");
+  flags.AddSwitch("print-flags", "print the job as vtrainctl flags (e.g. of --megatron-args) and stop");
   flags.AddSwitch("help", "show this help");
   if (std::optional<int> done = ParseCommandLine(flags, args, "predict", kPredictHelp, out, err)) {
     return *done;
   }
   if (absl::Status s = common::CheckLocalOrServer(flags); !s.ok()) return Fail(err, "predict", s);
-  absl::StatusOr<v1::PredictRequest> request = RequestFromFlags(flags);
+  std::vector<std::string> notes;
+  absl::StatusOr<v1::PredictRequest> request = RequestFromFlags(flags, &notes);
   if (!request.ok()) return Fail(err, "predict", request.status());
+  for (const std::string& note : notes) err << "megatron-args: " << note << "\n";
+  if (flags.Switch("print-flags")) {
+    out << FlagsOf(*request) << "\n";
+    return common::kExitOk;
+  }
   if (auto g = flags.Get("granularity")) {
     absl::StatusOr<Granularity> granularity = ParseGranularity(*g);
     if (!granularity.ok()) return Fail(err, "predict", granularity.status());

@@ -6,6 +6,7 @@
 #define VTRAIN_CLIENT_JOB_FLAGS_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -47,7 +48,14 @@ absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const common::FlagParser& f
 // JSON), from --vtrain-config FILE, or built from the flags. INVALID_ARGUMENT
 // for a flag that does not parse, a file that does not read, or a file mixed
 // with job flags.
-absl::StatusOr<v1::PredictRequest> RequestFromFlags(const common::FlagParser& flags);
+// With --megatron-args, the launch's request with the other job flags laid
+// over it; `notes` (when given) receives what the launch read ignored or
+// assumed, for the command to print.
+absl::StatusOr<v1::PredictRequest> RequestFromFlags(const common::FlagParser& flags,
+                                                    std::vector<std::string>* notes = nullptr);
+
+// A request as the vtrainctl flags that give it (--print-flags).
+std::string FlagsOf(const v1::PredictRequest& request);
 
 // RequestFromFlags, then proto::JobFromProto (errors from a file name it).
 absl::StatusOr<Job> JobFromFlags(const common::FlagParser& flags);

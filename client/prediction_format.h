@@ -14,6 +14,7 @@
 #include "core/profile/profile.h"
 #include "core/spec/job.h"
 #include "core/spec/model.h"
+#include "core/spec/settings.h"
 #include "proto/enum_convert.h"
 #include "vtrain/v1/vtrain.pb.h"
 
@@ -44,6 +45,9 @@ std::string EnumName(E value) {
   if constexpr (std::is_same_v<E, v1::Placement>) return std::string(PlacementName(*core));
   if constexpr (std::is_same_v<E, v1::ContextParallelComm>) return std::string(CpCommName(*core));
   if constexpr (std::is_same_v<E, v1::Fp8Recipe>) return std::string(Fp8RecipeName(*core));
+  if constexpr (std::is_same_v<E, v1::AttentionImpl>) return std::string(AttentionImplName(*core));
+  if constexpr (std::is_same_v<E, v1::RouterScore>) return std::string(RouterScoreName(*core));
+  if constexpr (std::is_same_v<E, v1::Settings>) return std::string(SettingsName(*core));
 }
 
 // What an answer cost, as one line: "simulated 201,600 actions (200,242 by

@@ -39,6 +39,23 @@ struct Fd {
 
 }  // namespace
 
+absl::StatusOr<std::string> ReadStdin(int64_t max_bytes) {
+  std::string contents;
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = read(0, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return OpenError("stdin", errno, "read");
+    if (n == 0) break;
+    contents.append(buffer, static_cast<size_t>(n));
+    if (static_cast<int64_t>(contents.size()) > max_bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("stdin holds more than the limit of ", max_bytes, " bytes"));
+    }
+  }
+  return contents;
+}
+
 absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes) {
   // O_NONBLOCK: opening a FIFO with no writer must not hang; a regular file
   // ignores the flag.

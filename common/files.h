@@ -20,6 +20,9 @@ inline constexpr int64_t kMaxFileBytes = int64_t{256} << 20;
 // directory, a device or pipe (e.g. /dev/zero) or a file over the limit; each
 // message names the path and the OS error.
 absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes = kMaxFileBytes);
+// Reads standard input to its end, refusing more than `max_bytes`
+// (INVALID_ARGUMENT naming the limit).
+absl::StatusOr<std::string> ReadStdin(int64_t max_bytes);
 // Writes one file, replacing it (errors name the path and the OS error).
 absl::Status WriteFile(const std::string& path, const std::string& contents);
 

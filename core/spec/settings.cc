@@ -102,6 +102,7 @@ TrainingSettings SettingsFor(SettingsBase base, const ModelSpec& model, const Gp
       // default; no --recompute-granularity; Transformer Engine's fused
       // attention.
       s.source = "Megatron-LM's argument defaults";
+      s.dispatcher = MoeDispatcher::kAllGather;  // --moe-token-dispatcher-type
       return s;
     case SettingsBase::kTuned:
       break;
@@ -205,11 +206,11 @@ SettingsReport DescribeSettings(const Job& job) {
   FillSettings(GivenSettings{}, filled);
   const ParallelPlan& f = filled.plan;
   const std::vector<std::string> base =
-      Words(f.dtype, f.recompute, f.recompute_modules, f.sequence_parallel,
+      Words(f.dtype, f.recompute, f.recompute_modules, f.sequence_parallel_active(),
             f.data_parallel_sharding, f.gradient_bucketing, f.param_gather_overlap,
             f.tp_comm_overlap, moe, f.moe.dispatcher, f.moe.overlap, filled.model.attention_impl);
   const std::vector<std::string> ran =
-      Words(p.dtype, p.recompute, p.recompute_modules, p.sequence_parallel,
+      Words(p.dtype, p.recompute, p.recompute_modules, p.sequence_parallel_active(),
             p.data_parallel_sharding, p.gradient_bucketing, p.param_gather_overlap,
             p.tp_comm_overlap, moe, p.moe.dispatcher, p.moe.overlap, job.model.attention_impl);
   for (const std::string& word : ran) {

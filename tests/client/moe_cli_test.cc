@@ -44,12 +44,12 @@ TEST(MoeCliTest, PredictPrintsTheExpertLayoutAndRouting) {
   EXPECT_THAT(r.out, HasSubstr("moe      256 experts, top-8, expert ffn 2048, 1 shared, first 3 "
                                "layers dense, MLA, 1 MTP; ep=32 etp=1, flex dispatch"));
   // The preset's recipe (Megatron-Bridge): flex, selective recomputation of
-  // the MLP and MLA's up-projections; megatron-defaults: alltoall, none.
+  // the MLP and MLA's up-projections; megatron-defaults: allgather, none.
   EXPECT_THAT(r.out, HasSubstr("recompute selective (mlp,mla_up_proj)"));
   EXPECT_THAT(r.out, HasSubstr("settings tuned (Megatron-Bridge DeepSeek-V3"));
   const auto plain = RunVtrainctlInProcess(Deepseek({"--settings", "megatron-defaults"}));
   ASSERT_EQ(plain.code, common::kExitOk) << plain.err;
-  EXPECT_THAT(plain.out, HasSubstr("ep=32 etp=1, alltoall dispatch"));
+  EXPECT_THAT(plain.out, HasSubstr("ep=32 etp=1, allgather dispatch"));
   EXPECT_THAT(plain.out, HasSubstr("recompute none"));
   EXPECT_THAT(r.out, HasSubstr("routing  log-normal sigma 0.50: busiest EP rank"));
   const auto flex =
