@@ -74,7 +74,13 @@ class Lexer {
       }
       Token t;
       t.line = line_;
+      const size_t before = i_;
       if (absl::Status s = ReadWord(t.word); !s.ok()) return s;
+      if (i_ == before) {
+        ++i_;  // a lone ')' (the end of a subshell or function): no word
+        continue;
+      }
+      if (t.word.empty()) continue;  // a redirection, or a continuation alone
       // NAME=( ... ) or NAME+=( ... ): an array.
       if (t.word.size() == 1 && t.word[0].kind == Part::kUnquoted && i_ < s_.size() &&
           s_[i_] == '(') {

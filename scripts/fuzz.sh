@@ -16,7 +16,7 @@ scripts/install-deps.sh clang libclang-rt-14-dev
 runs=${FUZZ_RUNS:-20000}
 time_s=${FUZZ_TIME:-10}
 all_targets=(profile_set_json job_json vtrain_config nccl_tests vtrain_trace measurement_csv
-  operator_key bandwidth cluster_trace)
+  operator_key bandwidth cluster_trace megatron_args)
 read -r -a targets <<<"${FUZZ_TARGETS:-${all_targets[*]}}"
 
 launcher=()
