@@ -69,6 +69,15 @@ absl::StatusOr<v1::ThroughputCurveRequest> CurveRequestFromFlags(const common::F
   }
   r.set_monotone(f.Switch("monotone"));
   VTRAIN_ASSIGN_OR_RETURN(*r.mutable_space(), PlanSpaceFromFlags(f));
+  if (f.Has("megatron-args")) {
+    // The launch's model, batch and precision (the flags win).
+    VTRAIN_ASSIGN_OR_RETURN(v1::PredictRequest launch, RequestFromFlags(f));
+    *job->mutable_model() = launch.model();
+    *job->mutable_cluster() = launch.cluster();
+    job->mutable_cluster()->clear_num_gpus();
+    if (!gb) job->set_global_batch(launch.plan().global_batch());
+    if (!f.Has("dtype")) job->set_dtype(launch.plan().dtype());
+  }
   if (auto s = f.Get("schedule")) {
     VTRAIN_ASSIGN_OR_RETURN(PipelineSchedule schedule, ParseSchedule(*s));
     r.mutable_space()->add_schedules(proto::ToProto(schedule));
@@ -169,6 +178,9 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
   AddModelFlags(flags);
   AddClusterFlags(flags);
   flags.AddValue("global-batch", "N", "global batch in sequences");
+  flags.AddValue("megatron-args", "FILE|-",
+                 "the model, GPU count, batch and precision of a Megatron-LM launch (the other "
+                 "flags win; docs/megatron.md)");
   flags.AddValue("dtype", "T", "fp16, bf16 or fp8 (default fp16)");
   flags.AddValue("gpu-counts", "A,B,..", "the GPU counts of the curve");
   flags.AddValue("max-gpus", "N", "every multiple of --step up to N GPUs");

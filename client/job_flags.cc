@@ -226,9 +226,6 @@ absl::StatusOr<v1::PredictRequest> RequestFromMegatron(const common::FlagParser&
     }
     for (const std::string& n : job.notes) notes->push_back(n);
   }
-  for (const proto::MegatronJob::Missing& m : job.missing) {
-    if (!flags.Has(m.flag)) return absl::InvalidArgumentError(m.message);
-  }
   v1::PredictRequest over;
   VTRAIN_ASSIGN_OR_RETURN(*over.mutable_model(), ModelSpecFromFlags(flags));
   VTRAIN_ASSIGN_OR_RETURN(*over.mutable_cluster(), ClusterSpecFromFlags(flags));
@@ -237,13 +234,7 @@ absl::StatusOr<v1::PredictRequest> RequestFromMegatron(const common::FlagParser&
   VTRAIN_RETURN_IF_ERROR(PlanFromFlags(flags, *over.mutable_plan()));
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> headroom, flags.GetDouble("memory-headroom"));
   if (headroom) over.set_memory_headroom(*headroom);
-  v1::PredictRequest r = std::move(job.request);
-  // Repeated fields would append: the flags' list replaces the launch's.
-  if (over.plan().recompute_modules_size() > 0) r.mutable_plan()->clear_recompute_modules();
-  // A --gpus that changes the world size leaves d to follow it.
-  if (over.cluster().has_num_gpus()) r.mutable_plan()->clear_data_parallel();
-  r.MergeFrom(over);
-  return r;
+  return proto::LayOver(std::move(job), over);
 }
 
 }  // namespace

@@ -78,6 +78,17 @@ absl::StatusOr<v1::SearchRequest> SearchRequestFromFlags(const common::FlagParse
   r.set_include_all_plans(f.Switch("csv") || f.Has("plot"));
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> headroom, f.GetDouble("memory-headroom"));
   if (headroom) r.set_memory_headroom(*headroom);
+  if (f.Has("megatron-args")) {
+    // The launch's model, GPU count, batch and precision (the flags win);
+    // its plan is what the search replaces.
+    VTRAIN_ASSIGN_OR_RETURN(v1::PredictRequest launch, RequestFromFlags(f));
+    *r.mutable_model() = launch.model();
+    *r.mutable_cluster() = launch.cluster();
+    r.mutable_cluster()->clear_num_gpus();
+    if (!gpus && !max_gpus && launch.cluster().has_num_gpus()) r.set_gpus(launch.cluster().num_gpus());
+    if (!gb) r.set_global_batch(launch.plan().global_batch());
+    if (!f.Has("dtype")) r.set_dtype(launch.plan().dtype());
+  }
   return r;
 }
 
@@ -211,6 +222,9 @@ void AddSearchFlags(common::FlagParser& flags) {
   flags.AddValue("max-gpus", "N", "at most N GPUs");
   flags.AddValue("dtype", "T", "fp16, bf16 or fp8 (default fp16)");
   flags.AddValue("global-batch", "N", "global batch in sequences");
+  flags.AddValue("megatron-args", "FILE|-",
+                 "the model, GPU count, batch and precision of a Megatron-LM launch (the other "
+                 "flags win; docs/megatron.md)");
   flags.AddValue("tokens", "N", "tokens to train on (training days and cost)");
   flags.AddValue("tp-values", "A,B,..", "tensor-parallel degrees (default 1,2,4,...,2x node)");
   flags.AddValue("max-dp", "N", "largest data-parallel degree");

@@ -12,6 +12,7 @@
 #include "core/spec/settings.h"
 #include "core/util/status_macros.h"
 #include "proto/enum_convert.h"
+#include "proto/megatron_args.h"
 #include "proto/moe_convert.h"
 #include "proto/reliability_convert.h"
 
@@ -251,7 +252,18 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job, GivenSettings& g
 
 }  // namespace
 
-absl::StatusOr<Job> JobFromProto(const v1::PredictRequest& r, GpuLookup gpus) {
+absl::StatusOr<Job> JobFromProto(const v1::PredictRequest& request, GpuLookup gpus) {
+  // A Megatron-LM launch carried as text: its job, the fields laid over it.
+  v1::PredictRequest expanded;
+  if (!request.megatron_args().empty()) {
+    absl::StatusOr<MegatronJob> launch =
+        RequestFromMegatronArgs(request.megatron_args(), "megatron_args");
+    if (!launch.ok()) return launch.status();
+    absl::StatusOr<v1::PredictRequest> laid = LayOver(*std::move(launch), request);
+    if (!laid.ok()) return laid.status();
+    expanded = *std::move(laid);
+  }
+  const v1::PredictRequest& r = request.megatron_args().empty() ? request : expanded;
   Job job;
   VTRAIN_ASSIGN_OR_RETURN(job.model, ModelFromProto(r.model()));
   VTRAIN_ASSIGN_OR_RETURN(job.cluster, ClusterFromProto(r.cluster(), gpus));

@@ -885,6 +885,21 @@ void WorldSize(const std::vector<std::string>& before, const ShellScript& script
 
 }  // namespace
 
+absl::StatusOr<v1::PredictRequest> LayOver(MegatronJob job, const v1::PredictRequest& over) {
+  for (const MegatronJob::Missing& m : job.missing) {
+    const bool given = (m.flag == "vocab" && over.model().has_vocab_size()) ||
+                       (m.flag == "seq-len" && over.model().has_seq_len()) ||
+                       (m.flag == "global-batch" && over.plan().has_global_batch());
+    if (!given) return absl::InvalidArgumentError(m.message);
+  }
+  v1::PredictRequest r = std::move(job.request);
+  if (over.plan().recompute_modules_size() > 0) r.mutable_plan()->clear_recompute_modules();
+  if (over.cluster().has_num_gpus()) r.mutable_plan()->clear_data_parallel();
+  r.MergeFrom(over);
+  r.clear_megatron_args();
+  return r;
+}
+
 absl::StatusOr<MegatronJob> RequestFromMegatronArgs(absl::string_view text,
                                                     absl::string_view name) {
   absl::StatusOr<ShellScript> script = ReadShell(text, name);

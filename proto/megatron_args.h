@@ -31,6 +31,12 @@ struct MegatronJob {
   std::vector<Missing> missing;
 };
 
+// The launch's request with `over`'s fields laid over it (they win; a
+// list `over` gives replaces the launch's; a GPU count `over` gives leaves d
+// to follow it). INVALID_ARGUMENT for what the launch does not say and
+// `over` does not give either (job.missing).
+absl::StatusOr<v1::PredictRequest> LayOver(MegatronJob job, const v1::PredictRequest& over);
+
 // Reads `text` (a launch script or an argument list; `name` prefixes
 // errors). INVALID_ARGUMENT names the argument (and the script's line) for
 // an unknown or unmodelled argument, a value that does not parse, shell it

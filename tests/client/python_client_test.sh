@@ -50,8 +50,9 @@ PY
 # The dict API: each call on small inputs, timed.
 vtrainctl="$(dirname "$server_bin")/../client/vtrainctl"
 [ -x "$vtrainctl" ] || vtrainctl=""
-PYTHONPATH="$stubs:$src/client/python" /usr/bin/python3 - "$port" "$vtrainctl" "$work" <<'PY'
+PYTHONPATH="$stubs:$src/client/python" /usr/bin/python3 - "$port" "$vtrainctl" "$work" "$src" <<'PY'
 import json
+import os
 import subprocess
 import sys
 import time
@@ -59,7 +60,7 @@ import time
 import grpc
 from vtrain_client import VtrainClient, VtrainError
 
-port, vtrainctl, work = sys.argv[1], sys.argv[2], sys.argv[3]
+port, vtrainctl, work, src = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 client = VtrainClient(f"127.0.0.1:{port}", timeout_s=30)
 
 
@@ -100,6 +101,30 @@ assert camel["iteration_time_ms"] == t2["iteration_time_ms"], (camel, t2)
 fp8 = client.predict(job(dtype="DTYPE_FP8"))
 assert fp8["plan"]["dtype"] == "DTYPE_FP8", fp8["plan"]
 assert fp8["iteration_time_ms"] != base["iteration_time_ms"], (fp8, base)
+# A Megatron-LM launch script carried as text: the job it describes, with
+# the request's own fields (the GPU, the vocabulary) laid over it; the
+# same prediction as the job written out.
+with open(os.path.join(src, "data/megatron-launches/llama3_70b.sh")) as f:
+    launch = client.predict({"megatron_args": f.read(),
+                             "cluster": {"gpu": "h100-sxm5-80gb"}})
+written = client.predict({
+    "model": {"arch": "ARCHITECTURE_LLAMA", "num_layers": 80, "hidden_size": 8192,
+              "num_heads": 64, "num_kv_heads": 8, "ffn_hidden_size": 28672, "seq_len": 8192,
+              "vocab_size": 128256, "attention_impl": "ATTENTION_IMPL_FLASH"},
+    "cluster": {"gpu": "h100-sxm5-80gb", "num_gpus": 64, "gpus_per_node": 8},
+    "plan": {"settings": "SETTINGS_MEGATRON_DEFAULTS", "tensor_parallel": 4,
+             "pipeline_parallel": 4, "context_parallel": 2, "virtual_stages": 5,
+             "sequence_parallel": True, "tp_comm_overlap": True,
+             "data_parallel_sharding": "DATA_PARALLEL_SHARDING_OPTIMIZER",
+             "gradient_bucketing": True, "param_gather_overlap": True, "dtype": "DTYPE_FP8",
+             "micro_batch": 1, "global_batch": 128, "recompute": "RECOMPUTE_NONE"}})
+assert launch["iteration_time_ns"] == written["iteration_time_ns"], (launch, written)
+try:
+    client.predict({"megatron_args": "--num-layers 2 --frobnicate 3", "cluster": {}})
+except VtrainError as e:
+    assert e.code == grpc.StatusCode.INVALID_ARGUMENT and "--frobnicate" in str(e), e
+else:
+    sys.exit("an unknown Megatron argument was accepted")
 print(f"predict: t=1 {t1['iteration_time_ms']:.2f} ms, t=2 {t2['iteration_time_ms']:.2f} ms, "
       f"fp8 {fp8['iteration_time_ms']:.2f} ms")
 

@@ -31,7 +31,7 @@ using ::vtrain::testing::RunVtrainctlInProcess;
 
 std::string Fixture(const std::string& name) {
   const char* src = std::getenv("VTRAIN_SOURCE_DIR");
-  return absl::StrCat(src != nullptr ? src : VTRAIN_TEST_SOURCE_DIR, "/tests/proto/megatron/",
+  return absl::StrCat(src != nullptr ? src : VTRAIN_TEST_SOURCE_DIR, "/data/megatron-launches/",
                       name);
 }
 
