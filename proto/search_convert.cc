@@ -173,6 +173,10 @@ GivenSpace GivenSpaceOf(const v1::PlanSpace& in, v1::DType dtype, const v1::Mode
   g.dispatcher = in.moe_dispatcher() != v1::MOE_DISPATCHER_UNSPECIFIED;
   g.moe_overlap = in.has_moe_overlap();
   g.attention_impl = model.attention_impl() != v1::ATTENTION_IMPL_UNSPECIFIED;
+  g.pipeline_parallel = !in.pipeline_parallel_values().empty();
+  g.virtual_stages = !in.virtual_stages_values().empty();
+  g.context_parallel = !in.context_parallel_values().empty();
+  g.expert_parallel = !in.expert_parallel_values().empty();
   return g;
 }
 

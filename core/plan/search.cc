@@ -295,9 +295,39 @@ std::vector<std::string> SearchWarnings(const SearchSpace& space, const SearchOp
   return warnings;
 }
 
+TunedDegrees TunedDegreesFor(const ModelSpec& model) {
+  TunedDegrees d;
+  d.pipeline_parallel = Divisors(model.num_layers);
+  for (int64_t p = 2; p <= model.num_layers && p <= 128; p *= 2) d.pipeline_parallel.push_back(p);
+  // Every depth up to 16, laid out unevenly where it does not divide the
+  // layers: GPU counts with a factor 3, 5 or 7 have a plan.
+  for (int64_t p = 2; p <= model.num_layers && p <= 16; ++p) d.pipeline_parallel.push_back(p);
+  std::sort(d.pipeline_parallel.begin(), d.pipeline_parallel.end());
+  d.pipeline_parallel.erase(std::unique(d.pipeline_parallel.begin(), d.pipeline_parallel.end()),
+                            d.pipeline_parallel.end());
+  d.virtual_stages = {1, 2, 4, 8};
+  d.context_parallel = {1};
+  if (model.seq_len >= 8192) d.context_parallel.push_back(2);
+  if (model.seq_len >= 16384) d.context_parallel.insert(d.context_parallel.end(), {4, 8});
+  d.expert_parallel = {1};
+  if (model.is_moe()) {
+    for (int64_t ep = 2; ep <= 64 && ep <= model.moe.num_experts; ep *= 2) {
+      if (model.moe.num_experts % ep == 0) d.expert_parallel.push_back(ep);
+    }
+  }
+  return d;
+}
+
 void FillSpaceSettings(const GivenSpace& given, const GpuSpec& gpu, ModelSpec& model,
                        PlanSpace& space, DType& dtype) {
   const TrainingSettings s = SettingsFor(space.settings, model, gpu);
+  if (s.base == SettingsBase::kTuned) {
+    const TunedDegrees d = TunedDegreesFor(model);
+    if (!given.pipeline_parallel) space.training.pipeline_parallel = d.pipeline_parallel;
+    if (!given.virtual_stages) space.training.virtual_stages = d.virtual_stages;
+    if (!given.context_parallel) space.training.context_parallel = d.context_parallel;
+    if (!given.expert_parallel) space.training.expert_parallel = d.expert_parallel;
+  }
   if (!given.dtype) dtype = s.dtype;
   if (!given.attention_impl) model.attention_impl = s.attention_impl;
   if (!given.recomputes) {

@@ -75,15 +75,28 @@ struct GivenSpace {
   bool dtype = false, recomputes = false, sequence_parallel = false, shardings = false,
        gradient_bucketing = false, tp_comm_overlap = false, param_gather_overlap = false,
        dispatcher = false, moe_overlap = false, attention_impl = false;
+  bool pipeline_parallel = false, virtual_stages = false, context_parallel = false,
+       expert_parallel = false;
 };
 
 // Fills what `given` leaves unset from SettingsFor(space.settings, model,
 // gpu): the dtype; tuned tries recomputation none, selective (the recipe's
 // modules) and full, with sequence parallelism, the distributed optimizer,
-// the recipe's overlaps and MoE dispatcher; megatron-defaults and paper try
-// their single values. `model`'s attention kernel when not given.
+// the recipe's overlaps and MoE dispatcher, and the plans an expert would
+// (TunedDegrees); megatron-defaults and paper try their single values.
+// `model`'s attention kernel when not given.
 void FillSpaceSettings(const GivenSpace& given, const GpuSpec& gpu, ModelSpec& model,
                        PlanSpace& space, DType& dtype);
+
+// The degrees a tuned space tries where the request gives none: pipeline
+// degrees that divide the layers, every depth up to 16 and the powers of two
+// up to 128 (those that do not divide the layers laid out unevenly), interleaving 1, 2, 4 and 8, context parallelism 1, 2, 4 and 8
+// from 16K tokens (1, 2 from 8K), and for a MoE model every power of two
+// up to 64 that divides its experts.
+struct TunedDegrees {
+  std::vector<int64_t> pipeline_parallel, virtual_stages, context_parallel, expert_parallel;
+};
+TunedDegrees TunedDegreesFor(const ModelSpec& model);
 
 // Sets `plan`'s overlap, context-parallel and fp8 switches from `space`,
 // each only where the plan allows it: the TP overlap needs sequence

@@ -137,9 +137,11 @@ TEST(AnswersTest, CurvePointsWithoutAPlanSayWhy) {
   EXPECT_THAT(dp.out, HasSubstr("24  no plan: global_batch=64 is not divisible by the "
                                 "data-parallel degree d=24"));
   const Result best = Vtrainctl({"curve", "--model", "gpt3-1.3b", "--global-batch", "64",
-                                 "--gpu-counts", "7,8", "--threads", "1"});
+                                 "--gpu-counts", "8,17", "--threads", "1"});
   ASSERT_EQ(best.code, 0) << best.err;
-  EXPECT_THAT(best.out, HasSubstr("7  no plan: no combination of t, c, p, d and micro-batch"));
+  // 17 GPUs: no pipeline depth tried (divisors of 24, 2..16, powers of two)
+  // times a d that divides 64.
+  EXPECT_THAT(best.out, HasSubstr("17  no plan: no combination of t, c, p, d and micro-batch"));
   const std::string svg =
       LinesSvg({{"s", {{1, 1}, {2, std::nan("")}, {3, 3}}, false}}, "t", "x", "y");
   // Two pieces: M to the first point, M again after the gap.
