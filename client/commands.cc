@@ -87,10 +87,63 @@ int Fail(std::ostream& err, absl::string_view command, const absl::Status& statu
   return common::ExitCodeFor(status);
 }
 
+namespace {
+
+// Megatron-LM's names for vtrainctl's flags: an unknown flag that is one
+// gets a hint (the flag to use, and --megatron-args for a whole launch).
+constexpr struct {
+  absl::string_view megatron, vtrainctl;
+} kMegatronNames[] = {
+    {"tensor-model-parallel-size", "--tp"},
+    {"pipeline-model-parallel-size", "--pp"},
+    {"context-parallel-size", "--cp"},
+    {"expert-model-parallel-size", "--ep"},
+    {"expert-tensor-parallel-size", "--etp"},
+    {"num-layers", "--layers"},
+    {"hidden-size", "--hidden"},
+    {"ffn-hidden-size", "--ffn"},
+    {"num-attention-heads", "--heads"},
+    {"num-query-groups", "--kv-heads"},
+    {"seq-length", "--seq-len"},
+    {"vocab-size", "--vocab"},
+    {"micro-batch-size", "--micro-batch"},
+    {"global-batch-size", "--global-batch"},
+    {"num-layers-per-virtual-pipeline-stage", "--virtual-stages (chunks per stage)"},
+    {"bf16", "--dtype bf16"},
+    {"fp16", "--dtype fp16"},
+    {"fp8-format", "--dtype fp8"},
+    {"recompute-granularity", "--recompute"},
+    {"use-distributed-optimizer", "--data-parallel-sharding optimizer"},
+    {"overlap-grad-reduce", "--gradient-bucketing on"},
+    {"sequence-parallel", "--sequence-parallel on"},
+    {"num-experts", "--num-experts"},
+    {"moe-router-topk", "--moe-top-k"},
+    {"moe-token-dispatcher-type", "--moe-dispatcher"},
+};
+
+absl::Status WithMegatronHint(absl::Status s) {
+  constexpr absl::string_view kUnknown = "unknown flag --";
+  const absl::string_view m = s.message();
+  const size_t at = m.find(kUnknown);
+  if (at == absl::string_view::npos) return s;
+  absl::string_view name = m.substr(at + kUnknown.size());
+  name = name.substr(0, name.find(' '));
+  for (const auto& n : kMegatronNames) {
+    if (n.megatron == name) {
+      return absl::Status(s.code(), absl::StrCat(m, ". --", name, " is Megatron-LM's: here it is ",
+                                                  n.vtrainctl, "; a whole launch script is read "
+                                                  "with --megatron-args FILE"));
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
 std::optional<int> ParseCommandLine(common::FlagParser& flags, const std::vector<std::string>& args,
                                     absl::string_view command, absl::string_view help,
                                     std::ostream& out, std::ostream& err) {
-  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, command, s);
+  if (absl::Status s = flags.Parse(args); !s.ok()) return Fail(err, command, WithMegatronHint(s));
   if (flags.Switch("help")) {
     out << help << flags.Usage();
     return common::kExitOk;

@@ -143,32 +143,22 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
   return MoePlanFromFlags(flags, plan);
 }
 
-// The flags ReliabilityFromFlags reads, which a job file leaves to the
-// command line.
-bool IsReliabilityFlag(absl::string_view name) {
-  return name == "node-failure-rate" || name == "checkpoint-gbps" || name == "async-checkpoint" ||
-         name == "restart-minutes" || name == "checkpoint-interval";
+// The request the job flags alone describe (absent flags stay unset).
+absl::StatusOr<v1::PredictRequest> OwnFlags(const common::FlagParser& flags) {
+  v1::PredictRequest r;
+  VTRAIN_ASSIGN_OR_RETURN(*r.mutable_model(), ModelSpecFromFlags(flags));
+  VTRAIN_ASSIGN_OR_RETURN(*r.mutable_cluster(), ClusterSpecFromFlags(flags));
+  VTRAIN_RETURN_IF_ERROR(
+      SetInt(flags, "gpus", [&](int64_t v) { r.mutable_cluster()->set_num_gpus(v); }));
+  VTRAIN_RETURN_IF_ERROR(PlanFromFlags(flags, *r.mutable_plan()));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> headroom, flags.GetDouble("memory-headroom"));
+  if (headroom) r.set_memory_headroom(*headroom);
+  return r;
 }
 
-// The request in -f FILE or --vtrain-config FILE.
+// The request in -f FILE or --vtrain-config FILE, the job flags laid over
+// it (they win).
 absl::StatusOr<v1::PredictRequest> RequestFromFile(const common::FlagParser& flags) {
-  // Every job flag but those a file leaves to the command line (below) is
-  // in the file: given beside it, it would be ignored, so it is refused.
-  common::FlagParser job_flags("job");
-  AddJobFlags(job_flags);
-  for (const std::string& other : job_flags.Names()) {
-    if (!flags.Has(other) || other == "job-file" || other == "vtrain-config" ||
-        other == "price-usd-per-gpu-hour" || other == "memory-headroom" ||
-        IsReliabilityFlag(other)) {
-      continue;
-    }
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", other, " cannot be combined with a job file; put it in the file"));
-  }
-  if (const char* moe = nullptr; HasMoeJobFlag(flags, &moe)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", moe, " cannot be combined with a job file; put it in the file"));
-  }
   if (flags.Has("job-file") && flags.Has("vtrain-config")) {
     return absl::InvalidArgumentError("give either -f/--job-file or --vtrain-config, not both");
   }
@@ -184,14 +174,10 @@ absl::StatusOr<v1::PredictRequest> RequestFromFile(const common::FlagParser& fla
   if (!request.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", request.status().message()));
   }
-  // What a file (a vTrain configuration has no price) may leave to the
-  // command line: the price, the reliability and the memory headroom.
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> price, flags.GetDouble("price-usd-per-gpu-hour"));
-  if (price) request->mutable_cluster()->set_price_usd_per_gpu_hour(*price);
-  VTRAIN_RETURN_IF_ERROR(
-      ReliabilityFromFlags(flags, *request->mutable_cluster()->mutable_reliability()));
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> headroom, flags.GetDouble("memory-headroom"));
-  if (headroom) request->set_memory_headroom(*headroom);
+  VTRAIN_ASSIGN_OR_RETURN(v1::PredictRequest over, OwnFlags(flags));
+  if (over.plan().recompute_modules_size() > 0) request->mutable_plan()->clear_recompute_modules();
+  if (over.cluster().has_num_gpus()) request->mutable_plan()->clear_data_parallel();
+  request->MergeFrom(over);
   return request;
 }
 
@@ -226,14 +212,7 @@ absl::StatusOr<v1::PredictRequest> RequestFromMegatron(const common::FlagParser&
     }
     for (const std::string& n : job.notes) notes->push_back(n);
   }
-  v1::PredictRequest over;
-  VTRAIN_ASSIGN_OR_RETURN(*over.mutable_model(), ModelSpecFromFlags(flags));
-  VTRAIN_ASSIGN_OR_RETURN(*over.mutable_cluster(), ClusterSpecFromFlags(flags));
-  VTRAIN_RETURN_IF_ERROR(
-      SetInt(flags, "gpus", [&](int64_t v) { over.mutable_cluster()->set_num_gpus(v); }));
-  VTRAIN_RETURN_IF_ERROR(PlanFromFlags(flags, *over.mutable_plan()));
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> headroom, flags.GetDouble("memory-headroom"));
-  if (headroom) over.set_memory_headroom(*headroom);
+  VTRAIN_ASSIGN_OR_RETURN(v1::PredictRequest over, OwnFlags(flags));
   return proto::LayOver(std::move(job), over);
 }
 
@@ -378,7 +357,8 @@ absl::Status ReliabilityFromFlags(const common::FlagParser& flags, v1::Reliabili
 }
 
 void AddJobFlags(common::FlagParser& p) {
-  p.AddValue("job-file", "FILE", "-f: the job as JSON (vtrain.v1.PredictRequest) instead of flags");
+  p.AddValue("job-file", "FILE",
+             "-f: the job as JSON (vtrain.v1.PredictRequest); other job flags override it");
   p.AddValue("megatron-args", "FILE|-",
              "the job from a Megatron-LM launch (a torchrun ... pretrain_gpt.py script or an "
              "argument list; read, never run); other job flags override it (docs/megatron.md)");
@@ -584,15 +564,7 @@ absl::StatusOr<v1::PredictRequest> RequestFromFlags(const common::FlagParser& fl
                                                     std::vector<std::string>* notes) {
   if (flags.Has("megatron-args")) return RequestFromMegatron(flags, notes);
   if (flags.Has("job-file") || flags.Has("vtrain-config")) return RequestFromFile(flags);
-  v1::PredictRequest r;
-  VTRAIN_ASSIGN_OR_RETURN(*r.mutable_model(), ModelSpecFromFlags(flags));
-  VTRAIN_ASSIGN_OR_RETURN(*r.mutable_cluster(), ClusterSpecFromFlags(flags));
-  VTRAIN_RETURN_IF_ERROR(
-      SetInt(flags, "gpus", [&](int64_t v) { r.mutable_cluster()->set_num_gpus(v); }));
-  VTRAIN_RETURN_IF_ERROR(PlanFromFlags(flags, *r.mutable_plan()));
-  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> headroom, flags.GetDouble("memory-headroom"));
-  if (headroom) r.set_memory_headroom(*headroom);
-  return r;
+  return OwnFlags(flags);
 }
 
 absl::StatusOr<Job> JobFromFlags(const common::FlagParser& flags) {

@@ -13,13 +13,6 @@
 namespace vtrain::client {
 namespace {
 
-constexpr const char* kModelFlags[] = {
-    "num-experts",     "moe-top-k",        "moe-ffn",      "shared-experts", "shared-expert-ffn",
-    "dense-layers",    "moe-layer-freq",   "router",       "attention",      "head-dim",
-    "mla-q-lora-rank", "mla-kv-lora-rank", "mla-rope-dim", "mla-v-dim",      "mtp-layers"};
-constexpr const char* kPlanFlags[] = {
-    "ep", "etp", "moe-dispatcher", "moe-overlap", "capacity-factor", "routing"};
-
 template <typename Setter>
 absl::Status Int(const common::FlagParser& flags, absl::string_view flag, Setter set) {
   VTRAIN_ASSIGN_OR_RETURN(std::optional<int64_t> v, flags.GetInt(flag));
@@ -154,16 +147,6 @@ absl::Status MoeSpaceFromFlags(const common::FlagParser& flags, v1::PlanSpace& s
   VTRAIN_ASSIGN_OR_RETURN(Routing r, RoutingFromFlags(flags));
   SetRouting(r, s);
   return absl::OkStatus();
-}
-
-bool HasMoeJobFlag(const common::FlagParser& flags, const char** which) {
-  for (const char* f : kModelFlags) {
-    if (flags.Has(f)) return *which = f, true;
-  }
-  for (const char* f : kPlanFlags) {
-    if (flags.Has(f)) return *which = f, true;
-  }
-  return false;
 }
 
 }  // namespace vtrain::client

@@ -24,9 +24,6 @@ absl::Status MoeModelFromFlags(const common::FlagParser& flags, v1::ModelSpec& m
 absl::Status MoePlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& p);
 absl::Status MoeSpaceFromFlags(const common::FlagParser& flags, v1::PlanSpace& s);
 
-// Whether any MoE job flag is given (a job file must not be combined with them).
-bool HasMoeJobFlag(const common::FlagParser& flags, const char** which);
-
 }  // namespace vtrain::client
 
 #endif  // VTRAIN_CLIENT_MOE_FLAGS_H_

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -80,14 +81,42 @@ bool FlagParser::Switch(absl::string_view name) const {
   return Get(name).value_or("false") == "true";
 }
 
+namespace {
+
+// "15T", "2k", "4Ki": a number with a size suffix (k, M, B or G, T:
+// thousands, millions, billions, trillions; Ki, Mi: 1024, 1024^2), as the
+// number and its multiplier; nullopt without a suffix.
+std::optional<std::pair<double, double>> WithSuffix(absl::string_view text) {
+  static constexpr struct {
+    absl::string_view suffix;
+    double multiplier;
+  } kSuffixes[] = {{"Ki", 1024.0}, {"Mi", 1024.0 * 1024.0}, {"k", 1e3}, {"K", 1e3},
+                   {"M", 1e6},     {"B", 1e9},             {"G", 1e9}, {"T", 1e12}};
+  for (const auto& s : kSuffixes) {
+    if (text.size() > s.suffix.size() && absl::EndsWith(text, s.suffix)) {
+      double v = 0;
+      if (!absl::SimpleAtod(text.substr(0, text.size() - s.suffix.size()), &v)) return std::nullopt;
+      return std::make_pair(v, s.multiplier);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 absl::StatusOr<std::optional<int64_t>> FlagParser::GetInt(absl::string_view name) const {
   std::optional<std::string> text = Get(name);
   if (!text) return std::optional<int64_t>();
   int64_t value = 0;
-  if (!absl::SimpleAtoi(*text, &value)) {
-    return absl::InvalidArgumentError(absl::StrCat("--", name, "='", *text, "' is not an integer"));
+  if (absl::SimpleAtoi(*text, &value)) return std::optional<int64_t>(value);
+  if (std::optional<std::pair<double, double>> s = WithSuffix(*text)) {
+    const double v = s->first * s->second;
+    if (std::isfinite(v) && std::abs(v) < 9e18 && v == std::trunc(v)) {
+      return std::optional<int64_t>(static_cast<int64_t>(v));
+    }
   }
-  return std::optional<int64_t>(value);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--", name, "='", *text, "' is not an integer (suffixes: k, M, B, T; Ki, Mi: 2Ki = 2048)"));
 }
 
 absl::StatusOr<std::optional<int64_t>> FlagParser::GetIntIn(absl::string_view name, int64_t lo,
@@ -111,8 +140,16 @@ absl::StatusOr<std::optional<double>> FlagParser::GetDouble(absl::string_view na
   std::optional<std::string> text = Get(name);
   if (!text) return std::optional<double>();
   double value = 0;
-  if (!absl::SimpleAtod(*text, &value) || !std::isfinite(value)) {
-    return absl::InvalidArgumentError(absl::StrCat("--", name, "='", *text, "' is not a number"));
+  if (!absl::SimpleAtod(*text, &value)) {
+    if (std::optional<std::pair<double, double>> w = WithSuffix(*text)) {
+      value = w->first * w->second;
+    } else {
+      value = std::nan("");
+    }
+  }
+  if (!std::isfinite(value)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", name, "='", *text, "' is not a number (suffixes: k, M, B, T, e.g. 15T)"));
   }
   return std::optional<double>(value);
 }

@@ -215,3 +215,29 @@ TEST(ShellWordsTest, NothingIsRunAndHostileInputIsBounded) {
 
 }  // namespace
 }  // namespace vtrain::proto
+
+namespace vtrain::proto {
+namespace {
+
+TEST(MegatronArgsTest, MegatronFlagNamesGetAHintAndSizesTakeSuffixes) {
+  const auto hint = RunVtrainctlInProcess(
+      {"predict", "--model", "llama3-8b", "--tensor-model-parallel-size", "2"});
+  EXPECT_EQ(hint.code, 2);
+  EXPECT_THAT(hint.err, HasSubstr("--tensor-model-parallel-size is Megatron-LM's: here it is --tp"));
+  const auto sized = RunVtrainctlInProcess({"predict", "--model", "llama3-8b", "--gpus", "8",
+                                            "--global-batch", "2Ki", "--print-flags"});
+  ASSERT_EQ(sized.code, 0) << sized.err;
+  EXPECT_THAT(sized.out, HasSubstr("--global-batch 2048"));
+  const auto tokens = RunVtrainctlInProcess({"predict", "--model", "llama3-8b", "--gpus", "8",
+                                             "--global-batch", "1k", "--tokens", "15T", "--json"});
+  ASSERT_EQ(tokens.code, 0) << tokens.err;
+  EXPECT_THAT(tokens.out, HasSubstr("\"global_batch\": 1000"));
+  EXPECT_THAT(tokens.out, HasSubstr("\"tokens\": 1.5e+13"));
+  const auto bad = RunVtrainctlInProcess(
+      {"predict", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "2x"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--global-batch='2x' is not an integer (suffixes"));
+}
+
+}  // namespace
+}  // namespace vtrain::proto
