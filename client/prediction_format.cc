@@ -298,13 +298,19 @@ std::string StageLayers(const v1::StageBreakdown& s, int64_t pipeline_parallel) 
 
 std::string StageTable(const v1::PredictResponse& r) {
   constexpr double kGiB = 1 << 30;
-  std::string out =
-      "\nstage  layers     compute_ms      tp_ms  pp_exposed_ms  dp_exposed_ms"
-      "    idle_ms  memory_GiB\n";
+  // The CP and EP columns where the plan has them.
+  const bool cp = r.plan().context_parallel() > 1;
+  const bool ep = r.plan().expert_parallel() > 1;
+  std::string out = absl::StrCat("\nstage  layers     compute_ms      tp_ms", cp ? "      cp_ms" : "",
+                                 ep ? "      ep_ms" : "",
+                                 "  pp_exposed_ms  dp_exposed_ms    idle_ms  memory_GiB\n");
   for (const v1::StageBreakdown& s : r.stages()) {
-    absl::StrAppend(&out, absl::StrFormat("%5d  %-8s %12.3f %10.3f %14.3f %14.3f %10.3f %11.1f\n",
-                                          s.stage(), StageLayers(s, r.plan().pipeline_parallel()),
-                                          s.compute_ms(), s.tensor_parallel_ms(),
+    absl::StrAppend(&out, absl::StrFormat("%5d  %-8s %12.3f %10.3f", s.stage(),
+                                          StageLayers(s, r.plan().pipeline_parallel()),
+                                          s.compute_ms(), s.tensor_parallel_ms()));
+    if (cp) absl::StrAppend(&out, absl::StrFormat(" %10.3f", s.context_parallel_ms()));
+    if (ep) absl::StrAppend(&out, absl::StrFormat(" %10.3f", s.expert_parallel_ms()));
+    absl::StrAppend(&out, absl::StrFormat(" %14.3f %14.3f %10.3f %11.1f\n",
                                           s.pipeline_exposed_ms(), s.data_parallel_exposed_ms(),
                                           s.idle_ms(), s.peak_memory_bytes() / kGiB));
   }

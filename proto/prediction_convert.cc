@@ -26,6 +26,8 @@ void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse*
     b->set_num_layers(s.num_layers);
     b->set_compute_ms(static_cast<double>(s.compute_ns) * 1e-6);
     b->set_tensor_parallel_ms(static_cast<double>(s.tensor_parallel_ns) * 1e-6);
+    b->set_context_parallel_ms(static_cast<double>(s.context_parallel_ns) * 1e-6);
+    b->set_expert_parallel_ms(static_cast<double>(s.expert_parallel_ns) * 1e-6);
     b->set_pipeline_exposed_ms(static_cast<double>(s.pipeline_exposed_ns) * 1e-6);
     b->set_data_parallel_exposed_ms(static_cast<double>(s.data_parallel_exposed_ns) * 1e-6);
     b->set_idle_ms(static_cast<double>(s.idle_ns) * 1e-6);
@@ -147,6 +149,8 @@ Prediction PredictionFromProto(const v1::PredictResponse& r) {
     b.num_layers = s.num_layers();
     b.compute_ns = ns(s.compute_ms());
     b.tensor_parallel_ns = ns(s.tensor_parallel_ms());
+    b.context_parallel_ns = ns(s.context_parallel_ms());
+    b.expert_parallel_ns = ns(s.expert_parallel_ms());
     b.pipeline_exposed_ns = ns(s.pipeline_exposed_ms());
     b.data_parallel_exposed_ns = ns(s.data_parallel_exposed_ms());
     b.idle_ns = ns(s.idle_ms());

@@ -38,6 +38,8 @@ struct StageInfo {
   int64_t tensor_parallel_ns = 0;
   // TP collective time hidden behind GEMMs (tp_comm_overlap).
   int64_t tensor_parallel_hidden_ns = 0;
+  // Of tensor_parallel_ns: context-parallel and expert-parallel exchanges.
+  int64_t context_parallel_ns = 0, expert_parallel_ns = 0;
   // The distributed optimizer's parameter all-gather on the compute stream,
   // and the part of it hidden under the next forward (param_gather_overlap).
   int64_t param_gather_ns = 0;

@@ -82,7 +82,9 @@ class TemplateMaker {
   void MoeBlock(TemplateWriter& w, const ResolvedOperator& op) {
     if (shared_tp_ && sp_) w.TensorParallel(gather_ns_, gather_label_);
     w.Operator(op);
-    if (moe_exposed_ns_ > 0) w.TensorParallel(std::llround(moe_exposed_ns_), moe_label_);
+    if (moe_exposed_ns_ > 0) {
+      w.TensorParallel(std::llround(moe_exposed_ns_), moe_label_, 0, TemplateWriter::Comm::kExpert);
+    }
     if (shared_tp_) {
       w.TensorParallel(sp_ ? scatter_ns_ : reduce_ns_, sp_ ? scatter_label_ : reduce_label_);
     }
@@ -156,14 +158,16 @@ class TemplateMaker {
   // their gradients travel, over twice the compute).
   void ContextRing(TemplateWriter& w, double factor) {
     if (c_ == 1) return;
-    if (cp_a2a_ns_ > 0) w.TensorParallel(cp_a2a_ns_, cp_a2a_label_);
+    if (cp_a2a_ns_ > 0) {
+      w.TensorParallel(cp_a2a_ns_, cp_a2a_label_, 0, TemplateWriter::Comm::kContext);
+    }
     const int64_t ring = cp_ring_ranks_;
     if (ring == 1) return;
     const double step_compute = factor * static_cast<double>(core_ns_) / static_cast<double>(ring);
     const double exposed =
         static_cast<double>(ring - 1) *
         std::max(0.0, factor * static_cast<double>(ring_step_ns_) - step_compute);
-    w.TensorParallel(std::llround(exposed), ring_label_);
+    w.TensorParallel(std::llround(exposed), ring_label_, 0, TemplateWriter::Comm::kContext);
   }
   // FSDP's per-layer parameter all-gather (and, backward, gradient
   // reduce-scatter), on their own stream, prefetched during the layer before:

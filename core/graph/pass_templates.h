@@ -45,6 +45,9 @@ struct ActionTemplate {
   // TP collective time hidden behind GEMMs (tp_comm_overlap): not on the
   // stream, reported beside it.
   int64_t tensor_parallel_hidden_ns = 0;
+  // Of tensor_parallel_ns: the context-parallel exchange and the MoE token
+  // dispatch and combine (expert parallelism) that blocked the stream.
+  int64_t context_parallel_ns = 0, expert_parallel_ns = 0;
   int64_t NumItems() const {
     int64_t n = 0;
     for (const Segment& s : segments) n += static_cast<int64_t>(s.items.size());

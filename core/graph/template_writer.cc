@@ -17,8 +17,11 @@ void TemplateWriter::Operator(const ResolvedOperator& op) {
   }
 }
 
-void TemplateWriter::TensorParallel(int64_t duration_ns, int32_t label, int64_t hidden_ns) {
+void TemplateWriter::TensorParallel(int64_t duration_ns, int32_t label, int64_t hidden_ns,
+                                    Comm comm) {
   tensor_parallel_hidden_ns_ += hidden_ns;
+  if (comm == Comm::kContext) context_parallel_ns_ += duration_ns;
+  if (comm == Comm::kExpert) expert_parallel_ns_ += duration_ns;
   const Item item{duration_ns, 0, label, TaskKind::kTensorParallel, collective_host_ns_};
   if (merge_) {
     Add(item, nullptr);
@@ -46,6 +49,8 @@ ActionTemplate TemplateWriter::Take(int32_t merged_label) && {
   ActionTemplate t;
   t.tensor_parallel_ns = tensor_parallel_ns_;
   t.tensor_parallel_hidden_ns = tensor_parallel_hidden_ns_;
+  t.context_parallel_ns = context_parallel_ns_;
+  t.expert_parallel_ns = expert_parallel_ns_;
   for (Segment& s : segments_) {
     if (s.items.empty()) continue;
     t.segments.push_back(std::move(s));
@@ -100,6 +105,8 @@ ActionTemplate TemplateWriter::TakeMerged(int32_t merged_label) {
   ActionTemplate t;
   t.tensor_parallel_ns = tensor_parallel_ns_;
   t.tensor_parallel_hidden_ns = tensor_parallel_hidden_ns_;
+  t.context_parallel_ns = context_parallel_ns_;
+  t.expert_parallel_ns = expert_parallel_ns_;
   // What follows the pass waits for its own dispatch; like the first
   // kernel here, charge it one lead-in of this pass's first dispatch.
   if (replay_ok_ && !merged_.empty()) merged_.back().replay_gap_ns = first_host_ns_;

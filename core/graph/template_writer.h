@@ -37,9 +37,12 @@ class TemplateWriter {
   }
 
   void Operator(const ResolvedOperator& op);
-  // A TP collective blocking the stream for `duration_ns`; `hidden_ns`: the
-  // part of it that overlaps compute (tp_comm_overlap), counted apart.
-  void TensorParallel(int64_t duration_ns, int32_t label, int64_t hidden_ns = 0);
+  // A collective blocking the stream for `duration_ns` inside a pass;
+  // `hidden_ns`: the part of it that overlaps compute (tp_comm_overlap),
+  // counted apart. `comm` says whose it is, for the breakdown.
+  enum class Comm { kTensor, kContext, kExpert };
+  void TensorParallel(int64_t duration_ns, int32_t label, int64_t hidden_ns = 0,
+                      Comm comm = Comm::kTensor);
   // Ends the current segment; a bucket all-reduce of `bucket_bytes` follows it.
   void EndSegment(double bucket_bytes);
 
@@ -117,6 +120,7 @@ class TemplateWriter {
   bool replay_ok_ = true;
   int64_t tensor_parallel_ns_ = 0;
   int64_t tensor_parallel_hidden_ns_ = 0;
+  int64_t context_parallel_ns_ = 0, expert_parallel_ns_ = 0;
 };
 
 }  // namespace vtrain::internal

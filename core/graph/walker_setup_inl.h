@@ -143,6 +143,10 @@ void IterationWalker<Sink>::DescribeStages() {
           passes * (st.forward.tensor_parallel_ns + st.backward.tensor_parallel_ns);
       info.tensor_parallel_hidden_ns +=
           passes * (st.forward.tensor_parallel_hidden_ns + st.backward.tensor_parallel_hidden_ns);
+      info.context_parallel_ns +=
+          passes * (st.forward.context_parallel_ns + st.backward.context_parallel_ns);
+      info.expert_parallel_ns +=
+          passes * (st.forward.expert_parallel_ns + st.backward.expert_parallel_ns);
       info.param_gather_ns += st.param_gather_ns;
       info.param_gather_hidden_ns += st.param_gather_hidden_ns;
       // Sends out of this chunk, forward and backward, when they hold the

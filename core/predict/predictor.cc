@@ -178,7 +178,11 @@ std::vector<StageBreakdown> Breakdown(const IterationSimulation& sim) {
     int64_t busy = c.gap_ns;
     for (int64_t k : c.busy_ns) busy += k;
     const int64_t sends = info.pipeline_send_ns;
-    b.tensor_parallel_ns = info.tensor_parallel_ns;
+    // The blocking collectives, by whose they are.
+    b.context_parallel_ns = info.context_parallel_ns;
+    b.expert_parallel_ns = info.expert_parallel_ns;
+    b.tensor_parallel_ns =
+        info.tensor_parallel_ns - info.context_parallel_ns - info.expert_parallel_ns;
     b.tensor_parallel_hidden_ns = info.tensor_parallel_hidden_ns;
     // The distributed optimizer's parameter gather holds the compute stream.
     b.compute_ns = busy - info.tensor_parallel_ns - sends - info.param_gather_ns;

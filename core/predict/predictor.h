@@ -28,6 +28,8 @@ struct StageBreakdown {
   int64_t num_layers = 0;
   int64_t compute_ns = 0;                // kernels and the gaps between them
   int64_t tensor_parallel_ns = 0;        // TP collectives (they block compute)
+  int64_t context_parallel_ns = 0;       // CP exchanges that blocked compute
+  int64_t expert_parallel_ns = 0;        // MoE dispatch and combine that blocked compute
   int64_t pipeline_exposed_ns = 0;       // sending (blocking) and waiting on transfers
   int64_t data_parallel_exposed_ns = 0;  // waiting on gradient all-reduces
   int64_t idle_ns = 0;                   // pipeline bubble and other waiting
