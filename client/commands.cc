@@ -30,6 +30,7 @@ struct Command {
 };
 constexpr Command kCommands[] = {
     {"predict", "simulate one training iteration of a model, plan and cluster", RunPredict},
+    {"explain", "a measured step time against the prediction: why it differs, ranked", RunExplain},
     {"presets", "list the model presets and GPU models", RunPresets},
     {"compare", "two or more plans side by side, the differences marked", RunCompare},
     {"search", "find the fastest or cheapest parallel plan (and the time/cost frontier)",
@@ -151,8 +152,83 @@ std::optional<int> ParseCommandLine(common::FlagParser& flags, const std::vector
   return std::nullopt;
 }
 
-int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  common::FlagParser flags("vtrainctl predict");
+namespace {
+
+constexpr char kExplainHelp[] =
+    "usage: vtrainctl explain [--local | --server HOST:PORT] JOB FLAGS --measured-ms X\n"
+    "\n"
+    "Why is my run slower (or faster) than predicted? Predicts the job (flags,\n"
+    "-f, or --megatron-args), places the measured step time against the\n"
+    "prediction's 90% interval, shows where the predicted time goes, and ranks\n"
+    "the single setting changes that move the prediction toward the measurement\n"
+    "(an overlap off, another recomputation, dispatcher or fp8 recipe, the\n"
+    "kernels at the edges of their fitted band), closest first.\n"
+    "\n"
+    "example:\n"
+    "  vtrainctl explain --model llama3-70b --gpu h100-sxm5-80gb --gpus 64 --tp 4 \\\n"
+    "      --pp 4 --cp 2 --virtual-stages 5 --global-batch 128 --dtype fp8 --measured-ms 12100\n"
+    "\n"
+    "flags:\n";
+
+// The explanation of a response, for people.
+std::string ExplanationTable(const v1::PredictResponse& r) {
+  const v1::Explanation& e = r.explanation();
+  const double diff = 100 * (e.measured_ms() / e.predicted_ms() - 1);
+  std::string out = absl::StrFormat(
+      "measured  %.1f ms against %.1f ms predicted (%+.1f%%): %s the 90%% interval %.1f .. %.1f ms\n",
+      e.measured_ms(), e.predicted_ms(), diff, e.position(), r.interval().low_ms(),
+      r.interval().high_ms());
+  // Where the predicted time goes: the slowest stage's parts.
+  const v1::StageBreakdown* worst = nullptr;
+  for (const v1::StageBreakdown& s : r.stages()) {
+    const double busy = s.compute_ms() + s.tensor_parallel_ms() + s.context_parallel_ms() +
+                        s.expert_parallel_ms();
+    if (worst == nullptr || busy > worst->compute_ms() + worst->tensor_parallel_ms() +
+                                       worst->context_parallel_ms() + worst->expert_parallel_ms()) {
+      worst = &s;
+    }
+  }
+  if (worst != nullptr) {
+    const double total = r.iteration_time_ms();
+    auto part = [total](const char* name, double ms) {
+      return ms > 0 ? absl::StrFormat(", %s %.0f ms (%.0f%%)", name, ms, 100 * ms / total) : "";
+    };
+    absl::StrAppend(&out, "predicted stage ", worst->stage(), ":",
+                    part("compute", worst->compute_ms()).substr(1),
+                    part("exposed TP", worst->tensor_parallel_ms()),
+                    part("CP", worst->context_parallel_ms()),
+                    part("EP", worst->expert_parallel_ms()),
+                    part("PP", worst->pipeline_exposed_ms()),
+                    part("DP", worst->data_parallel_exposed_ms()),
+                    part("bubble and waiting", worst->idle_ms()), "\n");
+    const double recompute = r.hardware_flops_per_iteration() - r.model_flops_per_iteration();
+    if (recompute > 0) {
+      absl::StrAppend(&out, absl::StrFormat(
+                                "recomputation adds %.0f%% to the model's FLOPs (%s)\n",
+                                100 * recompute / r.model_flops_per_iteration(),
+                                EnumName(r.plan().recompute())));
+    }
+  }
+  if (e.toward_size() == 0) {
+    absl::StrAppend(&out, "no single setting change moves the prediction toward the measurement (",
+                    e.away(), " tried)\n");
+    return out;
+  }
+  absl::StrAppend(&out, "settings that move the prediction toward the measurement, closest first:\n");
+  int rank = 0;
+  for (const v1::Explanation::Candidate& c : e.toward()) {
+    absl::StrAppend(&out, absl::StrFormat("  %2d. %-62s %10.1f ms  closes %3.0f%% of the gap%s\n",
+                                          ++rank, c.change(), c.iteration_time_ms(),
+                                          100 * c.closes(), c.fits() ? "" : " (out of memory)"));
+  }
+  absl::StrAppend(&out, "(", e.away(), " other changes moved it away or changed nothing)\n");
+  return out;
+}
+
+int RunPredictOrExplain(const std::vector<std::string>& args, std::ostream& out,
+                        std::ostream& err, bool explain) {
+  const char* name = explain ? "explain" : "predict";
+  common::FlagParser flags(absl::StrCat("vtrainctl ", name));
   common::AddLocalOrServerFlags(
       flags, "run the simulation in this process (the default without --server)");
   flags.AddValue("profile-set", "ID", "--server: predict with this profile set (default: newest)");
@@ -163,32 +239,44 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
   flags.AddSwitch("json", "print the prediction as JSON");
   flags.AddSwitch("show-lookups", "list every profile lookup with its fidelity");
   flags.AddSwitch("print-flags", "print the job as vtrainctl flags (e.g. of --megatron-args) and stop");
+  flags.AddValue("measured-ms", "X",
+                 explain ? "the measured step time in ms (required)"
+                         : "a measured step time in ms: also explain the difference (as explain)");
   flags.AddSwitch("help", "show this help");
-  if (std::optional<int> done = ParseCommandLine(flags, args, "predict", kPredictHelp, out, err)) {
+  if (std::optional<int> done = ParseCommandLine(flags, args, name,
+                                                 explain ? kExplainHelp : kPredictHelp, out, err)) {
     return *done;
   }
-  if (absl::Status s = common::CheckLocalOrServer(flags); !s.ok()) return Fail(err, "predict", s);
+  absl::StatusOr<std::optional<double>> measured = flags.GetDouble("measured-ms");
+  if (!measured.ok()) return Fail(err, name, measured.status());
+  if (explain && !measured->has_value()) {
+    return Fail(err, name,
+                absl::InvalidArgumentError(
+                    "--measured-ms is required: the step time your run measured, in ms"));
+  }
+  if (absl::Status s = common::CheckLocalOrServer(flags); !s.ok()) return Fail(err, name, s);
   std::vector<std::string> notes;
   absl::StatusOr<v1::PredictRequest> request = RequestFromFlags(flags, &notes);
-  if (!request.ok()) return Fail(err, "predict", request.status());
+  if (!request.ok()) return Fail(err, name, request.status());
   for (const std::string& note : notes) err << "megatron-args: " << note << "\n";
   if (flags.Switch("print-flags")) {
     out << FlagsOf(*request) << "\n";
     return common::kExitOk;
   }
+  if (*measured) request->set_measured_ms(**measured);
   if (auto g = flags.Get("granularity")) {
     absl::StatusOr<Granularity> granularity = ParseGranularity(*g);
-    if (!granularity.ok()) return Fail(err, "predict", granularity.status());
+    if (!granularity.ok()) return Fail(err, name, granularity.status());
     request->set_granularity(proto::ToProto(*granularity));
   }
   absl::StatusOr<std::optional<int64_t>> max_tasks =
       flags.GetIntIn("max-tasks", 1, int64_t{1} << 40);
-  if (!max_tasks.ok()) return Fail(err, "predict", max_tasks.status());
+  if (!max_tasks.ok()) return Fail(err, name, max_tasks.status());
   absl::StatusOr<std::optional<double>> tokens = flags.GetDouble("tokens");
-  if (!tokens.ok()) return Fail(err, "predict", tokens.status());
+  if (!tokens.ok()) return Fail(err, name, tokens.status());
   if (*tokens) {
     if (!(**tokens > 0)) {
-      return Fail(err, "predict",
+      return Fail(err, name,
                   absl::InvalidArgumentError("--tokens must be a positive number, e.g. 270e9"));
     }
     request->set_train_tokens(**tokens);
@@ -211,15 +299,29 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ost
   absl::StatusOr<v1::PredictResponse> response =
       flags.Has("server") ? PredictRemotely(flags, *request)
                           : service::Predict(*request, service::BuiltinProfiles(), local);
-  if (!response.ok()) return Fail(err, "predict", response.status());
+  if (!response.ok()) return Fail(err, name, response.status());
   if (flags.Switch("json")) {
     out << proto::ToJson(*response);
     return common::kExitOk;
   }
   absl::StatusOr<std::string> table = PredictionTable(*response, flags.Switch("show-lookups"));
-  if (!table.ok()) return Fail(err, "predict", table.status());
+  if (!table.ok()) return Fail(err, name, table.status());
+  if (response->has_explanation()) {
+    // explain: the explanation first, then the prediction it explains.
+    out << ExplanationTable(*response) << "\n";
+  }
   out << *table;
   return common::kExitOk;
+}
+
+}  // namespace
+
+int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return RunPredictOrExplain(args, out, err, /*explain=*/false);
+}
+
+int RunExplain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return RunPredictOrExplain(args, out, err, /*explain=*/true);
 }
 
 int RunVtrainctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -34,6 +34,8 @@ std::optional<int> ParseCommandLine(common::FlagParser& flags, const std::vector
 int RunVtrainctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 int RunPredict(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// predict with --measured-ms required: the explanation, then the prediction.
+int RunExplain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunPresets(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunTrace(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

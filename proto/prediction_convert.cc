@@ -110,6 +110,20 @@ void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse*
   SettingsToProto(DescribeSettings(job), out->mutable_settings());
 }
 
+void ExplanationToProto(const Explanation& e, v1::Explanation* out) {
+  out->set_measured_ms(e.measured_ms);
+  out->set_predicted_ms(e.predicted_ms);
+  out->set_position(e.position);
+  for (const ExplainCandidate& c : e.toward) {
+    v1::Explanation::Candidate* o = out->add_toward();
+    o->set_change(c.change);
+    o->set_iteration_time_ms(c.iteration_time_ms);
+    o->set_closes(c.closes);
+    o->set_fits(c.fits);
+  }
+  out->set_away(e.away);
+}
+
 void SettingsToProto(const SettingsReport& report, v1::SettingsReport* out) {
   out->set_name(report.name);
   out->set_source(report.source);

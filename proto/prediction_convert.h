@@ -3,6 +3,7 @@
 #ifndef VTRAIN_PROTO_PREDICTION_CONVERT_H_
 #define VTRAIN_PROTO_PREDICTION_CONVERT_H_
 
+#include "core/predict/explain.h"
 #include "core/predict/predictor.h"
 #include "core/spec/job.h"
 #include "core/spec/settings.h"
@@ -12,6 +13,9 @@ namespace vtrain::proto {
 
 // Fills `out` with the prediction of `job`, the job echoed with its defaults.
 void PredictionToProto(const Job& job, const Prediction& prediction, v1::PredictResponse* out);
+
+// An explanation of a measured step time (PredictResponse.explanation).
+void ExplanationToProto(const Explanation& e, v1::Explanation* out);
 
 // The settings a job ran with (plan.settings), for people.
 void SettingsToProto(const SettingsReport& report, v1::SettingsReport* out);

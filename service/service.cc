@@ -38,8 +38,10 @@ absl::StatusOr<PreparedPredict> PreparePredict(const v1::PredictRequest& request
   predict_options.cancelled = options.cancelled;
   std::shared_ptr<LookupMemo> memo = source.MemoFor(tables);
   predict_options.memo = memo.get();
+  std::optional<double> measured;
+  if (request.has_measured_ms()) measured = request.measured_ms();
   return PreparedPredict{std::move(job), std::move(tables), std::move(memo),
-                         std::move(predict_options)};
+                         std::move(predict_options), measured};
 }
 
 absl::Status RunPredict(const PreparedPredict& prepared, const CallOptions& options,
@@ -47,6 +49,11 @@ absl::Status RunPredict(const PreparedPredict& prepared, const CallOptions& opti
   VTRAIN_ASSIGN_OR_RETURN(Prediction prediction,
                           vtrain::Predict(prepared.job, *prepared.tables, prepared.options));
   proto::PredictionToProto(prepared.job, prediction, response);
+  if (prepared.measured_ms) {
+    VTRAIN_ASSIGN_OR_RETURN(Explanation e, Explain(prepared.job, prediction, *prepared.measured_ms,
+                                                   *prepared.tables, prepared.options));
+    proto::ExplanationToProto(e, response->mutable_explanation());
+  }
   ReportSimulation(options, "Predict", prediction.simulation.wall_ns);
   return absl::OkStatus();
 }

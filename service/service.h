@@ -12,6 +12,7 @@
 #define VTRAIN_SERVICE_SERVICE_H_
 
 #include <cstdint>
+#include <optional>
 #include <functional>
 #include <memory>
 #include <string>
@@ -70,6 +71,7 @@ struct PreparedPredict {
   std::shared_ptr<const ProfileSet> tables;
   std::shared_ptr<LookupMemo> memo;  // of `tables`, or null; options.memo points to it
   PredictOptions options;
+  std::optional<double> measured_ms;  // explain the difference (PredictRequest.measured_ms)
 };
 absl::StatusOr<PreparedPredict> PreparePredict(const v1::PredictRequest& request,
                                                const ProfileSource& source,

@@ -127,10 +127,22 @@ class VtrainClient:
 
         Returns the PredictResponse dict ("iteration_time_ms", "mfu",
         "memory", "stages", the job as simulated in "model"/"plan"/"cluster",
-        ...), as `vtrainctl predict --json` prints it.
+        "settings", ...), as `vtrainctl predict --json` prints it. The request
+        may carry a Megatron-LM launch script as text ("megatron_args") and a
+        measured step time ("measured_ms", then "explanation" answers why it
+        differs: see explain).
         """
         message = _parse(request, vtrain_pb2.PredictRequest)
         return _to_dict(self._unary(self._simulator.Predict, message))
+
+    def explain(self, request, measured_ms):
+        """Why a run's measured step time (ms) differs from the prediction of
+        `request` (a PredictRequest dict): the PredictResponse dict with its
+        "explanation" (where the measurement falls in the 90% interval, and
+        the single setting changes that move the prediction toward it,
+        closest first), as `vtrainctl explain --json` prints it.
+        """
+        return self.predict(dict(request, measured_ms=measured_ms))
 
     def search(self, request, progress=None):
         """A plan search: `request` is a SearchRequest dict, e.g.

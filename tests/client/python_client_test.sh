@@ -119,6 +119,12 @@ written = client.predict({
              "gradient_bucketing": True, "param_gather_overlap": True, "dtype": "DTYPE_FP8",
              "micro_batch": 1, "global_batch": 128, "recompute": "RECOMPUTE_NONE"}})
 assert launch["iteration_time_ns"] == written["iteration_time_ns"], (launch, written)
+# explain: the same job with one setting changed as the "measurement" names it.
+changed = dict(written, plan=dict(written["plan"], tp_comm_overlap=False))
+slower = client.predict({k: changed[k] for k in ("model", "cluster", "plan")})
+why = client.explain({k: written[k] for k in ("model", "cluster", "plan")},
+                     slower["iteration_time_ms"])["explanation"]
+assert why["toward"][0]["change"] == "--tp-comm-overlap off", why
 try:
     client.predict({"megatron_args": "--num-layers 2 --frobnicate 3", "cluster": {}})
 except VtrainError as e:
