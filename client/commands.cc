@@ -131,9 +131,10 @@ absl::Status WithMegatronHint(absl::Status s) {
   name = name.substr(0, name.find(' '));
   for (const auto& n : kMegatronNames) {
     if (n.megatron == name) {
-      return absl::Status(s.code(), absl::StrCat(m, ". --", name, " is Megatron-LM's: here it is ",
-                                                  n.vtrainctl, "; a whole launch script is read "
-                                                  "with --megatron-args FILE"));
+      return absl::Status(
+          s.code(), absl::StrCat(m, ". --", name, " is Megatron-LM's: here it is ", n.vtrainctl,
+                                 "; a whole launch script is read "
+                                 "with --megatron-args FILE"));
     }
   }
   return s;
@@ -175,14 +176,15 @@ std::string ExplanationTable(const v1::PredictResponse& r) {
   const v1::Explanation& e = r.explanation();
   const double diff = 100 * (e.measured_ms() / e.predicted_ms() - 1);
   std::string out = absl::StrFormat(
-      "measured  %.1f ms against %.1f ms predicted (%+.1f%%): %s the 90%% interval %.1f .. %.1f ms\n",
+      "measured  %.1f ms against %.1f ms predicted (%+.1f%%): %s the 90%% interval %.1f .. %.1f "
+      "ms\n",
       e.measured_ms(), e.predicted_ms(), diff, e.position(), r.interval().low_ms(),
       r.interval().high_ms());
   // Where the predicted time goes: the slowest stage's parts.
   const v1::StageBreakdown* worst = nullptr;
   for (const v1::StageBreakdown& s : r.stages()) {
-    const double busy = s.compute_ms() + s.tensor_parallel_ms() + s.context_parallel_ms() +
-                        s.expert_parallel_ms();
+    const double busy =
+        s.compute_ms() + s.tensor_parallel_ms() + s.context_parallel_ms() + s.expert_parallel_ms();
     if (worst == nullptr || busy > worst->compute_ms() + worst->tensor_parallel_ms() +
                                        worst->context_parallel_ms() + worst->expert_parallel_ms()) {
       worst = &s;
@@ -193,20 +195,18 @@ std::string ExplanationTable(const v1::PredictResponse& r) {
     auto part = [total](const char* name, double ms) {
       return ms > 0 ? absl::StrFormat(", %s %.0f ms (%.0f%%)", name, ms, 100 * ms / total) : "";
     };
-    absl::StrAppend(&out, "predicted stage ", worst->stage(), ":",
-                    part("compute", worst->compute_ms()).substr(1),
-                    part("exposed TP", worst->tensor_parallel_ms()),
-                    part("CP", worst->context_parallel_ms()),
-                    part("EP", worst->expert_parallel_ms()),
-                    part("PP", worst->pipeline_exposed_ms()),
-                    part("DP", worst->data_parallel_exposed_ms()),
-                    part("bubble and waiting", worst->idle_ms()), "\n");
+    absl::StrAppend(
+        &out, "predicted stage ", worst->stage(), ":",
+        part("compute", worst->compute_ms()).substr(1),
+        part("exposed TP", worst->tensor_parallel_ms()), part("CP", worst->context_parallel_ms()),
+        part("EP", worst->expert_parallel_ms()), part("PP", worst->pipeline_exposed_ms()),
+        part("DP", worst->data_parallel_exposed_ms()), part("bubble and waiting", worst->idle_ms()),
+        "\n");
     const double recompute = r.hardware_flops_per_iteration() - r.model_flops_per_iteration();
     if (recompute > 0) {
-      absl::StrAppend(&out, absl::StrFormat(
-                                "recomputation adds %.0f%% to the model's FLOPs (%s)\n",
-                                100 * recompute / r.model_flops_per_iteration(),
-                                EnumName(r.plan().recompute())));
+      absl::StrAppend(&out, absl::StrFormat("recomputation adds %.0f%% to the model's FLOPs (%s)\n",
+                                            100 * recompute / r.model_flops_per_iteration(),
+                                            EnumName(r.plan().recompute())));
     }
   }
   if (e.toward_size() == 0) {
@@ -214,7 +214,8 @@ std::string ExplanationTable(const v1::PredictResponse& r) {
                     e.away(), " tried)\n");
     return out;
   }
-  absl::StrAppend(&out, "settings that move the prediction toward the measurement, closest first:\n");
+  absl::StrAppend(&out,
+                  "settings that move the prediction toward the measurement, closest first:\n");
   int rank = 0;
   for (const v1::Explanation::Candidate& c : e.toward()) {
     absl::StrAppend(&out, absl::StrFormat("  %2d. %-62s %10.1f ms  closes %3.0f%% of the gap%s\n",
@@ -225,8 +226,8 @@ std::string ExplanationTable(const v1::PredictResponse& r) {
   return out;
 }
 
-int RunPredictOrExplain(const std::vector<std::string>& args, std::ostream& out,
-                        std::ostream& err, bool explain) {
+int RunPredictOrExplain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                        bool explain) {
   const char* name = explain ? "explain" : "predict";
   common::FlagParser flags(absl::StrCat("vtrainctl ", name));
   common::AddLocalOrServerFlags(
@@ -238,13 +239,14 @@ int RunPredictOrExplain(const std::vector<std::string>& args, std::ostream& out,
   flags.AddValue("max-tasks", "N", "refuse graphs with more tasks (default 100000000)");
   flags.AddSwitch("json", "print the prediction as JSON");
   flags.AddSwitch("show-lookups", "list every profile lookup with its fidelity");
-  flags.AddSwitch("print-flags", "print the job as vtrainctl flags (e.g. of --megatron-args) and stop");
+  flags.AddSwitch("print-flags",
+                  "print the job as vtrainctl flags (e.g. of --megatron-args) and stop");
   flags.AddValue("measured-ms", "X",
                  explain ? "the measured step time in ms (required)"
                          : "a measured step time in ms: also explain the difference (as explain)");
   flags.AddSwitch("help", "show this help");
-  if (std::optional<int> done = ParseCommandLine(flags, args, name,
-                                                 explain ? kExplainHelp : kPredictHelp, out, err)) {
+  if (std::optional<int> done =
+          ParseCommandLine(flags, args, name, explain ? kExplainHelp : kPredictHelp, out, err)) {
     return *done;
   }
   absl::StatusOr<std::optional<double>> measured = flags.GetDouble("measured-ms");

@@ -301,8 +301,8 @@ std::string StageTable(const v1::PredictResponse& r) {
   // The CP and EP columns where the plan has them.
   const bool cp = r.plan().context_parallel() > 1;
   const bool ep = r.plan().expert_parallel() > 1;
-  std::string out = absl::StrCat("\nstage  layers     compute_ms      tp_ms", cp ? "      cp_ms" : "",
-                                 ep ? "      ep_ms" : "",
+  std::string out = absl::StrCat("\nstage  layers     compute_ms      tp_ms",
+                                 cp ? "      cp_ms" : "", ep ? "      ep_ms" : "",
                                  "  pp_exposed_ms  dp_exposed_ms    idle_ms  memory_GiB\n");
   for (const v1::StageBreakdown& s : r.stages()) {
     absl::StrAppend(&out, absl::StrFormat("%5d  %-8s %12.3f %10.3f", s.stage(),
@@ -310,9 +310,9 @@ std::string StageTable(const v1::PredictResponse& r) {
                                           s.compute_ms(), s.tensor_parallel_ms()));
     if (cp) absl::StrAppend(&out, absl::StrFormat(" %10.3f", s.context_parallel_ms()));
     if (ep) absl::StrAppend(&out, absl::StrFormat(" %10.3f", s.expert_parallel_ms()));
-    absl::StrAppend(&out, absl::StrFormat(" %14.3f %14.3f %10.3f %11.1f\n",
-                                          s.pipeline_exposed_ms(), s.data_parallel_exposed_ms(),
-                                          s.idle_ms(), s.peak_memory_bytes() / kGiB));
+    absl::StrAppend(&out, absl::StrFormat(" %14.3f %14.3f %10.3f %11.1f\n", s.pipeline_exposed_ms(),
+                                          s.data_parallel_exposed_ms(), s.idle_ms(),
+                                          s.peak_memory_bytes() / kGiB));
   }
   double tp_hidden = 0, dp_hidden = 0;
   for (const v1::StageBreakdown& s : r.stages()) {
@@ -370,9 +370,9 @@ absl::StatusOr<std::string> PredictionTable(const v1::PredictResponse& response,
   if (!response.has_model() || !response.has_plan() || !response.has_cluster()) {
     return absl::InternalError("the response does not echo its job (model, plan and cluster)");
   }
-  return ModelLine(response) + PlanLine(response) + SettingsLines(response) + ClusterLines(response) + TimeLines(response) +
-         StageTable(response) + FidelityLines(response, show_lookups) +
-         SimulationLine(response.simulation());
+  return ModelLine(response) + PlanLine(response) + SettingsLines(response) +
+         ClusterLines(response) + TimeLines(response) + StageTable(response) +
+         FidelityLines(response, show_lookups) + SimulationLine(response.simulation());
 }
 
 }  // namespace vtrain::client

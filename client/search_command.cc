@@ -85,7 +85,8 @@ absl::StatusOr<v1::SearchRequest> SearchRequestFromFlags(const common::FlagParse
     *r.mutable_model() = launch.model();
     *r.mutable_cluster() = launch.cluster();
     r.mutable_cluster()->clear_num_gpus();
-    if (!gpus && !max_gpus && launch.cluster().has_num_gpus()) r.set_gpus(launch.cluster().num_gpus());
+    if (!gpus && !max_gpus && launch.cluster().has_num_gpus())
+      r.set_gpus(launch.cluster().num_gpus());
     if (!gb) r.set_global_batch(launch.plan().global_batch());
     if (!f.Has("dtype")) r.set_dtype(launch.plan().dtype());
   }

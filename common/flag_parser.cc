@@ -4,8 +4,8 @@
 #include <cmath>
 #include <thread>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -90,8 +90,10 @@ std::optional<std::pair<double, double>> WithSuffix(absl::string_view text) {
   static constexpr struct {
     absl::string_view suffix;
     double multiplier;
-  } kSuffixes[] = {{"Ki", 1024.0}, {"Mi", 1024.0 * 1024.0}, {"k", 1e3}, {"K", 1e3},
-                   {"M", 1e6},     {"B", 1e9},             {"G", 1e9}, {"T", 1e12}};
+  } kSuffixes[] = {{"Ki", 1024.0}, {"Mi", 1024.0 * 1024.0},
+                   {"k", 1e3},     {"K", 1e3},
+                   {"M", 1e6},     {"B", 1e9},
+                   {"G", 1e9},     {"T", 1e12}};
   for (const auto& s : kSuffixes) {
     if (text.size() > s.suffix.size() && absl::EndsWith(text, s.suffix)) {
       double v = 0;

@@ -144,6 +144,22 @@ void LayoutFromProto(const v1::ParallelPlan& p, ParallelPlan& plan,
   }
 }
 
+// The training settings `p` gives (the others come from its settings base).
+GivenSettings GivenOf(const v1::ParallelPlan& p) {
+  GivenSettings given;
+  given.dtype = p.dtype() != v1::DTYPE_UNSPECIFIED;
+  given.recompute = p.recompute() != v1::RECOMPUTE_UNSPECIFIED;
+  given.recompute_modules = p.recompute_modules_size() > 0;
+  given.sequence_parallel = p.has_sequence_parallel();
+  given.sharding = p.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED;
+  given.gradient_bucketing = p.has_gradient_bucketing();
+  given.param_gather_overlap = p.has_param_gather_overlap();
+  given.tp_comm_overlap = p.has_tp_comm_overlap();
+  given.dispatcher = p.moe_dispatcher() != v1::MOE_DISPATCHER_UNSPECIFIED;
+  given.moe_overlap = p.has_moe_overlap();
+  return given;
+}
+
 // The plan's defaults; d comes from the GPU count when not given. The
 // training settings are taken where given and listed in `given`; the rest
 // are filled from plan.settings by FillSettings.
@@ -236,16 +252,7 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job, GivenSettings& g
   take(FromProtoOr(p.settings(), SettingsBase::kTuned, "plan.settings"), plan.settings);
   MoePlanFromProto(p, plan, problems);
   LayoutFromProto(p, plan, problems);
-  given.dtype = p.dtype() != v1::DTYPE_UNSPECIFIED;
-  given.recompute = p.recompute() != v1::RECOMPUTE_UNSPECIFIED;
-  given.recompute_modules = p.recompute_modules_size() > 0;
-  given.sequence_parallel = p.has_sequence_parallel();
-  given.sharding = p.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_UNSPECIFIED;
-  given.gradient_bucketing = p.has_gradient_bucketing();
-  given.param_gather_overlap = p.has_param_gather_overlap();
-  given.tp_comm_overlap = p.has_tp_comm_overlap();
-  given.dispatcher = p.moe_dispatcher() != v1::MOE_DISPATCHER_UNSPECIFIED;
-  given.moe_overlap = p.has_moe_overlap();
+  given = GivenOf(p);
   if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
   return absl::OkStatus();
 }

@@ -41,8 +41,7 @@ absl::StatusOr<v1::PredictRequest> LayOver(MegatronJob job, const v1::PredictReq
 // errors). INVALID_ARGUMENT names the argument (and the script's line) for
 // an unknown or unmodelled argument, a value that does not parse, shell it
 // cannot read.
-absl::StatusOr<MegatronJob> RequestFromMegatronArgs(absl::string_view text,
-                                                    absl::string_view name);
+absl::StatusOr<MegatronJob> RequestFromMegatronArgs(absl::string_view text, absl::string_view name);
 
 }  // namespace vtrain::proto
 

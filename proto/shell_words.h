@@ -28,7 +28,7 @@ struct ShellCommand {
 };
 
 struct ShellScript {
-  std::vector<ShellCommand> commands;  // every command run, in order (assignments aside)
+  std::vector<ShellCommand> commands;            // every command run, in order (assignments aside)
   std::map<std::string, std::string> variables;  // scalars at the end of the script
   std::vector<std::string> notes;  // what was not read (a substitution not run, a loop skipped)
 };

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Checks the container and deployment files (CI runs it before the tests):
 #   1. yamllint (.yamllint) on every YAML file,
-#   2. shellcheck on every shell script (scripts/*.sh, .ci/run, any other *.sh),
+#   2. shellcheck on every shell script (scripts/*.sh, .ci/run, any other *.sh; not
+#      data/ and the fuzz corpus, whose launch scripts are inputs written as users write
+#      them),
 #   3. docker-compose -f docker-compose.yml config -q,
 #   4. kubectl kustomize deploy/base and deploy/overlays/example,
 #   5. schema and reference validation of every rendered object (deploy/validate,
@@ -37,7 +39,7 @@ step "shellcheck"
 shellcheck --version | sed -n 2p
 mapfile -t shell_files < <(
   {
-    find . \( -path './build*' -o -path ./.git -o -name node_modules \) -prune -o \
+    find . \( -path './build*' -o -path ./.git -o -path ./data -o -path ./tests/fuzz/corpus -o -name node_modules \) -prune -o \
       -type f -name '*.sh' -print
     # Extension-less scripts (.ci/run, ...) by their shebang.
     find .ci scripts -maxdepth 1 -type f ! -name '*.*' -print 2>/dev/null |

@@ -12,9 +12,9 @@
 #define VTRAIN_SERVICE_SERVICE_H_
 
 #include <cstdint>
-#include <optional>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 

@@ -176,6 +176,24 @@ class TemplateMaker {
     if (!fsdp_) return;
     w.TensorParallel(std::llround(std::max(0.0, collective_ns - layer_ns)), fsdp_label_);
   }
+  // Recomputing mla_up_proj re-runs MLA's up-projections and rotary
+  // embedding before the attention backward: the attention forward's kernels
+  // that make Q, K and V from the kept latents (by their names; a table
+  // whose kernels are not named so recomputes nothing). nullptr when not
+  // recomputed.
+  const ResolvedOperator* UpProjRecompute() {
+    if (!plan_.recomputes(kRecomputeMlaUpProj)) return nullptr;
+    if (up_proj_.profile.kernels.empty()) {
+      for (const KernelRecord& k : Op(OperatorKind::kAttentionFwd).profile.kernels) {
+        if (absl::StrContains(k.name, "_up_fwd") || absl::StrContains(k.name, "rotary_fwd") ||
+            absl::StrContains(k.name, "qk_concat_fwd")) {
+          up_proj_.profile.kernels.push_back(k);
+        }
+      }
+      up_proj_.chain = ChainOf(up_proj_.profile.kernels);
+    }
+    return up_proj_.profile.kernels.empty() ? nullptr : &up_proj_;
+  }
   void Prepare();
   ActionTemplate Forward(StageEnds ends);
   ActionTemplate Backward(StageEnds ends, bool bucketed);
@@ -332,8 +350,7 @@ ActionTemplate TemplateMaker::Forward(StageEnds ends) {
 // micro-batch with gradient bucketing).
 ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   TemplateWriter w = Writer();
-  const double t = static_cast<double>(t_);
-  const double bucket_limit = static_cast<double>(plan_.bucket_size_bytes);
+  const double t = static_cast<double>(t_), bucket_limit = plan_.bucket_size_bytes;
   double pending = 0;
   // The weight-gradient (W) share of each operator's time (AttentionWeightShare).
   weight_ns_ = 0;
@@ -341,9 +358,7 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   // Of its kernels' GPU time, not its host gaps: W never exceeds the
   // kernels it is taken from, at either granularity.
   auto weight_share = [&](const ResolvedOperator& op, double share) {
-    for (const KernelRecord& k : op.profile.kernels) {
-      weight_ns_ += share * static_cast<double>(k.duration_ns);
-    }
+    for (const KernelRecord& k : op.profile.kernels) weight_ns_ += share * k.duration_ns;
   };
   // Gradients of `params` parameters are final: close a bucket once full.
   auto gradients_ready = [&](double params) {
@@ -377,21 +392,7 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   const ResolvedOperator* mlp_fwd = full || mlp_again ? &Op(OperatorKind::kMlpFwd) : nullptr;
   const ResolvedOperator* core_fwd =
       core_again ? &Op(OperatorKind::kAttentionFwd, 0, /*core_only=*/true) : nullptr;
-  // Recomputing mla_up_proj re-runs MLA's up-projections and rotary
-  // embedding before the attention backward: the attention forward's kernels
-  // that make Q, K and V from the kept latents (by their names; a table
-  // whose kernels are not named so recomputes nothing here).
-  ResolvedOperator& up_proj = up_proj_;
-  const bool up_again = plan_.recomputes(kRecomputeMlaUpProj) && !full;
-  if (up_again && up_proj.profile.kernels.empty()) {
-    for (const KernelRecord& k : Op(OperatorKind::kAttentionFwd).profile.kernels) {
-      if (absl::StrContains(k.name, "_up_fwd") || absl::StrContains(k.name, "rotary_fwd") ||
-          absl::StrContains(k.name, "qk_concat_fwd")) {
-        up_proj.profile.kernels.push_back(k);
-      }
-    }
-    up_proj.chain = ChainOf(up_proj.profile.kernels);
-  }
+  const ResolvedOperator* up_proj = full ? nullptr : UpProjRecompute();
   const bool moe_model = model_.is_moe();
   const ResolvedOperator* moe_bwd = moe_model ? &Op(OperatorKind::kMoeBwd) : nullptr;
   const ResolvedOperator* moe_fwd =
@@ -420,7 +421,7 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
     weight_share(attention_bwd, attention_w);
     // Selective recomputation re-runs only the attention core before the
     // attention backward (Korthikanti et al. 2022, §5).
-    if (up_again && !up_proj.profile.kernels.empty()) w.Operator(up_proj);
+    if (up_proj != nullptr) w.Operator(*up_proj);
     if (core_again) w.Operator(*core_fwd);
     Block(w, attention_bwd);
     ContextRing(w, 2);

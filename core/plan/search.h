@@ -90,9 +90,9 @@ void FillSpaceSettings(const GivenSpace& given, const GpuSpec& gpu, ModelSpec& m
 
 // The degrees a tuned space tries where the request gives none: pipeline
 // degrees that divide the layers, every depth up to 16 and the powers of two
-// up to 128 (those that do not divide the layers laid out unevenly), interleaving 1, 2, 4 and 8, context parallelism 1, 2, 4 and 8
-// from 16K tokens (1, 2 from 8K), and for a MoE model every power of two
-// up to 64 that divides its experts.
+// up to 128 (those that do not divide the layers laid out unevenly), interleaving 1, 2, 4 and 8,
+// context parallelism 1, 2, 4 and 8 from 16K tokens (1, 2 from 8K), and for a MoE model every power
+// of two up to 64 that divides its experts.
 struct TunedDegrees {
   std::vector<int64_t> pipeline_parallel, virtual_stages, context_parallel, expert_parallel;
 };

@@ -53,8 +53,8 @@ std::vector<SettingChange> SettingChanges(const Job& job) {
       if (r == Recompute::kFull) q.moe.overlap = false;
     });
   }
-  for (DataParallelSharding s :
-       {DataParallelSharding::kNone, DataParallelSharding::kOptimizer, DataParallelSharding::kFull}) {
+  for (DataParallelSharding s : {DataParallelSharding::kNone, DataParallelSharding::kOptimizer,
+                                 DataParallelSharding::kFull}) {
     if (s == p.data_parallel_sharding) continue;
     add(absl::StrCat("--data-parallel-sharding ", ShardingName(s)),
         [s](ParallelPlan& q, ModelSpec&) {
@@ -65,8 +65,8 @@ std::vector<SettingChange> SettingChanges(const Job& job) {
   // Precision.
   if (p.dtype == DType::kFp8) {
     add("--dtype bf16", [](ParallelPlan& q, ModelSpec&) { q.dtype = DType::kBf16; });
-    for (Fp8Recipe r : {Fp8Recipe::kDelayed, Fp8Recipe::kCurrent, Fp8Recipe::kBlockwise,
-                        Fp8Recipe::kMxfp8}) {
+    for (Fp8Recipe r :
+         {Fp8Recipe::kDelayed, Fp8Recipe::kCurrent, Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8}) {
       if (r == p.fp8_recipe) continue;
       add(absl::StrCat("--fp8-recipe ", Fp8RecipeName(r)),
           [r](ParallelPlan& q, ModelSpec&) { q.fp8_recipe = r; });
@@ -84,8 +84,8 @@ std::vector<SettingChange> SettingChanges(const Job& job) {
   }
   // MoE: the dispatcher and the all-to-all overlap.
   if (job.model.is_moe() && p.expert_parallel > 1) {
-    for (MoeDispatcher d : {MoeDispatcher::kAllToAll, MoeDispatcher::kAllGather,
-                            MoeDispatcher::kFlex}) {
+    for (MoeDispatcher d :
+         {MoeDispatcher::kAllToAll, MoeDispatcher::kAllGather, MoeDispatcher::kFlex}) {
       if (d == p.moe.dispatcher) continue;
       add(absl::StrCat("--moe-dispatcher ", DispatcherName(d)), [d](ParallelPlan& q, ModelSpec&) {
         q.moe.dispatcher = d;
@@ -110,9 +110,9 @@ std::vector<SettingChange> SettingChanges(const Job& job) {
 absl::StatusOr<Explanation> Explain(const Job& job, const Prediction& base, double measured_ms,
                                     const ProfileSet& profiles, const PredictOptions& options) {
   if (!(measured_ms > 0) || !std::isfinite(measured_ms)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "measured_ms=", measured_ms,
-        " (--measured-ms) must be a positive step time in milliseconds, e.g. 12100"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("measured_ms=", measured_ms,
+                     " (--measured-ms) must be a positive step time in milliseconds, e.g. 12100"));
   }
   Explanation e;
   e.measured_ms = measured_ms;
@@ -152,10 +152,9 @@ absl::StatusOr<Explanation> Explain(const Job& job, const Prediction& base, doub
     consider("kernels and collectives at the fast edge of their fitted band", e.interval_low_ms,
              true);
   }
-  std::stable_sort(e.toward.begin(), e.toward.end(),
-                   [](const ExplainCandidate& a, const ExplainCandidate& b) {
-                     return a.closes > b.closes;
-                   });
+  std::stable_sort(
+      e.toward.begin(), e.toward.end(),
+      [](const ExplainCandidate& a, const ExplainCandidate& b) { return a.closes > b.closes; });
   return e;
 }
 

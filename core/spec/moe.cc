@@ -85,8 +85,9 @@ void CheckRecomputeModules(const Job& job, Problems& p) {
     p.Add(absl::StrCat(name, ": moe and moe_act need a MoE model; leave them out"));
   }
   if ((m & kRecomputeMlaUpProj) != 0 && job.model.attention != AttentionKind::kMla) {
-    p.Add(absl::StrCat(name, ": mla_up_proj needs multi-latent attention (model.attention=mla); "
-                             "leave it out"));
+    p.Add(absl::StrCat(name,
+                       ": mla_up_proj needs multi-latent attention (model.attention=mla); "
+                       "leave it out"));
   }
   if ((m & kRecomputeMoe) != 0 && plan.moe.overlap) {
     p.Add(absl::StrCat(name,

@@ -42,8 +42,8 @@ constexpr PresetRecipe kRecipes[] = {
     // overlap; 235B-A22B alltoall with the overlap, no TP overlap.
     {"qwen3-30b-a3b", "Megatron-Bridge Qwen3-30B-A3B H100 performance recipe", Recompute::kNone, 0,
      MoeDispatcher::kFlex, true},
-    {"qwen3-235b-a22b", "Megatron-Bridge Qwen3-235B-A22B H100 performance recipe",
-     Recompute::kNone, 0, MoeDispatcher::kAllToAll, true, true, false},
+    {"qwen3-235b-a22b", "Megatron-Bridge Qwen3-235B-A22B H100 performance recipe", Recompute::kNone,
+     0, MoeDispatcher::kAllToAll, true, true, false},
     // MB gpt_oss/h100/gpt_oss.py: alltoall without the overlap; 120B
     // recomputes the norms and the experts' activation, 20B (canonical
     // recipe, no H100 performance recipe) nothing.

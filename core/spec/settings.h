@@ -75,8 +75,8 @@ void FillSettings(const GivenSettings& given, Job& job);
 // The settings a job ran with, for people: the base, its source, what the
 // base sets, and what the job changed from it.
 struct SettingsReport {
-  std::string name;    // "tuned"
-  std::string source;  // "Megatron-Bridge Llama 3 70B performance recipe"
+  std::string name;                  // "tuned"
+  std::string source;                // "Megatron-Bridge Llama 3 70B performance recipe"
   std::vector<std::string> assumed;  // "bf16", "sequence parallel", ...
   std::vector<std::string> changed;  // "recompute full", "dtype fp8", ...
 };

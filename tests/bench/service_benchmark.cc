@@ -103,8 +103,8 @@ void BM_Rpc_MtNlg530B_D1(benchmark::State& state) {
   o.db_path = (dir / "bench.db").string();
   absl::StatusOr<std::unique_ptr<server::Server>> srv = server::Server::Start(o);
   if (!srv.ok()) return state.SkipWithError(std::string(srv.status().message()).c_str());
-  auto stub = v1::Simulator::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", (*srv)->port()), grpc::InsecureChannelCredentials()));
+  auto stub = v1::Simulator::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*srv)->port()),
+                                                         grpc::InsecureChannelCredentials()));
   v1::PredictRequest request = MtNlgRequest();
   int64_t sim = 0, price = 0;
   for (auto _ : state) {

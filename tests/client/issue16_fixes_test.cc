@@ -67,16 +67,11 @@ TEST(Issue16FixesTest, VtrainConfigWithALargerClusterAndAPriceIsCosted) {
   EXPECT_NEAR(cost, gpu_hours * 4.096, 1e-6 * cost);
   // The same job on exactly its 2,016 GPUs costs the same: the cluster's
   // idle GPUs are not the job's.
-  const Issue16Result exact = RunCtl({"predict",    "--model",
-                                      "mtnlg-530b", "--settings",
-                                      "paper",      "--vocab",
-                                      "51200",      "--tp",
-                                      "8",          "--dp",
-                                      "12",         "--pp",
-                                      "21",         "--global-batch",
-                                      "1920",       "--tokens",
-                                      "270e9",      "--price-usd-per-gpu-hour",
-                                      "4.096",      "--json"});
+  const Issue16Result exact = RunCtl(
+      {"predict", "--model",        "mtnlg-530b", "--settings", "paper", "--vocab",
+       "51200",   "--tp",           "8",          "--dp",       "12",    "--pp",
+       "21",      "--global-batch", "1920",       "--tokens",   "270e9", "--price-usd-per-gpu-hour",
+       "4.096",   "--json"});
   ASSERT_EQ(exact.code, 0) << exact.err;
   EXPECT_DOUBLE_EQ(JsonNumber(exact.out, "iteration_time_ms"),
                    JsonNumber(r.out, "iteration_time_ms"));

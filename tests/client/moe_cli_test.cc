@@ -104,10 +104,27 @@ TEST(MoeCliTest, BadMoeFlagsAreRefusedNamingTheField) {
 }
 
 TEST(MoeCliTest, SearchTriesExpertParallelDegrees) {
-  const auto r = RunVtrainctlInProcess({"search", "--local", "--model", "qwen3-30b-a3b", "--gpu",
-                                        "h100-sxm5-80gb", "--gpus", "16", "--global-batch", "64",
-                                        "--dtype", "bf16", "--tp-values", "1,2", "--ep-values",
-                                        "1,4,8", "--max-micro-batch", "1", "--top", "1000", "--json"});
+  const auto r = RunVtrainctlInProcess({"search",
+                                        "--local",
+                                        "--model",
+                                        "qwen3-30b-a3b",
+                                        "--gpu",
+                                        "h100-sxm5-80gb",
+                                        "--gpus",
+                                        "16",
+                                        "--global-batch",
+                                        "64",
+                                        "--dtype",
+                                        "bf16",
+                                        "--tp-values",
+                                        "1,2",
+                                        "--ep-values",
+                                        "1,4,8",
+                                        "--max-micro-batch",
+                                        "1",
+                                        "--top",
+                                        "1000",
+                                        "--json"});
   ASSERT_EQ(r.code, common::kExitOk) << r.err;
   // Plans of each EP degree were evaluated, t = 2 among them.
   EXPECT_THAT(r.out, HasSubstr("\"expert_parallel\": 8"));

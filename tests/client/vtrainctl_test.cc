@@ -346,7 +346,8 @@ TEST(VtrainctlFilesTest, JobFileAndVtrainConfigGiveTheFlagsResult) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, HasSubstr("plan.tensor_parallel"));
   // Job flags are laid over a file and win: the file's t=3 becomes 2.
-  const ProcessResult mixed = RunBinary({"predict", "-f", job, "--tp", "2", "--gpus", "8", "--json"});
+  const ProcessResult mixed =
+      RunBinary({"predict", "-f", job, "--tp", "2", "--gpus", "8", "--json"});
   EXPECT_EQ(mixed.exit_code, 0) << mixed.err;
   EXPECT_EQ(JsonInt(mixed.out, "iteration_time_ns"), JsonInt(flags.out, "iteration_time_ns"));
   WriteText(job, R"({"model":{"preset":"gpt3-1.3b"},"plan":{"global_batch":64}})");
@@ -354,11 +355,13 @@ TEST(VtrainctlFilesTest, JobFileAndVtrainConfigGiveTheFlagsResult) {
     const char* value = std::string(flag) == "--recompute" ? "full"
                         : std::string(flag) == "--dtype"   ? "fp16"
                                                            : "h100-sxm5-80gb";
-    const ProcessResult over = RunBinary({"predict", "-f", job, flag, value, "--gpus", "8", "--json"});
+    const ProcessResult over =
+        RunBinary({"predict", "-f", job, flag, value, "--gpus", "8", "--json"});
     EXPECT_EQ(over.exit_code, 0) << flag << ": " << over.err;
-    EXPECT_THAT(over.out, HasSubstr(std::string(flag) == "--gpu" ? "\"gpu\": \"h100-sxm5-80gb\""
-                                    : std::string(flag) == "--dtype" ? "\"dtype\": \"DTYPE_FP16\""
-                                    : "\"recompute\": \"RECOMPUTE_FULL\""))
+    EXPECT_THAT(over.out,
+                HasSubstr(std::string(flag) == "--gpu"     ? "\"gpu\": \"h100-sxm5-80gb\""
+                          : std::string(flag) == "--dtype" ? "\"dtype\": \"DTYPE_FP16\""
+                                                           : "\"recompute\": \"RECOMPUTE_FULL\""))
         << flag;
   }
   EXPECT_EQ(RunBinary({"predict", "-f", job, "--node-failure-rate", "3"}).exit_code, 0);

@@ -346,8 +346,8 @@ TEST(AgentCommandsTest, ServeAnswersProfilingWork) {
   // A prediction on a GPU with only analytical tables leaves work behind.
   std::ostringstream pout, perr;
   ASSERT_EQ(client::RunVtrainctl({"predict", "--server", address, "--model", "gpt3-1.3b",
-                                  "--settings", "paper", "--gpu", "a100-sxm4-80gb",
-                                  "--gpus", "8", "--tp", "2", "--dp", "4", "--global-batch", "64"},
+                                  "--settings", "paper", "--gpu", "a100-sxm4-80gb", "--gpus", "8",
+                                  "--tp", "2", "--dp", "4", "--global-batch", "64"},
                                  pout, perr),
             0)
       << perr.str();

@@ -54,54 +54,178 @@ void ExpectSamePrediction(const std::string& fixture, std::vector<std::string> e
   ASSERT_EQ(b.code, 0) << b.err;
   EXPECT_GT(JsonInt(a.out, "iteration_time_ns"), 0);
   EXPECT_EQ(JsonInt(a.out, "iteration_time_ns"), JsonInt(b.out, "iteration_time_ns"))
-      << a.out.substr(0, 400) << "\n---\n" << b.out.substr(0, 400);
+      << a.out.substr(0, 400) << "\n---\n"
+      << b.out.substr(0, 400);
 }
 
 TEST(MegatronArgsTest, Gpt3ScriptIsTheSameJobAsItsFlags) {
-  ExpectSamePrediction(
-      "gpt3_175b.sh", {"--gpu", "a100-sxm4-80gb"},
-      {"--settings", "megatron-defaults", "--arch",   "gpt",  "--layers", "96",  "--hidden",
-       "12288",      "--heads",             "96",     "--seq-len", "2048", "--vocab",  "50257",
-       "--gpus",     "512",                 "--tp",   "8",    "--pp",     "16",  "--micro-batch",
-       "1",          "--global-batch",      "1536",   "--dtype", "fp16", "--recompute", "none",
-       "--gpu",      "a100-sxm4-80gb"});
+  ExpectSamePrediction("gpt3_175b.sh", {"--gpu", "a100-sxm4-80gb"},
+                       {"--settings",     "megatron-defaults",
+                        "--arch",         "gpt",
+                        "--layers",       "96",
+                        "--hidden",       "12288",
+                        "--heads",        "96",
+                        "--seq-len",      "2048",
+                        "--vocab",        "50257",
+                        "--gpus",         "512",
+                        "--tp",           "8",
+                        "--pp",           "16",
+                        "--micro-batch",  "1",
+                        "--global-batch", "1536",
+                        "--dtype",        "fp16",
+                        "--recompute",    "none",
+                        "--gpu",          "a100-sxm4-80gb"});
 }
 
 TEST(MegatronArgsTest, Llama3ScriptWithAnFp8BranchIsTheSameJobAsItsFlags) {
-  ExpectSamePrediction(
-      "llama3_70b.sh", {"--gpu", "h100-sxm5-80gb"},
-      {"--settings", "megatron-defaults", "--arch", "llama", "--layers", "80", "--hidden", "8192",
-       "--ffn", "28672", "--heads", "64", "--kv-heads", "8", "--seq-len", "8192", "--vocab",
-       "128256", "--gpus", "64", "--tp", "4", "--pp", "4", "--cp", "2", "--virtual-stages", "5",
-       "--sequence-parallel", "on", "--tp-comm-overlap", "on", "--data-parallel-sharding",
-       "optimizer", "--gradient-bucketing", "on", "--overlap-param-gather", "on", "--dtype",
-       "fp8", "--micro-batch", "1", "--global-batch", "128", "--recompute", "none", "--gpu",
-       "h100-sxm5-80gb"});
+  ExpectSamePrediction("llama3_70b.sh", {"--gpu", "h100-sxm5-80gb"},
+                       {"--settings",
+                        "megatron-defaults",
+                        "--arch",
+                        "llama",
+                        "--layers",
+                        "80",
+                        "--hidden",
+                        "8192",
+                        "--ffn",
+                        "28672",
+                        "--heads",
+                        "64",
+                        "--kv-heads",
+                        "8",
+                        "--seq-len",
+                        "8192",
+                        "--vocab",
+                        "128256",
+                        "--gpus",
+                        "64",
+                        "--tp",
+                        "4",
+                        "--pp",
+                        "4",
+                        "--cp",
+                        "2",
+                        "--virtual-stages",
+                        "5",
+                        "--sequence-parallel",
+                        "on",
+                        "--tp-comm-overlap",
+                        "on",
+                        "--data-parallel-sharding",
+                        "optimizer",
+                        "--gradient-bucketing",
+                        "on",
+                        "--overlap-param-gather",
+                        "on",
+                        "--dtype",
+                        "fp8",
+                        "--micro-batch",
+                        "1",
+                        "--global-batch",
+                        "128",
+                        "--recompute",
+                        "none",
+                        "--gpu",
+                        "h100-sxm5-80gb"});
 }
 
 TEST(MegatronArgsTest, MixtralScriptIsTheSameJobAsItsFlags) {
-  ExpectSamePrediction(
-      "mixtral_8x7b.sh", {"--gpu", "h100-sxm5-80gb"},
-      {"--settings", "megatron-defaults", "--arch", "llama", "--layers", "32", "--hidden", "4096",
-       "--ffn", "14336", "--heads", "32", "--kv-heads", "8", "--seq-len", "4096", "--vocab",
-       "32000", "--num-experts", "8", "--moe-top-k", "2", "--moe-ffn", "14336",
-       "--moe-dispatcher", "alltoall", "--gpus", "64", "--pp", "4", "--ep", "8", "--etp", "1",
-       "--sequence-parallel", "on", "--data-parallel-sharding", "optimizer",
-       "--gradient-bucketing", "on", "--overlap-param-gather", "on", "--dtype", "bf16",
-       "--micro-batch", "1", "--global-batch", "256", "--recompute", "none", "--gpu",
-       "h100-sxm5-80gb"});
+  ExpectSamePrediction("mixtral_8x7b.sh", {"--gpu", "h100-sxm5-80gb"},
+                       {"--settings",
+                        "megatron-defaults",
+                        "--arch",
+                        "llama",
+                        "--layers",
+                        "32",
+                        "--hidden",
+                        "4096",
+                        "--ffn",
+                        "14336",
+                        "--heads",
+                        "32",
+                        "--kv-heads",
+                        "8",
+                        "--seq-len",
+                        "4096",
+                        "--vocab",
+                        "32000",
+                        "--num-experts",
+                        "8",
+                        "--moe-top-k",
+                        "2",
+                        "--moe-ffn",
+                        "14336",
+                        "--moe-dispatcher",
+                        "alltoall",
+                        "--gpus",
+                        "64",
+                        "--pp",
+                        "4",
+                        "--ep",
+                        "8",
+                        "--etp",
+                        "1",
+                        "--sequence-parallel",
+                        "on",
+                        "--data-parallel-sharding",
+                        "optimizer",
+                        "--gradient-bucketing",
+                        "on",
+                        "--overlap-param-gather",
+                        "on",
+                        "--dtype",
+                        "bf16",
+                        "--micro-batch",
+                        "1",
+                        "--global-batch",
+                        "256",
+                        "--recompute",
+                        "none",
+                        "--gpu",
+                        "h100-sxm5-80gb"});
 }
 
 TEST(MegatronArgsTest, DeepSeekArgumentListIsThePresetsJob) {
   // A bare argument list (no launcher: the world size comes from --gpus).
-  ExpectSamePrediction(
-      "deepseek_v3.args", {"--gpu", "h100-sxm5-80gb", "--gpus", "1024"},
-      {"--model", "deepseek-v3", "--settings", "megatron-defaults", "--gpu", "h100-sxm5-80gb",
-       "--gpus", "1024", "--tp", "2", "--pp", "8", "--virtual-stages", "4", "--pipeline-layout",
-       "Et|(tt|)*30mL", "--ep", "64", "--etp", "1", "--sequence-parallel", "on",
-       "--moe-dispatcher", "flex", "--micro-batch", "1", "--global-batch", "8192", "--dtype",
-       "fp8", "--data-parallel-sharding", "optimizer", "--overlap-param-gather", "on",
-       "--recompute", "selective", "--recompute-modules", "mlp,mla_up_proj"});
+  ExpectSamePrediction("deepseek_v3.args", {"--gpu", "h100-sxm5-80gb", "--gpus", "1024"},
+                       {"--model",
+                        "deepseek-v3",
+                        "--settings",
+                        "megatron-defaults",
+                        "--gpu",
+                        "h100-sxm5-80gb",
+                        "--gpus",
+                        "1024",
+                        "--tp",
+                        "2",
+                        "--pp",
+                        "8",
+                        "--virtual-stages",
+                        "4",
+                        "--pipeline-layout",
+                        "Et|(tt|)*30mL",
+                        "--ep",
+                        "64",
+                        "--etp",
+                        "1",
+                        "--sequence-parallel",
+                        "on",
+                        "--moe-dispatcher",
+                        "flex",
+                        "--micro-batch",
+                        "1",
+                        "--global-batch",
+                        "8192",
+                        "--dtype",
+                        "fp8",
+                        "--data-parallel-sharding",
+                        "optimizer",
+                        "--overlap-param-gather",
+                        "on",
+                        "--recompute",
+                        "selective",
+                        "--recompute-modules",
+                        "mlp,mla_up_proj"});
 }
 
 TEST(MegatronArgsTest, EveryArgumentIsMappedIgnoredOrRefused) {
@@ -114,7 +238,7 @@ TEST(MegatronArgsTest, EveryArgumentIsMappedIgnoredOrRefused) {
   EXPECT_THAT(job->ignored, Contains("--lr (learning rate)"));
   EXPECT_THAT(job->ignored, Contains("--save (checkpoints)"));
   EXPECT_THAT(job->ignored, Contains("--data-path (data)"));
-  EXPECT_EQ(job->request.cluster().num_gpus(), 512);  // --nproc_per_node 8 x --nnodes 64
+  EXPECT_EQ(job->request.cluster().num_gpus(), 512);    // --nproc_per_node 8 x --nnodes 64
   EXPECT_EQ(job->request.model().vocab_size(), 50257);  // GPT-2 BPE: its merge file
   // An argument vtrain does not know is refused with its name and line.
   absl::StatusOr<MegatronJob> unknown = RequestFromMegatronArgs(
@@ -161,8 +285,9 @@ TEST(MegatronArgsTest, FlagsWinOverTheLaunch) {
   EXPECT_THAT(r.out, HasSubstr("--tp 4 --pp 16"));
   EXPECT_THAT(r.err, HasSubstr("megatron-args: ignored, no step time ("));
   // A launch with no vocabulary asks for --vocab; with it, it runs.
-  const auto no_vocab = RunVtrainctlInProcess(
-      {"predict", "--megatron-args", Fixture("llama3_70b.sh"), "--vocab", "32000", "--print-flags"});
+  const auto no_vocab =
+      RunVtrainctlInProcess({"predict", "--megatron-args", Fixture("llama3_70b.sh"), "--vocab",
+                             "32000", "--print-flags"});
   EXPECT_EQ(no_vocab.code, 0) << no_vocab.err;
   EXPECT_THAT(no_vocab.out, HasSubstr("--vocab 32000"));
 }
@@ -223,9 +348,10 @@ TEST(MegatronArgsTest, MegatronFlagNamesGetAHintAndSizesTakeSuffixes) {
   const auto hint = RunVtrainctlInProcess(
       {"predict", "--model", "llama3-8b", "--tensor-model-parallel-size", "2"});
   EXPECT_EQ(hint.code, 2);
-  EXPECT_THAT(hint.err, HasSubstr("--tensor-model-parallel-size is Megatron-LM's: here it is --tp"));
-  const auto sized = RunVtrainctlInProcess({"predict", "--model", "llama3-8b", "--gpus", "8",
-                                            "--global-batch", "2Ki", "--print-flags"});
+  EXPECT_THAT(hint.err,
+              HasSubstr("--tensor-model-parallel-size is Megatron-LM's: here it is --tp"));
+  const auto sized = RunVtrainctlInProcess(
+      {"predict", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "2Ki", "--print-flags"});
   ASSERT_EQ(sized.code, 0) << sized.err;
   EXPECT_THAT(sized.out, HasSubstr("--global-batch 2048"));
   const auto tokens = RunVtrainctlInProcess({"predict", "--model", "llama3-8b", "--gpus", "8",

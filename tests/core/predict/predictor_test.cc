@@ -40,8 +40,7 @@ absl::StatusOr<Prediction> PredictDefault(const Job& job, Granularity granularit
 
 int64_t StageTotal(const StageBreakdown& s) {
   return s.compute_ns + s.tensor_parallel_ns + s.context_parallel_ns + s.expert_parallel_ns +
-         s.pipeline_exposed_ns + s.data_parallel_exposed_ns +
-         s.idle_ns;
+         s.pipeline_exposed_ns + s.data_parallel_exposed_ns + s.idle_ns;
 }
 
 TEST(PredictDifferentialTest, KernelAndOperatorGranularityAgreeExactly) {

@@ -43,14 +43,15 @@ TEST(SettingsTest, TunedIsTheRecipesMegatronCoreRun) {
   EXPECT_TRUE(s.gradient_bucketing && s.param_gather_overlap && s.tp_comm_overlap);
   EXPECT_EQ(s.attention_impl, AttentionImpl::kFlash);
   // A GPU without bf16 tensor cores trains in fp16.
-  EXPECT_EQ(SettingsFor(SettingsBase::kTuned, *ModelPreset("gpt3-1.3b"), Gpu("v100-sxm2-32gb"))
-                .dtype,
-            DType::kFp16);
+  EXPECT_EQ(
+      SettingsFor(SettingsBase::kTuned, *ModelPreset("gpt3-1.3b"), Gpu("v100-sxm2-32gb")).dtype,
+      DType::kFp16);
 }
 
 TEST(SettingsTest, MegatronDefaultsTurnEverythingOffAndThePaperIsItsA100Run) {
   const ModelSpec m = *ModelPreset("gpt3-175b");
-  const TrainingSettings mlm = SettingsFor(SettingsBase::kMegatronDefaults, m, Gpu("a100-sxm4-80gb"));
+  const TrainingSettings mlm =
+      SettingsFor(SettingsBase::kMegatronDefaults, m, Gpu("a100-sxm4-80gb"));
   EXPECT_EQ(mlm.recompute, Recompute::kNone);
   EXPECT_FALSE(mlm.sequence_parallel || mlm.gradient_bucketing || mlm.param_gather_overlap ||
                mlm.tp_comm_overlap);
@@ -73,7 +74,8 @@ TEST(SettingsTest, MoePresetsCarryTheirRecipes) {
       SettingsFor(SettingsBase::kTuned, *ModelPreset("qwen3-235b-a22b"), h100);
   EXPECT_EQ(qwen.dispatcher, MoeDispatcher::kAllToAll);
   EXPECT_TRUE(qwen.moe_overlap);
-  const TrainingSettings oss = SettingsFor(SettingsBase::kTuned, *ModelPreset("gpt-oss-120b"), h100);
+  const TrainingSettings oss =
+      SettingsFor(SettingsBase::kTuned, *ModelPreset("gpt-oss-120b"), h100);
   EXPECT_FALSE(oss.moe_overlap);
   EXPECT_EQ(oss.recompute_modules, kRecomputeLayernorm | kRecomputeMoeAct);
   EXPECT_THAT(ds.source, HasSubstr("DeepSeek-V3"));
