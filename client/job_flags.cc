@@ -103,6 +103,9 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
   VTRAIN_ASSIGN_OR_RETURN(std::optional<SettingsBase> settings,
                           flags.GetParsed("settings", ParseSettings));
   if (settings) plan.set_settings(proto::ToProto(*settings));
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> moments,
+                          flags.GetOnOff("bf16-moments", "plan.bf16_moments"));
+  if (moments) plan.set_bf16_moments(*moments);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> sp,
                           flags.GetOnOff("sequence-parallel", "plan.sequence_parallel"));
   if (sp) plan.set_sequence_parallel(*sp);
@@ -329,6 +332,9 @@ void AddJobFlags(common::FlagParser& p) {
   p.AddValue("overlap-param-gather", "on|off",
              "run the distributed optimizer's parameter all-gather under the next forward "
              "(needs --data-parallel-sharding optimizer; default: the settings')");
+  p.AddValue("bf16-moments", "on|off",
+             "Megatron-Core's precision-aware optimizer with bf16 Adam moments: 8 bytes of "
+             "optimizer state a parameter, not 12 (memory only; default: the settings')");
   p.AddValue("dtype", "T",
              "fp16, bf16 or fp8 (fp8: H100/H200/B200; default bf16, fp16 where the GPU has no "
              "bf16, and under --settings paper)");

@@ -217,6 +217,16 @@ std::optional<absl::Status> MegatronMapper::MemoryArg(const MegatronArg& a) {
   (void)m;
   (void)p;
   // Memory and overlaps.
+  if (n == "use-precision-aware-optimizer") {
+    precision_aware_ = true;
+    return Flag(a);
+  }
+  if (n == "exp-avg-dtype" || n == "exp-avg-sq-dtype") {
+    absl::StatusOr<std::string> t = Text(a);
+    if (!t.ok()) return t.status();
+    (n == "exp-avg-dtype" ? exp_avg_ : exp_avg_sq_) = *t;
+    return absl::OkStatus();
+  }
   if (n == "use-distributed-optimizer") {
     if (p.data_parallel_sharding() != v1::DATA_PARALLEL_SHARDING_FULL) {
       p.set_data_parallel_sharding(v1::DATA_PARALLEL_SHARDING_OPTIMIZER);

@@ -159,11 +159,8 @@ constexpr Ignored kApproximated[] = {
     {"defer-embedding-wgrad-compute", "the embedding's weight gradient runs in place"},
     {"wgrad-deferral-limit", "the embedding's weight gradient runs in place"},
     {"moe-shared-expert-overlap", "the shared expert runs after the dispatch"},
-    {"use-precision-aware-optimizer", "optimizer states are fp32 (memory only)"},
-    {"main-grads-dtype", "optimizer states are fp32 (memory only)"},
-    {"main-params-dtype", "optimizer states are fp32 (memory only)"},
-    {"exp-avg-dtype", "optimizer states are fp32 (memory only)"},
-    {"exp-avg-sq-dtype", "optimizer states are fp32 (memory only)"},
+    {"main-grads-dtype", "main gradients and parameters in fp32 (memory only)"},
+    {"main-params-dtype", "main gradients and parameters in fp32 (memory only)"},
     {"tp-comm-overlap-cfg", "Transformer Engine's default userbuffer settings"},
     {"use-nccl-ub", "NCCL without user-buffer registration"},
     {"fsdp-double-buffer", "FSDP's default buffers"},
@@ -330,6 +327,20 @@ void MegatronMapper::FinishModel(std::vector<std::string>& problems) {
   }
 }
 
+void MegatronMapper::FinishOptimizer() {
+  // The precision-aware optimizer: bf16 moments are what vtrain models.
+  const bool bf16_moments = precision_aware_ && exp_avg_ == "bf16" && exp_avg_sq_ == "bf16";
+  job_.request.mutable_plan()->set_bf16_moments(bf16_moments);
+  if (!precision_aware_ && (exp_avg_ != "fp32" || exp_avg_sq_ != "fp32")) {
+    job_.notes.push_back(
+        "--exp-avg-dtype/--exp-avg-sq-dtype without "
+        "--use-precision-aware-optimizer: not used (fp32 moments)");
+  } else if (precision_aware_ && !bf16_moments) {
+    job_.notes.push_back(absl::StrCat("the precision-aware optimizer with moments ", exp_avg_, "/",
+                                      exp_avg_sq_, " is modelled as fp32 moments"));
+  }
+}
+
 absl::Status MegatronMapper::Finish() {
   v1::ModelSpec& m = *job_.request.mutable_model();
   v1::ParallelPlan& p = *job_.request.mutable_plan();
@@ -398,6 +409,7 @@ absl::Status MegatronMapper::Finish() {
                                       " (gradients sharded, parameters not) is not modelled"));
     }
   }
+  FinishOptimizer();
   // Megatron-LM's argument defaults for everything else: explicit, so
   // that the job reads back as it was launched.
   p.set_settings(v1::SETTINGS_MEGATRON_DEFAULTS);

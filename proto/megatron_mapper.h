@@ -89,12 +89,14 @@ class MegatronMapper {
   absl::Status One(const MegatronArg& a);
   // What follows from all the arguments: the model's, then the plan's.
   void FinishModel(std::vector<std::string>& problems);
+  void FinishOptimizer();
   absl::Status Finish();
   absl::Status LayerFreq(int64_t layers, v1::MoeSpec& moe);
 
   absl::string_view name_;
   MegatronJob& job_;
-  bool merge_file_ = false;
+  bool merge_file_ = false, precision_aware_ = false;
+  std::string exp_avg_ = "fp32", exp_avg_sq_ = "fp32";
   bool gqa_ = false, swiglu_ = false, fsdp_ = false, bf16_ = false, fp16_ = false, fp8_ = false,
        forced_balance_ = false;
   std::optional<int64_t> query_groups_, kv_channels_, qk_head_dim_, layers_per_virtual_stage_,

@@ -62,6 +62,8 @@ std::vector<SettingChange> SettingChanges(const Job& job) {
           if (s != DataParallelSharding::kOptimizer) q.param_gather_overlap = false;
         });
   }
+  add(absl::StrCat("--bf16-moments ", OnOff(!p.bf16_moments)),
+      [](ParallelPlan& q, ModelSpec&) { q.bf16_moments = !q.bf16_moments; });
   // Precision.
   if (p.dtype == DType::kFp8) {
     add("--dtype bf16", [](ParallelPlan& q, ModelSpec&) { q.dtype = DType::kBf16; });

@@ -231,7 +231,23 @@ std::pair<bool, bool> HoldsEnds(const ParallelPlan& plan, int64_t stage) {
 
 }  // namespace
 
-MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& params) {
+namespace {
+
+// `given`, with the precision-aware optimizer's bf16 moments when the plan
+// uses them: fp32 master weights (4) and two bf16 moments (2 + 2) instead of
+// 4 + 4 + 4.
+MemoryParams ParamsFor(const Job& job, MemoryParams params) {
+  if (job.plan.bf16_moments) {
+    params.bytes_per_parameter -= 4;
+    params.optimizer_bytes_per_parameter -= 4;
+  }
+  return params;
+}
+
+}  // namespace
+
+MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& given) {
+  const MemoryParams params = ParamsFor(job, given);
   const ModelSpec& m = job.model;
   const ParallelPlan& plan = job.plan;
   const int64_t p = plan.pipeline_parallel;

@@ -208,6 +208,11 @@ struct ParallelPlan {
   // data_parallel_sharding = optimizer.
   bool param_gather_overlap = false;
   DType dtype = DType::kFp16;
+  // Megatron-Core's precision-aware optimizer with bf16 Adam moments
+  // (--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype
+  // bf16): 8 bytes of optimizer state a parameter instead of 12 (memory
+  // only; the step's time is not modelled apart).
+  bool bf16_moments = false;
   // fp8 only: how Transformer Engine scales the fp8 tensors (gpu.h).
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   // Sequence parallelism (Korthikanti et al. 2022): TP all-reduces become

@@ -30,14 +30,16 @@ struct PresetRecipe {
   bool moe_overlap = false;
   bool gradient_bucketing = true;  // overlap_grad_reduce
   bool tp_comm_overlap = true;
+  bool bf16_moments = false;  // use_precision_aware_optimizer, exp_avg(_sq)_dtype bf16
 };
 
 constexpr PresetRecipe kRecipes[] = {
     // MB deepseek/h100/deepseek_v3.py: flex (HybridEP) dispatcher, no 1F1B
     // A2A overlap, selective recomputation of the dense MLP and MLA's
     // up-projections, overlap_grad_reduce off, no TP overlap.
+    // And the precision-aware optimizer with bf16 moments and main grads.
     {"deepseek-v3", "Megatron-Bridge DeepSeek-V3 H100 performance recipe", Recompute::kSelective,
-     kRecomputeMlp | kRecomputeMlaUpProj, MoeDispatcher::kFlex, false, false, false},
+     kRecomputeMlp | kRecomputeMlaUpProj, MoeDispatcher::kFlex, false, false, false, true},
     // MB qwen/h100/qwen3_moe.py: 30B-A3B flex (HybridEP) with the A2A
     // overlap; 235B-A22B alltoall with the overlap, no TP overlap.
     {"qwen3-30b-a3b", "Megatron-Bridge Qwen3-30B-A3B H100 performance recipe", Recompute::kNone, 0,
@@ -122,6 +124,7 @@ TrainingSettings SettingsFor(SettingsBase base, const ModelSpec& model, const Gp
     s.moe_overlap = r->moe_overlap;
     s.gradient_bucketing = r->gradient_bucketing;
     s.tp_comm_overlap = r->tp_comm_overlap;
+    s.bf16_moments = r->bf16_moments;
   } else if (ModelPreset(model.name).ok()) {
     s.source = "the Megatron-Bridge / NeMo dense performance recipes";
   }
@@ -153,6 +156,7 @@ void FillSettings(const GivenSettings& given, Job& job) {
     plan.tp_comm_overlap = s.tp_comm_overlap && plan.sequence_parallel_active();
   }
   if (!given.attention_impl) job.model.attention_impl = s.attention_impl;
+  if (!given.bf16_moments) plan.bf16_moments = s.bf16_moments;
   if (!job.model.is_moe()) return;
   if (!given.dispatcher) plan.moe.dispatcher = s.dispatcher;
   if (!given.moe_overlap) plan.moe.overlap = s.moe_overlap && AllowsMoeOverlap(plan);
@@ -164,7 +168,7 @@ namespace {
 std::vector<std::string> Words(DType dtype, Recompute recompute, uint32_t modules, bool sp,
                                DataParallelSharding sharding, bool bucketing, bool gather,
                                bool tp_overlap, bool moe, MoeDispatcher dispatcher,
-                               bool moe_overlap, AttentionImpl impl) {
+                               bool moe_overlap, AttentionImpl impl, bool bf16_moments) {
   std::vector<std::string> w;
   w.push_back(std::string(DTypeName(dtype)));
   w.push_back(recompute == Recompute::kSelective && modules != 0
@@ -184,6 +188,7 @@ std::vector<std::string> Words(DType dtype, Recompute recompute, uint32_t module
     w.push_back(moe_overlap ? "A2A overlapped" : "A2A not overlapped");
   }
   w.push_back(impl == AttentionImpl::kUnfused ? "unfused attention" : "flash attention");
+  w.push_back(bf16_moments ? "bf16 optimizer moments" : "fp32 optimizer moments");
   return w;
 }
 
@@ -198,21 +203,21 @@ SettingsReport DescribeSettings(const Job& job) {
   const bool moe = job.model.is_moe();
   r.assumed = Words(s.dtype, s.recompute, s.recompute_modules, s.sequence_parallel, s.sharding,
                     s.gradient_bucketing, s.param_gather_overlap, s.tp_comm_overlap, moe,
-                    s.dispatcher, s.moe_overlap, s.attention_impl);
+                    s.dispatcher, s.moe_overlap, s.attention_impl, s.bf16_moments);
   // What the job runs, word for word against the base: the base's
   // switches that the plan cannot use (the TP overlap at t = 1) are not
   // changes, so they are compared as the plan would fill them.
   Job filled = job;
   FillSettings(GivenSettings{}, filled);
   const ParallelPlan& f = filled.plan;
-  const std::vector<std::string> base =
-      Words(f.dtype, f.recompute, f.recompute_modules, f.sequence_parallel_active(),
-            f.data_parallel_sharding, f.gradient_bucketing, f.param_gather_overlap,
-            f.tp_comm_overlap, moe, f.moe.dispatcher, f.moe.overlap, filled.model.attention_impl);
-  const std::vector<std::string> ran =
-      Words(p.dtype, p.recompute, p.recompute_modules, p.sequence_parallel_active(),
-            p.data_parallel_sharding, p.gradient_bucketing, p.param_gather_overlap,
-            p.tp_comm_overlap, moe, p.moe.dispatcher, p.moe.overlap, job.model.attention_impl);
+  const std::vector<std::string> base = Words(
+      f.dtype, f.recompute, f.recompute_modules, f.sequence_parallel_active(),
+      f.data_parallel_sharding, f.gradient_bucketing, f.param_gather_overlap, f.tp_comm_overlap,
+      moe, f.moe.dispatcher, f.moe.overlap, filled.model.attention_impl, f.bf16_moments);
+  const std::vector<std::string> ran = Words(
+      p.dtype, p.recompute, p.recompute_modules, p.sequence_parallel_active(),
+      p.data_parallel_sharding, p.gradient_bucketing, p.param_gather_overlap, p.tp_comm_overlap,
+      moe, p.moe.dispatcher, p.moe.overlap, job.model.attention_impl, p.bf16_moments);
   for (const std::string& word : ran) {
     if (std::find(base.begin(), base.end(), word) == base.end()) r.changed.push_back(word);
   }

@@ -44,6 +44,7 @@ struct TrainingSettings {
   MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
   bool moe_overlap = false;  // where Megatron-Core allows the A2A overlap
   AttentionImpl attention_impl = AttentionImpl::kFlash;
+  bool bf16_moments = false;  // the precision-aware optimizer's bf16 Adam moments
 };
 
 // The settings `base` gives `model` (a preset by its name, else its shape)
@@ -60,7 +61,8 @@ bool AllowsMoeOverlap(const ParallelPlan& plan);
 struct GivenSettings {
   bool dtype = false, recompute = false, recompute_modules = false, sequence_parallel = false,
        sharding = false, gradient_bucketing = false, param_gather_overlap = false,
-       tp_comm_overlap = false, dispatcher = false, moe_overlap = false, attention_impl = false;
+       tp_comm_overlap = false, dispatcher = false, moe_overlap = false, attention_impl = false,
+       bf16_moments = false;
 };
 
 // Fills every setting of `job` that `given` says was not given from

@@ -34,12 +34,12 @@ TEST(SearchPublishedTest, TheSearchFindsAPlanAtLeastAsFastAsThePublishedOne) {
         "8192", "--dtype", "fp8"},
        {"--tp", "2", "--pp", "8", "--virtual-stages", "4", "--ep", "64"}},
       {"Qwen3-235B-A22B on 256 H100",
-       {"--model", "qwen3-235b-a22b", "--gpu", "h100-sxm5-80gb", "--gpus", "256",
-        "--global-batch", "2048", "--dtype", "bf16"},
+       {"--model", "qwen3-235b-a22b", "--gpu", "h100-sxm5-80gb", "--gpus", "256", "--global-batch",
+        "2048", "--dtype", "bf16"},
        {"--tp", "2", "--pp", "8", "--virtual-stages", "4", "--ep", "32"}},
       {"Llama 3.1 405B on 1,024 H100",
-       {"--model", "llama3.1-405b", "--gpu", "h100-sxm5-80gb", "--gpus", "1024",
-        "--global-batch", "512", "--dtype", "bf16"},
+       {"--model", "llama3.1-405b", "--gpu", "h100-sxm5-80gb", "--gpus", "1024", "--global-batch",
+        "512", "--dtype", "bf16"},
        {"--tp", "8", "--pp", "8", "--virtual-stages", "8", "--cp", "2"}},
   };
   for (const Published& c : cases) {

@@ -268,6 +268,15 @@ TEST(MegatronArgsTest, EveryArgumentIsMappedIgnoredOrRefused) {
         "list");
     EXPECT_THAT(j.status().message(), HasSubstr(c.says));
   }
+  // The precision-aware optimizer with bf16 moments is mapped; fp32 ones are
+  // the default.
+  absl::StatusOr<MegatronJob> pao = RequestFromMegatronArgs(
+      "--num-layers 4 --hidden-size 64 --num-attention-heads 2 --seq-length 128 --bf16 "
+      "--global-batch-size 8 --vocab-size 100 --use-precision-aware-optimizer "
+      "--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16",
+      "list");
+  ASSERT_TRUE(pao.ok()) << pao.status();
+  EXPECT_TRUE(pao->request.plan().bf16_moments());
   // fp32 training (Megatron's default without --bf16 or --fp16).
   EXPECT_THAT(RequestFromMegatronArgs("--num-layers 4 --hidden-size 64 --num-attention-heads 2 "
                                       "--seq-length 128 --global-batch-size 8 --vocab-size 100",

@@ -192,3 +192,27 @@ TEST(SettingsTest, MlaUpProjRecomputationDropsQkvFromTheActivations) {
 
 }  // namespace
 }  // namespace vtrain
+
+namespace vtrain {
+namespace {
+
+// The precision-aware optimizer's bf16 moments save 4 bytes of optimizer
+// state a parameter (2 + 2 instead of 4 + 4), divided as the optimizer is.
+TEST(SettingsTest, Bf16MomentsSaveFourBytesAParameter) {
+  Job job = PresetJob("llama3-8b", 1, 1, 8);
+  job.plan.data_parallel_sharding = DataParallelSharding::kNone;
+  const MemoryEstimate fp32 = EstimateMemory(job);
+  job.plan.bf16_moments = true;
+  const MemoryEstimate bf16 = EstimateMemory(job);
+  ASSERT_FALSE(fp32.stages.empty());
+  EXPECT_NEAR(fp32.stages[0].model_states_bytes - bf16.stages[0].model_states_bytes,
+              4 * fp32.stages[0].parameters, 1);
+  // DeepSeek-V3's recipe uses them; the report names them.
+  EXPECT_TRUE(
+      SettingsFor(SettingsBase::kTuned, *ModelPreset("deepseek-v3"), *GpuByName("h100-sxm5-80gb"))
+          .bf16_moments);
+  EXPECT_THAT(DescribeSettings(job).changed, ::testing::Contains("bf16 optimizer moments"));
+}
+
+}  // namespace
+}  // namespace vtrain
