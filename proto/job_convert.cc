@@ -261,6 +261,12 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job, GivenSettings& g
 
 }  // namespace
 
+void LayRequestOver(const v1::PredictRequest& over, v1::PredictRequest& base) {
+  if (over.plan().recompute_modules_size() > 0) base.mutable_plan()->clear_recompute_modules();
+  if (over.cluster().has_num_gpus()) base.mutable_plan()->clear_data_parallel();
+  base.MergeFrom(over);
+}
+
 absl::StatusOr<Job> JobFromProto(const v1::PredictRequest& request, GpuLookup gpus) {
   // A Megatron-LM launch carried as text: its job, the fields laid over it.
   v1::PredictRequest expanded;

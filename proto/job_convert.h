@@ -24,6 +24,11 @@ using GpuLookup = absl::FunctionRef<absl::StatusOr<GpuSpec>(absl::string_view)>;
 // The job of a request, defaults filled in (see the comments in
 // vtrain.proto) and validated: INVALID_ARGUMENT lists every violation, each
 // naming the field path ("plan.tensor_parallel") and the fix.
+// Lays `over`'s given fields over `base` (they win): a list `over` gives
+// replaces base's, and a GPU count `over` gives leaves d to follow it. How a
+// request's fields, or vtrainctl's flags, override a job file or a launch.
+void LayRequestOver(const v1::PredictRequest& over, v1::PredictRequest& base);
+
 absl::StatusOr<Job> JobFromProto(const v1::PredictRequest& request, GpuLookup gpus = GpuByName);
 
 // The prediction options of a request (granularity, training tokens):

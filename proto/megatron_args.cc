@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "proto/job_convert.h"
 #include "proto/megatron_mapper.h"
 #include "proto/shell_words.h"
 
@@ -89,9 +90,7 @@ absl::StatusOr<v1::PredictRequest> LayOver(MegatronJob job, const v1::PredictReq
     if (!given) return absl::InvalidArgumentError(m.message);
   }
   v1::PredictRequest r = std::move(job.request);
-  if (over.plan().recompute_modules_size() > 0) r.mutable_plan()->clear_recompute_modules();
-  if (over.cluster().has_num_gpus()) r.mutable_plan()->clear_data_parallel();
-  r.MergeFrom(over);
+  LayRequestOver(over, r);
   r.clear_megatron_args();
   return r;
 }

@@ -37,6 +37,8 @@ for t in "${targets[@]}"; do
   rm -rf "$out"
   mkdir -p "$out/corpus"
   cp tests/fuzz/corpus/"$t"/* "$out/corpus/"
+  # Seeds kept elsewhere (as tests/fuzz/CMakeLists.txt's SEEDS).
+  if [ "$t" = megatron_args ]; then cp data/megatron-launches/* "$out/corpus/"; fi
   start=$(date +%s)
   if (cd "$out" && "../../tests/fuzz/${t}_fuzzer" "${limit[@]}" -max_len=4096 -timeout=10 \
         -rss_limit_mb=4096 -print_final_stats=1 corpus >log.txt 2>&1); then

@@ -5,13 +5,17 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "core/graph/template_writer.h"
+#include "core/profile/moe_kernels.h"
 #include "core/spec/model.h"
 #include "core/spec/moe.h"
 
 namespace vtrain::internal {
 namespace {
+
+// Whose a blocking collective is, for the stage breakdown.
+constexpr TemplateWriter::Comm kCp = TemplateWriter::Comm::kContext;
+constexpr TemplateWriter::Comm kEp = TemplateWriter::Comm::kExpert;
 
 // Makes the templates of one stage; see MakeStageTemplates.
 class TemplateMaker {
@@ -34,31 +38,12 @@ class TemplateMaker {
         fsdp_(plan_.data_parallel_sharding == DataParallelSharding::kFull &&
               GradientRanks(job) > 1),
         activation_bytes_(ActivationBytes(job)),
-        shape_(ShapeOf(job)),
+        shape_(LayerShapeOf(job)),
         paired_share_(paired_share) {}
 
   StageTemplates Make(StageEnds ends);
 
  private:
-  // The layer shape every operator key of the job takes (WithLayerShape).
-  static LayerShape ShapeOf(const Job& job) {
-    const ModelSpec& m = job.model;
-    LayerShape shape;
-    shape.attention_impl = m.attention_impl;
-    shape.fp8_recipe = job.plan.fp8_recipe;
-    shape.head_dim = m.arch == Architecture::kLlama ? m.head_width() : 0;
-    if (m.attention == AttentionKind::kMla) shape.mla = m.mla;
-    if (m.is_moe()) {
-      shape.experts = m.moe.num_experts;
-      shape.top_k = m.moe.top_k;
-      shape.shared_ffn = m.moe.shared_width();
-      shape.expert_parallel = job.plan.expert_parallel;
-      shape.expert_tensor_parallel = job.plan.expert_tensor_parallel;
-      const ExpertLoad load = ExpectedExpertLoad(m, job.plan);
-      shape.expert_load_permille = std::max<int64_t>(1, std::llround(1000 * load.max_over_mean));
-    }
-    return shape;
-  }
   const ResolvedOperator& Op(OperatorKind op, double num_parameters = 0, bool core_only = false) {
     const bool moe = op == OperatorKind::kMoeFwd || op == OperatorKind::kMoeBwd;
     return lookup_.Resolved(WithLayerShape(
@@ -82,9 +67,7 @@ class TemplateMaker {
   void MoeBlock(TemplateWriter& w, const ResolvedOperator& op) {
     if (shared_tp_ && sp_) w.TensorParallel(gather_ns_, gather_label_);
     w.Operator(op);
-    if (moe_exposed_ns_ > 0) {
-      w.TensorParallel(std::llround(moe_exposed_ns_), moe_label_, 0, TemplateWriter::Comm::kExpert);
-    }
+    if (moe_exposed_ns_ > 0) w.TensorParallel(std::llround(moe_exposed_ns_), moe_label_, 0, kEp);
     if (shared_tp_) {
       w.TensorParallel(sp_ ? scatter_ns_ : reduce_ns_, sp_ ? scatter_label_ : reduce_label_);
     }
@@ -158,16 +141,14 @@ class TemplateMaker {
   // their gradients travel, over twice the compute).
   void ContextRing(TemplateWriter& w, double factor) {
     if (c_ == 1) return;
-    if (cp_a2a_ns_ > 0) {
-      w.TensorParallel(cp_a2a_ns_, cp_a2a_label_, 0, TemplateWriter::Comm::kContext);
-    }
+    if (cp_a2a_ns_ > 0) w.TensorParallel(cp_a2a_ns_, cp_a2a_label_, 0, kCp);
     const int64_t ring = cp_ring_ranks_;
     if (ring == 1) return;
     const double step_compute = factor * static_cast<double>(core_ns_) / static_cast<double>(ring);
     const double exposed =
         static_cast<double>(ring - 1) *
         std::max(0.0, factor * static_cast<double>(ring_step_ns_) - step_compute);
-    w.TensorParallel(std::llround(exposed), ring_label_, 0, TemplateWriter::Comm::kContext);
+    w.TensorParallel(std::llround(exposed), ring_label_, 0, kCp);
   }
   // FSDP's per-layer parameter all-gather (and, backward, gradient
   // reduce-scatter), on their own stream, prefetched during the layer before:
@@ -176,20 +157,12 @@ class TemplateMaker {
     if (!fsdp_) return;
     w.TensorParallel(std::llround(std::max(0.0, collective_ns - layer_ns)), fsdp_label_);
   }
-  // Recomputing mla_up_proj re-runs MLA's up-projections and rotary
-  // embedding before the attention backward: the attention forward's kernels
-  // that make Q, K and V from the kept latents (by their names; a table
-  // whose kernels are not named so recomputes nothing). nullptr when not
-  // recomputed.
+  // What recomputing mla_up_proj re-runs before the attention backward
+  // (MlaUpProjectionKernels); nullptr when nothing.
   const ResolvedOperator* UpProjRecompute() {
     if (!plan_.recomputes(kRecomputeMlaUpProj)) return nullptr;
     if (up_proj_.profile.kernels.empty()) {
-      for (const KernelRecord& k : Op(OperatorKind::kAttentionFwd).profile.kernels) {
-        if (absl::StrContains(k.name, "_up_fwd") || absl::StrContains(k.name, "rotary_fwd") ||
-            absl::StrContains(k.name, "qk_concat_fwd")) {
-          up_proj_.profile.kernels.push_back(k);
-        }
-      }
+      up_proj_.profile.kernels = MlaUpProjectionKernels(Op(OperatorKind::kAttentionFwd).profile);
       up_proj_.chain = ChainOf(up_proj_.profile.kernels);
     }
     return up_proj_.profile.kernels.empty() ? nullptr : &up_proj_;
@@ -215,8 +188,8 @@ class TemplateMaker {
   bool shared_tp_ = false;
   // Set by Backward: the weight-gradient share of the pass's compute (W).
   double weight_ns_ = 0;
-  // MLA's up-projection kernels, recomputed under mla_up_proj (Backward);
-  // a member, as merged passes keep pointers to its kernels' names.
+  // UpProjRecompute's operator: a member, as merged passes keep pointers
+  // to its kernels' names.
   ResolvedOperator up_proj_;
   int32_t moe_label_ = 0;
   // Set by Prepare.

@@ -88,6 +88,9 @@ struct GivenSpace {
 void FillSpaceSettings(const GivenSpace& given, const GpuSpec& gpu, ModelSpec& model,
                        PlanSpace& space, DType& dtype);
 
+// Every divisor of n, ascending.
+std::vector<int64_t> Divisors(int64_t n);
+
 // The degrees a tuned space tries where the request gives none: pipeline
 // degrees that divide the layers, every depth up to 16 and the powers of two
 // up to 128 (those that do not divide the layers laid out unevenly), interleaving 1, 2, 4 and 8,

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/predict/memory.h"
 #include "core/spec/settings.h"
 
 namespace vtrain {
@@ -143,8 +142,7 @@ absl::StatusOr<Explanation> Explain(const Job& job, const Prediction& base, doub
       if (p.status().code() == absl::StatusCode::kCancelled) return p.status();
       continue;  // a change the simulator refuses (e.g. too large) is not a candidate
     }
-    consider(std::move(s.change), static_cast<double>(p->iteration_time_ns) * 1e-6,
-             EstimateMemory(s.job).fits);
+    consider(std::move(s.change), static_cast<double>(p->iteration_time_ns) * 1e-6, p->memory.fits);
   }
   // The kernels and collectives at the edges of their fitted bands: the
   // interval's ends (the calibration's held-out errors).

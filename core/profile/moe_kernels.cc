@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "absl/strings/match.h"
 #include "core/profile/llama_kernels.h"
 
 namespace vtrain::internal {
@@ -195,6 +196,17 @@ void MlaBackward(KernelSequence& seq, Fp8Linear fp8, const MlaShape& x, const Op
 }
 
 }  // namespace
+
+std::vector<KernelRecord> MlaUpProjectionKernels(const OperatorProfile& attention_forward) {
+  std::vector<KernelRecord> out;
+  for (const KernelRecord& k : attention_forward.kernels) {
+    if (absl::StrContains(k.name, "_up_fwd") || absl::StrContains(k.name, "rotary_fwd") ||
+        absl::StrContains(k.name, "qk_concat_fwd")) {
+      out.push_back(k);
+    }
+  }
+  return out;
+}
 
 double MoeRoutedTokens(const OperatorKey& key) {
   const double tokens = static_cast<double>(key.micro_batch) * static_cast<double>(key.seq) /

@@ -32,6 +32,12 @@ void MlaKernels(KernelSequence& seq, const OperatorKey& key);
 // causal mask); backward 2.5 times that (recomputed QK^T, dV, dP, dQ, dK).
 double CausalAttentionFlops(const OperatorKey& key, double qk_dim, double v_dim, bool backward);
 
+// The kernels of an MLA attention forward that re-make Q, K and V from the
+// kept latents (the up-projections, rotary embedding and concatenation), by
+// the names MlaForward gives them: what recomputing mla_up_proj re-runs.
+// Empty for a table whose kernels are not named so.
+std::vector<KernelRecord> MlaUpProjectionKernels(const OperatorProfile& attention_forward);
+
 // The tokens one rank routes (b * s / c, / t under sequence parallelism) and
 // the routed copies the busiest rank's experts compute.
 double MoeRoutedTokens(const OperatorKey& key);

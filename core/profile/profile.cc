@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/spec/moe.h"
 
 namespace vtrain {
 namespace {
@@ -421,6 +423,25 @@ absl::Status ValidateProfileSetValues(const ProfileSet& set) {
   }
   if (problems.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
+}
+
+LayerShape LayerShapeOf(const Job& job) {
+  const ModelSpec& m = job.model;
+  LayerShape shape;
+  shape.attention_impl = m.attention_impl;
+  shape.fp8_recipe = job.plan.fp8_recipe;
+  shape.head_dim = m.arch == Architecture::kLlama ? m.head_width() : 0;
+  if (m.attention == AttentionKind::kMla) shape.mla = m.mla;
+  if (m.is_moe()) {
+    shape.experts = m.moe.num_experts;
+    shape.top_k = m.moe.top_k;
+    shape.shared_ffn = m.moe.shared_width();
+    shape.expert_parallel = job.plan.expert_parallel;
+    shape.expert_tensor_parallel = job.plan.expert_tensor_parallel;
+    const ExpertLoad load = ExpectedExpertLoad(m, job.plan);
+    shape.expert_load_permille = std::max<int64_t>(1, std::llround(1000 * load.max_over_mean));
+  }
+  return shape;
 }
 
 }  // namespace vtrain

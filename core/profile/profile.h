@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "core/profile/analytical_params.h"
 #include "core/spec/gpu.h"
+#include "core/spec/job.h"
 #include "core/spec/model.h"
 
 namespace vtrain {
@@ -155,6 +156,9 @@ struct LayerShape {
   int64_t experts = 0, top_k = 0, shared_ffn = 0;
   int64_t expert_parallel = 1, expert_tensor_parallel = 1, expert_load_permille = 1000;
 };
+
+// The layer shape every operator key of `job` takes (WithLayerShape).
+LayerShape LayerShapeOf(const Job& job);
 
 // Whether `key` runs linear layers in fp8 (an fp8 attention, MLP or MoE key,
 // not the attention core alone): the keys a recipe applies to.

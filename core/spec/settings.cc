@@ -165,59 +165,68 @@ void FillSettings(const GivenSettings& given, Job& job) {
 namespace {
 
 // The settings of `s` (or of `plan`) as words, one per switch.
-std::vector<std::string> Words(DType dtype, Recompute recompute, uint32_t modules, bool sp,
-                               DataParallelSharding sharding, bool bucketing, bool gather,
-                               bool tp_overlap, bool moe, MoeDispatcher dispatcher,
-                               bool moe_overlap, AttentionImpl impl, bool bf16_moments) {
+std::vector<std::string> Words(const TrainingSettings& s, bool moe) {
   std::vector<std::string> w;
-  w.push_back(std::string(DTypeName(dtype)));
-  w.push_back(recompute == Recompute::kSelective && modules != 0
-                  ? absl::StrCat("recompute selective (", RecomputeModulesName(modules), ")")
-                  : absl::StrCat("recompute ", RecomputeName(recompute)));
-  w.push_back(sp ? "sequence parallel" : "no sequence parallel");
-  w.push_back(sharding == DataParallelSharding::kOptimizer ? "distributed optimizer"
-              : sharding == DataParallelSharding::kFull    ? "FSDP"
-                                                           : "replicated optimizer");
-  w.push_back(bucketing ? "grad reduce overlapped" : "grad reduce not overlapped");
-  if (sharding == DataParallelSharding::kOptimizer) {
-    w.push_back(gather ? "param gather overlapped" : "param gather not overlapped");
+  w.push_back(std::string(DTypeName(s.dtype)));
+  w.push_back(
+      s.recompute == Recompute::kSelective && s.recompute_modules != 0
+          ? absl::StrCat("recompute selective (", RecomputeModulesName(s.recompute_modules), ")")
+          : absl::StrCat("recompute ", RecomputeName(s.recompute)));
+  w.push_back(s.sequence_parallel ? "sequence parallel" : "no sequence parallel");
+  w.push_back(s.sharding == DataParallelSharding::kOptimizer ? "distributed optimizer"
+              : s.sharding == DataParallelSharding::kFull    ? "FSDP"
+                                                             : "replicated optimizer");
+  w.push_back(s.gradient_bucketing ? "grad reduce overlapped" : "grad reduce not overlapped");
+  if (s.sharding == DataParallelSharding::kOptimizer) {
+    w.push_back(s.param_gather_overlap ? "param gather overlapped" : "param gather not overlapped");
   }
-  w.push_back(tp_overlap ? "TP comm overlapped" : "TP comm not overlapped");
+  w.push_back(s.tp_comm_overlap ? "TP comm overlapped" : "TP comm not overlapped");
   if (moe) {
-    w.push_back(absl::StrCat(DispatcherName(dispatcher), " dispatcher"));
-    w.push_back(moe_overlap ? "A2A overlapped" : "A2A not overlapped");
+    w.push_back(absl::StrCat(DispatcherName(s.dispatcher), " dispatcher"));
+    w.push_back(s.moe_overlap ? "A2A overlapped" : "A2A not overlapped");
   }
-  w.push_back(impl == AttentionImpl::kUnfused ? "unfused attention" : "flash attention");
-  w.push_back(bf16_moments ? "bf16 optimizer moments" : "fp32 optimizer moments");
+  w.push_back(s.attention_impl == AttentionImpl::kUnfused ? "unfused attention"
+                                                          : "flash attention");
+  w.push_back(s.bf16_moments ? "bf16 optimizer moments" : "fp32 optimizer moments");
   return w;
+}
+
+// The settings `job` runs with, as TrainingSettings (sequence parallelism
+// as in effect: a no-op at t = 1 is not a setting).
+TrainingSettings RunOf(const Job& job) {
+  const ParallelPlan& p = job.plan;
+  TrainingSettings r;
+  r.dtype = p.dtype;
+  r.recompute = p.recompute;
+  r.recompute_modules = p.recompute_modules;
+  r.sequence_parallel = p.sequence_parallel_active();
+  r.sharding = p.data_parallel_sharding;
+  r.gradient_bucketing = p.gradient_bucketing;
+  r.param_gather_overlap = p.param_gather_overlap;
+  r.tp_comm_overlap = p.tp_comm_overlap;
+  r.dispatcher = p.moe.dispatcher;
+  r.moe_overlap = p.moe.overlap;
+  r.attention_impl = job.model.attention_impl;
+  r.bf16_moments = p.bf16_moments;
+  return r;
 }
 
 }  // namespace
 
 SettingsReport DescribeSettings(const Job& job) {
   const TrainingSettings s = SettingsFor(job.plan.settings, job.model, job.cluster.gpu);
-  const ParallelPlan& p = job.plan;
   SettingsReport r;
   r.name = std::string(SettingsName(s.base));
   r.source = s.source;
   const bool moe = job.model.is_moe();
-  r.assumed = Words(s.dtype, s.recompute, s.recompute_modules, s.sequence_parallel, s.sharding,
-                    s.gradient_bucketing, s.param_gather_overlap, s.tp_comm_overlap, moe,
-                    s.dispatcher, s.moe_overlap, s.attention_impl, s.bf16_moments);
+  r.assumed = Words(s, moe);
   // What the job runs, word for word against the base: the base's
   // switches that the plan cannot use (the TP overlap at t = 1) are not
   // changes, so they are compared as the plan would fill them.
   Job filled = job;
   FillSettings(GivenSettings{}, filled);
-  const ParallelPlan& f = filled.plan;
-  const std::vector<std::string> base = Words(
-      f.dtype, f.recompute, f.recompute_modules, f.sequence_parallel_active(),
-      f.data_parallel_sharding, f.gradient_bucketing, f.param_gather_overlap, f.tp_comm_overlap,
-      moe, f.moe.dispatcher, f.moe.overlap, filled.model.attention_impl, f.bf16_moments);
-  const std::vector<std::string> ran = Words(
-      p.dtype, p.recompute, p.recompute_modules, p.sequence_parallel_active(),
-      p.data_parallel_sharding, p.gradient_bucketing, p.param_gather_overlap, p.tp_comm_overlap,
-      moe, p.moe.dispatcher, p.moe.overlap, job.model.attention_impl, p.bf16_moments);
+  const std::vector<std::string> base = Words(RunOf(filled), moe);
+  const std::vector<std::string> ran = Words(RunOf(job), moe);
   for (const std::string& word : ran) {
     if (std::find(base.begin(), base.end(), word) == base.end()) r.changed.push_back(word);
   }
