@@ -260,7 +260,9 @@ int RunPredictOrExplain(const std::vector<std::string>& args, std::ostream& out,
   std::vector<std::string> notes;
   absl::StatusOr<v1::PredictRequest> request = RequestFromFlags(flags, &notes);
   if (!request.ok()) return Fail(err, name, request.status());
-  for (const std::string& note : notes) err << "megatron-args: " << note << "\n";
+  const char* source =
+      flags.Has("megatron-bridge-config") ? "megatron-bridge-config" : "megatron-args";
+  for (const std::string& note : notes) err << source << ": " << note << "\n";
   if (flags.Switch("print-flags")) {
     out << FlagsOf(*request) << "\n";
     return common::kExitOk;

@@ -69,7 +69,7 @@ absl::StatusOr<v1::ThroughputCurveRequest> CurveRequestFromFlags(const common::F
   }
   r.set_monotone(f.Switch("monotone"));
   VTRAIN_ASSIGN_OR_RETURN(*r.mutable_space(), PlanSpaceFromFlags(f));
-  if (f.Has("megatron-args")) {
+  if (HasLaunch(f)) {
     // The launch's model, batch and precision (the flags win).
     VTRAIN_ASSIGN_OR_RETURN(v1::PredictRequest launch, RequestFromFlags(f));
     *job->mutable_model() = launch.model();
@@ -181,6 +181,8 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
   flags.AddValue("megatron-args", "FILE|-",
                  "the model, GPU count, batch and precision of a Megatron-LM launch (the other "
                  "flags win; docs/megatron.md)");
+  flags.AddValue("megatron-bridge-config", "FILE|-",
+                 "the same from a Megatron-Bridge ConfigContainer YAML dump");
   flags.AddValue("dtype", "T", "fp16, bf16 or fp8 (default fp16)");
   flags.AddValue("gpu-counts", "A,B,..", "the GPU counts of the curve");
   flags.AddValue("max-gpus", "N", "every multiple of --step up to N GPUs");

@@ -55,6 +55,9 @@ void AddJobFlags(common::FlagParser& p) {
   p.AddValue("megatron-args", "FILE|-",
              "the job from a Megatron-LM launch (a torchrun ... pretrain_gpt.py script or an "
              "argument list; read, never run); other job flags override it (docs/megatron.md)");
+  p.AddValue("megatron-bridge-config", "FILE|-",
+             "the job from a Megatron-Bridge / NeMo 2 ConfigContainer YAML dump "
+             "(run_config.yaml); other job flags override it (docs/megatron.md)");
   p.AddValue("vtrain-config", "FILE", "the job from a vTrain configuration JSON file");
   AddModelFlags(p);
   AddClusterFlags(p);

@@ -1,5 +1,6 @@
 #include "client/job_flags.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "proto/job_convert.h"
 #include "proto/json.h"
 #include "proto/megatron_args.h"
+#include "proto/megatron_bridge.h"
 #include "proto/shell_words.h"
 #include "proto/vtrain_config.h"
 
@@ -186,16 +188,22 @@ absl::StatusOr<v1::PredictRequest> RequestFromFile(const common::FlagParser& fla
 // over it (flags win).
 absl::StatusOr<v1::PredictRequest> RequestFromMegatron(const common::FlagParser& flags,
                                                        std::vector<std::string>* notes) {
-  if (flags.Has("job-file") || flags.Has("vtrain-config")) {
+  const bool bridge = flags.Has("megatron-bridge-config");
+  if (flags.Has("job-file") || flags.Has("vtrain-config") ||
+      (bridge && flags.Has("megatron-args"))) {
     return absl::InvalidArgumentError(
-        "give one of --megatron-args, -f/--job-file and --vtrain-config");
+        "give one of --megatron-args, --megatron-bridge-config, -f/--job-file and "
+        "--vtrain-config");
   }
-  const std::string path = *flags.Get("megatron-args");
-  absl::StatusOr<std::string> text = path == "-" ? common::ReadStdin(proto::kMaxShellBytes)
-                                                 : common::ReadFile(path, proto::kMaxShellBytes);
+  const std::string path = *flags.Get(bridge ? "megatron-bridge-config" : "megatron-args");
+  const size_t limit = bridge ? proto::kMaxBridgeConfigBytes : proto::kMaxShellBytes;
+  absl::StatusOr<std::string> text =
+      path == "-" ? common::ReadStdin(limit) : common::ReadFile(path, limit);
   if (!text.ok()) return text.status();
+  const std::string name = path == "-" ? "stdin" : path;
   VTRAIN_ASSIGN_OR_RETURN(proto::MegatronJob job,
-                          proto::RequestFromMegatronArgs(*text, path == "-" ? "stdin" : path));
+                          bridge ? proto::RequestFromBridgeConfig(*text, name)
+                                 : proto::RequestFromMegatronArgs(*text, name));
   if (notes != nullptr) {
     if (!job.ignored.empty()) {
       // "--lr (learning rate)": the names, grouped by why.
@@ -205,11 +213,26 @@ absl::StatusOr<v1::PredictRequest> RequestFromMegatron(const common::FlagParser&
         by_why[open == std::string::npos ? "" : i.substr(open + 2, i.size() - open - 3)].push_back(
             i.substr(0, open));
       }
+      // A config dump holds hundreds of fields: then the largest groups,
+      // counted, stand for the rest.
       std::vector<std::string> groups;
-      for (const auto& [why, names] : by_why) {
-        groups.push_back(absl::StrCat(why, ": ", absl::StrJoin(names, " ")));
+      if (job.ignored.size() <= 40) {
+        for (const auto& [why, names] : by_why) {
+          groups.push_back(absl::StrCat(why, ": ", absl::StrJoin(names, " ")));
+        }
+      } else {
+        std::vector<std::pair<size_t, std::string>> largest;
+        for (const auto& [why, names] : by_why) largest.emplace_back(names.size(), why);
+        std::sort(largest.begin(), largest.end(),
+                  [](const auto& a, const auto& b) { return a.first > b.first; });
+        for (size_t i = 0; i < largest.size() && i < 4; ++i) {
+          groups.push_back(absl::StrCat(largest[i].second, ": ", largest[i].first));
+        }
+        if (largest.size() > 4) groups.push_back(absl::StrCat(largest.size() - 4, " more groups"));
       }
-      notes->push_back(absl::StrCat("ignored, no step time (", absl::StrJoin(groups, "; "), ")"));
+      notes->push_back(absl::StrCat("ignored, no step time: ", job.ignored.size(),
+                                    job.ignored.size() == 1 ? " field (" : " fields (",
+                                    absl::StrJoin(groups, "; "), ")"));
     }
     for (const std::string& n : job.notes) notes->push_back(n);
   }
@@ -340,9 +363,13 @@ absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const common::FlagParser& f
   return c;
 }
 
+bool HasLaunch(const common::FlagParser& flags) {
+  return flags.Has("megatron-args") || flags.Has("megatron-bridge-config");
+}
+
 absl::StatusOr<v1::PredictRequest> RequestFromFlags(const common::FlagParser& flags,
                                                     std::vector<std::string>* notes) {
-  if (flags.Has("megatron-args")) return RequestFromMegatron(flags, notes);
+  if (HasLaunch(flags)) return RequestFromMegatron(flags, notes);
   if (flags.Has("job-file") || flags.Has("vtrain-config")) return RequestFromFile(flags);
   return OwnFlags(flags);
 }

@@ -51,6 +51,10 @@ absl::StatusOr<v1::ClusterSpec> ClusterSpecFromFlags(const common::FlagParser& f
 // With --megatron-args, the launch's request with the other job flags laid
 // over it; `notes` (when given) receives what the launch read ignored or
 // assumed, for the command to print.
+// Whether the job comes from a launch (--megatron-args or
+// --megatron-bridge-config).
+bool HasLaunch(const common::FlagParser& flags);
+
 absl::StatusOr<v1::PredictRequest> RequestFromFlags(const common::FlagParser& flags,
                                                     std::vector<std::string>* notes = nullptr);
 

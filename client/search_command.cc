@@ -78,7 +78,7 @@ absl::StatusOr<v1::SearchRequest> SearchRequestFromFlags(const common::FlagParse
   r.set_include_all_plans(f.Switch("csv") || f.Has("plot"));
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> headroom, f.GetDouble("memory-headroom"));
   if (headroom) r.set_memory_headroom(*headroom);
-  if (f.Has("megatron-args")) {
+  if (HasLaunch(f)) {
     // The launch's model, GPU count, batch and precision (the flags win);
     // its plan is what the search replaces.
     VTRAIN_ASSIGN_OR_RETURN(v1::PredictRequest launch, RequestFromFlags(f));
@@ -226,6 +226,8 @@ void AddSearchFlags(common::FlagParser& flags) {
   flags.AddValue("megatron-args", "FILE|-",
                  "the model, GPU count, batch and precision of a Megatron-LM launch (the other "
                  "flags win; docs/megatron.md)");
+  flags.AddValue("megatron-bridge-config", "FILE|-",
+                 "the same from a Megatron-Bridge ConfigContainer YAML dump");
   flags.AddValue("tokens", "N", "tokens to train on (training days and cost)");
   flags.AddValue("tp-values", "A,B,..", "tensor-parallel degrees (default 1,2,4,...,2x node)");
   flags.AddValue("max-dp", "N", "largest data-parallel degree");

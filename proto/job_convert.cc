@@ -13,6 +13,7 @@
 #include "core/util/status_macros.h"
 #include "proto/enum_convert.h"
 #include "proto/megatron_args.h"
+#include "proto/megatron_bridge.h"
 #include "proto/moe_convert.h"
 #include "proto/reliability_convert.h"
 
@@ -270,15 +271,22 @@ void LayRequestOver(const v1::PredictRequest& over, v1::PredictRequest& base) {
 absl::StatusOr<Job> JobFromProto(const v1::PredictRequest& request, GpuLookup gpus) {
   // A Megatron-LM launch carried as text: its job, the fields laid over it.
   v1::PredictRequest expanded;
-  if (!request.megatron_args().empty()) {
+  const bool args = !request.megatron_args().empty();
+  const bool bridge = !request.megatron_bridge_config().empty();
+  if (args && bridge) {
+    return absl::InvalidArgumentError(
+        "megatron_args and megatron_bridge_config are both set: give one launch");
+  }
+  if (args || bridge) {
     absl::StatusOr<MegatronJob> launch =
-        RequestFromMegatronArgs(request.megatron_args(), "megatron_args");
+        args ? RequestFromMegatronArgs(request.megatron_args(), "megatron_args")
+             : RequestFromBridgeConfig(request.megatron_bridge_config(), "megatron_bridge_config");
     if (!launch.ok()) return launch.status();
     absl::StatusOr<v1::PredictRequest> laid = LayOver(*std::move(launch), request);
     if (!laid.ok()) return laid.status();
     expanded = *std::move(laid);
   }
-  const v1::PredictRequest& r = request.megatron_args().empty() ? request : expanded;
+  const v1::PredictRequest& r = args || bridge ? expanded : request;
   Job job;
   VTRAIN_ASSIGN_OR_RETURN(job.model, ModelFromProto(r.model()));
   VTRAIN_ASSIGN_OR_RETURN(job.cluster, ClusterFromProto(r.cluster(), gpus));

@@ -92,6 +92,7 @@ absl::StatusOr<v1::PredictRequest> LayOver(MegatronJob job, const v1::PredictReq
   v1::PredictRequest r = std::move(job.request);
   LayRequestOver(over, r);
   r.clear_megatron_args();
+  r.clear_megatron_bridge_config();
   return r;
 }
 

@@ -39,18 +39,19 @@ absl::Status MegatronMapper::One(const MegatronArg& a) {
     if (std::optional<absl::Status> s = (this->*part)(a)) return *s;
   }
   const std::string& n = a.name;
+  const std::string label = a.path.empty() ? absl::StrCat("--", n) : a.path;
   if (n == "rampup-batch-size" || n == "step-batch-size-schedule") {
-    job_.notes.push_back(absl::StrCat("--", n,
+    job_.notes.push_back(absl::StrCat(label,
                                       ": the ramp-up is not simulated; the prediction "
                                       "is of an iteration at --global-batch-size"));
     return absl::OkStatus();
   }
   if (absl::string_view why = ApproximatedWhy(n); !why.empty()) {
-    job_.notes.push_back(absl::StrCat("--", n, " is not modelled: ", why));
+    job_.notes.push_back(absl::StrCat(label, " is not modelled: ", why));
     return absl::OkStatus();
   }
   if (absl::string_view why = IgnoredWhy(n); !why.empty()) {
-    job_.ignored.push_back(absl::StrCat("--", n, " (", why, ")"));
+    job_.ignored.push_back(absl::StrCat(label, " (", why, ")"));
     return absl::OkStatus();
   }
   return Bad(a,

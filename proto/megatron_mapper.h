@@ -26,6 +26,7 @@ struct MegatronArg {
   std::string name;  // without the leading "--"
   std::vector<std::string> values;
   int line = 0;
+  std::string path;  // the config field it came from ("model.num_layers"), if any
 };
 
 // Why an argument does not change the step time ("" when it may), and why
@@ -46,7 +47,9 @@ class MegatronMapper {
 
  private:
   std::string Where(const MegatronArg& a) const {
-    return absl::StrCat(name_, a.line > 0 ? absl::StrCat(":", a.line) : "", ": --", a.name);
+    return absl::StrCat(name_, a.line > 0 ? absl::StrCat(":", a.line) : "", ": ",
+                        a.path.empty() ? "" : absl::StrCat(a.path, " (as "), "--", a.name,
+                        a.path.empty() ? "" : ")");
   }
   absl::Status Bad(const MegatronArg& a, absl::string_view what) const {
     return absl::InvalidArgumentError(absl::StrCat(Where(a), " ", what));

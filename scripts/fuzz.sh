@@ -16,7 +16,7 @@ scripts/install-deps.sh clang libclang-rt-14-dev
 runs=${FUZZ_RUNS:-20000}
 time_s=${FUZZ_TIME:-10}
 all_targets=(profile_set_json job_json vtrain_config nccl_tests vtrain_trace measurement_csv
-  operator_key bandwidth cluster_trace megatron_args)
+  operator_key bandwidth cluster_trace megatron_args bridge_config)
 read -r -a targets <<<"${FUZZ_TARGETS:-${all_targets[*]}}"
 
 launcher=()
@@ -39,6 +39,7 @@ for t in "${targets[@]}"; do
   cp tests/fuzz/corpus/"$t"/* "$out/corpus/"
   # Seeds kept elsewhere (as tests/fuzz/CMakeLists.txt's SEEDS).
   if [ "$t" = megatron_args ]; then cp data/megatron-launches/* "$out/corpus/"; fi
+  if [ "$t" = bridge_config ]; then cp data/megatron-bridge/* "$out/corpus/"; fi
   start=$(date +%s)
   if (cd "$out" && "../../tests/fuzz/${t}_fuzzer" "${limit[@]}" -max_len=4096 -timeout=10 \
         -rss_limit_mb=4096 -print_final_stats=1 corpus >log.txt 2>&1); then

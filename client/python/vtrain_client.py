@@ -128,8 +128,9 @@ class VtrainClient:
         Returns the PredictResponse dict ("iteration_time_ms", "mfu",
         "memory", "stages", the job as simulated in "model"/"plan"/"cluster",
         "settings", ...), as `vtrainctl predict --json` prints it. The request
-        may carry a Megatron-LM launch script as text ("megatron_args") and a
-        measured step time ("measured_ms", then "explanation" answers why it
+        may carry a Megatron-LM launch script as text ("megatron_args") or a
+        Megatron-Bridge ConfigContainer YAML dump ("megatron_bridge_config"),
+        and a measured step time ("measured_ms", then "explanation" answers why it
         differs: see explain).
         """
         message = _parse(request, vtrain_pb2.PredictRequest)

@@ -292,7 +292,7 @@ TEST(MegatronArgsTest, FlagsWinOverTheLaunch) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("--gpus 256"));
   EXPECT_THAT(r.out, HasSubstr("--tp 4 --pp 16"));
-  EXPECT_THAT(r.err, HasSubstr("megatron-args: ignored, no step time ("));
+  EXPECT_THAT(r.err, HasSubstr("megatron-args: ignored, no step time: "));
   // A launch with no vocabulary asks for --vocab; with it, it runs.
   const auto no_vocab =
       RunVtrainctlInProcess({"predict", "--megatron-args", Fixture("llama3_70b.sh"), "--vocab",
