@@ -308,8 +308,13 @@ int RunSearch(const std::vector<std::string>& args, std::ostream& out, std::ostr
     return done();
   }
   for (const std::string& w : r->warnings()) out << "WARNING: " << w << "\n\n";
-  out << absl::StrFormat("%d plans considered, %d out of memory, %d predicted\n", r->considered(),
-                         r->out_of_memory(), r->evaluated())
+  // What each stage pruned: Megatron's rules, the memory model (before any
+  // simulation), then the predictions.
+  out << absl::StrFormat(
+             "%d points of the space: %d not valid plans, %d plans considered, %d out of memory "
+             "(dropped before simulating), %d predicted\n",
+             r->invalid() + r->considered(), r->invalid(), r->considered(), r->out_of_memory(),
+             r->evaluated())
       << SimulationLine(r->simulation()) << "\n";
   const Columns columns{
       .days = request->train_tokens() > 0,

@@ -255,6 +255,7 @@ absl::StatusOr<SearchCall> SearchFromProto(const v1::SearchRequest& r, GpuLookup
 void SearchResultToProto(const SearchResult& r, const SearchCall& call, v1::SearchResult* out) {
   out->set_considered(r.considered);
   out->set_out_of_memory(r.out_of_memory);
+  out->set_invalid(r.invalid);
   out->set_evaluated(static_cast<int64_t>(r.plans.size()));
   SimulationToProto(r.simulation, out->mutable_simulation());
   for (const std::string& w : r.warnings) out->add_warnings(w);
