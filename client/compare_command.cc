@@ -111,6 +111,14 @@ std::vector<Row> Rows(const std::vector<v1::PredictResponse>& r) {
           [&](P p) {
             return absl::StrFormat("%+.1f%%", 100 * (p.iteration_time_ms() / first_ms - 1));
           }),
+      row("vs first, 90%", false,
+          [&](P p) {
+            const v1::Interval& i = p.interval();
+            if (&p == &r.front() || i.paired_regime().empty()) return std::string("-");
+            const double ratio = p.iteration_time_ms() / first_ms;
+            return absl::StrFormat("%+.0f..%+.0f%%", 100 * (ratio * (1 + i.paired_error_low()) - 1),
+                                   100 * (ratio * (1 + i.paired_error_high()) - 1));
+          }),
       row("90% interval ms", false,
           [](P p) {
             return p.interval().coverage() > 0
@@ -135,6 +143,36 @@ std::vector<Row> Rows(const std::vector<v1::PredictResponse>& r) {
   return rows;
 }
 
+// Each plan against the first, by the interval of their ratio (the paired
+// held-out errors of the runs the set was calibrated on): faster, slower,
+// or within that error, where the prediction cannot say which is faster.
+std::string Verdicts(const std::vector<v1::PredictResponse>& r) {
+  const v1::Interval& first = r.front().interval();
+  if (first.paired_regime().empty()) {
+    return "(the profile set has no paired band: the difference has no interval)\n";
+  }
+  std::string out;
+  for (size_t i = 1; i < r.size(); ++i) {
+    const v1::Interval& b = r[i].interval();
+    if (b.paired_regime().empty()) continue;
+    const double ratio = r[i].iteration_time_ms() / r.front().iteration_time_ms();
+    const double low = ratio * (1 + b.paired_error_low()),
+                 high = ratio * (1 + b.paired_error_high());
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("plan %d vs plan 1: %+.1f%%, 90%% interval %+.1f%%..%+.1f%%: ", i + 1,
+                        100 * (ratio - 1), 100 * (low - 1), 100 * (high - 1)),
+        high < 1  ? "faster\n"
+        : low > 1 ? "slower\n"
+                  : "within the paired error; the prediction cannot say which is faster\n");
+  }
+  absl::StrAppend(&out,
+                  absl::StrFormat("(the difference's 90%% interval: %d pairs of plans of one job "
+                                  "in the set's calibration runs, held out; band %s)\n",
+                                  first.paired_pairs(), first.paired_regime()));
+  return out;
+}
+
 std::string Table(const std::vector<v1::PredictResponse>& responses) {
   const std::vector<Row> rows = Rows(responses);
   std::vector<size_t> width(responses.size(), 8);
@@ -157,7 +195,8 @@ std::string Table(const std::vector<v1::PredictResponse>& responses) {
     }
     out += "\n";
   }
-  return out + "\n* the plans differ in this row\n";
+  absl::StrAppend(&out, "\n* the plans differ in this row\n", Verdicts(responses));
+  return out;
 }
 
 }  // namespace

@@ -98,6 +98,12 @@ void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse*
     i->set_high_ms(p.interval_high_ns * 1e-6);
     i->set_coverage(p.interval_coverage);
     i->set_regime(p.regime);
+    if (!p.paired_regime.empty()) {
+      i->set_paired_error_low(p.paired_error_low);
+      i->set_paired_error_high(p.paired_error_high);
+      i->set_paired_pairs(p.paired_rows);
+      i->set_paired_regime(p.paired_regime);
+    }
   }
   out->set_profile_set_id(p.profile_set);
   out->set_granularity(ToProto(p.granularity));
@@ -216,6 +222,10 @@ Prediction PredictionFromProto(const v1::PredictResponse& r) {
     p.interval_high_ns = r.interval().high_ms() * 1e6;
     p.interval_coverage = r.interval().coverage();
     p.regime = r.interval().regime();
+    p.paired_error_low = r.interval().paired_error_low();
+    p.paired_error_high = r.interval().paired_error_high();
+    p.paired_rows = r.interval().paired_pairs();
+    p.paired_regime = r.interval().paired_regime();
   }
   return p;
 }

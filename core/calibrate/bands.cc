@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/predict/predictor.h"
+#include "core/profile/default_profiles.h"
 
 namespace vtrain {
 
@@ -107,6 +108,41 @@ std::vector<ErrorBand> BandsOf(absl::Span<const Measurement> measurements,
     if (band.rows >= min_rows || (fine == 0 && band.rows > 0)) bands.push_back(band);
   }
   return bands;
+}
+
+ErrorBand PairedBandOf(absl::Span<const Measurement> measurements,
+                       absl::Span<const ValidationRow> rows, double coverage) {
+  // The runs of one job: the model, the GPUs and the global batch.
+  std::map<std::string, std::vector<double>> jobs;
+  for (size_t i = 0; i < measurements.size() && i < rows.size(); ++i) {
+    if (!rows[i].status.ok() || !(rows[i].predicted_ms > 0) || !(rows[i].measured_ms > 0)) {
+      continue;
+    }
+    const Job& j = measurements[i].job;
+    jobs[absl::StrFormat("%s h=%d heads=%d l=%d seq=%d gpus=%d gb=%d", j.model.name,
+                         j.model.hidden_size, j.model.num_heads, j.model.num_layers,
+                         j.model.seq_len, j.cluster.num_gpus, j.plan.global_batch)]
+        .push_back(std::log1p(rows[i].error));
+  }
+  std::vector<double> magnitudes;
+  for (const auto& [key, logs] : jobs) {
+    for (size_t a = 0; a < logs.size(); ++a) {
+      for (size_t b = a + 1; b < logs.size(); ++b)
+        magnitudes.push_back(std::abs(logs[a] - logs[b]));
+    }
+  }
+  ErrorBand band;
+  band.regime = kPairedRegime;
+  band.coverage = coverage;
+  band.rows = static_cast<int64_t>(magnitudes.size());
+  if (magnitudes.empty()) return band;
+  std::sort(magnitudes.begin(), magnitudes.end());
+  const size_t rank =
+      static_cast<size_t>(std::ceil(coverage * static_cast<double>(magnitudes.size()) - 1e-9));
+  const double q = magnitudes[std::clamp<size_t>(rank, 1, magnitudes.size()) - 1];
+  band.error_low = std::expm1(-q);
+  band.error_high = std::expm1(q);
+  return band;
 }
 
 void ApplyBands(absl::Span<const Measurement> measurements, absl::Span<const ErrorBand> bands,

@@ -46,6 +46,17 @@ std::vector<ErrorBand> BandsOf(absl::Span<const Measurement> measurements,
                                absl::Span<const ValidationRow> rows, double coverage,
                                int64_t min_rows = 8);
 
+// The band of the ratio of two plans of one job (the same model, GPU count
+// and global batch; plans differ in t, c, d, p, micro-batch, recomputation):
+// the `coverage` quantile q of |log(1 + e_i) - log(1 + e_j)| over every such
+// pair of successful rows, as error_low = exp(-q) - 1 and error_high =
+// exp(q) - 1, regime kPairedRegime, rows = the pairs. Errors of similar
+// plans are correlated, so this is narrower than two independent bands:
+// when two predictions differ by more than it, the faster one is faster.
+// rows = 0 when there are no pairs.
+ErrorBand PairedBandOf(absl::Span<const Measurement> measurements,
+                       absl::Span<const ValidationRow> rows, double coverage);
+
 // Fills rows[i].interval_low_ms / interval_high_ms from `bands` as Predict
 // does (the job's regime, else its base regime).
 void ApplyBands(absl::Span<const Measurement> measurements, absl::Span<const ErrorBand> bands,

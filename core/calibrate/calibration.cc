@@ -348,6 +348,10 @@ absl::StatusOr<CalibrationResult> Calibrate(absl::Span<const Measurement> measur
     }
     Group(measurements, result.cross_validated);
     result.bands = BandsOf(measurements, result.cross_validated.rows, 0.9);
+    if (ErrorBand paired = PairedBandOf(measurements, result.cross_validated.rows, 0.9);
+        paired.rows > 0) {
+      result.bands.push_back(paired);
+    }
     result.band_coverage =
         HeldOutCoverage(measurements, fold_of, folds, result.cross_validated.rows);
     result.fold_of = fold_of;

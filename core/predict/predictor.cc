@@ -266,6 +266,18 @@ void FillInterval(const Job& job, const ProfileSet& profiles, Prediction& p) {
       }
     }
   }
+  for (const ErrorBand& b : profiles.error_bands) {
+    const absl::string_view r = b.regime;
+    if (p.paired_regime.empty() &&
+        (r == kPairedRegime ||
+         (absl::StartsWith(r, kUncalibratedGpuRegimePrefix) && absl::EndsWith(r, kPairedRegime) &&
+          r.size() == sizeof(kUncalibratedGpuRegimePrefix) - 1 + sizeof(kPairedRegime) - 1))) {
+      p.paired_regime = b.regime;
+      p.paired_error_low = b.error_low;
+      p.paired_error_high = b.error_high;
+      p.paired_rows = b.rows;
+    }
+  }
   if (chosen == nullptr) return;
   const ErrorBand& band = *chosen;
   p.regime = band.regime;  // labels an interval borrowed from another GPU

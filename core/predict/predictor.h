@@ -113,6 +113,14 @@ struct Prediction {
   double interval_low_ns = 0;
   double interval_high_ns = 0;
   double interval_coverage = 0;
+  // The band of the ratio of two plans of one job (PairedBandOf): predictions
+  // whose ratio is outside [1 + paired_error_low, 1 + paired_error_high]
+  // are ordered as measured with the band's coverage. 0 when the set has
+  // none; paired_regime names it ("uncalibrated_gpu/paired" when carried
+  // over from another GPU).
+  double paired_error_low = 0, paired_error_high = 0;
+  int64_t paired_rows = 0;
+  std::string paired_regime;
   SimulationCost simulation;
 
   double iteration_time_ms() const { return static_cast<double>(iteration_time_ns) * 1e-6; }

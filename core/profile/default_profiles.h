@@ -26,6 +26,9 @@ inline constexpr char kCalibratedGpu[] = "a100-sxm4-80gb";
 // Prefix of the regime of a band that was not measured on the set's GPU (see
 // UncalibratedErrorBands); RegimeOf's regimes follow it.
 inline constexpr char kUncalibratedGpuRegimePrefix[] = "uncalibrated_gpu/";
+// The band of two plans' ratio (core/calibrate/bands.h PairedBandOf); never
+// a job's regime.
+inline constexpr char kPairedRegime[] = "paired";
 
 // Prefix of the regime of a band from the held-out errors of published fp8
 // runs of the set's GPU (the H100 and B200 sets: throughput NVIDIA published,

@@ -96,6 +96,31 @@ TEST(AnswersTest, CompareMarksTheRowsWherePlansDiffer) {
   EXPECT_THAT(r.out, ::testing::ContainsRegex("\\* micro-batch +1 +2"));
   EXPECT_THAT(r.out, ::testing::ContainsRegex("\n  gpus +8 +8"));  // the same: not marked
   EXPECT_THAT(r.out, HasSubstr("iteration ms"));
+  // The difference has its own interval (the A100 set's paired band), and
+  // each plan gets a verdict against the first.
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("vs first, 90% +- +[-+][0-9]+\\.\\.[-+][0-9]+%"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("plan 2 vs plan 1: [-+][0-9.]+%, 90% interval "));
+  EXPECT_THAT(r.out, HasSubstr("pairs of plans of one job"));
+  // GPT-3 175B: 8x8x... pipeline against selective recomputation, 24% apart,
+  // is outside the paired error; t4p32 against t8p16, 4% apart, within it.
+  const Result far = Vtrainctl({"compare",     "--model",
+                                "gpt3-175b",   "--gpus",
+                                "512",         "--global-batch",
+                                "1536",        "--micro-batch",
+                                "1",           "--settings",
+                                "paper",       "--",
+                                "--tp",        "8",
+                                "--pp",        "16",
+                                "--",          "--tp",
+                                "4",           "--pp",
+                                "32",          "--",
+                                "--tp",        "8",
+                                "--pp",        "8",
+                                "--recompute", "selective"});
+  ASSERT_EQ(far.code, 0) << far.err;
+  EXPECT_THAT(far.out,
+              ::testing::ContainsRegex("plan 2 vs plan 1: [^\n]*: within the paired error"));
+  EXPECT_THAT(far.out, ::testing::ContainsRegex("plan 3 vs plan 1: [^\n]*: faster\n"));
   // One plan is not a comparison; a bad plan is named.
   Result one = Vtrainctl({"compare", "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "64",
                           "--", "--tp", "2"});

@@ -1,5 +1,6 @@
 // Regimes, layer-shape folds and prediction-interval bands.
 #include "core/calibrate/bands.h"
+#include "core/profile/default_profiles.h"
 
 #include <cmath>
 #include <map>
@@ -108,6 +109,44 @@ TEST(BandOfTest, SymmetricInLogSpaceAndRobustToOutliers) {
   rows[1].error = -0.9;
   const ErrorBand with_outliers = BandOf(m, rows, "single_node_host_bound", 0.9);
   EXPECT_NEAR(with_outliers.error_high, std::expm1(0.10), 1e-12);
+}
+
+TEST(PairedBandOfTest, CorrelatedErrorsOfOneJobGiveANarrowBand) {
+  // One job (same model, GPUs, global batch), ten plans: errors +20% +-1%
+  // (a shared bias: the ratio of two plans is nearly exact), and another job
+  // with a single run (no pair).
+  std::vector<Measurement> m;
+  std::vector<ValidationRow> rows;
+  for (int i = 0; i < 10; ++i) {
+    Job plan = RegimeShape(1024, i % 2 == 0 ? 2 : 4, 1, i % 2 == 0 ? 2 : 1, 1, 8);
+    plan.plan.global_batch = 16;  // 4 GPUs each: one job, two plans
+    m.push_back({plan, 100, "x"});
+    ValidationRow r;
+    r.measured_ms = 100;
+    r.error = std::expm1(0.2 + (i % 3 - 1) * 0.01);
+    r.predicted_ms = 100 * (1 + r.error);
+    rows.push_back(r);
+  }
+  Job other = RegimeShape(2048, 2, 1, 2, 1, 8);
+  m.push_back({other, 100, "y"});
+  ValidationRow lone;
+  lone.measured_ms = 100;
+  lone.predicted_ms = 300;
+  lone.error = 2.0;
+  rows.push_back(lone);
+  const ErrorBand paired = PairedBandOf(m, rows, 0.9);
+  EXPECT_EQ(paired.regime, kPairedRegime);
+  EXPECT_EQ(paired.rows, 45);  // 10 choose 2; the lone run pairs with none
+  // |differences| are 0, 0.01 or 0.02: the band is +-2%, while one run's is +-21%.
+  EXPECT_NEAR(paired.error_high, std::expm1(0.02), 1e-12);
+  EXPECT_NEAR(paired.error_low, std::expm1(-0.02), 1e-12);
+  EXPECT_GT(BandOf(m, rows, "", 0.9).error_high, 0.2);
+  // Independent errors of the same size give a band wider than one run's.
+  for (int i = 0; i < 10; ++i) {
+    rows[i].error = std::expm1(i % 2 == 0 ? 0.1 : -0.1);
+  }
+  EXPECT_NEAR(PairedBandOf(m, rows, 0.9).error_high, std::expm1(0.2), 1e-12);
+  EXPECT_EQ(PairedBandOf({}, {}, 0.9).rows, 0);
 }
 
 TEST(BandsTest, CoverageAndWidthFollowTheBands) {
