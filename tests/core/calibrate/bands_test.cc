@@ -1,6 +1,5 @@
 // Regimes, layer-shape folds and prediction-interval bands.
 #include "core/calibrate/bands.h"
-#include "core/profile/default_profiles.h"
 
 #include <cmath>
 #include <map>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "core/predict/predictor.h"
+#include "core/profile/default_profiles.h"
 #include "gtest/gtest.h"
 #include "tests/testing/spec_builders.h"
 
