@@ -13,6 +13,27 @@
 
 namespace vtrain::proto {
 
+namespace {
+
+// The prediction interval and the paired band, when the set has them.
+void IntervalToProto(const Prediction& p, v1::PredictResponse& out) {
+  if (p.interval_coverage > 0) {
+    v1::Interval* i = out.mutable_interval();
+    i->set_low_ms(p.interval_low_ns * 1e-6);
+    i->set_high_ms(p.interval_high_ns * 1e-6);
+    i->set_coverage(p.interval_coverage);
+    i->set_regime(p.regime);
+    if (!p.paired_regime.empty()) {
+      i->set_paired_error_low(p.paired_error_low);
+      i->set_paired_error_high(p.paired_error_high);
+      i->set_paired_pairs(p.paired_rows);
+      i->set_paired_regime(p.paired_regime);
+    }
+  }
+}
+
+}  // namespace
+
 void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse* out) {
   out->set_iteration_time_ms(p.iteration_time_ms());
   out->set_iteration_time_ns(p.iteration_time_ns);
@@ -92,19 +113,7 @@ void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse*
     l->set_missing(r.missing);
   }
   for (const std::string& k : p.fidelity.missing_keys) f->add_missing_keys(k);
-  if (p.interval_coverage > 0) {
-    v1::Interval* i = out->mutable_interval();
-    i->set_low_ms(p.interval_low_ns * 1e-6);
-    i->set_high_ms(p.interval_high_ns * 1e-6);
-    i->set_coverage(p.interval_coverage);
-    i->set_regime(p.regime);
-    if (!p.paired_regime.empty()) {
-      i->set_paired_error_low(p.paired_error_low);
-      i->set_paired_error_high(p.paired_error_high);
-      i->set_paired_pairs(p.paired_rows);
-      i->set_paired_regime(p.paired_regime);
-    }
-  }
+  IntervalToProto(p, *out);
   out->set_profile_set_id(p.profile_set);
   out->set_granularity(ToProto(p.granularity));
   out->set_num_tasks(p.num_tasks);
