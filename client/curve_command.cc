@@ -1,20 +1,26 @@
 // vtrainctl curve: throughput against GPU count for a job shape, the curve an
 // elastic cluster scheduler plans with (Simulator.ThroughputCurve).
 #include <cmath>
+#include <map>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/job_flags.h"
 #include "client/prediction_format.h"
+#include "client/scheduler_formats.h"
 #include "client/svg_plot.h"
 #include "common/connection.h"
 #include "common/files.h"
 #include "core/util/status_macros.h"
 #include "proto/curve_convert.h"
 #include "proto/enum_convert.h"
+#include "proto/job_convert.h"
 #include "proto/json.h"
 #include "service/service.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
@@ -158,23 +164,58 @@ std::string Csv(const std::vector<v1::ThroughputCurveResponse>& responses) {
   return out;
 }
 
-// The throughput table ElasticFlow-style schedulers read: for each model,
-// iterations per second by GPU count (0 where no plan fits).
-std::string ElasticFlowTable(const v1::ThroughputCurveResponse& r) {
-  std::string out = "model,num_gpus,iterations_per_s\n";
-  for (const v1::Curve& c : r.curves()) {
-    for (const v1::CurvePoint& p : c.points()) {
-      absl::StrAppend(&out, absl::StrFormat("%s,%d,%.6f\n", c.name(), p.gpus(),
-                                            p.fits() ? p.iterations_per_s() : 0.0));
+// One job per global batch (--global-batches) and GPU type (--gpu-types),
+// the first job's model and settings in each; the label of every job.
+absl::StatusOr<std::vector<CurveJobLabel>> ExpandJobs(const common::FlagParser& f,
+                                                      v1::ThroughputCurveRequest& r) {
+  const v1::CurveJob base = r.jobs(0);
+  VTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> batches, f.GetIntList("global-batches"));
+  if (batches.empty()) batches.push_back(base.global_batch());
+  std::vector<std::string> gpus;
+  if (auto list = f.Get("gpu-types")) {
+    gpus = absl::StrSplit(*list, ',', absl::SkipEmpty());
+  }
+  if (gpus.empty()) gpus.push_back(base.cluster().gpu());
+  const std::string model = !base.name().empty()             ? base.name()
+                            : !base.model().preset().empty() ? base.model().preset()
+                                                             : std::string("custom");
+  r.clear_jobs();
+  std::vector<CurveJobLabel> labels;
+  for (const std::string& gpu : gpus) {
+    for (int64_t batch : batches) {
+      v1::CurveJob* job = r.add_jobs();
+      *job = base;
+      if (!gpu.empty()) job->mutable_cluster()->set_gpu(gpu);
+      job->set_global_batch(batch);
+      labels.push_back({model, gpu.empty() ? std::string(proto::kDefaultGpu) : gpu, batch});
     }
   }
-  return out;
+  return labels;
 }
 
-}  // namespace
+// --format's output: ElasticFlow's files (into --output-dir, or the one
+// model's to `out`) or the throughput matrix.
+absl::Status WriteSchedulerFormat(const common::FlagParser& flags, const std::string& format,
+                                  const v1::ThroughputCurveResponse& r,
+                                  const std::vector<CurveJobLabel>& labels, std::ostream& out) {
+  if (format == "matrix-json") {
+    out << ThroughputMatrixJson(r, labels);
+    return absl::OkStatus();
+  }
+  const std::map<std::string, std::string> files = ElasticFlowFiles(r, labels);
+  if (auto dir = flags.Get("output-dir")) {
+    for (const auto& [model, csv] : files) {
+      const std::string path = absl::StrCat(*dir, "/", model, ".csv");
+      VTRAIN_RETURN_IF_ERROR(common::WriteFile(path, csv));
+      out << "wrote " << path << "\n";
+    }
+    return absl::OkStatus();
+  }
+  for (const auto& [model, csv] : files) out << csv;
+  return absl::OkStatus();
+}
 
-int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  common::FlagParser flags("vtrainctl curve");
+void AddCurveFlags(common::FlagParser& flags) {
   AddModelFlags(flags);
   AddClusterFlags(flags);
   flags.AddValue("global-batch", "N", "global batch in sequences");
@@ -197,20 +238,38 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
   AddTrainingSpaceFlags(flags);
   flags.AddValue("max-micro-batch", "N", "largest micro-batch");
   flags.AddValue("threads", "N", "parallel predictions (default: all cores)");
-  flags.AddValue("format", "F", "elasticflow: the model,num_gpus,iterations_per_s table");
+  flags.AddValue("global-batches", "A,B,..",
+                 "several global batches, one curve each (ElasticFlow's rows)");
+  flags.AddValue("gpu-types", "A,B,..", "several GPU types, one curve each (matrix-json)");
+  flags.AddValue("format", "F",
+                 "elasticflow: ElasticFlow's throughput CSV (global_batch_size,1,2,4,... rows "
+                 "of iterations/s, nan without a plan); matrix-json: jobs x GPU types x counts");
+  flags.AddValue("output-dir", "DIR", "with --format elasticflow: write DIR/MODEL.csv");
   flags.AddValue("plot", "FILE.svg", "draw tokens/s against GPUs (both policies with --compare)");
   flags.AddSwitch("csv", "print every point as CSV");
   flags.AddSwitch("json", "print the vtrain.v1.ThroughputCurveResponse as JSON");
   common::AddLocalOrServerFlags(flags, "draw in this process (the default without --server)");
   flags.AddSwitch("help", "show this help");
+}
+
+}  // namespace
+
+int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  common::FlagParser flags("vtrainctl curve");
+  AddCurveFlags(flags);
   if (std::optional<int> done = ParseCommandLine(flags, args, "curve", kCurveHelp, out, err)) {
     return *done;
   }
   if (absl::Status s = common::CheckLocalOrServer(flags); !s.ok()) return Fail(err, "curve", s);
-  if (auto f = flags.Get("format"); f && *f != "elasticflow") {
+  const std::string format = flags.Get("format").value_or("");
+  if (!format.empty() && format != "elasticflow" && format != "matrix-json") {
     return Fail(err, "curve",
-                absl::InvalidArgumentError(
-                    absl::StrCat("--format='", *f, "' is unknown; use elasticflow")));
+                absl::InvalidArgumentError(absl::StrCat(
+                    "--format='", format, "' is unknown; use elasticflow or matrix-json")));
+  }
+  if (flags.Has("output-dir") && format != "elasticflow") {
+    return Fail(err, "curve",
+                absl::InvalidArgumentError("--output-dir goes with --format elasticflow"));
   }
   if (flags.Switch("compare") && flags.Has("policy")) {
     return Fail(err, "curve",
@@ -218,6 +277,8 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   absl::StatusOr<v1::ThroughputCurveRequest> request = CurveRequestFromFlags(flags);
   if (!request.ok()) return Fail(err, "curve", request.status());
+  absl::StatusOr<std::vector<CurveJobLabel>> labels = ExpandJobs(flags, *request);
+  if (!labels.ok()) return Fail(err, "curve", labels.status());
   absl::StatusOr<int> threads = flags.GetThreads();
   if (!threads.ok()) return Fail(err, "curve", threads.status());
   const int n_threads = *threads;
@@ -259,8 +320,12 @@ int RunCurve(const std::vector<std::string>& args, std::ostream& out, std::ostre
     for (const v1::ThroughputCurveResponse& r : responses) out << proto::ToJson(r);
   } else if (flags.Switch("csv")) {
     out << Csv(responses);
-  } else if (flags.Has("format")) {
-    for (const v1::ThroughputCurveResponse& r : responses) out << ElasticFlowTable(r);
+  } else if (!format.empty()) {
+    for (const v1::ThroughputCurveResponse& r : responses) {
+      if (absl::Status s = WriteSchedulerFormat(flags, format, r, *labels, out); !s.ok()) {
+        return Fail(err, "curve", s);
+      }
+    }
   } else {
     for (const v1::ThroughputCurveResponse& r : responses) out << Table(r);
   }

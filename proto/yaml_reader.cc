@@ -434,7 +434,12 @@ absl::StatusOr<NodePtr> Parser::Flow(absl::string_view s, size_t& i, int depth, 
         n->seq.push_back(*key);
       }
       skip();
-      if (i < s.size() && s[i] == ',') ++i;
+      if (i < s.size() && s[i] == ',') {
+        ++i;
+      } else if (i < s.size() && s[i] != close) {
+        return Error(line, absl::StrCat("'", std::string(1, s[i]), "' where ',' or '",
+                                        std::string(1, close), "' belongs in a flow collection"));
+      }
     }
     if (i >= s.size()) return Error(line, "a flow collection that does not close");
     ++i;

@@ -54,6 +54,14 @@ common::FlagParser Declare(const CommandLine& defaults) {
   value("prediction-cache-entries", "N",
         "Predict answers kept for repeated identical requests (0: off)",
         absl::StrCat(o.prediction_cache_entries));
+  value("reserved-slots", "N",
+        "simulation slots one client can never take, kept for the others (-1: a quarter, at "
+        "least one)",
+        absl::StrCat(o.reserved_slots));
+  value("max-queued-per-client", "N",
+        "calls one client may have waiting for a slot; more get RESOURCE_EXHAUSTED with a retry "
+        "hint (0: sixteen per slot, at least 64)",
+        absl::StrCat(o.max_queued_per_client));
   value("grace-seconds", "N", "on SIGTERM, how long in-flight calls may finish",
         absl::StrCat(defaults.grace_seconds));
   f.AddValue("check-db", "FILE",
@@ -86,6 +94,14 @@ absl::Status CheckRanges(const CommandLine& c) {
         absl::StrCat("--prediction-cache-entries=", o.prediction_cache_entries,
                      " must be in [0, 1000000] (0 turns the cache off)"));
   }
+  if (o.reserved_slots < -1 || o.reserved_slots > 4096 || o.max_queued_per_client < 0 ||
+      o.max_queued_per_client > 1'000'000) {
+    return absl::InvalidArgumentError(absl::StrCat("--reserved-slots=", o.reserved_slots,
+                                                   " must be in [-1, 4096] (-1: a quarter) and "
+                                                   "--max-queued-per-client=",
+                                                   o.max_queued_per_client,
+                                                   " in [0, 1000000] (0: automatic)"));
+  }
   return absl::OkStatus();
 }
 
@@ -117,6 +133,8 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "max-request-memory-bytes", &o.max_request_memory_bytes));
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "max-concurrent-simulations", &o.max_concurrent_simulations));
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "prediction-cache-entries", &o.prediction_cache_entries));
+  VTRAIN_RETURN_IF_ERROR(SetInt(f, "reserved-slots", &o.reserved_slots));
+  VTRAIN_RETURN_IF_ERROR(SetInt(f, "max-queued-per-client", &o.max_queued_per_client));
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "grace-seconds", &c.grace_seconds));
   c.help = f.Switch("help");
   text("check-db", &c.check_db);

@@ -37,6 +37,11 @@ struct ServerOptions {
   // stores it); with max_concurrent_simulations it bounds the server's memory.
   int64_t max_request_memory_bytes = int64_t{512} << 20;
   int max_concurrent_simulations = 0;  // 0: hardware threads
+  // Slots one client can never take (kept for the others; -1: a quarter, at
+  // least one) and the calls one client may have queued (0: 16 per slot, at
+  // least 64); server/admission.h.
+  int reserved_slots = -1;
+  int max_queued_per_client = 0;
   // Predict answers kept for identical requests (0: none; prediction_cache.h).
   int64_t prediction_cache_entries = 4096;
 };

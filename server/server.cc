@@ -45,7 +45,9 @@ class Server::Impl {
                  .require_auth_for_reads = options.require_auth_for_reads,
                  .max_message_bytes = options.max_message_bytes},
                 metrics_),
-        admission_(options.max_concurrent_simulations) {}
+        admission_(AdmissionLimits{.max_concurrent = options.max_concurrent_simulations,
+                                   .reserve = options.reserved_slots,
+                                   .max_queued_per_client = options.max_queued_per_client}) {}
 
   // Opens the registry (seeding it unless this is a predictor), builds the
   // services and a predictor's follower, and serves /metrics when asked to.

@@ -12,6 +12,8 @@
 #include "core/predict/predictor.h"
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
+#include "server/batch_priority.h"
+#include "server/client_key.h"
 #include "service/cluster_sim.h"
 #include "service/service.h"
 
@@ -59,7 +61,9 @@ SimulatorService::SimulatorService(const ServerOptions& options, Registry& regis
 
 grpc::Status SimulatorService::PlanModel(grpc::ServerContext* ctx, const v1::PlanModelRequest* req,
                                          grpc::ServerWriter<v1::PlanModelResponse>* writer) {
-  return runner_.Run(*ctx, plan_model_, *req, [&] { return RunPlanModel(ctx, req, writer); });
+  return runner_.Run(*ctx, plan_model_, *req, [&] {
+    return RunAtBatchPriority([&] { return RunPlanModel(ctx, req, writer); });
+  });
 }
 
 service::CallOptions SimulatorService::OptionsFor(const grpc::ServerContextBase* ctx) const {
@@ -85,7 +89,8 @@ absl::Status SimulatorService::RunPlanModel(const grpc::ServerContext* ctx,
     msg.mutable_progress()->set_total(total);
     writer->Write(msg);
   };
-  VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot slot, admission_.Enter(options.cancelled));
+  VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot slot,
+                          admission_.Enter(ClientKey(*ctx), options.cancelled));
   absl::StatusOr<v1::PlanModelResult> result = service::RunPlanModel(prepared, options);
   if (!result.ok()) return ExplainCancellation(*ctx, result.status(), "model planning");
   v1::PlanModelResponse msg;
@@ -97,7 +102,9 @@ absl::Status SimulatorService::RunPlanModel(const grpc::ServerContext* ctx,
 grpc::Status SimulatorService::ClusterSim(grpc::ServerContext* ctx,
                                           const v1::ClusterSimRequest* req,
                                           v1::ClusterSimResponse* resp) {
-  return runner_.Run(*ctx, cluster_sim_, *req, [&] { return RunClusterSim(ctx, req, resp); });
+  return runner_.Run(*ctx, cluster_sim_, *req, [&] {
+    return RunAtBatchPriority([&] { return RunClusterSim(ctx, req, resp); });
+  });
 }
 
 absl::Status SimulatorService::RunClusterSim(const grpc::ServerContext* ctx,
@@ -107,7 +114,7 @@ absl::Status SimulatorService::RunClusterSim(const grpc::ServerContext* ctx,
                           service::PrepareClusterSim(*req, source_));
   service::CallOptions options = OptionsFor(ctx);
   VTRAIN_ASSIGN_OR_RETURN(std::vector<AdmissionGate::Slot> slots,
-                          admission_.EnterWide(options.cancelled));
+                          admission_.EnterWide(ClientKey(*ctx), options.cancelled));
   options.threads = static_cast<int>(slots.size());
   // The tables go through the curve cache: a scheduler replaying windows of
   // one trace asks for the same shapes again.
@@ -129,7 +136,8 @@ grpc::Status SimulatorService::Presets(grpc::ServerContext* ctx, const v1::Prese
 grpc::Status SimulatorService::ThroughputCurve(grpc::ServerContext* ctx,
                                                const v1::ThroughputCurveRequest* req,
                                                v1::ThroughputCurveResponse* resp) {
-  return runner_.Run(*ctx, curve_, *req, [&] { return RunCurve(ctx, req, resp); });
+  return runner_.Run(*ctx, curve_, *req,
+                     [&] { return RunAtBatchPriority([&] { return RunCurve(ctx, req, resp); }); });
 }
 
 absl::Status SimulatorService::RunCurve(const grpc::ServerContext* ctx,
@@ -138,7 +146,7 @@ absl::Status SimulatorService::RunCurve(const grpc::ServerContext* ctx,
   VTRAIN_ASSIGN_OR_RETURN(service::PreparedCurves prepared, service::PrepareCurves(*req, source_));
   service::CallOptions options = OptionsFor(ctx);
   VTRAIN_ASSIGN_OR_RETURN(std::vector<AdmissionGate::Slot> slots,
-                          admission_.EnterWide(options.cancelled));
+                          admission_.EnterWide(ClientKey(*ctx), options.cancelled));
   options.threads = static_cast<int>(slots.size());
   absl::StatusOr<v1::ThroughputCurveResponse> curves =
       service::RunCurves(prepared, options, &curve_cache_);
@@ -187,7 +195,7 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
   if (status.ok()) {
     std::optional<AdmissionGate::Slot> slot;
     if (prepared->call.options.granularity == Granularity::kOperator) {
-      slot = admission_.TryEnter();
+      slot = admission_.TryEnter(ClientKey(*ctx));
     }
     if (!slot.has_value()) {
       // Long or queued: off gRPC's thread. The call stays open until Finish,
@@ -195,11 +203,14 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
       // call sees the cancellation within 50 ms).
       auto p = std::make_unique<PreparedPrediction>(*std::move(prepared));
       std::thread([this, ctx, resp, reactor, start, p = std::move(p)]() mutable {
+        // Kernel granularity is long work; a queued operator prediction
+        // keeps its priority.
+        if (p->call.options.granularity != Granularity::kOperator) LowerThisThreadsPriority();
         absl::Status s = [&]() -> absl::Status {
           // Held for the simulation only; queued calls wait until their
           // deadline or cancellation.
           VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot waited,
-                                  admission_.Enter(p->call.options.cancelled));
+                                  admission_.Enter(ClientKey(*ctx), p->call.options.cancelled));
           return SimulatePredict(ctx, *p, std::move(waited), resp);
         }();
         // Nothing of the call may outlive Finish: the server's shutdown
@@ -217,7 +228,9 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
 
 grpc::Status SimulatorService::Search(grpc::ServerContext* ctx, const v1::SearchRequest* req,
                                       grpc::ServerWriter<v1::SearchResponse>* writer) {
-  return runner_.Run(*ctx, search_, *req, [&] { return RunSearch(ctx, req, writer); });
+  return runner_.Run(*ctx, search_, *req, [&] {
+    return RunAtBatchPriority([&] { return RunSearch(ctx, req, writer); });
+  });
 }
 
 absl::StatusOr<SimulatorService::PreparedPrediction> SimulatorService::PreparePredict(
@@ -274,7 +287,7 @@ absl::Status SimulatorService::RunSearch(const grpc::ServerContext* ctx,
   // Admission covers searches too: one slot, waited for like a prediction's,
   // then as many more as are free now; the search runs a thread per slot.
   VTRAIN_ASSIGN_OR_RETURN(std::vector<AdmissionGate::Slot> slots,
-                          admission_.EnterWide(options.cancelled));
+                          admission_.EnterWide(ClientKey(*ctx), options.cancelled));
   options.threads = static_cast<int>(slots.size());
   // Progress as results finish, at most every 2% (writes are serialised).
   absl::Mutex write_mu;

@@ -434,7 +434,8 @@ TEST(VtrainctlCurveTest, PlotsBothPoliciesAndPrintsTheElasticFlowTable) {
       RunBinary({"curve", "--model", "gpt3-1.3b", "--global-batch", "64", "--gpu-counts", "8,16,32",
                  "--compare", "--plot", svg, "--format", "elasticflow"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("model,num_gpus,iterations_per_s\ngpt3-1.3b,8,"));
+  // ElasticFlow's file, once per policy: GPU counts across, a global batch down.
+  EXPECT_THAT(r.out, HasSubstr("global_batch_size,8,16,32\n64,"));
   const std::string text = Slurp(svg);
   std::remove(svg.c_str());
   EXPECT_EQ(text.rfind("<svg", 0), 0u);

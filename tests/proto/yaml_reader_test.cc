@@ -132,6 +132,8 @@ TEST(YamlReaderTest, RefusesWhatItDoesNotRead) {
   EXPECT_THAT(Refusal("a: 1\nb: 2\na: 3\n"), HasSubstr("t.yaml:3: key 'a' given twice"));
   EXPECT_THAT(Refusal("a: *nope\n"), HasSubstr("has no anchor"));
   EXPECT_THAT(Refusal("a: [1, 2\n"), HasSubstr("does not close"));
+  EXPECT_THAT(Refusal("a: [x, y}\n"), HasSubstr("'}' where ',' or ']' belongs"));
+  EXPECT_THAT(Refusal("a: {k: v]\n"), HasSubstr("']' where ',' or '}' belongs"));
   EXPECT_THAT(Refusal("a: 'open\n  more'\n"), HasSubstr("t.yaml:1: a quoted scalar"));
   EXPECT_THAT(Refusal("a:\n  b: 1\n c: 2\n"), HasSubstr("t.yaml:3:"));
   EXPECT_THAT(Refusal("? complex\n: key\n"), HasSubstr("complex keys"));
