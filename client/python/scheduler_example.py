@@ -25,7 +25,7 @@ def main():
     jobs = [{"name": "gpt3-1.3b", "preset": "gpt3-1.3b", "global_batch": 128},
             {"name": "gpt3-6.7b", "preset": "gpt3-6.7b", "global_batch": 256}]
     counts = [int(c) for c in args.gpu_counts.split(",")]
-    client = VtrainClient(args.server)
+    client = VtrainClient(args.server, client_name="scheduler-example")
     try:
         table = {}
         for policy in ("data-parallel", "best"):

@@ -87,13 +87,17 @@ class VtrainClient:
     ca_file: a PEM file of the CA that signed the server's certificate;
         selects TLS (plaintext without it).
     timeout_s: the deadline of each call, a whole streamed search included.
+    client_name: how the server tells this program from others when it
+        shares its simulation slots (x-vtrain-client metadata, at most 64
+        printable characters; docs/deployment.md); default: by token or
+        address.
 
     Nothing connects until the first call.
 
     Usable as a context manager; close() releases the channel.
     """
 
-    def __init__(self, address, token=None, ca_file=None, timeout_s=60.0):
+    def __init__(self, address, token=None, ca_file=None, timeout_s=60.0, client_name=None):
         if ca_file:
             with open(ca_file, "rb") as f:
                 creds = grpc.ssl_channel_credentials(root_certificates=f.read())
@@ -103,6 +107,8 @@ class VtrainClient:
         self._simulator = vtrain_pb2_grpc.SimulatorStub(self._channel)
         self._registry = vtrain_pb2_grpc.ProfileRegistryStub(self._channel)
         self._metadata = [("authorization", f"Bearer {token}")] if token else []
+        if client_name:
+            self._metadata.append(("x-vtrain-client", client_name))
         self._timeout_s = timeout_s
 
     def close(self):
