@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -51,6 +52,24 @@ std::string ModelKey(const Job& job) {
   return absl::StrCat(job.model.name, " h=", job.model.hidden_size, " l=", job.model.num_layers);
 }
 
+// The band of `regime` from log-error magnitudes: q is the smallest magnitude
+// that at least `coverage` of them do not exceed (a conservative empirical
+// quantile for the few rows a regime has); rows = their count.
+ErrorBand QuantileBand(std::string regime, std::vector<double> magnitudes, double coverage) {
+  ErrorBand band;
+  band.regime = std::move(regime);
+  band.coverage = coverage;
+  band.rows = static_cast<int64_t>(magnitudes.size());
+  if (magnitudes.empty()) return band;
+  std::sort(magnitudes.begin(), magnitudes.end());
+  const size_t rank =
+      static_cast<size_t>(std::ceil(coverage * static_cast<double>(magnitudes.size()) - 1e-9));
+  const double q = magnitudes[std::clamp<size_t>(rank, 1, magnitudes.size()) - 1];
+  band.error_low = std::expm1(-q);
+  band.error_high = std::expm1(q);
+  return band;
+}
+
 }  // namespace
 
 std::vector<int> ShapeFolds(absl::Span<const Measurement> measurements, int folds, uint64_t seed) {
@@ -70,20 +89,7 @@ ErrorBand BandOf(absl::Span<const Measurement> measurements, absl::Span<const Va
     if (!regime.empty() && RegimeOf(job) != regime && BaseRegimeOf(job) != regime) continue;
     magnitudes.push_back(std::abs(std::log1p(rows[i].error)));
   }
-  ErrorBand band;
-  band.regime = regime;
-  band.coverage = coverage;
-  band.rows = static_cast<int64_t>(magnitudes.size());
-  if (magnitudes.empty()) return band;
-  std::sort(magnitudes.begin(), magnitudes.end());
-  // The smallest magnitude that at least `coverage` of the rows do not
-  // exceed (a conservative empirical quantile for the few rows a regime has).
-  const size_t rank =
-      static_cast<size_t>(std::ceil(coverage * static_cast<double>(magnitudes.size()) - 1e-9));
-  const double q = magnitudes[std::clamp<size_t>(rank, 1, magnitudes.size()) - 1];
-  band.error_low = std::expm1(-q);
-  band.error_high = std::expm1(q);
-  return band;
+  return QuantileBand(regime, std::move(magnitudes), coverage);
 }
 
 std::vector<ErrorBand> BandsOf(absl::Span<const Measurement> measurements,
@@ -131,18 +137,7 @@ ErrorBand PairedBandOf(absl::Span<const Measurement> measurements,
         magnitudes.push_back(std::abs(logs[a] - logs[b]));
     }
   }
-  ErrorBand band;
-  band.regime = kPairedRegime;
-  band.coverage = coverage;
-  band.rows = static_cast<int64_t>(magnitudes.size());
-  if (magnitudes.empty()) return band;
-  std::sort(magnitudes.begin(), magnitudes.end());
-  const size_t rank =
-      static_cast<size_t>(std::ceil(coverage * static_cast<double>(magnitudes.size()) - 1e-9));
-  const double q = magnitudes[std::clamp<size_t>(rank, 1, magnitudes.size()) - 1];
-  band.error_low = std::expm1(-q);
-  band.error_high = std::expm1(q);
-  return band;
+  return QuantileBand(kPairedRegime, std::move(magnitudes), coverage);
 }
 
 void ApplyBands(absl::Span<const Measurement> measurements, absl::Span<const ErrorBand> bands,

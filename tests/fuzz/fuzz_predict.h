@@ -9,6 +9,7 @@
 #include "core/predict/predictor.h"
 #include "core/profile/default_profiles.h"
 #include "proto/job_convert.h"
+#include "proto/megatron_args.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace vtrain::fuzz {
@@ -35,6 +36,19 @@ inline void ConvertAndPredict(const v1::PredictRequest& request) {
   if (!p.ok()) return;
   VTRAIN_FUZZ_CHECK(p->iteration_time_ns >= 0, std::to_string(p->iteration_time_ns));
   VTRAIN_FUZZ_CHECK(p->iterations >= 0, std::to_string(p->iterations));
+}
+
+// A launch's job (a launch script or a config dump) with what it leaves out
+// given as a caller would (flags), converted and predicted.
+inline void PredictLaunch(const proto::MegatronJob& job) {
+  v1::PredictRequest request = job.request;
+  for (const auto& m : job.missing) {
+    if (m.flag == "vocab") request.mutable_model()->set_vocab_size(32000);
+    if (m.flag == "seq-len") request.mutable_model()->set_seq_len(1024);
+    if (m.flag == "global-batch") request.mutable_plan()->set_global_batch(64);
+  }
+  if (!request.cluster().has_num_gpus()) request.mutable_cluster()->set_num_gpus(8);
+  ConvertAndPredict(request);
 }
 
 }  // namespace vtrain::fuzz

@@ -18,14 +18,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                       job.status().ToString());
     return 0;
   }
-  // Its own missing fields given as a caller would (flags).
-  vtrain::v1::PredictRequest request = job->request;
-  for (const auto& m : job->missing) {
-    if (m.flag == "vocab") request.mutable_model()->set_vocab_size(32000);
-    if (m.flag == "seq-len") request.mutable_model()->set_seq_len(1024);
-    if (m.flag == "global-batch") request.mutable_plan()->set_global_batch(64);
-  }
-  if (!request.cluster().has_num_gpus()) request.mutable_cluster()->set_num_gpus(8);
-  vtrain::fuzz::ConvertAndPredict(request);
+  vtrain::fuzz::PredictLaunch(*job);
   return 0;
 }
