@@ -133,6 +133,9 @@ constexpr Row<ContextParallelComm, v1::ContextParallelComm> kCpComms[] = {
     {ContextParallelComm::kA2A, v1::CONTEXT_PARALLEL_COMM_A2A},
     {ContextParallelComm::kA2AP2P, v1::CONTEXT_PARALLEL_COMM_A2A_P2P},
 };
+constexpr Row<JobMix, v1::JobMix> kJobMixes[] = {{JobMix::kItp, v1::JOB_MIX_ITP},
+                                                 {JobMix::kPaper, v1::JOB_MIX_PAPER},
+                                                 {JobMix::k2026, v1::JOB_MIX_2026}};
 constexpr Row<CurvePolicy, v1::CurvePolicy> kCurvePolicies[] = {
     {CurvePolicy::kBest, v1::CURVE_POLICY_BEST},
     {CurvePolicy::kDataParallel, v1::CURVE_POLICY_DATA_PARALLEL},
@@ -165,6 +168,7 @@ VTRAIN_ENUM_PAIR(Objective, Objective, kObjectives)
 VTRAIN_ENUM_PAIR(LinkScope, LinkScope, kScopes)
 VTRAIN_ENUM_PAIR(Collective, Collective, kCollectives)
 VTRAIN_ENUM_PAIR(OperatorKind, OperatorKind, kOperators)
+VTRAIN_ENUM_PAIR(JobMix, JobMix, kJobMixes)
 VTRAIN_ENUM_PAIR(CurvePolicy, CurvePolicy, kCurvePolicies)
 #undef VTRAIN_ENUM_PAIR
 

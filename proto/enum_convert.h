@@ -1,5 +1,5 @@
 // Every closed set the API names (dtype, schedule, recompute, granularity,
-// fidelity, objective, link scope, collective, operator, curve policy) mapped between its
+// fidelity, objective, link scope, collective, operator, curve policy, job mix) mapped between its
 // core enum and its vtrain.v1 enum, each by one table (enum_convert.cc).
 #ifndef VTRAIN_PROTO_ENUM_CONVERT_H_
 #define VTRAIN_PROTO_ENUM_CONVERT_H_
@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/cluster/job_mix.h"
 #include "core/graph/iteration.h"
 #include "core/plan/curve.h"
 #include "core/plan/search.h"
@@ -43,6 +44,7 @@ v1::AttentionKind ToProto(AttentionKind value);
 v1::AttentionImpl ToProto(AttentionImpl value);
 v1::RouterScore ToProto(RouterScore value);
 v1::Placement ToProto(Placement value);
+v1::JobMix ToProto(JobMix value);
 
 // Proto to core: nullopt for *_UNSPECIFIED and for numbers the enum does not
 // define (a newer client, or a corrupt message).
@@ -66,6 +68,7 @@ std::optional<AttentionKind> FromProto(v1::AttentionKind value);
 std::optional<AttentionImpl> FromProto(v1::AttentionImpl value);
 std::optional<RouterScore> FromProto(v1::RouterScore value);
 std::optional<Placement> FromProto(v1::Placement value);
+std::optional<JobMix> FromProto(v1::JobMix value);
 
 // The names a proto enum defines other than *_UNSPECIFIED, comma-separated,
 // for error messages.

@@ -1,49 +1,48 @@
-// The scheduling case study as a service call: the request -> response of
+// The cluster study as a service call: the request -> response of
 // Simulator.ClusterSim and vtrainctl cluster-sim (service/service.h for the
-// conventions: Prepare* checks and finds tables, Run* computes).
+// conventions: Prepare* checks and finds tables, Run* computes). The
+// request becomes a core study in proto/cluster_convert.h; here each job
+// shape's throughput tables are drawn (through the curve cache when there
+// is one) and the scheduler (core/cluster/scheduler.h) runs every window
+// once per policy.
 #ifndef VTRAIN_SERVICE_CLUSTER_SIM_H_
 #define VTRAIN_SERVICE_CLUSTER_SIM_H_
 
-#include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/plan/cluster_sim.h"
+#include "core/cluster/study.h"
+#include "proto/cluster_convert.h"
 #include "service/service.h"
 #include "vtrain/v1/vtrain.pb.h"
 
 namespace vtrain::service {
 
-inline constexpr int64_t kMaxClusterJobs = 100'000;
-inline constexpr int64_t kMaxClusterGpus = 65'536;
+// At most this many jobs over all of a study's windows (each replayed once
+// per policy): past it, RESOURCE_EXHAUSTED.
+inline constexpr int64_t kMaxStudyJobs = 20'000'000;
 
-// The GPT job a trace job becomes by the GPUs it used: 1: gpt3-350m, 2:
-// gpt3-1.3b, 4: gpt3-2.7b, 8: gpt3-6.7b, 16-32: gpt3-13b, more: gpt3-175b;
-// global batch 16 x its GPUs rounded up to a power of two in [32, 1536].
-std::pair<std::string, int64_t> LlmShape(int64_t gpus);
+// A job shape: the LLM job on a cluster of a size; one pair of tables each.
+struct ClusterShape {
+  std::string name;  // "preset/global batch", as ClusterJobOutcome.shape shows it
+  PreparedCurves data_parallel, best;
+};
 
 struct PreparedClusterSim {
-  v1::ClusterSimRequest request;
-  std::vector<std::string> policies;  // "elasticflow" / "vtrain", in order
-  std::vector<int> shape_of;          // per job: index into the tables
-  std::vector<std::string> shape_names;
-  // Per distinct shape: the data-parallel and the best-plan curves.
-  std::vector<PreparedCurves> data_parallel, best;
-  ClusterSimOptions options;
-  // The window's offered load as traced and as simulated (request's jobs are
-  // already shaped by target_load and deadline_slack).
-  double trace_load = 0, offered_load = 0;
-  int64_t peak_requested_gpus = 0;  // PeakRequestedGpus of the shaped window
+  proto::ClusterSimCall call;
+  std::vector<StudyWindow> windows;        // one per cell, in order
+  std::vector<std::vector<int>> shape_of;  // per window, per job: index into shapes
+  std::vector<ClusterShape> shapes;
 };
 
 // INVALID_ARGUMENT naming the field (jobs[3].duration_s, gpus, policies[0],
-// rescale_overhead_s, target_load, deadline_slack, cluster.gpu) for a request
-// that is not a study. Applies target_load and deadline_slack (ShapeWindow).
+// rescale_overhead_s, target_load, deadline_slack, cluster.gpu,
+// study.windows[1]) for a request that is not a study; RESOURCE_EXHAUSTED
+// for one too large. Builds every window (job mix, load, slack).
 absl::StatusOr<PreparedClusterSim> PrepareClusterSim(const v1::ClusterSimRequest& request,
                                                      const ProfileSource& source);
-// Draws the tables (through `store` when given), then runs the cluster once
+// Draws the tables (through `store` when given), then runs each window once
 // per policy. CANCELLED.
 absl::StatusOr<v1::ClusterSimResponse> RunClusterSim(const PreparedClusterSim& prepared,
                                                      const CallOptions& options,

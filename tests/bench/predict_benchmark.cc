@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "core/cluster/scheduler.h"
 #include "core/engine/engine.h"
 #include "core/graph/builder.h"
-#include "core/plan/cluster_sim.h"
 #include "core/plan/curve.h"
 #include "core/plan/search.h"
 #include "core/predict/predictor.h"
@@ -136,7 +136,7 @@ void BM_MtNlg530B_Operator_ZbH1(benchmark::State& state) {
   RunPredict(state, job, Granularity::kOperator);
 }
 
-// The scheduler of the cluster study alone (core/plan/cluster_sim.h), on
+// The scheduler of the cluster study alone (core/cluster/scheduler.h), on
 // 10,000 GPUs in nodes of 8 with 1,000 jobs of 1 to 128 GPUs arriving a
 // minute apart, each shape's table sublinear (g^0.9) over the counts the
 // service draws (every node to 1,024 GPUs, then 64 counts per doubling).
@@ -150,29 +150,33 @@ void BM_ClusterSim_10kGpus_1kJobs(benchmark::State& state) {
     if (g >= 128 * step) step *= 2;
   }
   const bool leaves = state.range(0) == 1;
-  std::vector<ThroughputTable> tables;
-  for (double factor : {1.0, 0.8, 0.6, 0.5}) {
-    for (int k = 0; k < 8; ++k) {
+  std::vector<PlacementTables> tables;
+  for (int k = 0; k < 8; ++k) {
+    // Packed, spread, and both with full uplinks: 1, 0.8, 0.6 and 0.5 of a
+    // curve rising as g^0.9.
+    std::vector<ThroughputTable> figures;
+    for (double factor : {1.0, 0.8, 0.6, 0.5}) {
       ThroughputTable t;
       for (int64_t g : counts) {
         t.gpus.push_back(g);
         t.iterations_per_s.push_back(factor * std::pow(static_cast<double>(g), 0.9) / (1 << k));
       }
-      tables.push_back(std::move(t));
+      figures.push_back(std::move(t));
     }
+    PlacementTables p(figures[0]);
+    if (leaves) {
+      p.spread = figures[1];
+      p.packed_contended = figures[2];
+      p.spread_contended = figures[3];
+    }
+    tables.push_back(std::move(p));
   }
   std::vector<ClusterJob> jobs;
   for (int i = 0; i < 1000; ++i) {
     const int k = i % 8;
     const double duration = 1800.0 * (1 + (i * 7) % 13);
-    const double iterations = duration * tables[k].At(int64_t{1} << k);
-    ClusterJob job{std::to_string(i), 60.0 * i, iterations, 60.0 * i + 2 * duration, k};
-    if (leaves) {
-      job.fragmented_table = 8 + k;
-      job.contended_table = 16 + k;
-      job.fragmented_contended_table = 24 + k;
-    }
-    jobs.push_back(std::move(job));
+    const double iterations = duration * tables[k].packed.At(int64_t{1} << k);
+    jobs.push_back({std::to_string(i), 60.0 * i, iterations, 60.0 * i + 2 * duration, k});
   }
   const ClusterSimOptions options = {.total_gpus = 10'000,
                                      .gpus_per_node = 8,

@@ -66,7 +66,10 @@ TEST(AnswersTest, ClusterSimJsonEscapesTraceFields) {
   ASSERT_EQ(r.code, 0) << r.err;
   google::protobuf::Struct doc;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &doc).ok()) << r.out;
-  const auto& outcomes = doc.fields().at("outcomes").list_value();
+  // vtrainctl sends a study of one window: its outcomes are the window's.
+  const auto& windows = doc.fields().at("windows").list_value();
+  ASSERT_EQ(windows.values_size(), 1);
+  const auto& outcomes = windows.values(0).struct_value().fields().at("outcomes").list_value();
   ASSERT_EQ(outcomes.values_size(), 2);  // elasticflow, vtrain
   const auto& jobs = outcomes.values(0).struct_value().fields().at("jobs").list_value();
   ASSERT_EQ(jobs.values_size(), 1);

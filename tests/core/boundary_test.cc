@@ -154,7 +154,7 @@ std::vector<std::string> CmakeViolations(absl::string_view path, absl::string_vi
 // The layering of core/, bottom first (core/CMakeLists.txt links the targets
 // the same way): a file in core/<folder>/ may include headers of its own
 // folder and of folders of a lower rank only. plan and calibrate share the
-// top rank, so neither includes the other.
+// top rank, so neither includes the other; cluster sees util only.
 struct Layer {
   absl::string_view folder;
   int rank;
@@ -168,6 +168,7 @@ constexpr Layer kLayers[] = {
     {"predict", 5},    // one prediction, the memory model
     {"plan", 6},       // plan search
     {"calibrate", 6},  // fitting the analytical model
+    {"cluster", 1},    // the cluster study: throughput tables, not models
 };
 
 // The rank of core/<folder>, or -1 for a folder the table does not know.

@@ -104,6 +104,7 @@ TEST(EnumConvertTest, EveryTableIsCompleteBothWays) {
   ExpectTableComplete<v1::Collective>();
   ExpectTableComplete<v1::OperatorKind>();
   ExpectTableComplete<v1::CurvePolicy>();
+  ExpectTableComplete<v1::JobMix>();
 }
 
 TEST(EnumConvertTest, UnspecifiedTakesTheDefaultAndUnknownNumbersNameTheField) {

@@ -220,11 +220,13 @@ TEST(ServiceTest, ClusterSimShapesTheWindowToTheTargetLoadAndSlack) {
   r.add_policies("vtrain");
   absl::StatusOr<PreparedClusterSim> p = PrepareClusterSim(r, builtin);
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_DOUBLE_EQ(p->trace_load, 11.25);
-  EXPECT_DOUBLE_EQ(p->offered_load, 1);
-  EXPECT_DOUBLE_EQ(p->request.jobs(0).submit_s(), 0);
-  EXPECT_DOUBLE_EQ(p->request.jobs(1).submit_s(), 1125);
-  EXPECT_DOUBLE_EQ(p->request.jobs(1).deadline_s(), 1125 + 2 * 1800);
+  ASSERT_EQ(p->windows.size(), 1u);
+  const StudyWindow& w = p->windows[0];
+  EXPECT_DOUBLE_EQ(w.trace_load, 11.25);
+  EXPECT_DOUBLE_EQ(w.offered_load, 1);
+  EXPECT_DOUBLE_EQ(w.jobs[0].submit_s, 0);
+  EXPECT_DOUBLE_EQ(w.jobs[1].submit_s, 1125);
+  EXPECT_DOUBLE_EQ(w.jobs[1].deadline_s, 1125 + 2 * 1800);
   absl::StatusOr<v1::ClusterSimResponse> out = RunClusterSim(*p, {});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_DOUBLE_EQ(out->offered_load(), 1);
@@ -241,8 +243,8 @@ TEST(ServiceTest, ClusterSimTakesATenThousandGpuCluster) {
   r.set_gpus(10'000);
   absl::StatusOr<PreparedClusterSim> p = PrepareClusterSim(r, builtin);
   ASSERT_TRUE(p.ok()) << p.status();
-  ASSERT_FALSE(p->best.empty());
-  const v1::ThroughputCurveRequest& curve = p->best[0].request;
+  ASSERT_FALSE(p->shapes.empty());
+  const v1::ThroughputCurveRequest& curve = p->shapes[0].best.request;
   EXPECT_LE(curve.gpu_counts_size(), 1024);
   EXPECT_EQ(curve.gpu_counts(2 + 128), 1024);  // 1, 2, 4, then 8 .. 1,024 by 8
   EXPECT_EQ(curve.gpu_counts(2 + 129), 1040);  // then by 16
@@ -258,11 +260,11 @@ TEST(ServiceTest, ClusterSimPlacesJobsOnTheLeavesOfTheWholeCluster) {
   r.mutable_cluster()->mutable_fabric()->set_oversubscription(4);
   absl::StatusOr<PreparedClusterSim> p = PrepareClusterSim(r, builtin);
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ(p->options.nodes_per_leaf, 1);
+  EXPECT_EQ(p->call.options.nodes_per_leaf, 1);
   // Jobs crossing the same uplinks share them, at the curve's contended
   // background of a leaf's uplinks: K / R = 1 / 4 of a node.
-  EXPECT_DOUBLE_EQ(p->options.contended_background, 0.25);
-  EXPECT_EQ(p->best[0].request.jobs(0).cluster().fabric().cluster_nodes(), 2);
+  EXPECT_DOUBLE_EQ(p->call.options.contended_background, 0.25);
+  EXPECT_EQ(p->shapes[0].best.request.jobs(0).cluster().fabric().cluster_nodes(), 2);
   absl::StatusOr<v1::ClusterSimResponse> out = RunClusterSim(*p, {});
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ(out->outcomes_size(), 2);
@@ -275,8 +277,8 @@ TEST(ServiceTest, ClusterSimPlacesJobsOnTheLeavesOfTheWholeCluster) {
   // Flat: no leaves for the scheduler, nothing shared.
   p = PrepareClusterSim(TwoJobs(), builtin);
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ(p->options.nodes_per_leaf, 0);
-  EXPECT_EQ(p->options.contended_background, 0);
+  EXPECT_EQ(p->call.options.nodes_per_leaf, 0);
+  EXPECT_EQ(p->call.options.contended_background, 0);
 }
 
 TEST(ServiceTest, ClusterSimRefusesWhatIsNotAStudy) {

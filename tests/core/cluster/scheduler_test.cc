@@ -1,8 +1,9 @@
-#include "core/plan/cluster_sim.h"
+#include "core/cluster/scheduler.h"
 
 #include <cmath>
 
-#include "core/plan/promise_limit.h"
+#include "core/cluster/promise_limit.h"
+#include "core/cluster/window.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -116,8 +117,11 @@ TEST(ClusterSimTest, JobsCrossingTheSameUplinksShareThem) {
   const ThroughputTable loaded = {{24}, {0.5}};
   ClusterSimOptions options = {
       .total_gpus = 48, .rescale_overhead_s = 0, .nodes_per_leaf = 2, .contended_background = 1};
-  std::vector<ClusterJob> jobs = {{"a", 0, 1000, 1e6, 0, 0, 1, 1}, {"b", 0, 1000, 1e6, 0, 0, 1, 1}};
-  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome out, SimulateCluster(jobs, {alone, loaded}, options));
+  std::vector<ClusterJob> jobs = {{"a", 0, 1000, 1e6, 0}, {"b", 0, 1000, 1e6, 0}};
+  PlacementTables tables(alone);
+  tables.spread = alone;
+  tables.packed_contended = tables.spread_contended = loaded;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome out, SimulateCluster(jobs, {tables}, options));
   const double golden = (1 + std::sqrt(5.0)) / 2;
   ASSERT_EQ(out.jobs.size(), 2u);
   EXPECT_NEAR(out.jobs[0].finish_s, 1000 * golden, 1e-6);
@@ -127,8 +131,7 @@ TEST(ClusterSimTest, JobsCrossingTheSameUplinksShareThem) {
   EXPECT_EQ(out.fragmented_placements, 0);
   // Without sharing (no contended background), each has the spine alone.
   options.contended_background = 0;
-  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome apart,
-                              SimulateCluster(jobs, {alone, loaded}, options));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome apart, SimulateCluster(jobs, {tables}, options));
   EXPECT_DOUBLE_EQ(apart.jobs[0].finish_s, 1000);
   EXPECT_DOUBLE_EQ(apart.spine_shared_gpu_s, 0);
   // Once a ends, b has leaf 1's uplinks to itself again: a alone at first
@@ -136,8 +139,7 @@ TEST(ClusterSimTest, JobsCrossingTheSameUplinksShareThem) {
   // a runs its rest alone.
   options.contended_background = 1;
   jobs[1].iterations = 500;
-  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome staggered,
-                              SimulateCluster(jobs, {alone, loaded}, options));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome staggered, SimulateCluster(jobs, {tables}, options));
   EXPECT_NEAR(staggered.jobs[1].finish_s, 500 * golden, 1e-6);
   EXPECT_NEAR(staggered.jobs[0].finish_s, 500 * golden + (1000 - 500), 1e-6);
 }
@@ -153,30 +155,32 @@ TEST(ClusterSimTest, AJobOnMoreLeavesThanItNeedsRunsAtItsFragmentedThroughput) {
   const ThroughputTable spread = {{8, 16}, {1, 1}};
   const ThroughputTable one_node = {{8}, {1}};
   ClusterSimOptions options = {.total_gpus = 32, .rescale_overhead_s = 0, .nodes_per_leaf = 2};
-  const std::vector<ClusterJob> jobs = {{"a", 0, 100, 100, 2, -1},
-                                        {"b", 0, 300, 300, 2, -1},
-                                        {"c", 0, 100, 100, 2, -1},
-                                        {"d", 0, 300, 300, 2, -1},
-                                        {"third", 50, 200, 1000, 0, 1}};
+  const std::vector<ClusterJob> jobs = {{"a", 0, 100, 100, 1},
+                                        {"b", 0, 300, 300, 1},
+                                        {"c", 0, 100, 100, 1},
+                                        {"d", 0, 300, 300, 1},
+                                        {"third", 50, 200, 1000, 0}};
+  PlacementTables two_nodes(packed);
+  two_nodes.spread = spread;
   VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome out,
-                              SimulateCluster(jobs, {packed, spread, one_node}, options));
+                              SimulateCluster(jobs, {two_nodes, one_node}, options));
   ASSERT_EQ(out.jobs.size(), 5u);
   EXPECT_DOUBLE_EQ(out.jobs[4].finish_s, 300);
   EXPECT_EQ(out.jobs[4].fragmented_placements, 1);
   EXPECT_EQ(out.fragmented_placements, 1);
   options.nodes_per_leaf = 0;
   VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome flat,
-                              SimulateCluster(jobs, {packed, spread, one_node}, options));
+                              SimulateCluster(jobs, {two_nodes, one_node}, options));
   EXPECT_DOUBLE_EQ(flat.jobs[4].finish_s, 200);
   EXPECT_EQ(flat.fragmented_placements, 0);
   // Leaves of 4 nodes: one leaf holds the whole cluster, nothing fragments.
   options.nodes_per_leaf = 4;
   VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome one_leaf,
-                              SimulateCluster(jobs, {packed, spread, one_node}, options));
+                              SimulateCluster(jobs, {two_nodes, one_node}, options));
   EXPECT_DOUBLE_EQ(one_leaf.jobs[4].finish_s, 200);
   // Leaves need whole nodes.
   options.gpus_per_node = 0;
-  EXPECT_THAT(SimulateCluster(jobs, {packed, spread, one_node}, options),
+  EXPECT_THAT(SimulateCluster(jobs, {two_nodes, one_node}, options),
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
 

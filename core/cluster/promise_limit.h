@@ -1,12 +1,12 @@
 // The size limit on a deadline promise in the cluster study's admission
-// (ClusterSimOptions::promise_limit, core/plan/cluster_sim.h). Admission
+// (ClusterSimOptions::promise_limit, core/cluster/scheduler.h). Admission
 // counts deadlines met, one per job, so a promise that holds a wide share for
 // a long time costs the promises of the many shorter jobs arriving under it.
 // A promise may reserve at most `limit` x the cluster's GPUs over the median
 // deadline window of the jobs seen so far: measured in the cluster's own
 // currency, and known online (nothing about later arrivals is used).
-#ifndef VTRAIN_CORE_PLAN_PROMISE_LIMIT_H_
-#define VTRAIN_CORE_PLAN_PROMISE_LIMIT_H_
+#ifndef VTRAIN_CORE_CLUSTER_PROMISE_LIMIT_H_
+#define VTRAIN_CORE_CLUSTER_PROMISE_LIMIT_H_
 
 #include <cstdint>
 #include <functional>
@@ -38,4 +38,4 @@ class PromiseLimit {
 
 }  // namespace vtrain
 
-#endif  // VTRAIN_CORE_PLAN_PROMISE_LIMIT_H_
+#endif  // VTRAIN_CORE_CLUSTER_PROMISE_LIMIT_H_

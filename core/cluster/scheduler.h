@@ -8,8 +8,8 @@
 // every arrival and completion, and every change of a running job's GPUs
 // costs a restart. The only input that differs between policies is each
 // job's throughput table.
-#ifndef VTRAIN_CORE_PLAN_CLUSTER_SIM_H_
-#define VTRAIN_CORE_PLAN_CLUSTER_SIM_H_
+#ifndef VTRAIN_CORE_CLUSTER_SCHEDULER_H_
+#define VTRAIN_CORE_CLUSTER_SCHEDULER_H_
 
 #include <cstdint>
 #include <optional>
@@ -30,21 +30,29 @@ struct ThroughputTable {
   double At(int64_t g) const;
 };
 
+// One job shape's throughput wherever the scheduler may place it: packed on
+// as few leaves as its nodes need, spread over more (its collectives then
+// cross the spine), and both again with a leaf's uplinks full of other jobs'
+// traffic. On a flat fabric only `packed` is read.
+struct PlacementTables {
+  PlacementTables() = default;
+  // A flat fabric's: the packed table alone.
+  PlacementTables(ThroughputTable packed_table)  // NOLINT(google-explicit-constructor)
+      : packed(std::move(packed_table)) {}
+  ThroughputTable packed;
+  // With ClusterSimOptions::nodes_per_leaf; unset: `packed` wherever it lands.
+  std::optional<ThroughputTable> spread;
+  // With ClusterSimOptions::contended_background > 0; unset: other jobs'
+  // traffic costs it nothing.
+  std::optional<ThroughputTable> packed_contended, spread_contended;
+};
+
 struct ClusterJob {
   std::string id;
   double submit_s = 0;
   double iterations = 0;
   double deadline_s = 0;  // absolute, same clock as submit_s
   int table = 0;          // index into the tables given to SimulateCluster
-  // With leaves (ClusterSimOptions::nodes_per_leaf): the table that holds
-  // when the job's nodes land on more leaves than they need, its plans'
-  // collectives crossing the spine; -1: `table` wherever it lands.
-  int fragmented_table = -1;
-  // With oversubscribed leaves (ClusterSimOptions::contended_background >
-  // 0): the tables of the packed and the fragmented placement with a leaf's
-  // uplinks full of other jobs' traffic; -1: other jobs cost it nothing.
-  int contended_table = -1;
-  int fragmented_contended_table = -1;
 };
 
 struct ClusterSimOptions {
@@ -55,13 +63,13 @@ struct ClusterSimOptions {
   int64_t gpus_per_node = 8;
   // Nodes under each leaf switch of a leaf/spine fabric (0: one flat
   // fabric). Jobs of a node or more are placed on leaves, packed as tightly
-  // as the free nodes allow, and run at their fragmented table's throughput
+  // as the free nodes allow, and run at their spread table's throughput
   // when they span more leaves than they need. Needs gpus_per_node > 0.
   int64_t nodes_per_leaf = 0;
-  // The other jobs' traffic, in nodes' worth per leaf, at which the jobs'
+  // The other jobs' traffic, in nodes' worth per leaf, at which the
   // contended tables were drawn (ContendedBackground: K / R). > 0: jobs on
   // more than one leaf share their leaves' uplinks (SharedSpineTimes,
-  // core/plan/spine_share.h); 0: each job has the spine to itself.
+  // core/cluster/spine_share.h); 0: each job has the spine to itself.
   double contended_background = 0;
   // Admission also refuses a promise that reserves more GPU-time (the job's
   // minimum share x the time left to its deadline) than promise_limit x the
@@ -103,43 +111,9 @@ struct ClusterOutcome {
 // that does not exist, a non-positive iteration count or a deadline before
 // the submission, a non-positive GPU count, or a negative promise_limit.
 absl::StatusOr<ClusterOutcome> SimulateCluster(const std::vector<ClusterJob>& jobs,
-                                               const std::vector<ThroughputTable>& tables,
+                                               const std::vector<PlacementTables>& tables,
                                                const ClusterSimOptions& options);
-
-// A trace job as the study's window holds it, before it becomes a training
-// job: when it arrived, its deadline, how long it ran on the GPUs it asked
-// for.
-struct WindowJob {
-  double submit_s = 0;
-  double deadline_s = 0;
-  double duration_s = 0;
-  int64_t gpus = 0;
-};
-
-// The load a window offers a cluster of `total_gpus`: its jobs' GPU-seconds
-// at their requested sizes over the cluster's GPU-seconds from the first
-// arrival to the last; 0 when they all arrive at once.
-double OfferedLoad(const std::vector<WindowJob>& jobs, int64_t total_gpus);
-
-// The most GPUs the window's jobs ask for at once, each running at the GPUs
-// it asked for from its submission for its duration (a job ending at t does
-// not overlap one starting at t). A cluster larger than this is never full
-// at the requested sizes: only the jobs' growth, not their arrivals, can
-// make deadlines compete for GPUs.
-int64_t PeakRequestedGpus(const std::vector<WindowJob>& jobs);
-
-// Reshapes a window in place, in the spirit of ElasticFlow's evaluation:
-//  - `target_load`: every arrival moves towards (or away from) the first, by
-//    one factor, until OfferedLoad is target_load; each deadline keeps its
-//    slack over its submission;
-//  - `deadline_slack` λ: every deadline becomes submit + λ × duration (the
-//    job's runtime at the GPUs it asked for).
-// INVALID_ARGUMENT, naming the field, for a target load of a window whose
-// jobs all arrive at once, or values out of range (target_load in (0, 100],
-// deadline_slack in (0, 1000]).
-absl::Status ShapeWindow(std::vector<WindowJob>& jobs, int64_t total_gpus,
-                         std::optional<double> target_load, std::optional<double> deadline_slack);
 
 }  // namespace vtrain
 
-#endif  // VTRAIN_CORE_PLAN_CLUSTER_SIM_H_
+#endif  // VTRAIN_CORE_CLUSTER_SCHEDULER_H_

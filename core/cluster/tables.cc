@@ -1,4 +1,4 @@
-#include "core/plan/cluster_tables.h"
+#include "core/cluster/tables.h"
 
 namespace vtrain {
 

@@ -4,12 +4,12 @@
 // the same uplinks slows it. SharedSpineTimes turns the placements and each
 // job's two throughput figures (alone, and with a leaf's uplinks already
 // full) into the iteration times they run at together.
-#ifndef VTRAIN_CORE_PLAN_SPINE_SHARE_H_
-#define VTRAIN_CORE_PLAN_SPINE_SHARE_H_
+#ifndef VTRAIN_CORE_CLUSTER_SPINE_SHARE_H_
+#define VTRAIN_CORE_CLUSTER_SPINE_SHARE_H_
 
 #include <vector>
 
-#include "core/plan/leaf_map.h"
+#include "core/cluster/leaf_map.h"
 
 namespace vtrain {
 
@@ -36,4 +36,4 @@ std::vector<double> SharedSpineTimes(const std::vector<SpineJob>& jobs, double b
 
 }  // namespace vtrain
 
-#endif  // VTRAIN_CORE_PLAN_SPINE_SHARE_H_
+#endif  // VTRAIN_CORE_CLUSTER_SPINE_SHARE_H_

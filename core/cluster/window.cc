@@ -1,13 +1,11 @@
-// The study's window before it runs: the load it offers a cluster, and
-// reshaping it to a target load or deadline slack (declared in
-// core/plan/cluster_sim.h).
+#include "core/cluster/window.h"
+
 #include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/plan/cluster_sim.h"  // OfferedLoad, ShapeWindow
 
 namespace vtrain {
 

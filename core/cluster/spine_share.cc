@@ -1,4 +1,4 @@
-#include "core/plan/spine_share.h"
+#include "core/cluster/spine_share.h"
 
 #include <algorithm>
 #include <cmath>

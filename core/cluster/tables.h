@@ -1,13 +1,13 @@
-// The throughput tables of the cluster study (core/plan/cluster_sim.h) as its
+// The throughput tables of the cluster study (core/cluster/scheduler.h) as its
 // scheduler reads them: cut to their frontier, and the steepest step up each
 // curve from every count.
-#ifndef VTRAIN_CORE_PLAN_CLUSTER_TABLES_H_
-#define VTRAIN_CORE_PLAN_CLUSTER_TABLES_H_
+#ifndef VTRAIN_CORE_CLUSTER_TABLES_H_
+#define VTRAIN_CORE_CLUSTER_TABLES_H_
 
 #include <cstdint>
 #include <vector>
 
-#include "core/plan/cluster_sim.h"
+#include "core/cluster/scheduler.h"
 
 namespace vtrain {
 
@@ -24,4 +24,4 @@ std::vector<int64_t> SteepestSteps(const ThroughputTable& t, int64_t total_gpus)
 
 }  // namespace vtrain
 
-#endif  // VTRAIN_CORE_PLAN_CLUSTER_TABLES_H_
+#endif  // VTRAIN_CORE_CLUSTER_TABLES_H_

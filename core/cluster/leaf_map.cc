@@ -1,4 +1,4 @@
-#include "core/plan/leaf_map.h"
+#include "core/cluster/leaf_map.h"
 
 #include <algorithm>
 #include <numeric>

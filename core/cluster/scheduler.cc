@@ -1,4 +1,4 @@
-#include "core/plan/cluster_sim.h"
+#include "core/cluster/scheduler.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,10 +6,10 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "core/plan/cluster_tables.h"
-#include "core/plan/leaf_map.h"
-#include "core/plan/promise_limit.h"
-#include "core/plan/spine_share.h"
+#include "core/cluster/leaf_map.h"
+#include "core/cluster/promise_limit.h"
+#include "core/cluster/spine_share.h"
+#include "core/cluster/tables.h"
 
 namespace vtrain {
 
@@ -437,7 +437,7 @@ class Cluster {
 }  // namespace
 
 absl::StatusOr<ClusterOutcome> SimulateCluster(const std::vector<ClusterJob>& jobs,
-                                               const std::vector<ThroughputTable>& tables,
+                                               const std::vector<PlacementTables>& tables,
                                                const ClusterSimOptions& options) {
   if (options.total_gpus <= 0 || !(options.rescale_overhead_s >= 0)) {
     return absl::InvalidArgumentError("total_gpus must be positive and rescale_overhead_s >= 0");
@@ -454,32 +454,29 @@ absl::StatusOr<ClusterOutcome> SimulateCluster(const std::vector<ClusterJob>& jo
   std::vector<ThroughputTable> frontiers;
   std::vector<std::vector<int64_t>> steps;
   frontiers.reserve(tables.size());
-  for (const ThroughputTable& t : tables) {
-    frontiers.push_back(Frontier(t));
+  for (const PlacementTables& t : tables) {
+    frontiers.push_back(Frontier(t.packed));
     steps.push_back(SteepestSteps(frontiers.back(), options.total_gpus));
   }
+  const auto or_null = [](const std::optional<ThroughputTable>& t) { return t ? &*t : nullptr; };
   std::vector<Running> running;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const ClusterJob& j = jobs[i];
-    const auto table_ok = [&](int t) { return t >= 0 && t < static_cast<int>(tables.size()); };
-    const auto optional_ok = [&](int t) { return t == -1 || table_ok(t); };
-    if (!table_ok(j.table) || !optional_ok(j.fragmented_table) || !optional_ok(j.contended_table) ||
-        !optional_ok(j.fragmented_contended_table) || !(j.iterations > 0) ||
+    if (j.table < 0 || j.table >= static_cast<int>(tables.size()) || !(j.iterations > 0) ||
         !(j.deadline_s >= j.submit_s)) {
       return absl::InvalidArgumentError(
           absl::StrCat("jobs[", i, "] (", j.id,
-                       "): needs an existing table (and fragmented and contended tables, or -1), "
-                       "iterations > 0 and a deadline after its submission"));
+                       "): needs an existing table, iterations > 0 and a deadline after its "
+                       "submission"));
     }
+    const PlacementTables& t = tables[static_cast<size_t>(j.table)];
     Running r;
     r.job = &j;
-    r.table = &frontiers[j.table];
-    r.steps = &steps[j.table];
-    if (j.fragmented_table >= 0) r.fragmented = &tables[j.fragmented_table];
-    if (j.contended_table >= 0) r.contended = &tables[j.contended_table];
-    if (j.fragmented_contended_table >= 0) {
-      r.fragmented_contended = &tables[j.fragmented_contended_table];
-    }
+    r.table = &frontiers[static_cast<size_t>(j.table)];
+    r.steps = &steps[static_cast<size_t>(j.table)];
+    r.fragmented = or_null(t.spread);
+    r.contended = or_null(t.packed_contended);
+    r.fragmented_contended = or_null(t.spread_contended);
     r.remaining = j.iterations;
     running.push_back(std::move(r));
   }

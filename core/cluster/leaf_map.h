@@ -4,8 +4,8 @@
 // nodes allow, and whether a job ended up on more leaves than it needs (its
 // collectives then cross the spine as a spread placement's do); and
 // NodeBudget, how many GPUs node-aligned allocations take.
-#ifndef VTRAIN_CORE_PLAN_LEAF_MAP_H_
-#define VTRAIN_CORE_PLAN_LEAF_MAP_H_
+#ifndef VTRAIN_CORE_CLUSTER_LEAF_MAP_H_
+#define VTRAIN_CORE_CLUSTER_LEAF_MAP_H_
 
 #include <cstdint>
 #include <vector>
@@ -68,4 +68,4 @@ class NodeBudget {
 
 }  // namespace vtrain
 
-#endif  // VTRAIN_CORE_PLAN_LEAF_MAP_H_
+#endif  // VTRAIN_CORE_CLUSTER_LEAF_MAP_H_

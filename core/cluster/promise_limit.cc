@@ -1,4 +1,4 @@
-#include "core/plan/promise_limit.h"
+#include "core/cluster/promise_limit.h"
 
 namespace vtrain {
 

@@ -1,5 +1,5 @@
 // SharedSpineTimes against hand-solved fixed points.
-#include "core/plan/spine_share.h"
+#include "core/cluster/spine_share.h"
 
 #include <cmath>
 
