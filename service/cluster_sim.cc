@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <optional>
 #include <thread>
 #include <tuple>
 
@@ -139,20 +140,26 @@ absl::Status RunWindow(const PreparedClusterSim& p, size_t k,
   }
   ClusterSimOptions options = p.call.options;
   options.total_gpus = w.cell.gpus;
-  const v1::ClusterPolicyOutcome *e = nullptr, *v = nullptr;
+  std::optional<ClusterOutcome> e, v;
   for (ClusterPolicy policy : p.call.policies) {
     VTRAIN_ASSIGN_OR_RETURN(
         ClusterOutcome outcome,
         SimulateCluster(jobs, policy == ClusterPolicy::kBestPlan ? best : dp, options));
-    v1::ClusterPolicyOutcome* o = out->add_outcomes();
-    proto::PolicyOutcomeToProto(policy, outcome, names, p.call.keep_jobs, o);
-    (policy == ClusterPolicy::kBestPlan ? v : e) = o;
+    proto::PolicyOutcomeToProto(policy, outcome, names, p.call.keep_jobs, out->add_outcomes());
+    (policy == ClusterPolicy::kBestPlan ? v : e) = std::move(outcome);
   }
-  if (e != nullptr && v != nullptr) {
-    out->set_deadline_ratio(e->deadline_satisfaction() > 0
-                                ? v->deadline_satisfaction() / e->deadline_satisfaction()
-                                : 0);
-    out->set_avg_jct_change(e->avg_jct_s() > 0 ? v->avg_jct_s() / e->avg_jct_s() - 1 : 0);
+  if (e && v) {
+    out->set_deadline_ratio(
+        e->deadline_satisfaction > 0 ? v->deadline_satisfaction / e->deadline_satisfaction : 0);
+    // The average JCT over the jobs both finished: a job one policy has no
+    // plan for would otherwise drop out of its average only.
+    double e_sum = 0, v_sum = 0;
+    for (size_t j = 0; j < e->jobs.size() && j < v->jobs.size(); ++j) {
+      if (!e->jobs[j].finished || !v->jobs[j].finished) continue;
+      e_sum += e->jobs[j].jct_s;
+      v_sum += v->jobs[j].jct_s;
+    }
+    out->set_avg_jct_change(e_sum > 0 ? v_sum / e_sum - 1 : 0);
   }
   return absl::OkStatus();
 }

@@ -74,7 +74,11 @@ absl::StatusOr<CurvePoint> BestAt(const CurveSpec& spec, int64_t gpus, const Pro
 
 // The data-parallel policy's footprint: the first t x p that fits in memory
 // with micro-batch 1 and one replica, t growing inside a node first (1, 2, 4,
-// ... GPUs per node), then p over the divisors of the layers.
+// ... GPUs per node), then p over the divisors of the layers. A MoE model's
+// routed experts are spread over the data-parallel ranks as Megatron-Core
+// does (expert parallelism folds into data parallelism), so its footprint
+// is the first t x p that fits with one expert per rank (d = ep = experts);
+// at each count DataParallelAt then tries the layouts its d allows.
 std::optional<std::pair<int64_t, int64_t>> Footprint(const CurveSpec& spec) {
   std::vector<std::pair<int64_t, int64_t>> order;
   for (int64_t t = 1; t <= NvlinkDomainGpus(spec.cluster); t *= 2) order.emplace_back(t, 1);
@@ -90,6 +94,11 @@ std::optional<std::pair<int64_t, int64_t>> Footprint(const CurveSpec& spec) {
     job.plan.tensor_parallel = t;
     job.plan.pipeline_parallel = p;
     job.plan.data_parallel = 1;
+    if (spec.model.moe.enabled()) {
+      job.plan.data_parallel = job.plan.expert_parallel = spec.model.moe.num_experts;
+      job.cluster.num_gpus *= spec.model.moe.num_experts;
+      job.plan.sequence_parallel = t > 1;  // Megatron-Core: EP with TP needs SP
+    }
     job.plan.micro_batch = 1;
     job.plan.global_batch = spec.global_batch;
     job.plan.dtype = spec.dtype;
@@ -133,7 +142,9 @@ absl::StatusOr<CurvePoint> DataParallelAt(const CurveSpec& spec, int64_t t, int6
     job.plan.virtual_stages = job.plan.schedule == PipelineSchedule::kDualPipeV
                                   ? 2
                                   : spec.training.virtual_stages.front();
-    job.plan.sequence_parallel = spec.training.sequence_parallel.front();
+    // Megatron-Core runs expert parallelism with TP only under SP.
+    job.plan.sequence_parallel =
+        spec.training.sequence_parallel.front() || (spec.model.moe.enabled() && t > 1);
     job.plan.data_parallel_sharding = spec.training.shardings.front();
     job.plan.dtype = spec.dtype;
     // The recomputations in the space, least recomputation first: the first
