@@ -281,6 +281,96 @@ TEST(ServiceTest, ClusterSimPlacesJobsOnTheLeavesOfTheWholeCluster) {
   EXPECT_EQ(p->call.options.contended_background, 0);
 }
 
+// A study over a synthetic trace: 40 jobs an hour apart, 3 h each.
+v1::ClusterSimRequest SmallStudy() {
+  v1::ClusterSimRequest r;
+  r.set_gpus(64);
+  v1::ClusterStudy* s = r.mutable_study();
+  for (int i = 0; i < 40; ++i) {
+    v1::ClusterTraceJob* j = s->add_trace();
+    j->set_id(absl::StrCat("t", i));
+    j->set_submit_s(3600.0 * i);
+    j->set_deadline_s(3600.0 * i + 4 * 3600);
+    j->set_duration_s(3 * 3600);
+    j->set_num_gpus(i % 3 == 0 ? 8 : 1);
+  }
+  s->add_windows()->set_jobs(10);
+  s->add_seeds(1);
+  s->add_seeds(2);
+  s->add_target_loads(0.8);
+  s->add_target_loads(1.0);
+  s->add_job_mixes(v1::JOB_MIX_PAPER);
+  return r;
+}
+
+TEST(ServiceTest, ClusterSimAnswersAWholeStudy) {
+  const BuiltinProfiles builtin;
+  absl::StatusOr<v1::ClusterSimResponse> r = ClusterSim(SmallStudy(), builtin);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // 2 loads x 2 seeds, in the matrix's order; one summary per load.
+  ASSERT_EQ(r->windows_size(), 4);
+  ASSERT_EQ(r->summaries_size(), 2);
+  EXPECT_TRUE(r->outcomes().empty());
+  for (const v1::ClusterWindowOutcome& w : r->windows()) {
+    EXPECT_EQ(w.job_mix(), v1::JOB_MIX_PAPER);
+    EXPECT_EQ(w.jobs(), 10);
+    EXPECT_NEAR(w.offered_load(), w.target_load(), 1e-9);
+    ASSERT_EQ(w.outcomes_size(), 2);
+    EXPECT_TRUE(w.outcomes(0).jobs().empty());  // keep_jobs unset
+    EXPECT_GT(w.outcomes(1).avg_jct_s(), 0);
+  }
+  EXPECT_EQ(r->windows(0).seed(), 1);
+  EXPECT_EQ(r->windows(1).seed(), 2);
+  EXPECT_DOUBLE_EQ(r->summaries(1).target_load(), 1.0);
+  EXPECT_EQ(r->summaries(1).windows(), 2);
+  EXPECT_DOUBLE_EQ(r->summaries(1).mean_avg_jct_change(),
+                   (r->windows(2).avg_jct_change() + r->windows(3).avg_jct_change()) / 2);
+  // With keep_jobs, every job's shape is a GPT-3 preset of the paper mix.
+  v1::ClusterSimRequest keep = SmallStudy();
+  keep.mutable_study()->set_keep_jobs(true);
+  r = ClusterSim(keep, builtin);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->windows(0).outcomes(0).jobs_size(), 10);
+  EXPECT_THAT(r->windows(0).outcomes(0).jobs(0).shape(), HasSubstr("gpt3-"));
+}
+
+TEST(ServiceTest, ClusterSimRefusesWhatIsNotAStudyOfATrace) {
+  const BuiltinProfiles builtin;
+  struct Case {
+    void (*change)(v1::ClusterSimRequest&);
+    absl::StatusCode code;
+    const char* says;
+  };
+  const Case cases[] = {
+      {[](v1::ClusterSimRequest& r) { r.mutable_study()->mutable_windows(0)->set_hours(5); },
+       absl::StatusCode::kInvalidArgument, "study.windows[0]: give jobs"},
+      {[](v1::ClusterSimRequest& r) { r.mutable_study()->clear_windows(); },
+       absl::StatusCode::kInvalidArgument, "study.windows is empty"},
+      {[](v1::ClusterSimRequest& r) { r.mutable_study()->set_target_loads(0, 0); },
+       absl::StatusCode::kInvalidArgument, "study.target_loads[0]=0"},
+      {[](v1::ClusterSimRequest& r) { r.mutable_study()->add_gpus(4); },
+       absl::StatusCode::kInvalidArgument, "study.gpus[0]=4"},
+      {[](v1::ClusterSimRequest& r) {
+         r.mutable_study()->add_job_mixes(static_cast<v1::JobMix>(9));
+       },
+       absl::StatusCode::kInvalidArgument, "study.job_mixes[1]=9"},
+      {[](v1::ClusterSimRequest& r) { r.mutable_study()->mutable_trace(2)->set_num_gpus(0); },
+       absl::StatusCode::kInvalidArgument, "study.trace[2].num_gpus=0"},
+      {[](v1::ClusterSimRequest& r) { r.add_jobs()->set_id("x"); },
+       absl::StatusCode::kInvalidArgument, "jobs and study are both given"},
+      {[](v1::ClusterSimRequest& r) {
+         for (int i = 0; i < 6000; ++i) r.mutable_study()->add_seeds(i);
+       },
+       absl::StatusCode::kResourceExhausted, "at most 10000"},
+  };
+  for (const Case& c : cases) {
+    v1::ClusterSimRequest r = SmallStudy();
+    c.change(r);
+    EXPECT_THAT(PrepareClusterSim(r, builtin).status(), StatusIs(c.code, HasSubstr(c.says)))
+        << c.says;
+  }
+}
+
 TEST(ServiceTest, ClusterSimRefusesWhatIsNotAStudy) {
   const BuiltinProfiles builtin;
   struct Case {
