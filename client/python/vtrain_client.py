@@ -198,8 +198,15 @@ class VtrainClient:
 
         Returns the ClusterSimResponse dict: "outcomes", one per policy
         ("elasticflow", "vtrain"), each with its deadline satisfaction, JCTs,
-        utilisation and per-job outcomes, as `vtrainctl cluster-sim --json`
-        prints it.
+        utilisation and per-job outcomes. A whole study is one request too:
+
+            {"gpus": 1024, "study": {"trace": [...rows as above...],
+                                     "windows": [{"hours": 400, "seeds": [1, 2, 3]}],
+                                     "target_loads": [1.0], "job_mixes": ["JOB_MIX_PAPER"]}}
+
+        answered with "windows" (one per window, its policies' outcomes) and
+        "summaries" (per mix, size, load and window over the seeds), as
+        `vtrainctl cluster-sim --json` prints it.
         """
         message = _parse(request, cluster_sim_pb2.ClusterSimRequest)
         return _to_dict(self._unary(self._simulator.ClusterSim, message))

@@ -250,6 +250,20 @@ assert [o["policy"] for o in sim["outcomes"]] == ["elasticflow", "vtrain"], sim[
 assert [j["id"] for j in sim["outcomes"][1]["jobs"]] == ["a", "b"], sim
 print(f"cluster_sim: vtrain avg JCT {sim['outcomes'][1]['avg_jct_s']:.0f} s")
 
+# cluster_sim of a whole study: a synthetic trace, two seeds, the paper mix;
+# one window per seed and one summary over them.
+trace = [{"id": f"t{i}", "submit_s": 3600 * i, "deadline_s": 3600 * i + 14400,
+          "duration_s": 7200, "num_gpus": 1} for i in range(30)]
+study = timed("cluster_sim study", client.cluster_sim,
+              {"gpus": 64, "study": {"trace": trace, "windows": [{"jobs": 8}],
+                                     "seeds": [1, 2], "job_mixes": ["JOB_MIX_PAPER"]}})
+assert [w["seed"] for w in study["windows"]] == [1, 2], study["windows"]
+assert all(w["job_mix"] == "JOB_MIX_PAPER" and len(w["outcomes"]) == 2
+           for w in study["windows"]), study["windows"]
+[summary] = study["summaries"]
+assert summary["windows"] == 2, summary
+print(f"cluster_sim study: average JCT {100 * summary['mean_avg_jct_change']:+.1f}% over 2 seeds")
+
 # presets: the server's models and GPUs, the same as vtrainctl prints.
 presets = timed("presets", client.presets)
 names = [g["name"] for g in presets["gpus"]]
