@@ -140,8 +140,8 @@ class Cluster {
   // share; when that does not fit, GPUs come back one step at a time where
   // they are worth least (a change costs a restart, so few jobs change).
   // Then spare GPUs go one step at a time to the job whose completion they
-  // speed up most per GPU (admitted jobs before best-effort ones); a running
-  // job grows only when the restart is repaid by finishing earlier.
+  // speed up most per GPU, admitted or best-effort alike; a running job
+  // grows only when the restart is repaid by finishing earlier.
   void Replan(double now) {
     std::vector<int64_t> plan(jobs_.size(), 0);
     NodeBudget placed(options_.total_gpus, options_.gpus_per_node);
@@ -196,30 +196,7 @@ class Cluster {
         }
       }
     }
-    for (int admitted_pass = 1; admitted_pass >= 0; --admitted_pass) {
-      while (true) {
-        double best_gain = 0;
-        size_t best = jobs_.size();
-        int64_t best_next = 0;
-        for (size_t i = 0; i < jobs_.size(); ++i) {
-          const Running& r = jobs_[i];
-          if (!r.arrived || r.done || r.admitted != (admitted_pass == 1)) continue;
-          const int64_t next = NextCount(r, plan[i]);
-          if (next == 0 || !placed.FitsWith(plan[i], next)) continue;
-          if (!RepaysRestart(r, plan[i], next, now)) continue;
-          const double gain = PerGpu(r, plan[i], next);
-          if (gain > best_gain) {
-            best_gain = gain;
-            best = i;
-            best_next = next;
-          }
-        }
-        if (best == jobs_.size()) break;
-        placed.Remove(plan[best]);
-        placed.Add(best_next);
-        plan[best] = best_next;
-      }
-    }
+    GiveSpares(now, plan, placed);
     Rebalance(now, plan, placed);
     if (leaves_) PlaceOnLeaves(plan);
     int64_t allocated = 0;
@@ -241,6 +218,36 @@ class Cluster {
     }
     if (leaves_ && options_.contended_background > 0) ShareSpine();
     allocated_.emplace_back(now, allocated);
+  }
+
+  // Spare GPUs, one step at a time, to whichever job they speed up most
+  // per GPU, promised or not: an admitted job's share already keeps its
+  // deadline, and serving admitted jobs first starved best-effort ones
+  // behind the steeper curves of 3D plans (cluster03 at 256 GPUs: +24%
+  // average JCT against data-parallel tables, the same jobs admitted).
+  void GiveSpares(double now, std::vector<int64_t>& plan, NodeBudget& placed) const {
+    while (true) {
+      double best_gain = 0;
+      size_t best = jobs_.size();
+      int64_t best_next = 0;
+      for (size_t i = 0; i < jobs_.size(); ++i) {
+        const Running& r = jobs_[i];
+        if (!r.arrived || r.done) continue;
+        const int64_t next = NextCount(r, plan[i]);
+        if (next == 0 || !placed.FitsWith(plan[i], next)) continue;
+        if (!RepaysRestart(r, plan[i], next, now)) continue;
+        const double gain = PerGpu(r, plan[i], next);
+        if (gain > best_gain) {
+          best_gain = gain;
+          best = i;
+          best_next = next;
+        }
+      }
+      if (best == jobs_.size()) break;
+      placed.Remove(plan[best]);
+      placed.Add(best_next);
+      plan[best] = best_next;
+    }
   }
 
   // The running jobs' rates with every job on more than one leaf sharing its

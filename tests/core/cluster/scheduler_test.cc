@@ -33,6 +33,24 @@ TEST(ClusterSimTest, OneJobRunsOnWhatSpeedsItUpAndPaysOneStart) {
   EXPECT_NEAR(out.useful_utilization, 8.0 * 100 / (16 * 110), 1e-12);
 }
 
+TEST(ClusterSimTest, SpareGpusGoToABestEffortJobWhenTheyDoMoreThere) {
+  // "long" is admitted (1 GPU keeps its far deadline); "short" cannot meet
+  // its deadline and runs best-effort. A spare step goes where it adds the
+  // most throughput per remaining iteration, promised or not: short (5,000
+  // iterations) before long (8,000). Serving admitted jobs first, long took
+  // all 8 GPUs and short waited for it (finishing at 1,625 s), a step worth
+  // 1.6x more to short not being enough to move it back (Rebalance: 2x).
+  const std::vector<ClusterJob> jobs = {{"long", 0, 8000, 100'000, 0}, {"short", 0, 5000, 0, 0}};
+  VTRAIN_ASSERT_OK_AND_ASSIGN(
+      ClusterOutcome out,
+      SimulateCluster(jobs, {Linear()}, {.total_gpus = 8, .rescale_overhead_s = 0}));
+  ASSERT_EQ(out.jobs.size(), 2u);
+  EXPECT_TRUE(out.jobs[0].admitted);
+  EXPECT_FALSE(out.jobs[1].admitted);
+  EXPECT_LT(out.jobs[1].finish_s, 1400);
+  EXPECT_TRUE(out.jobs[0].met_deadline);
+}
+
 TEST(ClusterSimTest, AdmissionKeepsPromisesAndSparesGoToTheBiggestGain) {
   // Two jobs each needing all 8 GPUs of the cluster to meet their deadline:
   // the second is not admitted (it runs best-effort after the first).
