@@ -1,6 +1,7 @@
 // vtrainctl against a vtrain-server: predict --server, profiles, bench.
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -13,7 +14,9 @@
 #include "client/measurements.h"
 #include "client/prediction_format.h"
 #include "common/connection.h"
+#include "common/files.h"
 #include "common/flag_parser.h"
+#include "core/util/status_macros.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/json.h"
@@ -43,15 +46,20 @@ absl::StatusOr<v1::PredictResponse> PredictRemotely(const common::FlagParser& fl
 namespace {
 
 constexpr char kProfilesHelp[] =
-    "usage: vtrainctl profiles ls|show|push|pull|rm [ID|FILE] --server HOST:PORT [flags]\n\n"
+    "usage: vtrainctl profiles ls|show|push|pull|rm|export|import [ID|FILE|DIR] --server "
+    "HOST:PORT [flags]\n\n"
     "  ls              list the server's profile sets (--gpu to filter)\n"
     "  show ID         print one set as JSON (the profile-set file format)\n"
     "  push FILE       push a profile-set JSON file (needs --token-file); idempotent\n"
     "  pull ID -o FILE save one set as a JSON file\n"
-    "  rm ID           delete a set (needs --token-file)\n\n"
+    "  rm ID           delete a set (needs --token-file)\n"
+    "  export DIR      save every set as DIR/<id>.json: an online backup of a running server\n"
+    "  import DIR      push every DIR/*.json (needs --token-file): a restore into a running\n"
+    "                  server; sets already there are left as they are\n\n"
     "examples:\n"
     "  vtrainctl profiles ls --server 127.0.0.1:50051\n"
-    "  vtrainctl profiles push a100.json --server 127.0.0.1:50051 --token-file token\n\n"
+    "  vtrainctl profiles push a100.json --server 127.0.0.1:50051 --token-file token\n"
+    "  vtrainctl profiles export backup/ --server 127.0.0.1:50051\n\n"
     "flags:\n";
 
 // The flags of profiles (every verb).
@@ -61,6 +69,69 @@ void AddProfilesFlags(common::FlagParser& flags) {
   flags.AddValue("o", "FILE", "pull: where to write the set");
   flags.AddSwitch("json", "ls: print JSON");
   flags.AddSwitch("help", "show this help");
+}
+
+// profiles export DIR: every set of the server as DIR/<id>.json (the id's
+// ':' as '_'), written to a temporary name and renamed, so a file present
+// is whole. The sets are read one by one while the server keeps serving.
+absl::Status ExportSets(v1::ProfileRegistry::Stub& stub, const common::Connection& c,
+                        const std::string& dir, std::ostream& out) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot create the directory ", dir, ": ", ec.message()));
+  }
+  v1::ListProfileSetsResponse list;
+  grpc::Status s = stub.ListProfileSets(c.Context().get(), {}, &list);
+  if (!s.ok()) return common::FromGrpc(s);
+  for (const v1::ProfileSetSummary& p : list.profile_sets()) {
+    v1::GetProfileSetRequest req;
+    req.set_id(p.id());
+    v1::ProfileSet set;
+    s = stub.GetProfileSet(c.Context().get(), req, &set);
+    if (!s.ok()) return common::FromGrpc(s);
+    std::string name = p.id();
+    std::replace(name.begin(), name.end(), ':', '_');
+    const std::string path = (std::filesystem::path(dir) / (name + ".json")).string();
+    VTRAIN_RETURN_IF_ERROR(common::WriteFile(path + ".part", proto::ToJson(set)));
+    std::filesystem::rename(path + ".part", path, ec);
+    if (ec) return absl::InternalError(absl::StrCat("cannot rename to ", path, ": ", ec.message()));
+  }
+  out << "exported " << list.profile_sets_size() << " profile sets to " << dir << "\n";
+  return absl::OkStatus();
+}
+
+// profiles import DIR: pushes every DIR/*.json in name order; a set already
+// stored is left alone (its id is its content). Every file is tried; the
+// first failure is returned after the rest are pushed.
+absl::Status ImportSets(v1::ProfileRegistry::Stub& stub, const common::Connection& c,
+                        const std::string& dir, std::ostream& out, std::ostream& err) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".json") files.push_back(e.path().string());
+  }
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("cannot read ", dir, ": ", ec.message()));
+  if (files.empty()) return absl::InvalidArgumentError(absl::StrCat(dir, " has no *.json file"));
+  std::sort(files.begin(), files.end());
+  int stored = 0, present = 0;
+  absl::Status first = absl::OkStatus();
+  for (const std::string& f : files) {
+    absl::StatusOr<v1::PushProfileSetRequest> req = common::ReadProfileSetFile(f);
+    v1::PushProfileSetResponse resp;
+    absl::Status st = req.status();
+    if (st.ok()) st = common::FromGrpc(stub.PushProfileSet(c.Context().get(), *req, &resp));
+    if (!st.ok()) {
+      err << "vtrainctl profiles: " << f << ": " << st.message() << "\n";
+      if (first.ok()) first = st;
+      continue;
+    }
+    (resp.already_present() ? present : stored) += 1;
+  }
+  out << "imported " << files.size() << " files from " << dir << ": " << stored << " stored, "
+      << present << " already present\n";
+  return first;
 }
 
 }  // namespace
@@ -152,9 +223,16 @@ int RunProfiles(const std::vector<std::string>& args, std::ostream& out, std::os
     out << "deleted " << operand << "\n";
     return common::kExitOk;
   }
+  if (verb == "export" || verb == "import") {
+    if (absl::Status st = need_operand("a directory"); !st.ok()) return Fail(err, "profiles", st);
+    const absl::Status s = verb == "export" ? ExportSets(*stub, *c, operand, out)
+                                            : ImportSets(*stub, *c, operand, out, err);
+    return s.ok() ? common::kExitOk : Fail(err, "profiles", s);
+  }
   return Fail(err, "profiles",
               absl::InvalidArgumentError(absl::StrCat("unknown profiles command '", verb,
-                                                      "'; use ls, show, push, pull or rm")));
+                                                      "'; use ls, show, push, pull, rm, export or "
+                                                      "import")));
 }
 
 }  // namespace vtrain::client

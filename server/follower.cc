@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <random>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -127,6 +128,8 @@ void Follower::Loop() {
   auto stub = v1::ProfileRegistry::NewStub(channel);
   absl::Duration backoff = absl::Milliseconds(200);
   absl::Time last_contact = absl::Now();
+  std::mt19937_64 engine(std::random_device{}());
+  std::uniform_real_distribution<double> jitter(0, 1);
   while (!stopping_) {
     absl::Status s = SyncOnce(*stub);
     if (stopping_) break;
@@ -140,7 +143,10 @@ void Follower::Loop() {
     metrics_.RegistrySyncLag(absl::ToDoubleSeconds(absl::Now() - last_contact));
     Log(absl::StrCat("registry ", options_.address, " unreachable (", s.message(),
                      "); serving from the local cache of ", registry_.size(), " sets"));
-    for (absl::Time until = absl::Now() + backoff; absl::Now() < until && !stopping_;) {
+    // Half the backoff plus a random part of the other half: predictors
+    // that lost the registry together do not retry in step when it returns.
+    const absl::Duration wait = backoff * (0.5 + 0.5 * jitter(engine));
+    for (absl::Time until = absl::Now() + wait; absl::Now() < until && !stopping_;) {
       absl::SleepFor(absl::Milliseconds(50));
     }
     backoff = std::min(backoff * 2, absl::Seconds(5));

@@ -1,7 +1,8 @@
 // A predictor's follower: makes the local Registry hold exactly the sets its
 // registry holds (copies what it lacks, deletes what the registry no longer
 // has), then follows the registry's WatchProfileSets events (arrivals and
-// deletions), reconnecting with backoff and serving from the local cache
+// deletions), reconnecting with backoff (doubling from 200 ms to 5 s, each
+// wait jittered between half and all of it) and serving from the local cache
 // meanwhile. A set it cannot take (over the message limit, invalid) is
 // skipped and counted, never retried forever.
 #ifndef VTRAIN_SERVER_FOLLOWER_H_

@@ -1,6 +1,7 @@
 // A registry and its predictors on loopback: deletions reach predictors live
 // and after a restart, a set too large for a predictor is skipped without
 // stopping later sets, and a registry that guards reads is followed.
+#include <iostream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -15,9 +16,9 @@ namespace {
 
 std::unique_ptr<Server> Start(const std::string& db, Role role, const std::string& registry,
                               int64_t max_message_bytes = 64 << 20,
-                              bool require_auth_for_reads = false) {
+                              bool require_auth_for_reads = false, int port = 0) {
   ServerOptions o;
-  o.listen = "127.0.0.1:0";
+  o.listen = absl::StrCat("127.0.0.1:", port);
   o.db_path = db;
   o.role = role;
   o.registry = registry;
@@ -82,6 +83,45 @@ TEST(FollowerTest, DeletionsReachPredictorsLiveAndAfterARestart) {
   ASSERT_NE(p, nullptr);
   EXPECT_TRUE(WaitFor([&] { return !Has(*p, away); }, absl::Seconds(10)))
       << "a deletion made while the predictor was down survived its restart";
+}
+
+// A predictor whose registry is away starts, serves the sets it persisted,
+// keeps retrying (backoff with jitter, at most about 5 s apart) and takes a
+// set pushed once the registry is back.
+TEST(FollowerTest, APredictorStartsWithoutItsRegistryAndConvergesWhenItReturns) {
+  TempDir dir;
+  auto registry = Start(dir.File("registry.db"), Role::kRegistry, "");
+  ASSERT_NE(registry, nullptr);
+  const int port = registry->port();
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  auto p = Start(dir.File("p.db"), Role::kPredictor, address);
+  ASSERT_NE(p, nullptr);
+  const std::string kept = Push(*registry, MeasuredSet(72'000));
+  ASSERT_TRUE(WaitFor([&] { return Has(*p, kept); }, absl::Seconds(10)));
+  p->Shutdown(absl::Milliseconds(100));
+  p.reset();
+  registry->Shutdown(absl::Milliseconds(100));
+  registry.reset();
+
+  // The registry away: the predictor starts and serves what it persisted.
+  p = Start(dir.File("p.db"), Role::kPredictor, address);
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(Has(*p, kept));
+  v1::PredictRequest predict = Gpt13bRequest();
+  v1::PredictResponse answer;
+  EXPECT_TRUE(v1::Simulator::NewStub(ChannelTo(*p))->Predict(Ctx().get(), predict, &answer).ok());
+  absl::SleepFor(absl::Seconds(2));  // a few failed attempts
+
+  // Back on the same port and file: a set pushed now reaches the predictor.
+  registry = Start(dir.File("registry.db"), Role::kRegistry, "", 64 << 20, false, port);
+  ASSERT_NE(registry, nullptr);
+  const absl::Time back = absl::Now();
+  const std::string later = Push(*registry, MeasuredSet(73'000));
+  ASSERT_TRUE(WaitFor([&] { return Has(*p, later); }, absl::Seconds(20)))
+      << "the predictor did not converge after its registry returned";
+  std::cout << "converged " << absl::ToDoubleSeconds(absl::Now() - back)
+            << " s after the registry returned\n";
+  EXPECT_TRUE(Has(*p, kept));
 }
 
 // Regression (issue 12): a set over the follower's message limit stopped
