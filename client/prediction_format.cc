@@ -342,6 +342,7 @@ std::string FidelityLines(const v1::PredictResponse& r, bool show_lookups) {
     out += " (the analytical ones are model estimates, not measurements)";
   }
   out += "\n";
+  for (const std::string& w : r.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
   if (show_lookups) {
     for (const v1::Lookup& l : f.lookups()) {
       absl::StrAppend(&out, absl::StrFormat("  %-12s %s\n", EnumName(l.fidelity()), l.key()));

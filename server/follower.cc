@@ -116,6 +116,7 @@ absl::Status Follower::SyncOnce(v1::ProfileRegistry::Stub& stub) {
   if (!newest_ns.ok()) return newest_ns.status();
   reached_ = true;
   metrics_.RegistryUp(true);
+  if (options_.link != nullptr) options_.link->Up();
   metrics_.RegistrySyncLag(0);
   return Follow(stub, *newest_ns);
 }
@@ -140,6 +141,7 @@ void Follower::Loop() {
       backoff = absl::Milliseconds(200);
     }
     metrics_.RegistryUp(false);
+    if (options_.link != nullptr) options_.link->Down();
     metrics_.RegistrySyncLag(absl::ToDoubleSeconds(absl::Now() - last_contact));
     Log(absl::StrCat("registry ", options_.address, " unreachable (", s.message(),
                      "); serving from the local cache of ", registry_.size(), " sets"));

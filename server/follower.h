@@ -19,6 +19,7 @@
 #include "grpcpp/security/credentials.h"
 #include "server/metrics.h"
 #include "server/registry.h"
+#include "server/registry_link.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
 namespace vtrain::server {
@@ -30,6 +31,7 @@ class Follower {
     std::shared_ptr<grpc::ChannelCredentials> credentials;
     std::string token;  // bearer token for a registry that guards reads; empty: none
     int64_t max_message_bytes = 64 << 20;  // the largest set it takes, as the registry's limit
+    RegistryLink* link = nullptr;          // told of every contact and loss; may be null
   };
   // Follows the registry into `registry`. `registry` and `metrics` must
   // outlive the follower.

@@ -72,6 +72,7 @@ class Server::Impl {
   std::unique_ptr<Registry> registry_;
   std::unique_ptr<SimulatorService> simulator_;
   std::unique_ptr<RegistryService> registry_service_;
+  std::unique_ptr<RegistryLink> link_;  // a predictor's contact with its registry
   std::unique_ptr<Follower> follower_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
@@ -83,8 +84,9 @@ absl::Status Server::Impl::Init() {
   if (options_.role != Role::kPredictor) {
     VTRAIN_RETURN_IF_ERROR(registry_->SeedBuiltinsIfEmpty());
   }
-  simulator_ =
-      std::make_unique<SimulatorService>(options_, *registry_, admission_, runner_, metrics_);
+  if (options_.role == Role::kPredictor) link_ = std::make_unique<RegistryLink>(options_.registry);
+  simulator_ = std::make_unique<SimulatorService>(options_, *registry_, admission_, runner_,
+                                                  metrics_, link_.get());
   registry_service_ = std::make_unique<RegistryService>(options_, *registry_, runner_);
   if (options_.role == Role::kPredictor) {
     VTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> creds,
@@ -96,7 +98,8 @@ absl::Status Server::Impl::Init() {
         Follower::Options{.address = options_.registry,
                           .credentials = std::move(creds),
                           .token = options_.push_token,
-                          .max_message_bytes = options_.max_message_bytes},
+                          .max_message_bytes = options_.max_message_bytes,
+                          .link = link_.get()},
         *registry_, metrics_);
   }
   return ServeMetrics();
@@ -145,6 +148,12 @@ absl::Status Server::Impl::Listen() {
   }
   // SERVING once profiles are loaded (they are, by now).
   server_->GetHealthCheckService()->SetServingStatus(true);
+  if (link_ != nullptr) {
+    // The registry by name: NOT_SERVING while away, the server still SERVING.
+    link_->OnChange([this](bool up) {
+      server_->GetHealthCheckService()->SetServingStatus(kRegistryHealthService, up);
+    });
+  }
   Log(absl::StrCat("listening on port ", port_, " with ", registry_->size(), " profile sets"));
   return absl::OkStatus();
 }

@@ -40,7 +40,7 @@ absl::Status ExplainCancellation(const grpc::ServerContextBase& ctx, absl::Statu
 
 SimulatorService::SimulatorService(const ServerOptions& options, Registry& registry,
                                    AdmissionGate& admission, const MethodRunner& runner,
-                                   Metrics& metrics)
+                                   Metrics& metrics, const RegistryLink* link)
     : max_tasks_(options.max_tasks),
       max_graph_bytes_(options.max_request_memory_bytes),
       predict_{"Predict", Access::kRead, RefusedByRegistry(options.role, "predict")},
@@ -55,7 +55,8 @@ SimulatorService::SimulatorService(const ServerOptions& options, Registry& regis
       source_(registry, memos_),
       admission_(admission),
       runner_(runner),
-      metrics_(metrics) {
+      metrics_(metrics),
+      link_(link) {
   SetMessageAllocatorFor_Predict(&predict_allocator_);
 }
 
@@ -174,6 +175,7 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
       if (std::shared_ptr<const PredictionCache::Answer> hit = predictions_.Get(cache_key)) {
         *resp = hit->response;
         resp->mutable_simulation()->set_cached(true);
+        WarnIfRegistryAway(resp);
         metrics_.PredictionCacheHit();
         RecordMissing(ctx, hit->gpu, hit->missing_keys, hit->fits);
         reactor->Finish(runner_.Finish(predict_, start, absl::OkStatus()));
@@ -269,7 +271,15 @@ absl::Status SimulatorService::SimulatePredict(const grpc::ServerContextBase* ct
     answer->gpu = gpu;
     predictions_.Put(prepared.cache_key, std::move(answer));
   }
+  WarnIfRegistryAway(resp);  // not cached: it holds for now only
   return absl::OkStatus();
+}
+
+void SimulatorService::WarnIfRegistryAway(v1::PredictResponse* resp) const {
+  if (link_ == nullptr) return;
+  if (std::string warning = link_->Warning(); !warning.empty()) {
+    resp->add_warnings(std::move(warning));
+  }
 }
 
 void SimulatorService::RecordMissing(const grpc::ServerContextBase* ctx, const std::string& gpu,

@@ -22,6 +22,7 @@
 #include "server/options.h"
 #include "server/prediction_cache.h"
 #include "server/registry.h"
+#include "server/registry_link.h"
 #include "service/service.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
@@ -39,8 +40,11 @@ namespace vtrain::server {
 class SimulatorService final
     : public v1::Simulator::WithCallbackMethod_Predict<v1::Simulator::Service> {
  public:
+  // `link`: a predictor's contact with its registry (null in other roles);
+  // while it is away every prediction answer carries its warning.
   SimulatorService(const ServerOptions& options, Registry& registry, AdmissionGate& admission,
-                   const MethodRunner& runner, Metrics& metrics);
+                   const MethodRunner& runner, Metrics& metrics,
+                   const RegistryLink* link = nullptr);
 
   grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* ctx, const v1::PredictRequest* req,
                                     v1::PredictResponse* resp) override;
@@ -87,6 +91,8 @@ class SimulatorService final
   service::CallOptions OptionsFor(const grpc::ServerContextBase* ctx) const;
   absl::StatusOr<PreparedPrediction> PreparePredict(const grpc::ServerContextBase* ctx,
                                                     const v1::PredictRequest* req) const;
+  // Adds the registry link's warning to an answer while the registry is away.
+  void WarnIfRegistryAway(v1::PredictResponse* resp) const;
   // Simulates `p` holding `slot` (released as soon as the simulation ends)
   // and fills `resp`; keeps the answer under p.cache_key (when not empty).
   absl::Status SimulatePredict(const grpc::ServerContextBase* ctx, const PreparedPrediction& p,
@@ -121,6 +127,7 @@ class SimulatorService final
   AdmissionGate& admission_;
   const MethodRunner& runner_;
   Metrics& metrics_;
+  const RegistryLink* const link_;
 };
 
 }  // namespace vtrain::server

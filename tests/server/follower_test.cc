@@ -6,13 +6,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "server/registry_link.h"
 #include "server/server.h"
 #include "tests/server/server_testing.h"
 #include "vtrain/v1/vtrain.grpc.pb.h"
 
 namespace vtrain::server {
 namespace {
+
+using ::testing::HasSubstr;
 
 std::unique_ptr<Server> Start(const std::string& db, Role role, const std::string& registry,
                               int64_t max_message_bytes = 64 << 20,
@@ -28,6 +34,35 @@ std::unique_ptr<Server> Start(const std::string& db, Role role, const std::strin
   absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? *std::move(s) : nullptr;
+}
+
+// The server's grpc.health.v1 status for `service` (1 SERVING, 2
+// NOT_SERVING), -1 when the check fails. The messages are written by hand
+// (the health proto's stubs are not installed): HealthCheckRequest is field
+// 1 `service`, HealthCheckResponse field 1 `status` (a varint).
+constexpr int kServing = 1, kNotServing = 2;
+int HealthOf(const Server& s, const std::string& service) {
+  std::string bytes;
+  if (!service.empty()) bytes = std::string("\x0a") + static_cast<char>(service.size()) + service;
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer request(&slice, 1), response;
+  grpc::GenericStub generic(ChannelTo(s));
+  grpc::ClientContext ctx;
+  grpc::CompletionQueue cq;
+  grpc::Status status;
+  auto call = generic.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", request, &cq);
+  call->StartCall();
+  call->Finish(&response, &status, reinterpret_cast<void*>(1));
+  void* tag = nullptr;
+  bool ok = false;
+  if (!cq.Next(&tag, &ok) || !status.ok()) return -1;
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) return -1;
+  std::string out;
+  for (const grpc::Slice& piece : slices) {
+    out.append(reinterpret_cast<const char*>(piece.begin()), piece.size());
+  }
+  return out.size() == 2 && out[0] == 0x08 ? out[1] : 0;
 }
 
 bool Has(const Server& s, const std::string& id) {
@@ -122,6 +157,9 @@ TEST(FollowerTest, APredictorStartsWithoutItsRegistryAndConvergesWhenItReturns) 
   std::cout << "converged " << absl::ToDoubleSeconds(absl::Now() - back)
             << " s after the registry returned\n";
   EXPECT_TRUE(Has(*p, kept));
+  EXPECT_EQ(HealthOf(*p, kRegistryHealthService), kServing);
+  ASSERT_TRUE(v1::Simulator::NewStub(ChannelTo(*p))->Predict(Ctx().get(), predict, &answer).ok());
+  EXPECT_EQ(answer.warnings_size(), 0);
 }
 
 // Regression (issue 12): a set over the follower's message limit stopped
