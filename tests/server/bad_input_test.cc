@@ -2,6 +2,7 @@
 // gets its specific error (INVALID_ARGUMENT naming the field, NOT_FOUND,
 // RESOURCE_EXHAUSTED; exit 2 on the command line) and nothing is stored.
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -20,6 +21,7 @@ namespace {
 
 std::vector<Case<v1::PredictRequest>> PredictCases() {
   using R = v1::PredictRequest;
+  using std::string_literals::operator""s;
   return {
       {"unknown preset", [](R& r) { r.mutable_model()->set_preset("gpt5"); }, kBad, "model.preset"},
       {"no model", [](R& r) { r.clear_model(); }, kBad, "model"},
@@ -156,6 +158,47 @@ std::vector<Case<v1::PredictRequest>> PredictCases() {
        kTooBig, "parameters per GPU"},
       {"message over the limit", [](R& r) { r.set_profile_set_id(std::string(80'000, 'x')); },
        kTooBig, "--max-message-bytes"},
+      // Launch scripts and framework configs are read, never run (issue 46).
+      // Garbage stays valid UTF-8: proto3 strings refuse anything else on
+      // the wire, before vtrain sees it.
+      {"launch with a command substitution",
+       [](R& r) {
+         r.set_megatron_args("torchrun pretrain_gpt.py --num-layers $(touch /tmp/vtrain-pwned)");
+       },
+       kBad, "--num-layers"},
+      {"launch of binary garbage",
+       [](R& r) { r.set_megatron_args("torchrun\0\x01\x7f pretrain_gpt.py"s); }, kBad, "NUL byte"},
+      {"launch and bridge config both",
+       [](R& r) {
+         r.set_megatron_args("torchrun pretrain_gpt.py --num-layers 2");
+         r.set_megatron_bridge_config("model:\n  num_layers: 2\n");
+       },
+       kBad, "both set"},
+      {"bridge config nested 100 deep",
+       [](R& r) {
+         r.set_megatron_bridge_config("a: " + std::string(100, '[') + std::string(100, ']'));
+       },
+       kBad, "nested deeper than 64 levels"},
+      {"bridge config alias bomb",
+       [](R& r) {
+         std::string yaml = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+         for (int i = 1; i < 9; ++i) {
+           absl::StrAppend(&yaml, "a", i, ": &a", i, " [");
+           for (int k = 0; k < 10; ++k) absl::StrAppend(&yaml, k ? ", " : "", "*a", i - 1);
+           absl::StrAppend(&yaml, "]\n");
+         }
+         r.set_megatron_bridge_config(yaml);
+       },
+       kBad, "more than 1000000 nodes"},
+      {"bridge config naming a Python object",
+       [](R& r) {
+         r.set_megatron_bridge_config(
+             "model: !!python/object/apply:os.system [\"touch /tmp/vtrain-pwned\"]\n");
+       },
+       kBad, "is not read"},
+      {"bridge config of binary garbage",
+       [](R& r) { r.set_megatron_bridge_config("\x01\x02\0\x7f{["s); }, kBad,
+       "megatron_bridge_config"},
   };
 }
 
@@ -279,6 +322,7 @@ class BadInputTest : public ::testing::Test {
 TEST_F(BadInputTest, EveryBadRpcGetsItsSpecificErrorAndNothingIsStored) {
   const int stored = StoredSets();
   int checked = 0;
+  std::remove("/tmp/vtrain-pwned");
   for (const auto& c : PredictCases()) {
     v1::PredictRequest r = Gpt13bRequest();
     c.mutate(r);
@@ -289,6 +333,8 @@ TEST_F(BadInputTest, EveryBadRpcGetsItsSpecificErrorAndNothingIsStored) {
         << "Predict, " << c.name << ": " << s.error_message();
     ++checked;
   }
+  // The launch and config cases that name a command: nothing ran it.
+  EXPECT_FALSE(std::ifstream("/tmp/vtrain-pwned").good());
   for (const auto& c : SearchCases()) {
     v1::SearchRequest r;
     r.mutable_model()->set_preset("gpt3-1.3b");
