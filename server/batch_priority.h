@@ -15,9 +15,10 @@ namespace vtrain::server {
 // The niceness batch work runs at (Linux; elsewhere nothing changes).
 inline constexpr int kBatchNiceness = 10;
 
-// Lowers the calling thread's CPU priority to kBatchNiceness (threads it
-// starts inherit it). Only for a thread that ends with its work: an
-// unprivileged thread cannot raise its priority back.
+// Lowers the calling thread's CPU priority to kBatchNiceness and the
+// SCHED_IDLE policy (Linux; threads it starts inherit both). Only for a
+// thread that ends with its work: an unprivileged thread cannot raise its
+// priority back.
 void LowerThisThreadsPriority();
 
 // Runs `body` on a new thread at batch priority and returns its status.
