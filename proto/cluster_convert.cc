@@ -214,9 +214,12 @@ absl::StatusOr<ClusterSimCall> ClusterSimFromProto(const v1::ClusterSimRequest& 
                        kMaxStudyWindows, " in one request: split it"));
     }
   } else {
-    StudyCell cell{mix.ok() ? *mix : JobMix::kItp, r.gpus(),
-                   r.has_target_load() ? std::optional<double>(r.target_load()) : std::nullopt,
-                   WindowSpec{static_cast<int64_t>(call.jobs.size())}, 0};
+    StudyCell cell;
+    cell.mix = mix.ok() ? *mix : JobMix::kItp;
+    cell.gpus = r.gpus();
+    if (r.has_target_load()) cell.target_load = r.target_load();
+    cell.window.jobs = static_cast<int64_t>(call.jobs.size());
+    cell.seed = 0;
     call.cells = {cell};
   }
   call.options.gpus_per_node = per_node;

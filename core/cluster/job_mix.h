@@ -25,10 +25,10 @@ absl::string_view JobMixName(JobMix mix);  // "itp", "paper", "2026"
 absl::StatusOr<JobMix> ParseJobMix(absl::string_view name, absl::string_view field);
 
 struct LlmJob {
-  std::string preset;  // a model preset (vtrainctl presets)
+  std::string preset{};  // a model preset (vtrainctl presets)
   int64_t global_batch = 0;
   int64_t gpus = 0;            // the GPUs it asks for (the trace job's under kItp)
-  std::string gpu;             // the GPU the mix runs on; empty: the cluster's
+  std::string gpu{};           // the GPU the mix runs on; empty: the cluster's
   bool paper_settings = true;  // fp16, full recomputation, Megatron's defaults (vTrain §VI)
 };
 

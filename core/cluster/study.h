@@ -40,8 +40,8 @@ struct TraceRow {
 struct WindowSpec {
   int64_t jobs = 0;
   double hours = 0;
-  std::optional<double> start_s;
-  std::vector<int64_t> seeds;  // this window's; empty: the study's
+  std::optional<double> start_s{};
+  std::vector<int64_t> seeds{};  // this window's; empty: the study's
 };
 
 struct StudySpec {

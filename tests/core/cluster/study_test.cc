@@ -54,11 +54,15 @@ TEST(JobMixTest, LlmMixesDrawTheStatedDemandsByIdAlone) {
   // 175B only where it is trained (128 GPUs and more); 2026 on H100.
   for (int i = 0; i < 2'000; ++i) {
     const LlmJob j = DrawLlmJob(JobMix::kPaper, absl::StrCat("j", i), 1, 1024);
-    if (j.preset == "gpt3-175b") EXPECT_GE(j.gpus, 128);
+    if (j.preset == "gpt3-175b") {
+      EXPECT_GE(j.gpus, 128);
+    }
     const LlmJob n = DrawLlmJob(JobMix::k2026, absl::StrCat("j", i), 1, 1024);
     EXPECT_EQ(n.gpu, "h100-sxm5-80gb");
     EXPECT_FALSE(n.paper_settings);
-    if (n.preset == "deepseek-v3") EXPECT_EQ(n.gpus, 1024);
+    if (n.preset == "deepseek-v3") {
+      EXPECT_EQ(n.gpus, 1024);
+    }
   }
 }
 
