@@ -117,7 +117,7 @@ absl::Status AddWindows(absl::string_view text, v1::ClusterStudy& study) {
     v1::ClusterWindow* w = study.add_windows();
     const bool hours = absl::ConsumeSuffix(&size, "h");
     double v = 0;
-    if (!absl::SimpleAtod(size, &v) || !(v > 0) || (!hours && v != std::floor(v))) {
+    if (!absl::SimpleAtod(size, &v) || !(v > 0) || v > 1e9 || (!hours && v != std::floor(v))) {
       return absl::InvalidArgumentError(
           absl::StrCat("--windows='", text,
                        "': each window is N (jobs) or Hh (hours), optionally @seeds, e.g. "

@@ -164,6 +164,13 @@ TEST(BadCommandLineTest, EveryBadCommandLineExitsTwoNamingTheFlag) {
         "0"},
        "--threads=0"},
       {{"cluster-sim", "--trace", trace, "--gpus", "4"}, "at least one node"},
+      {{"cluster-sim", "--trace", trace, "--windows", "1e30"}, "--windows='1e30'"},
+      {{"cluster-sim", "--trace", trace, "--windows", "128@5-1"}, "--windows='5-1'"},
+      {{"cluster-sim", "--trace", trace, "--jobs", "0"}, "study.windows[0]"},
+      {{"cluster-sim", "--trace", trace, "--job-mix", "2027"}, "--job-mix='2027' is unknown"},
+      {{"cluster-sim", "--trace", trace, "--gpus", "128,x"}, "--gpus='128,x'"},
+      {{"cluster-sim", "--trace", trace, "--seed", "1", "--seeds", "1-3"}, "not both"},
+      {{"cluster-sim", "--trace", trace, "--seeds", "1-3", "--csv"}, "draw one window"},
       {Concat({"predict", "--settings", "nemo"}, job),
        "plan.settings='nemo' is unknown; use tuned, megatron-defaults or paper"},
   };
