@@ -9,20 +9,16 @@
 #include "absl/strings/str_join.h"
 #include "client/svg_plot.h"
 #include "common/files.h"
+#include "core/cluster/job_mix.h"
 #include "core/util/status_macros.h"
+#include "proto/enum_convert.h"
 
 namespace vtrain::client {
 namespace {
 
+// The mix's name as --job-mix spells it.
 std::string MixName(v1::JobMix mix) {
-  switch (mix) {
-    case v1::JOB_MIX_PAPER:
-      return "paper";
-    case v1::JOB_MIX_2026:
-      return "2026";
-    default:
-      return "itp";
-  }
+  return std::string(JobMixName(proto::FromProto(mix).value_or(JobMix::kItp)));
 }
 
 std::string WindowName(const v1::ClusterWindow& w) {

@@ -12,10 +12,10 @@ void RegistryLink::OnChange(std::function<void(bool up)> callback) {
   bool up = false;
   {
     absl::MutexLock lock(&mu_);
-    callback_ = std::move(callback);
+    callback_ = callback;
     up = up_;
   }
-  callback_(up);
+  callback(up);
 }
 
 void RegistryLink::Up() {

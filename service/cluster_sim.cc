@@ -1,14 +1,13 @@
 #include "service/cluster_sim.h"
 
 #include <algorithm>
-#include <atomic>
 #include <map>
 #include <optional>
-#include <thread>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "core/cluster/scheduler.h"
+#include "core/util/parallel.h"
 #include "core/util/status_macros.h"
 #include "proto/prediction_convert.h"
 
@@ -127,10 +126,11 @@ std::vector<ClusterJob> JobsOf(const StudyWindow& w, const std::vector<int>& sha
   return jobs;
 }
 
-// One window under every policy.
+// One window under every policy; `comparison` set when both ran.
 absl::Status RunWindow(const PreparedClusterSim& p, size_t k,
                        const std::vector<PlacementTables>& dp,
-                       const std::vector<PlacementTables>& best, v1::ClusterWindowOutcome* out) {
+                       const std::vector<PlacementTables>& best, v1::ClusterWindowOutcome* out,
+                       std::optional<WindowComparison>* comparison) {
   const StudyWindow& w = p.windows[k];
   proto::WindowToProto(w, out);
   const std::vector<ClusterJob> jobs = JobsOf(w, p.shape_of[k], dp, best);
@@ -149,32 +149,24 @@ absl::Status RunWindow(const PreparedClusterSim& p, size_t k,
     (policy == ClusterPolicy::kBestPlan ? v : e) = std::move(outcome);
   }
   if (e && v) {
-    out->set_deadline_ratio(
-        e->deadline_satisfaction > 0 ? v->deadline_satisfaction / e->deadline_satisfaction : 0);
-    // The average JCT over the jobs both finished: a job one policy has no
-    // plan for would otherwise drop out of its average only.
-    double e_sum = 0, v_sum = 0;
-    for (size_t j = 0; j < e->jobs.size() && j < v->jobs.size(); ++j) {
-      if (!e->jobs[j].finished || !v->jobs[j].finished) continue;
-      e_sum += e->jobs[j].jct_s;
-      v_sum += v->jobs[j].jct_s;
-    }
-    out->set_avg_jct_change(e_sum > 0 ? v_sum / e_sum - 1 : 0);
+    *comparison = Compare(*e, *v);
+    out->set_deadline_ratio((*comparison)->deadline_ratio);
+    out->set_avg_jct_change((*comparison)->avg_jct_change);
   }
   return absl::OkStatus();
 }
 
 // The summaries: one per (mix, GPUs, load, window kind), over its seeds.
-void Summarise(const v1::ClusterSimResponse& r, const PreparedClusterSim& p,
+void Summarise(const PreparedClusterSim& p,
+               const std::vector<std::optional<WindowComparison>>& comparisons,
                v1::ClusterSimResponse* out) {
   using Key = std::tuple<int, int64_t, double, int64_t, double>;
   std::map<Key, size_t> index;
   std::vector<StudyCell> groups;
   std::vector<std::vector<WindowComparison>> members;
-  for (int k = 0; k < r.windows_size(); ++k) {
-    const v1::ClusterWindowOutcome& w = r.windows(k);
-    if (w.outcomes_size() < 2) continue;
-    const StudyCell& c = p.windows[static_cast<size_t>(k)].cell;
+  for (size_t k = 0; k < comparisons.size(); ++k) {
+    if (!comparisons[k]) continue;
+    const StudyCell& c = p.windows[k].cell;
     const Key key{static_cast<int>(c.mix), c.gpus, c.target_load.value_or(-1), c.window.jobs,
                   c.window.hours};
     auto [it, added] = index.emplace(key, groups.size());
@@ -182,13 +174,7 @@ void Summarise(const v1::ClusterSimResponse& r, const PreparedClusterSim& p,
       groups.push_back(c);
       members.emplace_back();
     }
-    double dp_met = 0;
-    for (const v1::ClusterPolicyOutcome& o : w.outcomes()) {
-      if (o.policy() == ClusterPolicyName(ClusterPolicy::kDataParallel)) {
-        dp_met = o.deadline_satisfaction();
-      }
-    }
-    members[it->second].push_back({dp_met, w.deadline_ratio(), w.avg_jct_change()});
+    members[it->second].push_back(*comparisons[k]);
   }
   for (size_t g = 0; g < groups.size(); ++g) {
     proto::SummaryToProto(groups[g], Summarise(members[g]), out->add_summaries());
@@ -243,26 +229,21 @@ absl::StatusOr<v1::ClusterSimResponse> RunClusterSim(const PreparedClusterSim& p
     }
   }
   std::vector<v1::ClusterWindowOutcome> outs(p.windows.size());
+  std::vector<std::optional<WindowComparison>> comparisons(p.windows.size());
   std::vector<absl::Status> status(p.windows.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t k = next++; k < p.windows.size(); k = next++) {
-      if (options.cancelled && options.cancelled()) {
-        status[k] = absl::CancelledError("cluster simulation cancelled by the caller");
-        continue;
-      }
-      status[k] = RunWindow(p, k, dp, best, &outs[k]);
+  ParallelFor(static_cast<int64_t>(p.windows.size()), options.threads, [&](int64_t i) {
+    const size_t k = static_cast<size_t>(i);
+    if (options.cancelled && options.cancelled()) {
+      status[k] = absl::CancelledError("cluster simulation cancelled by the caller");
+      return false;
     }
-  };
-  const int threads = std::clamp<int>(options.threads, 1, static_cast<int>(p.windows.size()));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+    status[k] = RunWindow(p, k, dp, best, &outs[k], &comparisons[k]);
+    return status[k].ok();
+  });
   for (const absl::Status& s : status) VTRAIN_RETURN_IF_ERROR(s);
   if (p.call.is_study) {
     for (v1::ClusterWindowOutcome& w : outs) *response.add_windows() = std::move(w);
-    Summarise(response, p, &response);
+    Summarise(p, comparisons, &response);
   } else {
     // A window of the request's own jobs: its outcomes at the top level.
     v1::ClusterWindowOutcome& w = outs[0];

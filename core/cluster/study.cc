@@ -41,16 +41,49 @@ int64_t RowAtOrAfter(const std::vector<TraceRow>& trace, double t) {
   return std::min(first, rows - 1);
 }
 
-// The hour window from row `first` with the arrivals from it on compressed
-// by `k` about its submission: the jobs submitted in its first `span_s`.
-std::vector<StudyJob> HourJobs(const std::vector<TraceRow>& trace, const StudyCell& cell,
-                               int64_t first, double span_s, double k) {
+// The trace's jobs from row `first` to `end` (one past), as the cell's mix
+// draws them, on the trace's clock.
+std::vector<StudyJob> Drawn(const std::vector<TraceRow>& trace, const StudyCell& cell,
+                            int64_t first, int64_t end) {
   std::vector<StudyJob> jobs;
+  for (int64_t i = first; i < end; ++i) jobs.push_back(JobOf(trace[static_cast<size_t>(i)], cell));
+  return jobs;
+}
+
+// The end of the hour window from row `first` on the trace's clock.
+int64_t HourEnd(const std::vector<TraceRow>& trace, int64_t first, double span_s) {
   const double t0 = trace[static_cast<size_t>(first)].submit_s;
-  for (size_t i = static_cast<size_t>(first); i < trace.size(); ++i) {
-    const double at = t0 + (trace[i].submit_s - t0) / k;
+  int64_t end = first;
+  while (end < static_cast<int64_t>(trace.size()) &&
+         trace[static_cast<size_t>(end)].submit_s < t0 + span_s) {
+    ++end;
+  }
+  return end;
+}
+
+// RunningLoad of `jobs` over [start, start + span_s] with their arrivals
+// compressed by `k` about `start`.
+double CompressedLoad(const std::vector<StudyJob>& jobs, double start, double span_s,
+                      int64_t total_gpus, double k) {
+  if (!(span_s > 0) || total_gpus <= 0) return 0;
+  double gpu_s = 0;
+  for (const StudyJob& j : jobs) {
+    const double at = start + (j.submit_s - start) / k;
+    const double inside = std::min(start + span_s, at + j.duration_s) - std::max(start, at);
+    if (inside > 0) gpu_s += inside * static_cast<double>(j.llm.gpus);
+  }
+  return gpu_s / (span_s * static_cast<double>(total_gpus));
+}
+
+// The jobs of `rest` (in submission order) submitted in the first `span_s`
+// once their arrivals are compressed by `k` about the first's.
+std::vector<StudyJob> Compressed(const std::vector<StudyJob>& rest, double span_s, double k) {
+  std::vector<StudyJob> jobs;
+  const double t0 = rest.front().submit_s;
+  for (const StudyJob& r : rest) {
+    const double at = t0 + (r.submit_s - t0) / k;
     if (at >= t0 + span_s) break;
-    StudyJob j = JobOf(trace[i], cell);
+    StudyJob j = r;
     j.deadline_s = at + (j.deadline_s - j.submit_s);
     j.submit_s = at;
     jobs.push_back(std::move(j));
@@ -58,23 +91,23 @@ std::vector<StudyJob> HourJobs(const std::vector<TraceRow>& trace, const StudyCe
   return jobs;
 }
 
-// Hour window at a target running load: the compression factor found by
-// bisection (the load never falls as arrivals come closer), capped where
-// the window already holds the rest of the trace.
+// Hour window at a target running load: the trace's jobs from `first` on
+// drawn once, and the compression factor found by bisection (the load never
+// falls as arrivals come closer), capped where the window already holds
+// the rest of the trace.
 std::vector<StudyJob> HourJobsAtLoad(const std::vector<TraceRow>& trace, const StudyCell& cell,
                                      int64_t first, double span_s, double target) {
-  const double t0 = trace[static_cast<size_t>(first)].submit_s;
+  const std::vector<StudyJob> rest = Drawn(trace, cell, first, static_cast<int64_t>(trace.size()));
+  const double t0 = rest.front().submit_s;
   const double whole = (trace.back().submit_s - t0) / span_s * 1.0001 + 1e-9;
   double lo = 1e-3, hi = std::max(1.0, whole);
-  auto load = [&](double k) {
-    return RunningLoad(HourJobs(trace, cell, first, span_s, k), t0, span_s, cell.gpus);
-  };
-  if (load(hi) <= target) return HourJobs(trace, cell, first, span_s, hi);
+  auto load = [&](double k) { return CompressedLoad(rest, t0, span_s, cell.gpus, k); };
+  if (load(hi) <= target) return Compressed(rest, span_s, hi);
   for (int i = 0; i < 60 && hi / lo > 1 + 1e-9; ++i) {
     const double mid = std::sqrt(lo * hi);
     (load(mid) < target ? lo : hi) = mid;
   }
-  return HourJobs(trace, cell, first, span_s, hi);
+  return Compressed(rest, span_s, hi);
 }
 
 absl::Status Slack(std::vector<StudyJob>& jobs, std::optional<double> slack) {
@@ -139,14 +172,7 @@ std::vector<StudyCell> StudyCells(const StudySpec& spec) {
 
 double RunningLoad(const std::vector<StudyJob>& jobs, double start_s, double span_s,
                    int64_t total_gpus) {
-  if (!(span_s > 0) || total_gpus <= 0) return 0;
-  double gpu_s = 0;
-  for (const StudyJob& j : jobs) {
-    const double inside =
-        std::min(start_s + span_s, j.submit_s + j.duration_s) - std::max(start_s, j.submit_s);
-    if (inside > 0) gpu_s += inside * static_cast<double>(j.llm.gpus);
-  }
-  return gpu_s / (span_s * static_cast<double>(total_gpus));
+  return CompressedLoad(jobs, start_s, span_s, total_gpus, 1);
 }
 
 absl::StatusOr<StudyWindow> BuildWindow(const StudySpec& spec, const StudyCell& cell) {
@@ -165,7 +191,7 @@ absl::StatusOr<StudyWindow> BuildWindow(const StudySpec& spec, const StudyCell& 
     }
     w.first_row = cell.window.start_s ? RowAtOrAfter(trace, *cell.window.start_s)
                                       : SeededRow(cell.seed, starts);
-    w.jobs = HourJobs(trace, cell, w.first_row, span, 1);
+    w.jobs = Drawn(trace, cell, w.first_row, HourEnd(trace, w.first_row, span));
     w.trace_load =
         RunningLoad(w.jobs, trace[static_cast<size_t>(w.first_row)].submit_s, span, cell.gpus);
     if (cell.target_load) {
@@ -203,6 +229,22 @@ absl::StatusOr<StudyWindow> WindowOfJobs(const std::vector<TraceRow>& rows, cons
   }
   Measure(w);
   return w;
+}
+
+WindowComparison Compare(const ClusterOutcome& data_parallel, const ClusterOutcome& best) {
+  WindowComparison c;
+  c.data_parallel_deadline_satisfaction = data_parallel.deadline_satisfaction;
+  c.deadline_ratio = data_parallel.deadline_satisfaction > 0
+                         ? best.deadline_satisfaction / data_parallel.deadline_satisfaction
+                         : 0;
+  double dp_sum = 0, best_sum = 0;
+  for (size_t j = 0; j < data_parallel.jobs.size() && j < best.jobs.size(); ++j) {
+    if (!data_parallel.jobs[j].finished || !best.jobs[j].finished) continue;
+    dp_sum += data_parallel.jobs[j].jct_s;
+    best_sum += best.jobs[j].jct_s;
+  }
+  c.avg_jct_change = dp_sum > 0 ? best_sum / dp_sum - 1 : 0;
+  return c;
 }
 
 StudySummary Summarise(const std::vector<WindowComparison>& windows) {

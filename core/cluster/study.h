@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/cluster/job_mix.h"
+#include "core/cluster/scheduler.h"
 
 namespace vtrain {
 
@@ -113,6 +114,10 @@ struct WindowComparison {
   double deadline_ratio = 0;  // best-plan / data-parallel deadline satisfaction (0 when DP is 0)
   double avg_jct_change = 0;  // best-plan / data-parallel average JCT - 1
 };
+// The two policies' outcomes of one window (the same jobs, in the same
+// order). The average JCT is taken over the jobs both finished: a job one
+// policy has no plan for would otherwise drop out of its average only.
+WindowComparison Compare(const ClusterOutcome& data_parallel, const ClusterOutcome& best);
 
 // Over the seeds of one (mix, GPUs, load, window kind).
 struct StudySummary {
