@@ -130,7 +130,8 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
     plan.set_recompute(proto::ToProto(recompute));
   }
   if (auto modules = flags.Get("recompute-modules")) {
-    for (absl::string_view name : absl::StrSplit(*modules, ',')) {
+    // ',' or ':' (a measurements CSV cell cannot hold a comma).
+    for (absl::string_view name : absl::StrSplit(*modules, absl::ByAnyChar(",:"))) {
       plan.add_recompute_modules(std::string(name));
     }
   }

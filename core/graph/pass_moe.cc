@@ -2,8 +2,11 @@
 // profile lookup (pass_templates.h, MoeExchangeNs).
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "core/graph/pass_templates.h"
 #include "core/spec/model.h"
 #include "core/spec/moe.h"
@@ -65,6 +68,24 @@ MoeExchange MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load) {
         static_cast<double>(lookup.CollectiveNs(Collective::kReduceScatter, bytes, g).latency_ns);
   }
   return x;
+}
+
+bool MoeHostSyncs(const ParallelPlan& plan) {
+  const bool exchanges = plan.expert_parallel * plan.expert_tensor_parallel > 1;
+  return exchanges && plan.moe.capacity_factor <= 0;
+}
+
+bool MoeSyncSplit(const std::vector<KernelRecord>& kernels, std::vector<KernelRecord>& route,
+                  std::vector<KernelRecord>& experts) {
+  size_t at = kernels.size();
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (kernels[i].host_ns <= 0) return false;
+    if (at == kernels.size() && absl::StartsWith(kernels[i].name, "moe_permute")) at = i;
+  }
+  if (at == 0 || at == kernels.size()) return false;
+  route.assign(kernels.begin(), kernels.begin() + static_cast<std::ptrdiff_t>(at));
+  experts.assign(kernels.begin() + static_cast<std::ptrdiff_t>(at), kernels.end());
+  return true;
 }
 
 namespace {

@@ -64,10 +64,24 @@ class TemplateMaker {
   // mirrors it. Under overlap, a pass merged with another micro-batch's
   // (Megatron's 1F1B A2A overlap) leaves only part of its exchange exposed
   // (PrepareMoe).
+  // A forward whose dispatcher reads the token counts on the host runs as
+  // its routing part, the host's wait, the dispatch, the experts part and
+  // the combine (MoeSyncSplit).
   void MoeBlock(TemplateWriter& w, const ResolvedOperator& op) {
     if (shared_tp_ && sp_) w.TensorParallel(gather_ns_, gather_label_);
-    w.Operator(op);
-    if (moe_exposed_ns_ > 0) w.TensorParallel(std::llround(moe_exposed_ns_), moe_label_, 0, kEp);
+    const bool split = &op == moe_fwd_ && !moe_route_.profile.kernels.empty();
+    if (split) {
+      w.Operator(moe_route_);
+      w.HostSync();
+      const int64_t dispatch = std::llround(moe_exposed_ns_ * moe_dispatch_share_);
+      if (dispatch > 0) w.TensorParallel(dispatch, moe_label_, 0, kEp);
+      w.Operator(moe_experts_);
+      const int64_t combine = std::llround(moe_exposed_ns_) - dispatch;
+      if (combine > 0) w.TensorParallel(combine, moe_label_, 0, kEp);
+    } else {
+      w.Operator(op);
+      if (moe_exposed_ns_ > 0) w.TensorParallel(std::llround(moe_exposed_ns_), moe_label_, 0, kEp);
+    }
     if (shared_tp_) {
       w.TensorParallel(sp_ ? scatter_ns_ : reduce_ns_, sp_ ? scatter_label_ : reduce_label_);
     }
@@ -186,6 +200,13 @@ class TemplateMaker {
   // and whether the shared experts need tensor-parallel collectives.
   double moe_exposed_ns_ = 0;
   bool shared_tp_ = false;
+  // Set by PrepareMoe when the forward's host waits for the token counts:
+  // the MoE forward operator, split into routing and experts (members, as
+  // merged passes keep pointers to their kernels' names), and the
+  // dispatch's share of the exposed exchange.
+  const ResolvedOperator* moe_fwd_ = nullptr;
+  ResolvedOperator moe_route_, moe_experts_;
+  double moe_dispatch_share_ = 0.5;
   // Set by Backward: the weight-gradient share of the pass's compute (W).
   double weight_ns_ = 0;
   // UpProjRecompute's operator: a member, as merged passes keep pointers
@@ -262,6 +283,17 @@ void TemplateMaker::PrepareMoe() {
   const MoeExchange x =
       MoeExchangeNs(job_, lookup_, static_cast<double>(shape_.expert_load_permille) / 1000.0);
   moe_exposed_ns_ = x.dispatch_ns + x.combine_ns;
+  if (moe_exposed_ns_ > 0) moe_dispatch_share_ = x.dispatch_ns / moe_exposed_ns_;
+  if (MoeHostSyncs(plan_)) {
+    moe_fwd_ = &Op(OperatorKind::kMoeFwd);
+    std::vector<KernelRecord> route, experts;
+    if (MoeSyncSplit(moe_fwd_->profile.kernels, route, experts)) {
+      moe_route_.profile.kernels = std::move(route);
+      moe_route_.chain = ChainOf(moe_route_.profile.kernels);
+      moe_experts_.profile.kernels = std::move(experts);
+      moe_experts_.chain = ChainOf(moe_experts_.profile.kernels);
+    }
+  }
   if (paired_share_ <= 0) return;
   auto span = [&](OperatorKind op) { return static_cast<double>(Op(op).profile.SpanNs()); };
   moe_exposed_ns_ = ExposedMoeExchangeNs(

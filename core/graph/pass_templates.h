@@ -28,6 +28,10 @@ struct Item {
   int32_t label = 0;
   TaskKind kind = TaskKind::kCompute;
   int64_t host_ns = 0;  // host dispatch time; 0 when unknown
+  // The host waits for the GPU to finish every earlier item before
+  // dispatching this one (a device-to-host copy the host reads: the MoE
+  // dispatchers' token counts).
+  bool host_sync = false;
 };
 
 // A run of items on the compute stream; when bucket_bytes > 0 a gradient
@@ -178,6 +182,24 @@ struct MoeExchange {
   double combine_ns = 0;
 };
 MoeExchange MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load);
+
+// Whether a MoE forward's host waits for the GPU before the dispatch:
+// Megatron-Core's dropless dispatchers size their buffers from the token
+// counts on the host (alltoall: a D2H copy synchronised before the
+// all-to-all; DeepEP and HybridEP: the host spins until every EP peer's
+// counts arrive; allgather: .cpu() on the counts), so every EP rank waits
+// for its GPU to reach the dispatch. A capacity factor, taken as padded to
+// capacity (--moe-pad-expert-input-to-capacity, as the recipes that set one
+// do), fixes the sizes and needs no wait; nor does a plan without EP.
+bool MoeHostSyncs(const ParallelPlan& plan);
+
+// Splits a MoE forward operator's kernels before its first permutation
+// kernel: `route` (norm, router, auxiliary loss, dispatch preprocessing)
+// and `experts` (permutation, experts, unpermutation, shared experts).
+// False (both untouched) when there is no such kernel or a kernel has no
+// host time (measured gaps).
+bool MoeSyncSplit(const std::vector<KernelRecord>& kernels, std::vector<KernelRecord>& route,
+                  std::vector<KernelRecord>& experts);
 
 // The parameters of a chunk's layers and its multi-token-prediction modules
 // (each a layer of the last layer's kind, the 2h -> h projection and two

@@ -13,8 +13,18 @@ void TemplateWriter::Operator(const ResolvedOperator& op) {
   }
   for (const KernelRecord& k : op.profile.kernels) {
     segments_.back().items.push_back(
-        Item{k.duration_ns, k.gap_ns, label_(k.name), TaskKind::kCompute, k.host_ns});
+        Item{k.duration_ns, k.gap_ns, label_(k.name), TaskKind::kCompute, k.host_ns, sync_next_});
+    sync_next_ = false;
   }
+}
+
+void TemplateWriter::HostSync() {
+  if (!merge_) {
+    sync_next_ = true;
+    return;
+  }
+  // Before the pass's first item the host and the GPU start together anyway.
+  if (first_host_ns_ >= 0) replay_.host = std::max(replay_.host, replay_.gpu);
 }
 
 void TemplateWriter::TensorParallel(int64_t duration_ns, int32_t label, int64_t hidden_ns,
@@ -27,6 +37,8 @@ void TemplateWriter::TensorParallel(int64_t duration_ns, int32_t label, int64_t 
     Add(item, nullptr);
   } else {
     segments_.back().items.push_back(item);
+    segments_.back().items.back().host_sync = sync_next_;
+    sync_next_ = false;
   }
   tensor_parallel_ns_ += duration_ns;
 }

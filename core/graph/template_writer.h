@@ -43,6 +43,11 @@ class TemplateWriter {
   enum class Comm { kTensor, kContext, kExpert };
   void TensorParallel(int64_t duration_ns, int32_t label, int64_t hidden_ns = 0,
                       Comm comm = Comm::kTensor);
+  // The host waits here until the GPU has finished everything before
+  // (Megatron-Core's MoE dispatchers read the token counts on the host:
+  // docs/moe.md#the-host-waits-for-the-token-counts). Without host times
+  // (measured gaps) it changes nothing.
+  void HostSync();
   // Ends the current segment; a bucket all-reduce of `bucket_bytes` follows it.
   void EndSegment(double bucket_bytes);
 
@@ -77,6 +82,7 @@ class TemplateWriter {
     int64_t host = 0, gpu = 0;
     // Places `i`; returns its start.
     int64_t Place(const Item& i, double collective_host_wait) {
+      if (i.host_sync) host = std::max(host, gpu);
       host += i.host_ns;
       const int64_t start = std::max(gpu, host);
       gpu = start + i.duration_ns;
@@ -118,6 +124,7 @@ class TemplateWriter {
   Replay replay_;
   int64_t first_host_ns_ = -1;
   bool replay_ok_ = true;
+  bool sync_next_ = false;  // kernel granularity: the next item waits (HostSync)
   int64_t tensor_parallel_ns_ = 0;
   int64_t tensor_parallel_hidden_ns_ = 0;
   int64_t context_parallel_ns_ = 0, expert_parallel_ns_ = 0;

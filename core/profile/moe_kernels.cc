@@ -61,6 +61,38 @@ void GroupedBackward(KernelSequence& seq, Fp8Linear fp8, const char* dgrad, cons
   GroupedGemm(seq, fp8, wgrad, groups, n, k, m);
 }
 
+// The small kernels around the router and the dispatch that Megatron-Core
+// launches with --moe-router-fusion and --moe-permute-fusion (as the
+// recipes set them), counted from megatron/core/transformer/moe/
+// {router,moe_utils,token_dispatcher}.py (Megatron-LM d98e8a6): forward,
+// the auxiliary loss (6: its fused score and loss kernels, the per-expert
+// token sum, the scaling), the dispatch preprocessing (6 small kernels for
+// the per-expert and per-rank counts and 2 device-to-host copies) and the
+// fused permutation's 3 row-map kernels; backward, the auxiliary loss's 5,
+// the router's 4 fp32 casts and 2 for the probabilities' gradient. Each
+// costs the GPU little and the host a dispatch: they make a small MoE
+// layer host-bound. With the dispatchers' own kernels (in the exchange)
+// this gives the 2L + 24 forward and 4L + 19..22 backward kernels a
+// Megatron-Core MoE layer launches with L local experts.
+void RouterSmallKernels(KernelSequence& seq, const MoeShape& x, bool backward) {
+  const double experts = static_cast<double>(x.experts);
+  // The sizes the GPU agent's workload gives the same kernels
+  // (profiler_agent/gpu/moe_plan.h, MoeSmallKernelBytes).
+  const double counts = experts * 8 * std::max(1.0, x.local_experts);
+  const double routing_map = x.tokens * experts, probs = 4 * routing_map;
+  if (!backward) {
+    seq.Memory("router_aux_loss_fwd", probs);
+    for (int i = 0; i < 5; ++i) seq.Memory("router_aux_loss_fwd", counts);
+    for (int i = 0; i < 8; ++i) seq.Memory("moe_dispatch_preprocess", counts);
+    for (int i = 0; i < 3; ++i) seq.Memory("moe_permute_row_map_fwd", routing_map);
+    return;
+  }
+  seq.Memory("router_aux_loss_bwd", probs);
+  for (int i = 0; i < 4; ++i) seq.Memory("router_aux_loss_bwd", counts);
+  for (int i = 0; i < 4; ++i) seq.Memory("router_fp32_cast_bwd", 6 * routing_map);
+  for (int i = 0; i < 2; ++i) seq.Memory("router_probs_grad_bwd", probs);
+}
+
 void MoeForward(KernelSequence& seq, Fp8Linear fp8, const MoeShape& x, const OperatorKey& key) {
   const double e = kElem;
   const double experts = static_cast<double>(x.experts);
@@ -69,6 +101,7 @@ void MoeForward(KernelSequence& seq, Fp8Linear fp8, const MoeShape& x, const Ope
   // Megatron keeps the router out of fp8.
   seq.Gemm("gemm_router_fwd", x.tokens, experts, x.h);
   seq.Memory("router_topk_fwd", x.tokens * experts * 8 + x.tokens * k * 8);
+  RouterSmallKernels(seq, x, /*backward=*/false);
   seq.Memory("moe_permute_fwd", 2 * x.tokens * k * x.h * e);
   GroupedForward(seq, fp8, "grouped_gemm_fc1_fwd", x.local_experts, x.per_expert, 2 * x.expert_ffn,
                  x.h);
@@ -104,6 +137,7 @@ void MoeBackward(KernelSequence& seq, Fp8Linear fp8, const MoeShape& x, const Op
                   x.per_expert, 2 * x.expert_ffn, x.h);
   seq.Memory("moe_permute_bwd", 2 * x.tokens * k * x.h * e);
   seq.Memory("router_topk_bwd", x.tokens * experts * 8 + x.tokens * k * 8);
+  RouterSmallKernels(seq, x, /*backward=*/true);
   seq.Gemm("gemm_router_dgrad", x.tokens, x.h, experts);
   seq.Gemm("gemm_router_wgrad", experts, x.h, x.tokens);
   seq.Memory("rmsnorm_bwd", x.tokens * x.h * 4 * e);

@@ -88,6 +88,12 @@ __global__ void moe_permute_fwd_kernel(const T* x, T* copies, int64_t n, int64_t
   }
 }
 
+// out[i] = 0.5 * in[i] for i < count: a small memory-bound kernel of 8 bytes
+// an element (the router's and the dispatch's small kernels, kSmallKernel).
+__global__ void moe_small_stream_kernel(const float* in, float* out, int64_t count) {
+  for (int64_t i = GlobalThread(); i < count; i += GridThreads()) out[i] = 0.5f * in[i];
+}
+
 // dx[t, :] = sum over t's k copies of d_copies (the gather's backward).
 template <class T>
 __global__ void moe_permute_bwd_kernel(const T* d_copies, T* dx, int64_t n, int64_t k, int64_t h) {

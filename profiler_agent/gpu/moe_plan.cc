@@ -1,5 +1,7 @@
 #include "profiler_agent/gpu/moe_plan.h"
 
+#include <algorithm>
+
 namespace vtrain::gpu {
 
 const char* MoeExpertGemmName(int linear, int pass) {
@@ -19,7 +21,24 @@ void ExpertGemms(std::vector<MoeStep>& steps, int linear, int pass, int64_t loca
   }
 }
 
+void Small(std::vector<MoeStep>& steps, const char* name, int size, int count) {
+  for (int i = 0; i < count; ++i) steps.push_back({MoeStepKind::kSmallKernel, name, 0, 0, 0, size});
+}
+
 }  // namespace
+
+int64_t MoeSmallKernelBytes(int small, int64_t tokens, int64_t experts, int64_t local_experts) {
+  switch (small) {
+    case kSmallCounts:
+      return experts * 8 * std::max<int64_t>(1, local_experts);
+    case kSmallRoutingMap:
+      return tokens * experts;
+    case kSmallProbs:
+      return tokens * experts * 4;
+    default:
+      return tokens * experts * 6;
+  }
+}
 
 std::vector<MoeStep> MoeOperatorSteps(const std::string& op, int64_t local_experts) {
   std::vector<MoeStep> s;
@@ -28,6 +47,10 @@ std::vector<MoeStep> MoeOperatorSteps(const std::string& op, int64_t local_exper
     s.push_back({MoeStepKind::kRmsNormFwd, "rmsnorm_fwd"});
     s.push_back({MoeStepKind::kRouterGemmFwd, "gemm_router_fwd"});
     s.push_back({MoeStepKind::kRouterTopkFwd, "router_topk_fwd"});
+    Small(s, "router_aux_loss_fwd", kSmallProbs, 1);
+    Small(s, "router_aux_loss_fwd", kSmallCounts, 5);
+    Small(s, "moe_dispatch_preprocess", kSmallCounts, 8);
+    Small(s, "moe_permute_row_map_fwd", kSmallRoutingMap, 3);
     s.push_back({MoeStepKind::kPermuteFwd, "moe_permute_fwd"});
     ExpertGemms(s, 0, 0, local_experts);
     s.push_back({MoeStepKind::kSwigluFwd, "swiglu_fwd"});
@@ -43,6 +66,10 @@ std::vector<MoeStep> MoeOperatorSteps(const std::string& op, int64_t local_exper
     ExpertGemms(s, 0, 2, local_experts);
     s.push_back({MoeStepKind::kPermuteBwd, "moe_permute_bwd"});
     s.push_back({MoeStepKind::kRouterTopkBwd, "router_topk_bwd"});
+    Small(s, "router_aux_loss_bwd", kSmallProbs, 1);
+    Small(s, "router_aux_loss_bwd", kSmallCounts, 4);
+    Small(s, "router_fp32_cast_bwd", kSmallProbsCast, 4);
+    Small(s, "router_probs_grad_bwd", kSmallProbs, 2);
     s.push_back({MoeStepKind::kRouterGemmDgrad, "gemm_router_dgrad"});
     s.push_back({MoeStepKind::kRouterGemmWgrad, "gemm_router_wgrad"});
     s.push_back({MoeStepKind::kRmsNormBwd, "rmsnorm_bwd"});

@@ -35,7 +35,15 @@ enum class MoeStepKind {
   kRouterGemmWgrad,
   kRmsNormBwd,
   kResidualAddBwd,
+  // A small memory-bound kernel around the router or the dispatch (the
+  // auxiliary loss, the dispatch's count preprocessing, the fused
+  // permutation's row map, the router's casts): `small` says its size
+  // (MoeSmallKernelBytes).
+  kSmallKernel,
 };
+
+// The sizes of kSmallKernel steps, as core/profile/moe_kernels.cc prices them.
+enum MoeSmallSize { kSmallCounts = 0, kSmallRoutingMap, kSmallProbs, kSmallProbsCast };
 
 struct MoeStep {
   MoeStepKind kind;
@@ -43,7 +51,13 @@ struct MoeStep {
   int linear = 0;    // kExpertGemm: 0 fc1, 1 fc2
   int pass = 0;      // kExpertGemm: 0 forward, 1 data gradient, 2 weight gradient
   int expert = 0;    // kExpertGemm: the local expert
+  int small = 0;     // kSmallKernel: a MoeSmallSize
 };
+
+// The bytes a kSmallKernel step of size `small` moves for `tokens` routed
+// tokens, `experts` experts and `local_experts` on the rank (the same bytes
+// the analytical model charges).
+int64_t MoeSmallKernelBytes(int small, int64_t tokens, int64_t experts, int64_t local_experts);
 
 // The steps of moe_fwd or moe_bwd with `local_experts` experts on the rank
 // (each projection's GEMMs one per expert, in expert order); empty for any

@@ -278,6 +278,13 @@ class MoeWorkload final : public LayerWorkload {
       case MoeStepKind::kResidualAddBwd:
         return Launch("residual_add_bwd_kernel", residual_add_bwd_kernel<T>, GridFor(nh), kThreads,
                       stream_, b.d_out, b.dx_ln, b.d_x, nh);
+      case MoeStepKind::kSmallKernel: {
+        // Half the bytes read, half written (moe_small_stream_kernel).
+        const int64_t count = std::clamp<int64_t>(
+            MoeSmallKernelBytes(s.small, n_, experts_, local_) / 8, 1, n_ * experts_);
+        return Launch("moe_small_stream_kernel", moe_small_stream_kernel, GridFor(count), kThreads,
+                      stream_, b.small_scratch, b.small_scratch + count, count);
+      }
       case MoeStepKind::kExpertGemm:
         break;
     }

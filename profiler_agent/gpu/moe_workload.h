@@ -28,6 +28,9 @@ struct MoeBuffers {
   T *d_out, *d_fc2, *d_act, *dw2, *d_fc1, *d_copies, *dw1, *d_ln, *d_logits, *d_ln_router;
   T *dw_router, *dx_ln, *d_x;
   float *d_topk_w, *d_gamma;
+  // The small kernels' input and output (kSmallKernel): n x experts x 2
+  // floats, room for the largest (n x experts x 6 bytes, read and written).
+  float* small_scratch;
   void* workspace[kMoeWorkspaces];
 
   template <class Arena>
@@ -66,6 +69,7 @@ struct MoeBuffers {
     a->Take(&dx_ln, "moe_dx_ln", {n, h});
     a->Take(&d_gamma, "moe_d_gamma", {h});
     a->Take(&d_x, "moe_d_x", {n, h});
+    a->Take(&small_scratch, "moe_small_scratch", {n, experts, 2});
     for (void*& ws : workspace) {
       unsigned char* p = nullptr;
       a->Take(&p, "cublaslt_workspace", {static_cast<int64_t>(kWorkspaceBytes)});

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/graph/template_writer.h"
 #include "gtest/gtest.h"
 #include "tests/testing/spec_builders.h"
 
@@ -402,6 +403,81 @@ TEST(PairedMoeExposedTest, PairedPassShareCountsWarmUp) {
   plan.pipeline_parallel = 4;
   // 4 passes, every rank's warm-up longer: nothing pairs.
   EXPECT_DOUBLE_EQ(PairedPassShare(plan), 0);
+}
+
+// The host's wait for the token counts (TemplateWriter::HostSync): the
+// items after it are dispatched only once the GPU has drained, in both
+// granularities alike. A 1,000 ns kernel dispatched in 10 ns, then three
+// 5 ns kernels of 100 ns of host time each: without the wait the host is
+// far ahead and they run back to back (1,015 ns); with it each waits for
+// its own dispatch (1,000 + 3 x 100 + 5 = 1,305 ns).
+int64_t WrittenSpanNs(Granularity granularity, bool sync) {
+  std::vector<std::string> labels;
+  auto label = [&](const std::string& name) {
+    labels.push_back(name);
+    return static_cast<int32_t>(labels.size() - 1);
+  };
+  TemplateWriter w(label, granularity, /*collective_host_ns=*/10);
+  ResolvedOperator long_op, short_ops;
+  long_op.profile.kernels = {{.name = "long", .duration_ns = 1000, .host_ns = 10}};
+  for (int i = 0; i < 3; ++i) {
+    short_ops.profile.kernels.push_back({.name = "short", .duration_ns = 5, .host_ns = 100});
+  }
+  long_op.chain = ChainOf(long_op.profile.kernels);
+  short_ops.chain = ChainOf(short_ops.profile.kernels);
+  w.Operator(long_op);
+  if (sync) w.HostSync();
+  w.Operator(short_ops);
+  const ActionTemplate t = std::move(w).Take(0);
+  int64_t span = 0, last_gap = 0;
+  for (const Segment& s : t.segments) {
+    for (const Item& i : s.items) {
+      span += i.duration_ns + i.gap_ns;
+      last_gap = i.gap_ns;
+    }
+  }
+  return span - last_gap;
+}
+
+TEST(TemplateWriterTest, HostSyncWaitsForTheGpuInBothGranularities) {
+  for (Granularity g : {Granularity::kKernel, Granularity::kOperator}) {
+    EXPECT_EQ(WrittenSpanNs(g, false), 1015);
+    EXPECT_EQ(WrittenSpanNs(g, true), 1305);
+  }
+}
+
+TEST(MoeHostSyncTest, SplitCutsBeforeThePermutationAndNeedsHostTimes) {
+  std::vector<KernelRecord> kernels = {{.name = "rmsnorm_fwd", .duration_ns = 1, .host_ns = 1},
+                                       {.name = "router_topk_fwd", .duration_ns = 1, .host_ns = 1},
+                                       {.name = "moe_permute_row_map_fwd", .host_ns = 1},
+                                       {.name = "moe_permute_fwd", .host_ns = 1},
+                                       {.name = "grouped_gemm_fc1_fwd", .host_ns = 1}};
+  std::vector<KernelRecord> route, experts;
+  ASSERT_TRUE(MoeSyncSplit(kernels, route, experts));
+  ASSERT_EQ(route.size(), 2u);
+  ASSERT_EQ(experts.size(), 3u);
+  EXPECT_EQ(experts.front().name, "moe_permute_row_map_fwd");
+  // Measured kernels (no host times) keep their measured gaps: no split.
+  kernels[1].host_ns = 0;
+  route.clear();
+  experts.clear();
+  EXPECT_FALSE(MoeSyncSplit(kernels, route, experts));
+  EXPECT_TRUE(route.empty());
+  // Nothing to cut before.
+  EXPECT_FALSE(MoeSyncSplit({{.name = "rmsnorm_fwd", .host_ns = 1}}, route, experts));
+}
+
+TEST(MoeHostSyncTest, DroplessDispatchWaitsPaddedCapacityDoesNot) {
+  ParallelPlan plan;
+  EXPECT_FALSE(MoeHostSyncs(plan));  // no expert parallelism: no exchange
+  plan.expert_parallel = 8;
+  EXPECT_TRUE(MoeHostSyncs(plan));
+  for (MoeDispatcher d : {MoeDispatcher::kAllGather, MoeDispatcher::kFlex}) {
+    plan.moe.dispatcher = d;
+    EXPECT_TRUE(MoeHostSyncs(plan));
+  }
+  plan.moe.capacity_factor = 1.0;
+  EXPECT_FALSE(MoeHostSyncs(plan));
 }
 
 }  // namespace
