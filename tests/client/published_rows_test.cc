@@ -112,8 +112,7 @@ TEST(PublishedCsvTest, EitherFormatIsReadByItsHeader) {
 TEST(PublishedCsvTest, TheRepositorysPublishedRowsAllPredict) {
   for (const char* file : {"nemo-h100-fp8.csv", "nemo-b200-fp8.csv", "simumax-b200-bf16.csv",
                            "simumax-b200-moe-bf16.csv", "modelzoo-h100-moe.csv",
-                           "mlperf-h100-fp8.csv",
-                           "mlperf-h200-fp8.csv", "mlperf-b200-fp8.csv"}) {
+                           "mlperf-h100-fp8.csv", "mlperf-h200-fp8.csv", "mlperf-b200-fp8.csv"}) {
     absl::StatusOr<std::vector<Measurement>> rows = RepositoryRows(file);
     ASSERT_TRUE(rows.ok()) << rows.status();
     EXPECT_GE(rows->size(), 2u) << file;
