@@ -342,6 +342,7 @@ std::string FidelityLines(const v1::PredictResponse& r, bool show_lookups) {
     out += " (the analytical ones are model estimates, not measurements)";
   }
   out += "\n";
+  for (const std::string& e : f.estimated()) absl::StrAppend(&out, "estimated ", e, "\n");
   for (const std::string& w : r.warnings()) absl::StrAppend(&out, "warning: ", w, "\n");
   if (show_lookups) {
     for (const v1::Lookup& l : f.lookups()) {

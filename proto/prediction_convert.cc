@@ -113,6 +113,7 @@ void PredictionToProto(const Job& job, const Prediction& p, v1::PredictResponse*
     l->set_missing(r.missing);
   }
   for (const std::string& k : p.fidelity.missing_keys) f->add_missing_keys(k);
+  for (const std::string& e : p.fidelity.estimated) f->add_estimated(e);
   IntervalToProto(p, *out);
   out->set_profile_set_id(p.profile_set);
   out->set_granularity(ToProto(p.granularity));
@@ -226,6 +227,7 @@ Prediction PredictionFromProto(const v1::PredictResponse& r) {
     p.fidelity.records.push_back({l.key(), fidelity(l.fidelity()), l.missing()});
   }
   p.fidelity.missing_keys.assign(f.missing_keys().begin(), f.missing_keys().end());
+  p.fidelity.estimated.assign(f.estimated().begin(), f.estimated().end());
   if (r.has_interval()) {
     p.interval_low_ns = r.interval().low_ms() * 1e6;
     p.interval_high_ns = r.interval().high_ms() * 1e6;

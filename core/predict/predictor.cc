@@ -10,6 +10,7 @@
 #include "core/engine/engine.h"
 #include "core/engine/streaming.h"
 #include "core/graph/builder.h"
+#include "core/predict/estimated.h"
 #include "core/profile/default_profiles.h"
 #include "core/spec/model.h"
 #include "core/util/status_macros.h"
@@ -324,6 +325,7 @@ absl::StatusOr<Prediction> Predict(const Job& job, const ProfileSet& profiles,
     p.fidelity.worst = std::max(p.fidelity.worst, r.fidelity);
   }
   p.fidelity.records = lookup.records();
+  p.fidelity.estimated = EstimatedPieces(job, p.fidelity.records);
   p.memory = memory;
   FillInterval(job, profiles, p);
   p.fidelity.missing_keys = lookup.MissingKeys();

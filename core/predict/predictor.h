@@ -47,6 +47,9 @@ struct FidelitySummary {
   Fidelity worst = Fidelity::kMeasured;
   std::vector<LookupRecord> records;
   std::vector<std::string> missing_keys;
+  // The MoE and long-context pieces priced without a measurement
+  // (EstimatedPieces), in words.
+  std::vector<std::string> estimated;
 };
 
 // What one answer cost to compute, in process: its wall time and how much
