@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "core/graph/pass_templates.h"
+#include "core/profile/kernel_model.h"
 #include "core/spec/model.h"
 #include "core/spec/moe.h"
 
@@ -68,6 +69,23 @@ MoeExchange MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load) {
         static_cast<double>(lookup.CollectiveNs(Collective::kReduceScatter, bytes, g).latency_ns);
   }
   return x;
+}
+
+std::vector<KernelRecord> MoeChunkSortKernels(const Job& job, const AnalyticalParams& params,
+                                              double load, bool backward) {
+  const ParallelPlan& plan = job.plan;
+  const ModelSpec& model = job.model;
+  const int64_t local = model.moe.num_experts / std::max<int64_t>(1, plan.expert_parallel);
+  if (plan.moe.dispatcher != MoeDispatcher::kAllToAll || plan.expert_parallel <= 1 || local <= 1) {
+    return {};
+  }
+  const double copies = MoeTokensPerRank(model, plan) * static_cast<double>(model.moe.top_k) *
+                        load * static_cast<double>(plan.expert_tensor_parallel);
+  const double bytes = 2 * copies * static_cast<double>(model.hidden_size) * kElemBytes;
+  KernelSequence seq(job.cluster.gpu, plan.dtype, params);
+  seq.Memory(backward ? "moe_sort_chunks_bwd" : "moe_sort_chunks_fwd", bytes);
+  seq.Memory(backward ? "moe_sort_chunks_bwd" : "moe_sort_chunks_fwd", bytes);
+  return std::move(seq).Finish();
 }
 
 bool MoeHostSyncs(const ParallelPlan& plan) {

@@ -70,16 +70,19 @@ class TemplateMaker {
   void MoeBlock(TemplateWriter& w, const ResolvedOperator& op) {
     if (shared_tp_ && sp_) w.TensorParallel(gather_ns_, gather_label_);
     const bool split = &op == moe_fwd_ && !moe_route_.profile.kernels.empty();
+    const ResolvedOperator& sort = &op == moe_bwd_ ? moe_sort_bwd_ : moe_sort_fwd_;
     if (split) {
       w.Operator(moe_route_);
       w.HostSync();
       const int64_t dispatch = std::llround(moe_exposed_ns_ * moe_dispatch_share_);
       if (dispatch > 0) w.TensorParallel(dispatch, moe_label_, 0, kEp);
       w.Operator(moe_experts_);
+      w.Operator(sort);
       const int64_t combine = std::llround(moe_exposed_ns_) - dispatch;
       if (combine > 0) w.TensorParallel(combine, moe_label_, 0, kEp);
     } else {
       w.Operator(op);
+      w.Operator(sort);
       if (moe_exposed_ns_ > 0) w.TensorParallel(std::llround(moe_exposed_ns_), moe_label_, 0, kEp);
     }
     if (shared_tp_) {
@@ -207,6 +210,11 @@ class TemplateMaker {
   const ResolvedOperator* moe_fwd_ = nullptr;
   ResolvedOperator moe_route_, moe_experts_;
   double moe_dispatch_share_ = 0.5;
+  // The alltoall dispatcher's sort of the received tokens by local expert
+  // and back (MoeChunkSortKernels); empty otherwise. moe_bwd_ tells the
+  // backward's block from the forward's.
+  const ResolvedOperator* moe_bwd_ = nullptr;
+  ResolvedOperator moe_sort_fwd_, moe_sort_bwd_;
   // Set by Backward: the weight-gradient share of the pass's compute (W).
   double weight_ns_ = 0;
   // UpProjRecompute's operator: a member, as merged passes keep pointers
@@ -280,10 +288,17 @@ void TemplateMaker::PrepareMoe() {
   if (!model_.is_moe()) return;
   moe_label_ = label_("moe_token_exchange");
   shared_tp_ = t_ > 1 && model_.moe.shared_width() > 0;
-  const MoeExchange x =
-      MoeExchangeNs(job_, lookup_, static_cast<double>(shape_.expert_load_permille) / 1000.0);
+  const double load = static_cast<double>(shape_.expert_load_permille) / 1000.0;
+  const MoeExchange x = MoeExchangeNs(job_, lookup_, load);
   moe_exposed_ns_ = x.dispatch_ns + x.combine_ns;
   if (moe_exposed_ns_ > 0) moe_dispatch_share_ = x.dispatch_ns / moe_exposed_ns_;
+  moe_bwd_ = &Op(OperatorKind::kMoeBwd);
+  moe_sort_fwd_.profile.kernels =
+      MoeChunkSortKernels(job_, lookup_.params(), load, /*backward=*/false);
+  moe_sort_fwd_.chain = ChainOf(moe_sort_fwd_.profile.kernels);
+  moe_sort_bwd_.profile.kernels =
+      MoeChunkSortKernels(job_, lookup_.params(), load, /*backward=*/true);
+  moe_sort_bwd_.chain = ChainOf(moe_sort_bwd_.profile.kernels);
   if (MoeHostSyncs(plan_)) {
     moe_fwd_ = &Op(OperatorKind::kMoeFwd);
     std::vector<KernelRecord> route, experts;

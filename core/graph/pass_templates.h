@@ -193,6 +193,17 @@ MoeExchange MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load);
 // do), fixes the sizes and needs no wait; nor does a plan without EP.
 bool MoeHostSyncs(const ParallelPlan& plan);
 
+// The alltoall dispatcher's two sorts of a pass, with more than one local
+// expert: after the dispatch the received tokens are regrouped by local
+// expert, before the combine put back in source-rank order; the busiest
+// rank receives `load` times the mean
+// (token_dispatcher.py, sort_chunks_by_idxs; TE's moe_sort_chunks_by_index
+// under --moe-permute-fusion): each reads and writes every received copy
+// (16 bits). Empty for the other dispatchers (DeepEP and HybridEP permute
+// by expert inside their own kernels) and one local expert.
+std::vector<KernelRecord> MoeChunkSortKernels(const Job& job, const AnalyticalParams& params,
+                                              double load, bool backward);
+
 // Splits a MoE forward operator's kernels before its first permutation
 // kernel: `route` (norm, router, auxiliary loss, dispatch preprocessing)
 // and `experts` (permutation, experts, unpermutation, shared experts).

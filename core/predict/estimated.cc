@@ -43,9 +43,9 @@ void MoePieces(const Job& job, const std::vector<LookupRecord>& records,
         "than the one measured pair showed: docs/moe.md)");
   }
   if (plan.moe.routing_sigma > 0) {
-    out.push_back(absl::StrFormat(
-        "routing skew: log-normal sigma %.2f, an assumption (no measured routing)",
-        plan.moe.routing_sigma));
+    out.push_back(
+        absl::StrFormat("routing skew: log-normal sigma %.2f, an assumption (no measured routing)",
+                        plan.moe.routing_sigma));
   } else if (exchanges) {
     out.push_back(
         "routing: exactly balanced (forced balance still varies per micro-batch, about 1-2% on "
@@ -64,13 +64,12 @@ std::vector<std::string> EstimatedPieces(const Job& job, const std::vector<Looku
     out.push_back("MLA projections and attention: analytical, no measured MLA kernels");
   }
   if (job.model.seq_len >= kLongContextTokens && attention_unmeasured) {
-    out.push_back(absl::StrCat(
-        "attention at ", job.model.seq_len,
-        " tokens: analytical FlashAttention efficiency, not measured at this length"));
+    out.push_back(
+        absl::StrCat("attention at ", job.model.seq_len,
+                     " tokens: analytical FlashAttention efficiency, not measured at this length"));
   }
   if (job.plan.context_parallel > 1) {
-    out.push_back(
-        "context-parallel key/value exchange and its overlap with attention: analytical");
+    out.push_back("context-parallel key/value exchange and its overlap with attention: analytical");
   }
   return out;
 }

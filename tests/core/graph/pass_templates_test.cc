@@ -480,5 +480,34 @@ TEST(MoeHostSyncTest, DroplessDispatchWaitsPaddedCapacityDoesNot) {
   EXPECT_FALSE(MoeHostSyncs(plan));
 }
 
+// The alltoall dispatcher regroups the received copies by local expert and
+// back: two full passes over them, and none for DeepEP, one local expert
+// or no expert parallelism.
+TEST(MoeHostSyncTest, AllToAllSortsTheReceivedCopiesTwice) {
+  Job job = TinyJob();
+  job.model.arch = Architecture::kLlama;
+  job.model.moe = {.num_experts = 8, .top_k = 2, .expert_ffn = 64};
+  job.model.hidden_size = 4096;  // 64 MiB of copies: past the kernel floor
+  job.model.seq_len = 4096;
+  job.plan.expert_parallel = 2;
+  const AnalyticalParams params;
+  const std::vector<KernelRecord> fwd = MoeChunkSortKernels(job, params, 1.0, false);
+  ASSERT_EQ(fwd.size(), 2u);
+  EXPECT_EQ(fwd[0].name, "moe_sort_chunks_fwd");
+  EXPECT_GT(fwd[0].duration_ns, 0);
+  EXPECT_GT(fwd[0].host_ns, 0);
+  EXPECT_EQ(MoeChunkSortKernels(job, params, 1.0, true)[1].name, "moe_sort_chunks_bwd");
+  // The busiest rank's load scales the bytes.
+  const double at1 = static_cast<double>(fwd[0].duration_ns);
+  EXPECT_GT(static_cast<double>(MoeChunkSortKernels(job, params, 4.0, false)[0].duration_ns), at1);
+  job.plan.moe.dispatcher = MoeDispatcher::kFlex;
+  EXPECT_TRUE(MoeChunkSortKernels(job, params, 1.0, false).empty());
+  job.plan.moe.dispatcher = MoeDispatcher::kAllToAll;
+  job.plan.expert_parallel = 8;  // one local expert
+  EXPECT_TRUE(MoeChunkSortKernels(job, params, 1.0, false).empty());
+  job.plan.expert_parallel = 1;
+  EXPECT_TRUE(MoeChunkSortKernels(job, params, 1.0, false).empty());
+}
+
 }  // namespace
 }  // namespace vtrain::internal
