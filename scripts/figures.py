@@ -214,7 +214,8 @@ def accuracy(vtrainctl):
         "h100_nemo_held": h100["nemo-h100-fp8.csv"],
         "b200_nemo_held": b200["nemo-b200-fp8.csv"],
     }
-    for name in ("simumax-b200-bf16", "mlperf-h100-fp8", "mlperf-h200-fp8", "mlperf-b200-fp8"):
+    for name in ("simumax-b200-bf16", "mlperf-h100-fp8", "mlperf-h200-fp8", "mlperf-b200-fp8",
+                 "modelzoo-h100-moe", "simumax-b200-moe-bf16"):
         f[name] = validate(vtrainctl, f"{PUB}/{name}.csv")
     return f
 
@@ -249,6 +250,10 @@ def render_accuracy_summary(f):
         ("mlperf-h200-fp8", "H200 fp8, {n} MLPerf Training runs (Llama 3.1 405B, 512 and 1,024 "
                             "GPUs), none fitted on"),
         ("mlperf-b200-fp8", "B200 fp8, {n} MLPerf Training runs, none fitted on"),
+        ("modelzoo-h100-moe", "H100 MoE, {n} Megatron-MoE ModelZoo runs (Qwen3-235B-A22B, "
+                              "Mixtral-8x22B; 128–256 GPUs), none fitted on"),
+        ("simumax-b200-moe-bf16", "B200 MoE bf16, {n} runs SimuMax measured on one node "
+                                  "(DeepSeek-V2/V3 cut to 4 layers), none fitted on"),
     ]
     for key, label in never:
         v = f[key]

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Per-source, per-model error of the MoE measurement files (docs/moe.md).
+
+Runs `vtrainctl validate --csv` on each file and groups the rows by the
+file's `model` column: MAPE and mean signed error (bias). Nothing here is
+fitted; the files are not kept-aside sources.
+
+  python3 scripts/moe_accuracy.py [build/client/vtrainctl]
+"""
+import csv
+import io
+import os
+import subprocess
+import sys
+
+FILES = ["data/published/modelzoo-h100-moe.csv", "data/published/simumax-b200-moe-bf16.csv"]
+
+
+def rows_of(path):
+    with open(path) as f:
+        lines = [l for l in f if not l.startswith("#")]
+    return list(csv.DictReader(lines))
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    vtrainctl = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "build/client/vtrainctl")
+    print(f"{'source':34s} {'model':18s} {'rows':>4s} {'MAPE':>7s} {'bias':>7s} {'range':>17s}")
+    for name in FILES:
+        path = os.path.join(root, name)
+        out = subprocess.run([vtrainctl, "validate", "--measurements", path, "--csv"],
+                             check=True, capture_output=True, text=True).stdout
+        predicted = list(csv.DictReader(io.StringIO(out)))
+        models = [r["model"] for r in rows_of(path)]
+        if len(models) != len(predicted):
+            sys.exit(f"{name}: {len(models)} rows, {len(predicted)} predictions")
+        groups = {}
+        for model, p in zip(models, predicted):
+            groups.setdefault(model, []).append(float(p["error"]))
+        for model, errs in groups.items() :
+            mape = sum(abs(e) for e in errs) / len(errs)
+            bias = sum(errs) / len(errs)
+            print(f"{os.path.basename(name):34s} {model:18s} {len(errs):4d} {100 * mape:6.2f}% "
+                  f"{100 * bias:+6.2f}% {100 * min(errs):+6.1f}..{100 * max(errs):+5.1f}%")
+
+
+if __name__ == "__main__":
+    main()
