@@ -180,6 +180,25 @@ double WeightGradientShare(const ModelSpec& model, const ParallelPlan& plan) {
   return layer > 0 ? std::min(1.0, per_token * tokens / layer) : 1.0;
 }
 
+double DispatcherBufferBytes(const Job& job) {
+  const ParallelPlan& plan = job.plan;
+  const double g = static_cast<double>(plan.expert_parallel * plan.expert_tensor_parallel);
+  if (!job.model.is_moe() || plan.moe.dispatcher != MoeDispatcher::kFlex || g <= 1) return 0;
+  // DeepEP's Config::get_nvl_buffer_size_hint and get_rdma_buffer_size_hint
+  // (csrc/config.hpp; the dispatch and combine configs of deep_ep/buffer.py,
+  // hybrid-ep branch 94a9f8f) for Megatron-Core's one buffer a process
+  // (fused_a2a.py, get_buffer): 10 channels (20 SMs), 8 NVLink peers at
+  // most, 256 NVLink receive tokens up to 8 ranks, 288 to 64, 560 beyond;
+  // 140 RDMA receive tokens; per token 2h bytes of bf16 and 2,056 (2,072 over
+  // RDMA) of metadata (top-k indices, weights, scales); a 32 MiB workspace.
+  const double h2 = 2 * static_cast<double>(job.model.hidden_size);
+  const double nvl_ranks = std::min(g, 8.0), rdma_ranks = std::max(g / 8, 1.0);
+  const double nvl_tokens = g <= 8 ? 256 : (g <= 64 ? 288 : 560);
+  const double nvl = 10 * nvl_ranks * nvl_tokens * (h2 + 2056);
+  const double rdma = g <= 8 ? 0 : 10 * rdma_ranks * 2 * 140 * (h2 + 2072);
+  return nvl + rdma + 32.0 * (1 << 20);
+}
+
 int64_t MicroBatchesInFlight(const ParallelPlan& plan, int64_t stage) {
   const int64_t p = plan.pipeline_parallel, m = plan.num_micro_batches();
   if (plan.schedule == PipelineSchedule::kGpipe) return m;
@@ -335,7 +354,7 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& given) {
     // embedding output split over t; CP holds s/c tokens.
     if (first) sm.logits_bytes += 2 * s * b * h / (sp ? t : 1) / c;
     if (last) sm.logits_bytes += 2 * 4 * s / c * b * std::ceil(vocab / t);
-    sm.reserve_bytes = params.reserve_bytes;
+    sm.reserve_bytes = params.reserve_bytes + DispatcherBufferBytes(job);
     sm.peak_bytes =
         sm.model_states_bytes + sm.activations_bytes + sm.logits_bytes + sm.reserve_bytes;
     out.peak_bytes = std::max(out.peak_bytes, sm.peak_bytes);

@@ -1,6 +1,6 @@
 // Per-GPU memory of a training plan: weights, gradients and optimizer
 // states, the activations of the micro-batches in flight, embedding and
-// logit buffers, and a framework reserve.
+// logit buffers, a framework reserve and the MoE dispatcher's buffers.
 #ifndef VTRAIN_CORE_PREDICT_MEMORY_H_
 #define VTRAIN_CORE_PREDICT_MEMORY_H_
 
@@ -65,6 +65,16 @@ double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan);
 // in place of the MLP, and the routed token copies (top_k per token, the
 // busiest rank's load, gathered over etp) with their expert activations.
 double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer);
+
+// The communication buffers a MoE dispatcher allocates on every GPU, outside
+// PyTorch's allocator: DeepEP's (the flex dispatcher) NVLink buffer and,
+// past one node's 8 ranks, its RDMA buffer, sized by hidden size and
+// EP x ETP ranks alone (0.2 GiB at EP 8 of hidden 4096, 0.7 GiB at EP 64 of
+// 7168). 0 for the other dispatchers (NCCL's buffers are in the reserve).
+// HybridEP sizes its buffers for the worst case (every rank's tokens on
+// one: about 2h bytes a token times tokens times ranks, 2.4 GiB for
+// DeepSeek-V3 at EP 64 and t = 2) and is not modelled apart.
+double DispatcherBufferBytes(const Job& job);
 
 // Micro-batch forwards `stage` holds at its peak. 1F1B: min(p - stage, m);
 // GPipe: m; interleaved 1F1B (Megatron-LM's schedules.py): its warm-up of

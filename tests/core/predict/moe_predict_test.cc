@@ -262,6 +262,37 @@ TEST(MoePredictTest, ModelFlopsCountActiveExpertsOnly) {
   EXPECT_LT(p.model_flops, 0.3 * 6 * ModelParameterCount(job.model) * tokens);
 }
 
+// DeepEP's buffers (the flex dispatcher), by hand from its size hints:
+// DeepSeek-V3's hidden 7168 at EP 64 holds 10 x 8 x 288 x (14,336 + 2,056)
+// NVLink bytes and 10 x 8 x 2 x 140 x (14,336 + 2,072) RDMA bytes, plus a
+// 32 MiB workspace; one node's EP 8 has no RDMA buffer; alltoall none.
+TEST(MoeMemoryTest, TheFlexDispatcherHoldsDeepEpsBuffers) {
+  Job job;
+  job.model = *ModelPreset("deepseek-v3");
+  job.cluster = DefaultCluster(*GpuByName("h100-sxm5-80gb"), 1024);
+  job.plan.tensor_parallel = 2;
+  job.plan.pipeline_parallel = 8;
+  job.plan.data_parallel = 64;
+  job.plan.expert_parallel = 64;
+  job.plan.global_batch = 1024;
+  job.plan.moe.dispatcher = MoeDispatcher::kFlex;
+  const double nvl = 10.0 * 8 * 288 * (14336 + 2056), rdma = 10.0 * 8 * 2 * 140 * (14336 + 2072);
+  EXPECT_DOUBLE_EQ(DispatcherBufferBytes(job), nvl + rdma + 32.0 * (1 << 20));
+  const MemoryEstimate flex = EstimateMemory(job);
+  job.plan.expert_parallel = 8;
+  EXPECT_DOUBLE_EQ(DispatcherBufferBytes(job), 10.0 * 8 * 256 * (14336 + 2056) + 32.0 * (1 << 20));
+  job.plan.expert_parallel = 64;
+  job.plan.moe.dispatcher = MoeDispatcher::kAllToAll;
+  EXPECT_EQ(DispatcherBufferBytes(job), 0);
+  const MemoryEstimate alltoall = EstimateMemory(job);
+  // The same everywhere but the reserve: every stage holds the buffers.
+  ASSERT_EQ(flex.stages.size(), alltoall.stages.size());
+  for (size_t s = 0; s < flex.stages.size(); ++s) {
+    EXPECT_DOUBLE_EQ(flex.stages[s].reserve_bytes - alltoall.stages[s].reserve_bytes,
+                     nvl + rdma + 32.0 * (1 << 20));
+  }
+}
+
 TEST(MoeMemoryTest, ExpertStatesSplitOverEpAndShardOverEdp) {
   Job job;
   job.model = *ModelPreset("mixtral-8x7b");
