@@ -108,6 +108,9 @@ absl::Status PlanFromFlags(const common::FlagParser& flags, v1::ParallelPlan& pl
   VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> moments,
                           flags.GetOnOff("bf16-moments", "plan.bf16_moments"));
   if (moments) plan.set_bf16_moments(*moments);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> fp32_grads,
+                          flags.GetOnOff("fp32-grads", "plan.fp32_grads"));
+  if (fp32_grads) plan.set_fp32_grads(*fp32_grads);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<bool> sp,
                           flags.GetOnOff("sequence-parallel", "plan.sequence_parallel"));
   if (sp) plan.set_sequence_parallel(*sp);

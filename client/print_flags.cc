@@ -85,6 +85,7 @@ std::string FlagsOf(const v1::PredictRequest& r) {
   on_off("overlap-param-gather", p.has_param_gather_overlap(), p.param_gather_overlap());
   on_off("tp-comm-overlap", p.has_tp_comm_overlap(), p.tp_comm_overlap());
   on_off("bf16-moments", p.has_bf16_moments(), p.bf16_moments());
+  on_off("fp32-grads", p.has_fp32_grads(), p.fp32_grads());
   if (p.cp_comm() != v1::CONTEXT_PARALLEL_COMM_UNSPECIFIED) add("cp-comm", EnumName(p.cp_comm()));
   if (p.moe_dispatcher() != v1::MOE_DISPATCHER_UNSPECIFIED) {
     add("moe-dispatcher", EnumName(p.moe_dispatcher()));

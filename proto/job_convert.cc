@@ -159,6 +159,7 @@ GivenSettings GivenOf(const v1::ParallelPlan& p) {
   given.dispatcher = p.moe_dispatcher() != v1::MOE_DISPATCHER_UNSPECIFIED;
   given.moe_overlap = p.has_moe_overlap();
   given.bf16_moments = p.has_bf16_moments();
+  given.fp32_grads = p.has_fp32_grads();
   return given;
 }
 
@@ -225,6 +226,7 @@ absl::Status PlanFromProto(const v1::ParallelPlan& p, Job& job, GivenSettings& g
   if (p.has_tp_comm_overlap()) plan.tp_comm_overlap = p.tp_comm_overlap();
   if (p.has_param_gather_overlap()) plan.param_gather_overlap = p.param_gather_overlap();
   if (p.has_bf16_moments()) plan.bf16_moments = p.bf16_moments();
+  if (p.has_fp32_grads()) plan.fp32_grads = p.fp32_grads();
   CheckGiven(p.has_cp_a2a_size(), p.cp_a2a_size(), "plan.cp_a2a_size", "--cp-a2a-size", problems);
   if (p.has_cp_a2a_size()) plan.cp_a2a_size = p.cp_a2a_size();
   if (p.has_bucket_size_bytes()) plan.bucket_size_bytes = p.bucket_size_bytes();
@@ -359,6 +361,7 @@ v1::PredictRequest JobToProto(const Job& job) {
   p->set_tp_comm_overlap(job.plan.tp_comm_overlap);
   p->set_param_gather_overlap(job.plan.param_gather_overlap);
   p->set_bf16_moments(job.plan.bf16_moments);
+  p->set_fp32_grads(job.plan.fp32_grads);
   if (job.plan.cp_comm != ContextParallelComm::kP2P) p->set_cp_comm(ToProto(job.plan.cp_comm));
   if (job.plan.cp_a2a_size > 0) p->set_cp_a2a_size(job.plan.cp_a2a_size);
   if (job.plan.fp8_recipe != Fp8Recipe::kDelayed) p->set_fp8_recipe(ToProto(job.plan.fp8_recipe));

@@ -222,6 +222,22 @@ std::optional<absl::Status> MegatronMapper::MemoryArg(const MegatronArg& a) {
     precision_aware_ = true;
     return Flag(a);
   }
+  // Gradients in fp32 (arguments.py: with --bf16 unless --grad-reduce-in-bf16
+  // or a bf16 --main-grads-dtype).
+  if (n == "accumulate-allreduce-grads-in-fp32") {
+    grads_fp32_ = true;
+    return Flag(a);
+  }
+  if (n == "grad-reduce-in-bf16") {
+    grads_bf16_ = true;
+    return Flag(a);
+  }
+  if (n == "main-grads-dtype") {
+    absl::StatusOr<std::string> t = Text(a);
+    if (!t.ok()) return t.status();
+    main_grads_ = *t;
+    return absl::OkStatus();
+  }
   if (n == "exp-avg-dtype" || n == "exp-avg-sq-dtype") {
     absl::StatusOr<std::string> t = Text(a);
     if (!t.ok()) return t.status();

@@ -95,8 +95,6 @@ constexpr Ignored kIgnored[] = {
     {"attention-dropout", "dropout (fused into the attention kernel)"},
     {"hidden-dropout", "dropout (elementwise, fused)"},
     {"attention-softmax-in-fp32", "numerics"},
-    {"accumulate-allreduce-grads-in-fp32", "numerics"},
-    {"grad-reduce-in-bf16", "numerics"},
     {"make-vocab-size-divisible-by", "vocabulary padding (vtrain does not pad)"},
     {"transformer-impl", "Transformer Engine (what vtrain models)"},
     {"no-masked-softmax-fusion", "kernel fusion (flash attention does not use it)"},
@@ -159,7 +157,6 @@ constexpr Ignored kApproximated[] = {
     {"defer-embedding-wgrad-compute", "the embedding's weight gradient runs in place"},
     {"wgrad-deferral-limit", "the embedding's weight gradient runs in place"},
     {"moe-shared-expert-overlap", "the shared expert runs after the dispatch"},
-    {"main-grads-dtype", "main gradients and parameters in fp32 (memory only)"},
     {"main-params-dtype", "main gradients and parameters in fp32 (memory only)"},
     {"tp-comm-overlap-cfg", "Transformer Engine's default userbuffer settings"},
     {"use-nccl-ub", "NCCL without user-buffer registration"},
@@ -331,6 +328,10 @@ void MegatronMapper::FinishOptimizer() {
   // The precision-aware optimizer: bf16 moments are what vtrain models.
   const bool bf16_moments = precision_aware_ && exp_avg_ == "bf16" && exp_avg_sq_ == "bf16";
   job_.request.mutable_plan()->set_bf16_moments(bf16_moments);
+  // Megatron-LM's gradient buffer: fp32 with --bf16 unless turned off.
+  const bool fp32_grads =
+      grads_fp32_ || (bf16_ && !grads_bf16_ && !(precision_aware_ && main_grads_ == "bf16"));
+  job_.request.mutable_plan()->set_fp32_grads(fp32_grads);
   if (!precision_aware_ && (exp_avg_ != "fp32" || exp_avg_sq_ != "fp32")) {
     job_.notes.push_back(
         "--exp-avg-dtype/--exp-avg-sq-dtype without "

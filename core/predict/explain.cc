@@ -63,6 +63,8 @@ std::vector<SettingChange> SettingChanges(const Job& job) {
   }
   add(absl::StrCat("--bf16-moments ", OnOff(!p.bf16_moments)),
       [](ParallelPlan& q, ModelSpec&) { q.bf16_moments = !q.bf16_moments; });
+  add(absl::StrCat("--fp32-grads ", OnOff(!p.fp32_grads)),
+      [](ParallelPlan& q, ModelSpec&) { q.fp32_grads = !q.fp32_grads; });
   // Precision.
   if (p.dtype == DType::kFp8) {
     add("--dtype bf16", [](ParallelPlan& q, ModelSpec&) { q.dtype = DType::kBf16; });

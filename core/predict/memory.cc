@@ -260,6 +260,9 @@ MemoryParams ParamsFor(const Job& job, MemoryParams params) {
     params.bytes_per_parameter -= 4;
     params.optimizer_bytes_per_parameter -= 4;
   }
+  // An fp32 gradient buffer: 4 bytes of gradient, not 2 (not sharded by the
+  // distributed optimizer; FSDP shards it with the rest).
+  if (job.plan.fp32_grads) params.bytes_per_parameter += 2;
   return params;
 }
 

@@ -213,6 +213,12 @@ struct ParallelPlan {
   // bf16): 8 bytes of optimizer state a parameter instead of 12 (memory
   // only; the step's time is not modelled apart).
   bool bf16_moments = false;
+  // Gradients accumulated and reduced in an fp32 buffer, as Megatron-LM
+  // does for bf16 unless told otherwise (arguments.py:
+  // accumulate_allreduce_grads_in_fp32 follows main_grads_dtype fp32):
+  // 4 bytes of gradient a parameter, not 2 (memory only; the gradient
+  // traffic is still counted at 16 bits).
+  bool fp32_grads = false;
   // fp8 only: how Transformer Engine scales the fp8 tensors (gpu.h).
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;
   // Sequence parallelism (Korthikanti et al. 2022): TP all-reduces become

@@ -105,6 +105,9 @@ TrainingSettings SettingsFor(SettingsBase base, const ModelSpec& model, const Gp
       // attention.
       s.source = "Megatron-LM's argument defaults";
       s.dispatcher = MoeDispatcher::kAllGather;  // --moe-token-dispatcher-type
+      // With --bf16 gradients accumulate in fp32 unless --grad-reduce-in-bf16
+      // (arguments.py); Megatron-Bridge's performance recipes turn it off.
+      s.fp32_grads = true;
       return s;
     case SettingsBase::kTuned:
       break;
@@ -157,6 +160,7 @@ void FillSettings(const GivenSettings& given, Job& job) {
   }
   if (!given.attention_impl) job.model.attention_impl = s.attention_impl;
   if (!given.bf16_moments) plan.bf16_moments = s.bf16_moments;
+  if (!given.fp32_grads) plan.fp32_grads = s.fp32_grads && plan.dtype != DType::kFp16;
   if (!job.model.is_moe()) return;
   if (!given.dispatcher) plan.moe.dispatcher = s.dispatcher;
   if (!given.moe_overlap) plan.moe.overlap = s.moe_overlap && AllowsMoeOverlap(plan);
@@ -188,6 +192,8 @@ std::vector<std::string> Words(const TrainingSettings& s, bool moe) {
   w.push_back(s.attention_impl == AttentionImpl::kUnfused ? "unfused attention"
                                                           : "flash attention");
   w.push_back(s.bf16_moments ? "bf16 optimizer moments" : "fp32 optimizer moments");
+  w.push_back(s.fp32_grads && s.dtype != DType::kFp16 ? "fp32 gradient buffer"
+                                                      : "16-bit gradient buffer");
   return w;
 }
 
@@ -208,6 +214,7 @@ TrainingSettings RunOf(const Job& job) {
   r.moe_overlap = p.moe.overlap;
   r.attention_impl = job.model.attention_impl;
   r.bf16_moments = p.bf16_moments;
+  r.fp32_grads = p.fp32_grads;
   return r;
 }
 

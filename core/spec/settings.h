@@ -45,6 +45,7 @@ struct TrainingSettings {
   bool moe_overlap = false;  // where Megatron-Core allows the A2A overlap
   AttentionImpl attention_impl = AttentionImpl::kFlash;
   bool bf16_moments = false;  // the precision-aware optimizer's bf16 Adam moments
+  bool fp32_grads = false;    // an fp32 gradient buffer, with bf16 or fp8 (not fp16)
 };
 
 // The settings `base` gives `model` (a preset by its name, else its shape)
@@ -62,7 +63,7 @@ struct GivenSettings {
   bool dtype = false, recompute = false, recompute_modules = false, sequence_parallel = false,
        sharding = false, gradient_bucketing = false, param_gather_overlap = false,
        tp_comm_overlap = false, dispatcher = false, moe_overlap = false, attention_impl = false,
-       bf16_moments = false;
+       bf16_moments = false, fp32_grads = false;
 };
 
 // Fills every setting of `job` that `given` says was not given from

@@ -277,6 +277,18 @@ TEST(MegatronArgsTest, EveryArgumentIsMappedIgnoredOrRefused) {
       "list");
   ASSERT_TRUE(pao.ok()) << pao.status();
   EXPECT_TRUE(pao->request.plan().bf16_moments());
+  // With --bf16 the gradient buffer is fp32 unless turned off.
+  EXPECT_TRUE(pao->request.plan().fp32_grads());
+  for (const char* off :
+       {"--grad-reduce-in-bf16", "--use-precision-aware-optimizer --main-grads-dtype bf16"}) {
+    absl::StatusOr<MegatronJob> j = RequestFromMegatronArgs(
+        absl::StrCat("--num-layers 4 --hidden-size 64 --num-attention-heads 2 --seq-length 128 "
+                     "--bf16 --global-batch-size 8 --vocab-size 100 ",
+                     off),
+        "list");
+    ASSERT_TRUE(j.ok()) << j.status();
+    EXPECT_FALSE(j->request.plan().fp32_grads()) << off;
+  }
   // fp32 training (Megatron's default without --bf16 or --fp16).
   EXPECT_THAT(RequestFromMegatronArgs("--num-layers 4 --hidden-size 64 --num-attention-heads 2 "
                                       "--seq-length 128 --global-batch-size 8 --vocab-size 100",

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/vtrainctl.h"
@@ -91,6 +92,20 @@ void ExpectSameAsFlags(const std::string& yaml, std::vector<std::string> flags) 
   };
   EXPECT_FALSE(ns(a.out).empty());
   EXPECT_EQ(ns(a.out), ns(b.out));
+}
+
+// The performance recipes' dumps say ddp.grad_reduce_in_fp32: false, so
+// their gradient buffer is bf16 (--grad-reduce-in-bf16 in Megatron-LM's words).
+TEST(MegatronBridgeTest, RecipeDumpsKeepBf16Gradients) {
+  for (const char* yaml : {"deepseek_v3.yaml", "llama3_70b.yaml"}) {
+    absl::StatusOr<std::string> text =
+        common::ReadFile(DataPath(std::string("megatron-bridge/") + yaml));
+    ASSERT_TRUE(text.ok()) << text.status();
+    absl::StatusOr<MegatronJob> job = RequestFromBridgeConfig(*text, yaml);
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_TRUE(job->request.plan().has_fp32_grads()) << yaml;
+    EXPECT_FALSE(job->request.plan().fp32_grads()) << yaml;
+  }
 }
 
 TEST(MegatronBridgeTest, Llama3RecipeDumpIsTheSameJobAsItsFlags) {
@@ -209,6 +224,8 @@ TEST(MegatronBridgeTest, ShapesPrecisionRecipesAndLayouts) {
                                        r.plan().recompute_modules().end()),
               Contains("mlp"));
   EXPECT_TRUE(r.plan().bf16_moments());
+  // No ddp section: Megatron-LM's default for bf16, an fp32 gradient buffer.
+  EXPECT_TRUE(r.plan().fp32_grads());
   EXPECT_EQ(r.plan().micro_batch(), 2);
   EXPECT_FALSE(job->notes.empty());  // no world size: give --gpus
 }

@@ -214,5 +214,37 @@ TEST(SettingsTest, Bf16MomentsSaveFourBytesAParameter) {
   EXPECT_THAT(DescribeSettings(job).changed, ::testing::Contains("bf16 optimizer moments"));
 }
 
+// Megatron-LM keeps bf16 gradients in an fp32 buffer: 2 more bytes a
+// parameter, not sharded by the distributed optimizer. Its defaults turn it
+// on with bf16 (not fp16); the tuned recipes (Megatron-Bridge) turn it off.
+TEST(SettingsTest, Fp32GradientsCostTwoBytesAParameter) {
+  Job job = PresetJob("llama3-8b", 1, 1, 8);
+  job.plan.dtype = DType::kBf16;
+  job.plan.data_parallel_sharding = DataParallelSharding::kOptimizer;
+  const MemoryEstimate bf16 = EstimateMemory(job);
+  job.plan.fp32_grads = true;
+  const MemoryEstimate fp32 = EstimateMemory(job);
+  ASSERT_FALSE(fp32.stages.empty());
+  EXPECT_NEAR(fp32.stages[0].model_states_bytes - bf16.stages[0].model_states_bytes,
+              2 * fp32.stages[0].parameters, 1);
+  Job defaults = PresetJob("llama3-8b", 1, 1, 8);
+  defaults.plan.settings = SettingsBase::kMegatronDefaults;
+  defaults.plan.dtype = DType::kBf16;
+  FillSettings({.dtype = true}, defaults);
+  EXPECT_TRUE(defaults.plan.fp32_grads);
+  defaults.plan.dtype = DType::kFp16;
+  FillSettings({.dtype = true}, defaults);
+  EXPECT_FALSE(defaults.plan.fp32_grads);
+  Job tuned = PresetJob("llama3-8b", 1, 1, 8);
+  tuned.plan.dtype = DType::kBf16;
+  FillSettings({.dtype = true}, tuned);
+  EXPECT_FALSE(tuned.plan.fp32_grads);
+  // Given, it stays.
+  tuned.plan.fp32_grads = true;
+  FillSettings({.dtype = true, .fp32_grads = true}, tuned);
+  EXPECT_TRUE(tuned.plan.fp32_grads);
+  EXPECT_THAT(DescribeSettings(tuned).changed, ::testing::Contains("fp32 gradient buffer"));
+}
+
 }  // namespace
 }  // namespace vtrain
