@@ -19,11 +19,11 @@ void TemplateWriter::Operator(const ResolvedOperator& op) {
 }
 
 void TemplateWriter::HostSync() {
+  // Before the pass's first item the host and the GPU start together anyway.
   if (!merge_) {
-    sync_next_ = true;
+    sync_next_ = segments_.size() > 1 || !segments_.front().items.empty();
     return;
   }
-  // Before the pass's first item the host and the GPU start together anyway.
   if (first_host_ns_ >= 0) replay_.host = std::max(replay_.host, replay_.gpu);
 }
 

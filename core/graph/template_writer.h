@@ -45,8 +45,8 @@ class TemplateWriter {
                       Comm comm = Comm::kTensor);
   // The host waits here until the GPU has finished everything before
   // (Megatron-Core's MoE dispatchers read the token counts on the host:
-  // docs/moe.md#the-host-waits-for-the-token-counts). Without host times
-  // (measured gaps) it changes nothing.
+  // docs/moe.md#how-a-moe-layer-is-simulated). Without host times
+  // (measured gaps), or before the pass's first item, it changes nothing.
   void HostSync();
   // Ends the current segment; a bucket all-reduce of `bucket_bytes` follows it.
   void EndSegment(double bucket_bytes);

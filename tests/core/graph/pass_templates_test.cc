@@ -425,6 +425,7 @@ int64_t WrittenSpanNs(Granularity granularity, bool sync) {
   }
   long_op.chain = ChainOf(long_op.profile.kernels);
   short_ops.chain = ChainOf(short_ops.profile.kernels);
+  w.HostSync();  // before anything: nothing to wait for
   w.Operator(long_op);
   if (sync) w.HostSync();
   w.Operator(short_ops);
