@@ -73,12 +73,15 @@ absl::StatusOr<AdmissionGate::Slot> AdmissionGate::Enter(absl::string_view clien
     const double retry_ms =
         std::ceil(mean_hold_ms_ * (c.waiting + 1) / std::max(1, std::min(per_client_, c.busy + 1)));
     if (c.busy == 0 && c.waiting == 0) clients_.erase(client);
-    return absl::ResourceExhaustedError(absl::StrCat(
+    absl::Status refused = absl::ResourceExhaustedError(absl::StrCat(
         "client '", client, "' already has ", max_queued_,
         " calls waiting for a simulation slot (the most one client may queue; this server "
         "runs ",
         capacity_, " at once, at most ", per_client_, " per client): retry in about ",
         static_cast<int64_t>(retry_ms), " ms"));
+    refused.SetPayload(kRetryPushbackPayload,
+                       absl::Cord(absl::StrCat(static_cast<int64_t>(retry_ms))));
+    return refused;
   }
   ++c.waiting;
   auto may = [this, &client]()

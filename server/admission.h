@@ -34,6 +34,12 @@ struct AdmissionLimits {
   int max_queued_per_client = 0;
 };
 
+// The payload a refusal's status carries: how many milliseconds the client
+// should wait before retrying, which the call's trailers repeat as gRPC's
+// grpc-retry-pushback-ms (MethodRunner::Finish), so a channel with a retry
+// policy waits that long by itself.
+inline constexpr char kRetryPushbackPayload[] = "vtrain.dev/retry-pushback-ms";
+
 class AdmissionGate {
  public:
   // A held slot; destroying (or resetting) it frees the slot. Move-only.

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "server/admission.h"
 #include "server/auth.h"
 #include "server/log.h"
 #include "server/status.h"
@@ -44,8 +45,11 @@ absl::Status MethodRunner::CheckToken(const grpc::ServerContextBase& context,
   return s;
 }
 
-grpc::Status MethodRunner::Finish(const Method& method, absl::Time start,
-                                  const absl::Status& status) const {
+grpc::Status MethodRunner::Finish(grpc::ServerContextBase& context, const Method& method,
+                                  absl::Time start, const absl::Status& status) const {
+  if (auto retry_ms = status.GetPayload(kRetryPushbackPayload)) {
+    context.AddTrailingMetadata("grpc-retry-pushback-ms", std::string(*retry_ms));
+  }
   grpc::Status converted = ToGrpcStatus(status);
   metrics_.Request(method.name, StatusCodeName(converted.error_code()),
                    absl::ToDoubleSeconds(absl::Now() - start));

@@ -53,12 +53,12 @@ class MethodRunner {
   // does not serve is refused before authentication (the refusal reveals
   // nothing either).
   template <typename Body>
-  grpc::Status Run(const grpc::ServerContextBase& context, const Method& method,
+  grpc::Status Run(grpc::ServerContextBase& context, const Method& method,
                    const google::protobuf::Message& request, Body&& body) const {
     const absl::Time start = absl::Now();
     absl::Status status = Admit(context, method, request);
     if (status.ok()) status = std::forward<Body>(body)();
-    return Finish(method, start, status);
+    return Finish(context, method, start, status);
   }
 
   // Run's two halves, for a callback handler whose body may end on another
@@ -66,7 +66,10 @@ class MethodRunner {
   // then Finish with the body's status (or Admit's refusal) once it is known.
   absl::Status Admit(const grpc::ServerContextBase& context, const Method& method,
                      const google::protobuf::Message& request) const;
-  grpc::Status Finish(const Method& method, absl::Time start, const absl::Status& status) const;
+  // A refusal with a retry hint (kRetryPushbackPayload) puts it in the
+  // call's trailers as grpc-retry-pushback-ms.
+  grpc::Status Finish(grpc::ServerContextBase& context, const Method& method, absl::Time start,
+                      const absl::Status& status) const;
 
  private:
   // The bearer token check; a refusal is logged with the method and peer.

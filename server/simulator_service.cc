@@ -178,7 +178,7 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
         WarnIfRegistryAway(resp);
         metrics_.PredictionCacheHit();
         RecordMissing(ctx, hit->gpu, hit->missing_keys, hit->fits);
-        reactor->Finish(runner_.Finish(predict_, start, absl::OkStatus()));
+        reactor->Finish(runner_.Finish(*ctx, predict_, start, absl::OkStatus()));
         return reactor;
       }
     }
@@ -218,13 +218,13 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
         // Nothing of the call may outlive Finish: the server's shutdown
         // returns once every call has finished.
         p.reset();
-        reactor->Finish(runner_.Finish(predict_, start, s));
+        reactor->Finish(runner_.Finish(*ctx, predict_, start, s));
       }).detach();
       return reactor;
     }
     status = SimulatePredict(ctx, *prepared, *std::move(slot), resp);
   }
-  reactor->Finish(runner_.Finish(predict_, start, status));
+  reactor->Finish(runner_.Finish(*ctx, predict_, start, status));
   return reactor;
 }
 

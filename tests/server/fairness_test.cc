@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -52,7 +54,14 @@ class Flood {
         const grpc::Status s = reader->Finish();
         absl::MutexLock lock(&mu_);
         if (s.ok()) ++finished_;
-        if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) refusals_.push_back(s);
+        if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+          refusals_.push_back(s);
+          const auto& trailers = raw->GetServerTrailingMetadata();
+          auto it = trailers.find("grpc-retry-pushback-ms");
+          pushbacks_.push_back(it == trailers.end()
+                                   ? std::string()
+                                   : std::string(it->second.data(), it->second.size()));
+        }
       });
     }
   }
@@ -68,6 +77,11 @@ class Flood {
     absl::MutexLock lock(&mu_);
     return refusals_;
   }
+  // Each refusal's grpc-retry-pushback-ms trailer ("" when absent).
+  std::vector<std::string> pushbacks() {
+    absl::MutexLock lock(&mu_);
+    return pushbacks_;
+  }
 
  private:
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts_;
@@ -75,6 +89,7 @@ class Flood {
   absl::Mutex mu_;
   int finished_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<grpc::Status> refusals_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> pushbacks_ ABSL_GUARDED_BY(mu_);
 };
 
 std::unique_ptr<Server> FairServer(const TempDir& dir, int max_queued) {
@@ -122,6 +137,14 @@ TEST(FairnessTest, AClientWithTooManyQueuedCallsIsToldToRetryOverTheRpc) {
   EXPECT_THAT(refusals[0].error_message(),
               ::testing::AllOf(HasSubstr("client 'name:flooder' already has 1 calls waiting"),
                                ::testing::ContainsRegex("retry in about [0-9]+ ms")));
+  // The hint is in the trailers too, where a gRPC retry policy reads it,
+  // and says what the message says.
+  const std::vector<std::string> pushbacks = flood.pushbacks();
+  ASSERT_FALSE(pushbacks.empty());
+  int64_t ms = -1;
+  ASSERT_TRUE(absl::SimpleAtoi(pushbacks[0], &ms)) << "'" << pushbacks[0] << "'";
+  EXPECT_GE(ms, 0);
+  EXPECT_THAT(refusals[0].error_message(), HasSubstr(absl::StrCat("retry in about ", ms, " ms")));
 }
 
 }  // namespace
