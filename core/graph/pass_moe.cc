@@ -41,12 +41,14 @@ MoeExchange MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load) {
     }
   } else if (ep > 1) {
     // Each rank sends its tokens' top-k copies (the busiest receives `load`
-    // times the mean) and gets the outputs back. DeepEP (flex) dispatches in
-    // fp8 under fp8 training and sends a token once per destination node.
-    double dispatch_elem = kElemBytes;
+    // times the mean) and gets the outputs back. DeepEP (flex) sends a token
+    // once per destination node. Megatron-Core dispatches 16-bit tokens
+    // under fp8 training too: its DeepEP path passes the bf16 hidden states
+    // (token_dispatcher.py, fused_dispatch) and HybridEP's says "we do not
+    // support fp8 dispatch" (fused_a2a.py), unlike DeepSeek's own training.
+    const double dispatch_elem = kElemBytes;
     double dedup = 1;
     if (plan.moe.dispatcher == MoeDispatcher::kFlex) {
-      if (plan.dtype == DType::kFp8) dispatch_elem = 1 + 4.0 / 128;  // fp8 + a scale per 128
       const double nodes = static_cast<double>(ep_group.nodes());
       if (nodes > 1) dedup = std::min(1.0, nodes * (1 - std::pow(1 - 1 / nodes, k)) / k);
     }

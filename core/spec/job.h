@@ -115,7 +115,7 @@ enum class ContextParallelComm { kP2P, kA2A, kA2AP2P };
 // --moe-token-dispatcher-type): kAllToAll sends each token copy to the EP rank
 // of its expert and back; kAllGather gathers every token on every EP rank
 // and reduce-scatters the outputs; kFlex is DeepEP's fused dispatch/combine
-// (fp8 dispatch under fp8 training, bf16 combine, each token sent once per
+// (16-bit tokens both ways, as Megatron-Core sends them, each token sent once per
 // node then forwarded over NVLink).
 enum class MoeDispatcher { kAllToAll, kAllGather, kFlex };
 absl::string_view DispatcherName(MoeDispatcher dispatcher);
