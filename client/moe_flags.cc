@@ -61,7 +61,8 @@ void SetRouting(const Routing& r, Message& m) {
 
 void AddRoutingFlags(common::FlagParser& p) {
   p.AddValue("moe-dispatcher", "D",
-             "MoE token dispatcher: alltoall, allgather or flex (DeepEP-style; default alltoall)");
+             "MoE token dispatcher: alltoall, allgather, flex (DeepEP) or hybridep (flex with "
+             "the HybridEP backend); default alltoall");
   p.AddValue("moe-overlap", "on|off",
              "hide MoE dispatch/combine behind another micro-batch's compute (default off)");
   p.AddValue("capacity-factor", "X",

@@ -100,6 +100,7 @@ constexpr Row<MoeDispatcher, v1::MoeDispatcher> kDispatchers[] = {
     {MoeDispatcher::kAllToAll, v1::MOE_DISPATCHER_ALLTOALL},
     {MoeDispatcher::kAllGather, v1::MOE_DISPATCHER_ALLGATHER},
     {MoeDispatcher::kFlex, v1::MOE_DISPATCHER_FLEX},
+    {MoeDispatcher::kHybridEp, v1::MOE_DISPATCHER_HYBRIDEP},
 };
 constexpr Row<AttentionKind, v1::AttentionKind> kAttentions[] = {
     {AttentionKind::kStandard, v1::ATTENTION_KIND_STANDARD},

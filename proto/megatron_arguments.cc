@@ -320,7 +320,7 @@ std::optional<absl::Status> MegatronMapper::MoeArg(const MegatronArg& a) {
     } else if (*t == "allgather") {
       p.set_moe_dispatcher(v1::MOE_DISPATCHER_ALLGATHER);
     } else if (*t == "flex") {
-      p.set_moe_dispatcher(v1::MOE_DISPATCHER_FLEX);
+      p.set_moe_dispatcher(hybridep_ ? v1::MOE_DISPATCHER_HYBRIDEP : v1::MOE_DISPATCHER_FLEX);
     } else {
       return Bad(a,
                  absl::StrCat("'", *t, "' is not a dispatcher; use alltoall, allgather or flex"));
@@ -334,8 +334,17 @@ std::optional<absl::Status> MegatronMapper::MoeArg(const MegatronArg& a) {
   if (n == "moe-flex-dispatcher-backend") {
     absl::StatusOr<std::string> t = Text(a);
     if (!t.ok()) return t.status();
-    job_.notes.push_back(absl::StrCat("--moe-flex-dispatcher-backend ", *t,
-                                      ": modelled as vtrain's flex dispatcher (DeepEP-style)"));
+    // Either order: the backend applies to a flex dispatcher given before or after.
+    hybridep_ = *t == "hybridep";
+    if (hybridep_ && p.moe_dispatcher() == v1::MOE_DISPATCHER_FLEX) {
+      p.set_moe_dispatcher(v1::MOE_DISPATCHER_HYBRIDEP);
+    } else if (!hybridep_ && p.moe_dispatcher() == v1::MOE_DISPATCHER_HYBRIDEP) {
+      p.set_moe_dispatcher(v1::MOE_DISPATCHER_FLEX);
+    }
+    if (*t != "hybridep" && *t != "deepep") {
+      job_.notes.push_back(absl::StrCat("--moe-flex-dispatcher-backend ", *t,
+                                        ": modelled as DeepEP (the flex dispatcher)"));
+    }
     return absl::OkStatus();
   }
   if (n == "overlap-moe-expert-parallel-comm") {

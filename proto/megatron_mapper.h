@@ -100,7 +100,7 @@ class MegatronMapper {
   MegatronJob& job_;
   bool merge_file_ = false, precision_aware_ = false;
   std::string exp_avg_ = "fp32", exp_avg_sq_ = "fp32", main_grads_ = "fp32";
-  bool grads_fp32_ = false, grads_bf16_ = false;
+  bool grads_fp32_ = false, grads_bf16_ = false, hybridep_ = false;
   bool gqa_ = false, swiglu_ = false, fsdp_ = false, bf16_ = false, fp16_ = false, fp8_ = false,
        forced_balance_ = false;
   std::optional<int64_t> query_groups_, kv_channels_, qk_head_dim_, layers_per_virtual_stage_,

@@ -48,7 +48,7 @@ MoeExchange MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load) {
     // support fp8 dispatch" (fused_a2a.py), unlike DeepSeek's own training.
     const double dispatch_elem = kElemBytes;
     double dedup = 1;
-    if (plan.moe.dispatcher == MoeDispatcher::kFlex) {
+    if (IsFlex(plan.moe.dispatcher)) {
       const double nodes = static_cast<double>(ep_group.nodes());
       if (nodes > 1) dedup = std::min(1.0, nodes * (1 - std::pow(1 - 1 / nodes, k)) / k);
     }
@@ -160,9 +160,11 @@ double PairedPassShare(const ParallelPlan& plan) {
 double ExposedMoeExchangeNs(const Job& job, const MoeExchange& x, const MoeLayerCompute& forward,
                             const MoeLayerCompute& backward, double paired_share) {
   // The exchange's kernels hold SMs beside the compute: DeepEP's default of
-  // 20 (deep_ep/buffer.py, Buffer.num_sms), taken for NCCL's all-to-all too.
+  // 20 (deep_ep/buffer.py, Buffer.num_sms), taken for NCCL's all-to-all too;
+  // HybridEP's 32 (moe_hybridep_num_sms, as the recipes and the ModelZoo set it).
   const int64_t sms = job.cluster.gpu.num_sms;
-  const double share = sms > 0 ? std::min(1.0, 20.0 / static_cast<double>(sms)) : 0;
+  const double held = job.plan.moe.dispatcher == MoeDispatcher::kHybridEp ? 32.0 : 20.0;
+  const double share = sms > 0 ? std::min(1.0, held / static_cast<double>(sms)) : 0;
   const double whole = x.dispatch_ns + x.combine_ns;
   return (1 - paired_share) * whole +
          paired_share * PairedMoeExposedNs(x, forward, backward, share);

@@ -87,8 +87,8 @@ std::vector<SettingChange> SettingChanges(const Job& job) {
   }
   // MoE: the dispatcher and the all-to-all overlap.
   if (job.model.is_moe() && p.expert_parallel > 1) {
-    for (MoeDispatcher d :
-         {MoeDispatcher::kAllToAll, MoeDispatcher::kAllGather, MoeDispatcher::kFlex}) {
+    for (MoeDispatcher d : {MoeDispatcher::kAllToAll, MoeDispatcher::kAllGather,
+                            MoeDispatcher::kFlex, MoeDispatcher::kHybridEp}) {
       if (d == p.moe.dispatcher) continue;
       add(absl::StrCat("--moe-dispatcher ", DispatcherName(d)), [d](ParallelPlan& q, ModelSpec&) {
         q.moe.dispatcher = d;

@@ -183,7 +183,28 @@ double WeightGradientShare(const ModelSpec& model, const ParallelPlan& plan) {
 double DispatcherBufferBytes(const Job& job) {
   const ParallelPlan& plan = job.plan;
   const double g = static_cast<double>(plan.expert_parallel * plan.expert_tensor_parallel);
-  if (!job.model.is_moe() || plan.moe.dispatcher != MoeDispatcher::kFlex || g <= 1) return 0;
+  if (!job.model.is_moe() || !IsFlex(plan.moe.dispatcher) || g <= 1) return 0;
+  const double h = static_cast<double>(job.model.hidden_size);
+  if (plan.moe.dispatcher == MoeDispatcher::kHybridEp) {
+    // HybridEP (DeepEP's hybrid-ep branch, 94a9f8f; Megatron-Core's
+    // init_hybrid_ep_buffer) sizes for every EP rank's tokens landing on
+    // one: tokens a rank dispatches padded to 64 (at least 512) times the
+    // ranks, each with 2h bytes, per-expert probabilities of the NVLink
+    // domain's ranks and an fp32 scale per 128; the routing map's all-gather;
+    // past one node an RDMA staging buffer per other node.
+    const double t = 64 * std::ceil(std::max(MoeTokensPerRank(job.model, plan), 512.0) / 64);
+    const double local =
+        static_cast<double>(job.model.moe.num_experts) / static_cast<double>(plan.expert_parallel);
+    const double r = std::min(g, static_cast<double>(NvlinkDomainGpus(job.cluster)));
+    const double nodes = std::max(1.0, g / r);
+    const double nvl = t * g * (2 * h + 4 * local * r + 4 * h / 128) + 8 * std::ceil(t / 64) * g;
+    const double allgather = t * g * local * g;
+    const double rdma = nodes <= 1 ? 0
+                                   : t * ((2 * h + 4 * local * g + 4 * h / 128) +
+                                          (nodes - 1) * (6 * h + 12 * local * r + 4 * h / 128)) +
+                                         32 * (nodes - 1) * (std::ceil(t / 64) + 2);
+    return nvl + allgather + rdma;
+  }
   // DeepEP's Config::get_nvl_buffer_size_hint and get_rdma_buffer_size_hint
   // (csrc/config.hpp; the dispatch and combine configs of deep_ep/buffer.py,
   // hybrid-ep branch 94a9f8f) for Megatron-Core's one buffer a process
@@ -191,7 +212,7 @@ double DispatcherBufferBytes(const Job& job) {
   // most, 256 NVLink receive tokens up to 8 ranks, 288 to 64, 560 beyond;
   // 140 RDMA receive tokens; per token 2h bytes of bf16 and 2,056 (2,072 over
   // RDMA) of metadata (top-k indices, weights, scales); a 32 MiB workspace.
-  const double h2 = 2 * static_cast<double>(job.model.hidden_size);
+  const double h2 = 2 * h;
   const double nvl_ranks = std::min(g, 8.0), rdma_ranks = std::max(g / 8, 1.0);
   const double nvl_tokens = g <= 8 ? 256 : (g <= 64 ? 288 : 560);
   const double nvl = 10 * nvl_ranks * nvl_tokens * (h2 + 2056);

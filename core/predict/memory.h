@@ -71,9 +71,9 @@ double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan, bo
 // past one node's 8 ranks, its RDMA buffer, sized by hidden size and
 // EP x ETP ranks alone (0.2 GiB at EP 8 of hidden 4096, 0.7 GiB at EP 64 of
 // 7168). 0 for the other dispatchers (NCCL's buffers are in the reserve).
-// HybridEP sizes its buffers for the worst case (every rank's tokens on
-// one: about 2h bytes a token times tokens times ranks, 2.4 GiB for
-// DeepSeek-V3 at EP 64 and t = 2) and is not modelled apart.
+// HybridEP (the hybridep dispatcher) sizes its buffers for the worst case,
+// every rank's tokens landing on one: about 2h bytes a token times the
+// rank's tokens times the ranks (2.5 GiB for DeepSeek-V3 at EP 64, t = 2).
 double DispatcherBufferBytes(const Job& job);
 
 // Micro-batch forwards `stage` holds at its peak. 1F1B: min(p - stage, m);

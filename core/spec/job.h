@@ -116,8 +116,15 @@ enum class ContextParallelComm { kP2P, kA2A, kA2AP2P };
 // of its expert and back; kAllGather gathers every token on every EP rank
 // and reduce-scatters the outputs; kFlex is DeepEP's fused dispatch/combine
 // (16-bit tokens both ways, as Megatron-Core sends them, each token sent once per
-// node then forwarded over NVLink).
-enum class MoeDispatcher { kAllToAll, kAllGather, kFlex };
+// node then forwarded over NVLink); kHybridEp is the flex dispatcher with
+// the HybridEP backend (--moe-flex-dispatcher-backend hybridep, Megatron-
+// Bridge's Hopper recipes): the same exchange, its kernels on 32 SMs, not
+// 20, and buffers sized for every rank's tokens landing on one.
+enum class MoeDispatcher { kAllToAll, kAllGather, kFlex, kHybridEp };
+// kFlex or kHybridEp: Megatron-Core's flex dispatcher, either backend.
+inline bool IsFlex(MoeDispatcher d) {
+  return d == MoeDispatcher::kFlex || d == MoeDispatcher::kHybridEp;
+}
 absl::string_view DispatcherName(MoeDispatcher dispatcher);
 absl::StatusOr<MoeDispatcher> ParseDispatcher(absl::string_view name);
 

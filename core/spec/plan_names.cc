@@ -21,7 +21,8 @@ namespace {
 // list them.
 constexpr EnumName<MoeDispatcher> kDispatchers[] = {{MoeDispatcher::kAllToAll, "alltoall"},
                                                     {MoeDispatcher::kAllGather, "allgather"},
-                                                    {MoeDispatcher::kFlex, "flex"}};
+                                                    {MoeDispatcher::kFlex, "flex"},
+                                                    {MoeDispatcher::kHybridEp, "hybridep"}};
 constexpr EnumName<PipelineSchedule> kSchedules[] = {{PipelineSchedule::kGpipe, "gpipe"},
                                                      {PipelineSchedule::k1F1B, "1f1b"},
                                                      {PipelineSchedule::kZbH1, "zb-h1"},

@@ -39,11 +39,11 @@ constexpr PresetRecipe kRecipes[] = {
     // up-projections, overlap_grad_reduce off, no TP overlap.
     // And the precision-aware optimizer with bf16 moments and main grads.
     {"deepseek-v3", "Megatron-Bridge DeepSeek-V3 H100 performance recipe", Recompute::kSelective,
-     kRecomputeMlp | kRecomputeMlaUpProj, MoeDispatcher::kFlex, false, false, false, true},
+     kRecomputeMlp | kRecomputeMlaUpProj, MoeDispatcher::kHybridEp, false, false, false, true},
     // MB qwen/h100/qwen3_moe.py: 30B-A3B flex (HybridEP) with the A2A
     // overlap; 235B-A22B alltoall with the overlap, no TP overlap.
     {"qwen3-30b-a3b", "Megatron-Bridge Qwen3-30B-A3B H100 performance recipe", Recompute::kNone, 0,
-     MoeDispatcher::kFlex, true},
+     MoeDispatcher::kHybridEp, true},
     {"qwen3-235b-a22b", "Megatron-Bridge Qwen3-235B-A22B H100 performance recipe", Recompute::kNone,
      0, MoeDispatcher::kAllToAll, true, true, false},
     // MB gpt_oss/h100/gpt_oss.py: alltoall without the overlap; 120B

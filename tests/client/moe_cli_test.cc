@@ -42,7 +42,7 @@ TEST(MoeCliTest, PredictPrintsTheExpertLayoutAndRouting) {
   const auto r = RunVtrainctlInProcess(Deepseek({"--routing", "lognormal:0.5"}));
   ASSERT_EQ(r.code, common::kExitOk) << r.err;
   EXPECT_THAT(r.out, HasSubstr("moe      256 experts, top-8, expert ffn 2048, 1 shared, first 3 "
-                               "layers dense, MLA, 1 MTP; ep=32 etp=1, flex dispatch"));
+                               "layers dense, MLA, 1 MTP; ep=32 etp=1, hybridep dispatch"));
   // The preset's recipe (Megatron-Bridge): flex, selective recomputation of
   // the MLP and MLA's up-projections; megatron-defaults: allgather, none.
   EXPECT_THAT(r.out, HasSubstr("recompute selective (mlp,mla_up_proj)"));

@@ -277,6 +277,19 @@ TEST(MegatronArgsTest, EveryArgumentIsMappedIgnoredOrRefused) {
       "list");
   ASSERT_TRUE(pao.ok()) << pao.status();
   EXPECT_TRUE(pao->request.plan().bf16_moments());
+  // The flex dispatcher's HybridEP backend, given before or after the type.
+  for (const char* order :
+       {"--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep",
+        "--moe-flex-dispatcher-backend hybridep --moe-token-dispatcher-type flex"}) {
+    absl::StatusOr<MegatronJob> j = RequestFromMegatronArgs(
+        absl::StrCat("--num-layers 4 --hidden-size 64 --num-attention-heads 2 --seq-length 128 "
+                     "--bf16 --global-batch-size 8 --vocab-size 100 --num-experts 4 "
+                     "--expert-model-parallel-size 2 ",
+                     order),
+        "list");
+    ASSERT_TRUE(j.ok()) << j.status();
+    EXPECT_EQ(j->request.plan().moe_dispatcher(), v1::MOE_DISPATCHER_HYBRIDEP) << order;
+  }
   // With --bf16 the gradient buffer is fp32 unless turned off.
   EXPECT_TRUE(pao->request.plan().fp32_grads());
   for (const char* off :

@@ -140,7 +140,7 @@ TEST(MegatronBridgeTest, DeepSeekRecipeDumpIsThePresetsJobAtItsPlan) {
                                          "--sequence-parallel",
                                          "on",
                                          "--moe-dispatcher",
-                                         "flex",
+                                         "hybridep",
                                          "--micro-batch",
                                          "1",
                                          "--global-batch",

@@ -293,6 +293,32 @@ TEST(MoeMemoryTest, TheFlexDispatcherHoldsDeepEpsBuffers) {
   }
 }
 
+// HybridEP's buffers, by hand from DeepEP's hybrid-ep branch: Qwen3-30B-A3B
+// (hidden 2048, 128 experts) at EP 16 over two nodes, 4,096 tokens a rank:
+// 4096 x 16 x (4096 + 4 x 8 x 8 + 64) NVLink bytes (+ 8 x 64 x 16 flags),
+// the routing map's all-gather 4096 x 16 x 8 x 16, and the RDMA staging
+// 4096 x ((4096 + 512 + 64) + (12288 + 768 + 64)) (+ 32 x 66).
+TEST(MoeMemoryTest, HybridEpSizesItsBuffersForEveryRanksTokens) {
+  Job job;
+  job.model = *ModelPreset("qwen3-30b-a3b");
+  job.cluster = DefaultCluster(*GpuByName("h100-sxm5-80gb"), 16);
+  job.plan.data_parallel = 16;
+  job.plan.expert_parallel = 16;
+  job.plan.global_batch = 64;
+  job.plan.moe.dispatcher = MoeDispatcher::kHybridEp;
+  const double nvl = 4096.0 * 16 * (4096 + 4 * 8 * 8 + 64) + 8.0 * 64 * 16;
+  const double allgather = 4096.0 * 16 * 8 * 16;
+  const double rdma = 4096.0 * ((4096 + 512 + 64) + (12288 + 768 + 64)) + 32.0 * 66;
+  EXPECT_DOUBLE_EQ(DispatcherBufferBytes(job), nvl + allgather + rdma);
+  // Twice the tokens, about twice the buffers; DeepEP's do not grow.
+  Job longer = job;
+  longer.model.seq_len = 8192;
+  EXPECT_GT(DispatcherBufferBytes(longer), 1.9 * DispatcherBufferBytes(job));
+  longer.plan.moe.dispatcher = MoeDispatcher::kFlex;
+  job.plan.moe.dispatcher = MoeDispatcher::kFlex;
+  EXPECT_DOUBLE_EQ(DispatcherBufferBytes(longer), DispatcherBufferBytes(job));
+}
+
 TEST(MoeMemoryTest, ExpertStatesSplitOverEpAndShardOverEdp) {
   Job job;
   job.model = *ModelPreset("mixtral-8x7b");

@@ -66,7 +66,7 @@ TEST(SettingsTest, MegatronDefaultsTurnEverythingOffAndThePaperIsItsA100Run) {
 TEST(SettingsTest, MoePresetsCarryTheirRecipes) {
   const GpuSpec h100 = Gpu("h100-sxm5-80gb");
   const TrainingSettings ds = SettingsFor(SettingsBase::kTuned, *ModelPreset("deepseek-v3"), h100);
-  EXPECT_EQ(ds.dispatcher, MoeDispatcher::kFlex);
+  EXPECT_EQ(ds.dispatcher, MoeDispatcher::kHybridEp);  // flex with the HybridEP backend
   EXPECT_EQ(ds.recompute, Recompute::kSelective);
   EXPECT_EQ(ds.recompute_modules, kRecomputeMlp | kRecomputeMlaUpProj);
   EXPECT_FALSE(ds.gradient_bucketing);  // the recipe's overlap_grad_reduce=False
