@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "core/graph/pass_templates.h"
+#include "core/graph/template_writer.h"
 #include "core/profile/kernel_model.h"
 #include "core/spec/model.h"
 #include "core/spec/moe.h"
@@ -90,11 +92,6 @@ std::vector<KernelRecord> MoeChunkSortKernels(const Job& job, const AnalyticalPa
   return std::move(seq).Finish();
 }
 
-bool MoeHostSyncs(const ParallelPlan& plan) {
-  const bool exchanges = plan.expert_parallel * plan.expert_tensor_parallel > 1;
-  return exchanges && plan.moe.capacity_factor <= 0;
-}
-
 bool MoeSyncSplit(const std::vector<KernelRecord>& kernels, std::vector<KernelRecord>& route,
                   std::vector<KernelRecord>& experts) {
   size_t at = kernels.size();
@@ -106,6 +103,48 @@ bool MoeSyncSplit(const std::vector<KernelRecord>& kernels, std::vector<KernelRe
   route.assign(kernels.begin(), kernels.begin() + static_cast<std::ptrdiff_t>(at));
   experts.assign(kernels.begin() + static_cast<std::ptrdiff_t>(at), kernels.end());
   return true;
+}
+
+MoeBlockParts MakeMoeBlockParts(const Job& job, const AnalyticalParams& params,
+                                const ResolvedOperator& forward, const MoeExchange& x,
+                                double load) {
+  auto resolved = [](std::vector<KernelRecord> kernels) {
+    ResolvedOperator op;
+    op.profile.kernels = std::move(kernels);
+    op.chain = ChainOf(op.profile.kernels);
+    return op;
+  };
+  MoeBlockParts parts;
+  parts.exposed_ns = x.dispatch_ns + x.combine_ns;
+  if (parts.exposed_ns > 0) parts.dispatch_share = x.dispatch_ns / parts.exposed_ns;
+  parts.sort_fwd = resolved(MoeChunkSortKernels(job, params, load, /*backward=*/false));
+  parts.sort_bwd = resolved(MoeChunkSortKernels(job, params, load, /*backward=*/true));
+  std::vector<KernelRecord> route, experts;
+  if (MoeHostSyncs(job.plan) && MoeSyncSplit(forward.profile.kernels, route, experts)) {
+    parts.route = resolved(std::move(route));
+    parts.experts = resolved(std::move(experts));
+  }
+  return parts;
+}
+
+void WriteMoeBlock(TemplateWriter& w, const ResolvedOperator& op, bool backward,
+                   const MoeBlockParts& parts) {
+  constexpr TemplateWriter::Comm kEp = TemplateWriter::Comm::kExpert;
+  const ResolvedOperator& sort = backward ? parts.sort_bwd : parts.sort_fwd;
+  if (backward || parts.route.profile.kernels.empty()) {
+    w.Operator(op);
+    w.Operator(sort);
+    if (parts.exposed_ns > 0) w.TensorParallel(std::llround(parts.exposed_ns), parts.label, 0, kEp);
+    return;
+  }
+  w.Operator(parts.route);
+  w.HostSync();
+  const int64_t dispatch = std::llround(parts.exposed_ns * parts.dispatch_share);
+  if (dispatch > 0) w.TensorParallel(dispatch, parts.label, 0, kEp);
+  w.Operator(parts.experts);
+  w.Operator(sort);
+  const int64_t combine = std::llround(parts.exposed_ns) - dispatch;
+  if (combine > 0) w.TensorParallel(combine, parts.label, 0, kEp);
 }
 
 namespace {

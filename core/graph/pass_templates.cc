@@ -15,7 +15,6 @@ namespace {
 
 // Whose a blocking collective is, for the stage breakdown.
 constexpr TemplateWriter::Comm kCp = TemplateWriter::Comm::kContext;
-constexpr TemplateWriter::Comm kEp = TemplateWriter::Comm::kExpert;
 
 // Makes the templates of one stage; see MakeStageTemplates.
 class TemplateMaker {
@@ -60,31 +59,13 @@ class TemplateMaker {
     return model_.IsMoeLayer(first_layer + index);
   }
   // A MoE layer's FFN block: the shared experts' tensor-parallel
-  // collectives, the token dispatch, the experts, the combine; `backward`
-  // mirrors it. Under overlap, a pass merged with another micro-batch's
-  // (Megatron's 1F1B A2A overlap) leaves only part of its exchange exposed
-  // (PrepareMoe).
-  // A forward whose dispatcher reads the token counts on the host runs as
-  // its routing part, the host's wait, the dispatch, the experts part and
-  // the combine (MoeSyncSplit).
+  // collectives around the token dispatch, the experts and the combine
+  // (WriteMoeBlock); `backward` mirrors it. Under overlap, a pass merged with
+  // another micro-batch's (Megatron's 1F1B A2A overlap) leaves only part of
+  // its exchange exposed (PrepareMoe).
   void MoeBlock(TemplateWriter& w, const ResolvedOperator& op) {
     if (shared_tp_ && sp_) w.TensorParallel(gather_ns_, gather_label_);
-    const bool split = &op == moe_fwd_ && !moe_route_.profile.kernels.empty();
-    const ResolvedOperator& sort = &op == moe_bwd_ ? moe_sort_bwd_ : moe_sort_fwd_;
-    if (split) {
-      w.Operator(moe_route_);
-      w.HostSync();
-      const int64_t dispatch = std::llround(moe_exposed_ns_ * moe_dispatch_share_);
-      if (dispatch > 0) w.TensorParallel(dispatch, moe_label_, 0, kEp);
-      w.Operator(moe_experts_);
-      w.Operator(sort);
-      const int64_t combine = std::llround(moe_exposed_ns_) - dispatch;
-      if (combine > 0) w.TensorParallel(combine, moe_label_, 0, kEp);
-    } else {
-      w.Operator(op);
-      w.Operator(sort);
-      if (moe_exposed_ns_ > 0) w.TensorParallel(std::llround(moe_exposed_ns_), moe_label_, 0, kEp);
-    }
+    WriteMoeBlock(w, op, &op == moe_bwd_, moe_);
     if (shared_tp_) {
       w.TensorParallel(sp_ ? scatter_ns_ : reduce_ns_, sp_ ? scatter_label_ : reduce_label_);
     }
@@ -199,28 +180,17 @@ class TemplateMaker {
   const double activation_bytes_;
   const LayerShape shape_;
   const double paired_share_;
-  // Set by PrepareMoe: the exposed time of one MoE block's token exchange,
-  // and whether the shared experts need tensor-parallel collectives.
-  double moe_exposed_ns_ = 0;
+  // Set by PrepareMoe: what a MoE block writes besides the shared experts'
+  // collectives, whether those are needed, and the backward operator (to
+  // tell a block's pass).
+  MoeBlockParts moe_;
   bool shared_tp_ = false;
-  // Set by PrepareMoe when the forward's host waits for the token counts:
-  // the MoE forward operator, split into routing and experts (members, as
-  // merged passes keep pointers to their kernels' names), and the
-  // dispatch's share of the exposed exchange.
-  const ResolvedOperator* moe_fwd_ = nullptr;
-  ResolvedOperator moe_route_, moe_experts_;
-  double moe_dispatch_share_ = 0.5;
-  // The alltoall dispatcher's sort of the received tokens by local expert
-  // and back (MoeChunkSortKernels); empty otherwise. moe_bwd_ tells the
-  // backward's block from the forward's.
   const ResolvedOperator* moe_bwd_ = nullptr;
-  ResolvedOperator moe_sort_fwd_, moe_sort_bwd_;
   // Set by Backward: the weight-gradient share of the pass's compute (W).
   double weight_ns_ = 0;
   // UpProjRecompute's operator: a member, as merged passes keep pointers
   // to its kernels' names.
   ResolvedOperator up_proj_;
-  int32_t moe_label_ = 0;
   // Set by Prepare.
   int64_t reduce_ns_ = 0, gather_ns_ = 0, scatter_ns_ = 0, core_ns_ = 0, ring_step_ns_ = 0;
   int64_t block_gather_ns_ = 0;  // the all-gather into a block's first GEMM
@@ -286,32 +256,15 @@ void TemplateMaker::Prepare() {
 
 void TemplateMaker::PrepareMoe() {
   if (!model_.is_moe()) return;
-  moe_label_ = label_("moe_token_exchange");
   shared_tp_ = t_ > 1 && model_.moe.shared_width() > 0;
   const double load = static_cast<double>(shape_.expert_load_permille) / 1000.0;
   const MoeExchange x = MoeExchangeNs(job_, lookup_, load);
-  moe_exposed_ns_ = x.dispatch_ns + x.combine_ns;
-  if (moe_exposed_ns_ > 0) moe_dispatch_share_ = x.dispatch_ns / moe_exposed_ns_;
+  moe_ = MakeMoeBlockParts(job_, lookup_.params(), Op(OperatorKind::kMoeFwd), x, load);
+  moe_.label = label_("moe_token_exchange");
   moe_bwd_ = &Op(OperatorKind::kMoeBwd);
-  moe_sort_fwd_.profile.kernels =
-      MoeChunkSortKernels(job_, lookup_.params(), load, /*backward=*/false);
-  moe_sort_fwd_.chain = ChainOf(moe_sort_fwd_.profile.kernels);
-  moe_sort_bwd_.profile.kernels =
-      MoeChunkSortKernels(job_, lookup_.params(), load, /*backward=*/true);
-  moe_sort_bwd_.chain = ChainOf(moe_sort_bwd_.profile.kernels);
-  if (MoeHostSyncs(plan_)) {
-    moe_fwd_ = &Op(OperatorKind::kMoeFwd);
-    std::vector<KernelRecord> route, experts;
-    if (MoeSyncSplit(moe_fwd_->profile.kernels, route, experts)) {
-      moe_route_.profile.kernels = std::move(route);
-      moe_route_.chain = ChainOf(moe_route_.profile.kernels);
-      moe_experts_.profile.kernels = std::move(experts);
-      moe_experts_.chain = ChainOf(moe_experts_.profile.kernels);
-    }
-  }
   if (paired_share_ <= 0) return;
   auto span = [&](OperatorKind op) { return static_cast<double>(Op(op).profile.SpanNs()); };
-  moe_exposed_ns_ = ExposedMoeExchangeNs(
+  moe_.exposed_ns = ExposedMoeExchangeNs(
       job_, x, {span(OperatorKind::kAttentionFwd), span(OperatorKind::kMoeFwd)},
       {span(OperatorKind::kAttentionBwd), span(OperatorKind::kMoeBwd)}, paired_share_);
 }

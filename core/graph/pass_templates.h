@@ -19,6 +19,8 @@
 
 namespace vtrain::internal {
 
+class TemplateWriter;  // core/graph/template_writer.h
+
 inline constexpr double kElemBytes = 2;  // fp16 / bf16 activations and gradients
 
 // One future task of a pass, before it is placed in the graph.
@@ -183,16 +185,6 @@ struct MoeExchange {
 };
 MoeExchange MoeExchangeNs(const Job& job, ProfileLookup& lookup, double load);
 
-// Whether a MoE forward's host waits for the GPU before the dispatch:
-// Megatron-Core's dropless dispatchers size their buffers from the token
-// counts on the host (alltoall: a D2H copy synchronised before the
-// all-to-all; DeepEP and HybridEP: the host spins until every EP peer's
-// counts arrive; allgather: .cpu() on the counts), so every EP rank waits
-// for its GPU to reach the dispatch. A capacity factor, taken as padded to
-// capacity (--moe-pad-expert-input-to-capacity, as the recipes that set one
-// do), fixes the sizes and needs no wait; nor does a plan without EP.
-bool MoeHostSyncs(const ParallelPlan& plan);
-
 // The alltoall dispatcher's two sorts of a pass, with more than one local
 // expert: after the dispatch the received tokens are regrouped by local
 // expert, before the combine put back in source-rank order; the busiest
@@ -203,6 +195,27 @@ bool MoeHostSyncs(const ParallelPlan& plan);
 // by expert inside their own kernels) and one local expert.
 std::vector<KernelRecord> MoeChunkSortKernels(const Job& job, const AnalyticalParams& params,
                                               double load, bool backward);
+
+// What a pass writes of a MoE layer's block besides the shared experts'
+// collectives (MakeMoeBlockParts, WriteMoeBlock): the forward split at the
+// host's wait for the token counts (route and experts empty when there is
+// no wait, or the kernels have no host times), the alltoall dispatcher's
+// sorts (MoeChunkSortKernels), and the exposed exchange with the dispatch's
+// share of it. A template maker keeps one: merged passes keep pointers to
+// its kernels' names.
+struct MoeBlockParts {
+  ResolvedOperator route, experts, sort_fwd, sort_bwd;
+  double exposed_ns = 0;
+  double dispatch_share = 0.5;
+  int32_t label = 0;  // the exchange's ("moe_token_exchange")
+};
+MoeBlockParts MakeMoeBlockParts(const Job& job, const AnalyticalParams& params,
+                                const ResolvedOperator& forward, const MoeExchange& x, double load);
+// One block's operator `op` (the MoE forward or backward, `backward` saying
+// which), its sorts and its exposed exchange; a forward with a wait runs as
+// routing, the host's wait, the dispatch, the experts and the combine.
+void WriteMoeBlock(TemplateWriter& w, const ResolvedOperator& op, bool backward,
+                   const MoeBlockParts& parts);
 
 // Splits a MoE forward operator's kernels before its first permutation
 // kernel: `route` (norm, router, auxiliary loss, dispatch preprocessing)

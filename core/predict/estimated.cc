@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/spec/moe.h"
 
 namespace vtrain {
 namespace {
@@ -25,14 +26,14 @@ void MoePieces(const Job& job, const std::vector<LookupRecord>& records,
         "MoE layer kernels (router, auxiliary loss, permutation, per-expert GEMMs, SwiGLU, shared "
         "experts): analytical roofline, no measured MoE kernels in this profile set");
   }
-  const bool exchanges = plan.expert_parallel * plan.expert_tensor_parallel > 1;
+  const bool exchanges = ExchangesTokens(plan);
   const bool gathers = plan.moe.dispatcher == MoeDispatcher::kAllGather;
   if (exchanges && Unmeasured(records, gathers ? "/all_gather " : "/all_to_all ")) {
     out.push_back(
         "token dispatch and combine: analytical collective model (the off-node share through "
         "the rank's NICs), no measured all-to-all curve");
   }
-  if (exchanges && plan.moe.capacity_factor <= 0) {
+  if (MoeHostSyncs(plan)) {
     out.push_back(
         "the host's wait for the token counts before each dispatch: modelled from "
         "Megatron-Core's dispatchers, not measured");

@@ -182,8 +182,8 @@ double WeightGradientShare(const ModelSpec& model, const ParallelPlan& plan) {
 
 double DispatcherBufferBytes(const Job& job) {
   const ParallelPlan& plan = job.plan;
+  if (!job.model.is_moe() || !IsFlex(plan.moe.dispatcher) || !ExchangesTokens(plan)) return 0;
   const double g = static_cast<double>(plan.expert_parallel * plan.expert_tensor_parallel);
-  if (!job.model.is_moe() || !IsFlex(plan.moe.dispatcher) || g <= 1) return 0;
   const double h = static_cast<double>(job.model.hidden_size);
   if (plan.moe.dispatcher == MoeDispatcher::kHybridEp) {
     // HybridEP (DeepEP's hybrid-ep branch, 94a9f8f; Megatron-Core's
@@ -315,6 +315,7 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& given) {
   const double per_layer = LayerActivationBytes(m, plan);
   const double per_moe_layer = m.is_moe() ? LayerActivationBytes(m, plan, true) : 0;
   const double full_layer = UncomputedLayerBytes(m, plan);
+  const double reserve = params.reserve_bytes + DispatcherBufferBytes(job);  // every stage
 
   MemoryEstimate out;
   out.capacity_bytes = static_cast<double>(job.cluster.gpu.memory_bytes);
@@ -378,7 +379,7 @@ MemoryEstimate EstimateMemory(const Job& job, const MemoryParams& given) {
     // embedding output split over t; CP holds s/c tokens.
     if (first) sm.logits_bytes += 2 * s * b * h / (sp ? t : 1) / c;
     if (last) sm.logits_bytes += 2 * 4 * s / c * b * std::ceil(vocab / t);
-    sm.reserve_bytes = params.reserve_bytes + DispatcherBufferBytes(job);
+    sm.reserve_bytes = reserve;
     sm.peak_bytes =
         sm.model_states_bytes + sm.activations_bytes + sm.logits_bytes + sm.reserve_bytes;
     out.peak_bytes = std::max(out.peak_bytes, sm.peak_bytes);

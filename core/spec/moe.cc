@@ -364,6 +364,14 @@ ExpertLoad ExpectedExpertLoad(const ModelSpec& model, const ParallelPlan& plan) 
   return out;
 }
 
+bool ExchangesTokens(const ParallelPlan& plan) {
+  return plan.expert_parallel * plan.expert_tensor_parallel > 1;
+}
+
+bool MoeHostSyncs(const ParallelPlan& plan) {
+  return ExchangesTokens(plan) && plan.moe.capacity_factor <= 0;
+}
+
 double MoeTokensPerRank(const ModelSpec& model, const ParallelPlan& plan) {
   const double tokens = static_cast<double>(plan.micro_batch) * static_cast<double>(model.seq_len) /
                         static_cast<double>(plan.context_parallel);

@@ -46,6 +46,19 @@ ExpertLoad ExpectedExpertLoad(const ModelSpec& model, const ParallelPlan& plan);
 // with sequence parallelism (each tensor-parallel rank routes its own slice).
 double MoeTokensPerRank(const ModelSpec& model, const ParallelPlan& plan);
 
+// Whether the plan exchanges tokens between ranks (ep x etp > 1).
+bool ExchangesTokens(const ParallelPlan& plan);
+
+// Whether a MoE forward's host waits for the GPU before the dispatch:
+// Megatron-Core's dropless dispatchers size their buffers from the token
+// counts on the host (alltoall: a D2H copy synchronised before the
+// all-to-all; DeepEP and HybridEP: the host spins until every EP peer's
+// counts arrive; allgather: .cpu() on the counts), so every EP rank waits
+// for its GPU to reach the dispatch. A capacity factor, taken as padded to
+// capacity (--moe-pad-expert-input-to-capacity, as the recipes that set one
+// do), fixes the sizes and needs no wait; nor does a plan without EP.
+bool MoeHostSyncs(const ParallelPlan& plan);
+
 }  // namespace vtrain
 
 #endif  // VTRAIN_CORE_SPEC_MOE_H_

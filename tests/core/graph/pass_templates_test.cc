@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/graph/template_writer.h"
+#include "core/spec/moe.h"
 #include "gtest/gtest.h"
 #include "tests/testing/spec_builders.h"
 
