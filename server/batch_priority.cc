@@ -20,7 +20,9 @@ void LowerThisThreadsPriority() {
   // once instead of waiting out a time slice. Measured with
   // tests/bench/flood_benchmark on 2 cores: a well-behaved client's p99
   // under an 8-thread search flood 3.2-3.4x its p99 alone, against
-  // 6.2-8.1x with the niceness alone. Threads it starts inherit both.
+  // 6.2-8.1x with the niceness alone; 1.7-1.8x once batch threads stopped
+  // entering gRPC (CallerThread; docs/deployment.md). Threads it starts
+  // inherit both.
   const auto tid = static_cast<id_t>(syscall(SYS_gettid));
   (void)setpriority(PRIO_PROCESS, tid, kBatchNiceness);
   sched_param param{};
@@ -28,14 +30,46 @@ void LowerThisThreadsPriority() {
 #endif
 }
 
-absl::Status RunAtBatchPriority(const std::function<absl::Status()>& body) {
+void CallerThread::Run(const std::function<void()>& fn) {
+  absl::MutexLock turn(&one_at_a_time_);
+  absl::MutexLock lock(&mu_);
+  pending_ = &fn;
+  mu_.Await(absl::Condition(this, &CallerThread::Served));
+}
+
+void CallerThread::Serve() {
+  mu_.LockWhen(absl::Condition(this, &CallerThread::HasWork));
+  while (pending_ != nullptr) {
+    const std::function<void()>* fn = pending_;
+    mu_.Unlock();
+    (*fn)();
+    mu_.Lock();
+    pending_ = nullptr;  // wakes the batch thread waiting in Run
+    mu_.Await(absl::Condition(this, &CallerThread::HasWork));
+  }
+  mu_.Unlock();
+}
+
+void CallerThread::Done() {
+  absl::MutexLock lock(&mu_);
+  done_ = true;
+}
+
+absl::Status RunAtBatchPriority(const std::function<absl::Status(CallerThread&)>& body) {
+  CallerThread caller;
   absl::Status status;
   std::thread worker([&] {
     LowerThisThreadsPriority();
-    status = body();
+    status = body(caller);
+    caller.Done();
   });
+  caller.Serve();
   worker.join();
   return status;
+}
+
+absl::Status RunAtBatchPriority(const std::function<absl::Status()>& body) {
+  return RunAtBatchPriority([&](CallerThread&) { return body(); });
 }
 
 }  // namespace vtrain::server

@@ -8,7 +8,9 @@
 
 #include <functional>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 
 namespace vtrain::server {
 
@@ -21,7 +23,35 @@ inline constexpr int kBatchNiceness = 10;
 // priority back.
 void LowerThisThreadsPriority();
 
-// Runs `body` on a new thread at batch priority and returns its status.
+// The thread that started batch work, at its own priority. Batch work hands
+// it whatever enters gRPC (a stream's Write, a call's Finish): gRPC's
+// transport runs other calls' pending work on whichever thread enters it
+// and holds locks they wait on, so a batch thread preempted inside gRPC
+// would stall other clients' answers until the cores fall idle.
+class CallerThread {
+ public:
+  // Runs `fn` on the caller's thread; returns once it has run. Thread-safe:
+  // concurrent calls run one at a time.
+  void Run(const std::function<void()>& fn);
+
+ private:
+  friend absl::Status RunAtBatchPriority(const std::function<absl::Status(CallerThread&)>& body);
+  // The caller's loop: runs what Run hands it until the work is done.
+  void Serve();
+  void Done();
+  bool Served() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pending_ == nullptr; }
+  bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pending_ != nullptr || done_; }
+
+  absl::Mutex one_at_a_time_;  // among batch threads calling Run
+  absl::Mutex mu_;
+  const std::function<void()>* pending_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Runs `body` on a new thread at batch priority and returns its status;
+// the calling thread meanwhile runs what `body` hands to its CallerThread.
+absl::Status RunAtBatchPriority(const std::function<absl::Status(CallerThread&)>& body);
+// The same for work that hands nothing back.
 absl::Status RunAtBatchPriority(const std::function<absl::Status()>& body);
 
 }  // namespace vtrain::server

@@ -62,9 +62,7 @@ SimulatorService::SimulatorService(const ServerOptions& options, Registry& regis
 
 grpc::Status SimulatorService::PlanModel(grpc::ServerContext* ctx, const v1::PlanModelRequest* req,
                                          grpc::ServerWriter<v1::PlanModelResponse>* writer) {
-  return runner_.Run(*ctx, plan_model_, *req, [&] {
-    return RunAtBatchPriority([&] { return RunPlanModel(ctx, req, writer); });
-  });
+  return runner_.Run(*ctx, plan_model_, *req, [&] { return RunPlanModel(ctx, req, writer); });
 }
 
 service::CallOptions SimulatorService::OptionsFor(const grpc::ServerContextBase* ctx) const {
@@ -84,15 +82,21 @@ absl::Status SimulatorService::RunPlanModel(const grpc::ServerContext* ctx,
   VTRAIN_ASSIGN_OR_RETURN(service::PreparedPlanModel prepared,
                           service::PreparePlanModel(*req, source_));
   service::CallOptions options = OptionsFor(ctx);
-  options.progress = [writer](int64_t done, int64_t total) {
-    v1::PlanModelResponse msg;
-    msg.mutable_progress()->set_evaluated(done);
-    msg.mutable_progress()->set_total(total);
-    writer->Write(msg);
-  };
   VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot slot,
                           admission_.Enter(ClientKey(*ctx), options.cancelled));
-  absl::StatusOr<v1::PlanModelResult> result = service::RunPlanModel(prepared, options);
+  // As a search: batch priority for the work, gRPC's thread for the rest.
+  absl::StatusOr<v1::PlanModelResult> result;
+  (void)RunAtBatchPriority([&](CallerThread& caller) {
+    options.progress = [writer, &caller](int64_t done, int64_t total) {
+      v1::PlanModelResponse msg;
+      msg.mutable_progress()->set_evaluated(done);
+      msg.mutable_progress()->set_total(total);
+      caller.Run([&] { writer->Write(msg); });
+    };
+    result = service::RunPlanModel(prepared, options);
+    return absl::OkStatus();
+  });
+  slot.Release();
   if (!result.ok()) return ExplainCancellation(*ctx, result.status(), "model planning");
   v1::PlanModelResponse msg;
   *msg.mutable_result() = *std::move(result);
@@ -103,9 +107,7 @@ absl::Status SimulatorService::RunPlanModel(const grpc::ServerContext* ctx,
 grpc::Status SimulatorService::ClusterSim(grpc::ServerContext* ctx,
                                           const v1::ClusterSimRequest* req,
                                           v1::ClusterSimResponse* resp) {
-  return runner_.Run(*ctx, cluster_sim_, *req, [&] {
-    return RunAtBatchPriority([&] { return RunClusterSim(ctx, req, resp); });
-  });
+  return runner_.Run(*ctx, cluster_sim_, *req, [&] { return RunClusterSim(ctx, req, resp); });
 }
 
 absl::Status SimulatorService::RunClusterSim(const grpc::ServerContext* ctx,
@@ -118,9 +120,14 @@ absl::Status SimulatorService::RunClusterSim(const grpc::ServerContext* ctx,
                           admission_.EnterWide(ClientKey(*ctx), options.cancelled));
   options.threads = static_cast<int>(slots.size());
   // The tables go through the curve cache: a scheduler replaying windows of
-  // one trace asks for the same shapes again.
-  absl::StatusOr<v1::ClusterSimResponse> result =
-      service::RunClusterSim(prepared, options, &curve_cache_);
+  // one trace asks for the same shapes again. As a search: slots on gRPC's
+  // thread, the work at batch priority.
+  absl::StatusOr<v1::ClusterSimResponse> result;
+  (void)RunAtBatchPriority([&] {
+    result = service::RunClusterSim(prepared, options, &curve_cache_);
+    return absl::OkStatus();
+  });
+  slots.clear();
   if (!result.ok()) return ExplainCancellation(*ctx, result.status(), "cluster simulation");
   *resp = *std::move(result);
   return absl::OkStatus();
@@ -137,8 +144,7 @@ grpc::Status SimulatorService::Presets(grpc::ServerContext* ctx, const v1::Prese
 grpc::Status SimulatorService::ThroughputCurve(grpc::ServerContext* ctx,
                                                const v1::ThroughputCurveRequest* req,
                                                v1::ThroughputCurveResponse* resp) {
-  return runner_.Run(*ctx, curve_, *req,
-                     [&] { return RunAtBatchPriority([&] { return RunCurve(ctx, req, resp); }); });
+  return runner_.Run(*ctx, curve_, *req, [&] { return RunCurve(ctx, req, resp); });
 }
 
 absl::Status SimulatorService::RunCurve(const grpc::ServerContext* ctx,
@@ -149,8 +155,12 @@ absl::Status SimulatorService::RunCurve(const grpc::ServerContext* ctx,
   VTRAIN_ASSIGN_OR_RETURN(std::vector<AdmissionGate::Slot> slots,
                           admission_.EnterWide(ClientKey(*ctx), options.cancelled));
   options.threads = static_cast<int>(slots.size());
-  absl::StatusOr<v1::ThroughputCurveResponse> curves =
-      service::RunCurves(prepared, options, &curve_cache_);
+  absl::StatusOr<v1::ThroughputCurveResponse> curves;  // as a search
+  (void)RunAtBatchPriority([&] {
+    curves = service::RunCurves(prepared, options, &curve_cache_);
+    return absl::OkStatus();
+  });
+  slots.clear();
   if (!curves.ok()) return ExplainCancellation(*ctx, curves.status(), "curve");
   *resp = *std::move(curves);
   return absl::OkStatus();
@@ -205,15 +215,19 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
       // call sees the cancellation within 50 ms).
       auto p = std::make_unique<PreparedPrediction>(*std::move(prepared));
       std::thread([this, ctx, resp, reactor, start, p = std::move(p)]() mutable {
-        // Kernel granularity is long work; a queued operator prediction
-        // keeps its priority.
-        if (p->call.options.granularity != Granularity::kOperator) LowerThisThreadsPriority();
         absl::Status s = [&]() -> absl::Status {
           // Held for the simulation only; queued calls wait until their
           // deadline or cancellation.
           VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot waited,
                                   admission_.Enter(ClientKey(*ctx), p->call.options.cancelled));
-          return SimulatePredict(ctx, *p, std::move(waited), resp);
+          // Kernel granularity is long work, simulated at batch priority;
+          // a queued operator prediction keeps its priority. This thread
+          // answers (gRPC is never entered at batch priority).
+          if (p->call.options.granularity == Granularity::kOperator) {
+            return SimulatePredict(ctx, *p, std::move(waited), resp);
+          }
+          return RunAtBatchPriority(
+              [&] { return SimulatePredict(ctx, *p, std::move(waited), resp); });
         }();
         // Nothing of the call may outlive Finish: the server's shutdown
         // returns once every call has finished.
@@ -230,9 +244,7 @@ grpc::ServerUnaryReactor* SimulatorService::Predict(grpc::CallbackServerContext*
 
 grpc::Status SimulatorService::Search(grpc::ServerContext* ctx, const v1::SearchRequest* req,
                                       grpc::ServerWriter<v1::SearchResponse>* writer) {
-  return runner_.Run(*ctx, search_, *req, [&] {
-    return RunAtBatchPriority([&] { return RunSearch(ctx, req, writer); });
-  });
+  return runner_.Run(*ctx, search_, *req, [&] { return RunSearch(ctx, req, writer); });
 }
 
 absl::StatusOr<SimulatorService::PreparedPrediction> SimulatorService::PreparePredict(
@@ -296,29 +308,34 @@ absl::Status SimulatorService::RunSearch(const grpc::ServerContext* ctx,
   service::CallOptions options = OptionsFor(ctx);
   // Admission covers searches too: one slot, waited for like a prediction's,
   // then as many more as are free now; the search runs a thread per slot.
+  // Slots are taken and given back on gRPC's thread, the search itself runs
+  // at batch priority, and its messages are written from gRPC's thread
+  // (server/batch_priority.h).
   VTRAIN_ASSIGN_OR_RETURN(std::vector<AdmissionGate::Slot> slots,
                           admission_.EnterWide(ClientKey(*ctx), options.cancelled));
   options.threads = static_cast<int>(slots.size());
-  // Progress as results finish, at most every 2% (writes are serialised).
-  absl::Mutex write_mu;
-  int64_t last_reported = 0;
-  options.progress = [&](int64_t done, int64_t total) {
-    absl::MutexLock lock(&write_mu);
-    if (done != total && (done - last_reported) * 50 < total) return;
-    last_reported = done;
-    v1::SearchResponse msg;
-    msg.mutable_progress()->set_evaluated(done);
-    msg.mutable_progress()->set_total(total);
-    writer->Write(msg);
-  };
-  absl::StatusOr<v1::SearchResult> result = service::RunSearch(prepared, options);
+  absl::StatusOr<v1::SearchResult> result;
+  (void)RunAtBatchPriority([&](CallerThread& caller) {
+    // Progress as results finish, at most every 2%, in order.
+    absl::Mutex progress_mu;
+    int64_t last_reported = 0;
+    options.progress = [&](int64_t done, int64_t total) {
+      absl::MutexLock lock(&progress_mu);
+      if (done != total && (done - last_reported) * 50 < total) return;
+      last_reported = done;
+      v1::SearchResponse msg;
+      msg.mutable_progress()->set_evaluated(done);
+      msg.mutable_progress()->set_total(total);
+      caller.Run([&] { writer->Write(msg); });
+    };
+    result = service::RunSearch(prepared, options);
+    return absl::OkStatus();
+  });
+  slots.clear();
   if (!result.ok()) return ExplainCancellation(*ctx, result.status(), "search");
   v1::SearchResponse msg;
   *msg.mutable_result() = *std::move(result);
-  {
-    absl::MutexLock lock(&write_mu);
-    writer->Write(msg);
-  }
+  writer->Write(msg);
   return absl::OkStatus();
 }
 

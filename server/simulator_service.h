@@ -15,6 +15,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/admission.h"
 #include "server/arena_allocator.h"
+#include "server/batch_priority.h"
 #include "server/curve_cache.h"
 #include "server/memo_cache.h"
 #include "server/method_runner.h"

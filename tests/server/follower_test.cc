@@ -1,10 +1,13 @@
 // A registry and its predictors on loopback: deletions reach predictors live
 // and after a restart, a set too large for a predictor is skipped without
-// stopping later sets, and a registry that guards reads is followed.
+// stopping later sets, a registry that guards reads is followed, and a
+// registry that does not answer does not hold up predictions.
+#include <atomic>
 #include <iostream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -160,6 +163,59 @@ TEST(FollowerTest, APredictorStartsWithoutItsRegistryAndConvergesWhenItReturns) 
   EXPECT_EQ(HealthOf(*p, kRegistryHealthService), kServing);
   ASSERT_TRUE(v1::Simulator::NewStub(ChannelTo(*p))->Predict(Ctx().get(), predict, &answer).ok());
   EXPECT_EQ(answer.warnings_size(), 0);
+}
+
+// A registry that takes its time: it accepts the predictor's calls and
+// answers none until released.
+class StalledRegistry final : public v1::ProfileRegistry::Service {
+ public:
+  grpc::Status ListProfileSets(grpc::ServerContext* ctx, const v1::ListProfileSetsRequest*,
+                               v1::ListProfileSetsResponse*) override {
+    if (!entered_.HasBeenNotified()) entered_.Notify();
+    while (!release_.WaitForNotificationWithTimeout(absl::Milliseconds(20))) {
+      if (ctx->IsCancelled()) break;
+    }
+    ++answered_;
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "stalled registry");
+  }
+  absl::Notification entered_, release_;
+  std::atomic<int> answered_{0};
+};
+
+TEST(FollowerTest, ARegistryThatDoesNotAnswerDoesNotHoldUpPredictions) {
+  StalledRegistry stalled;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&stalled);
+  std::unique_ptr<grpc::Server> registry = builder.BuildAndStart();
+  ASSERT_NE(registry, nullptr);
+  TempDir dir;
+  auto p = Start(dir.File("p.db"), Role::kPredictor, absl::StrCat("127.0.0.1:", port));
+  ASSERT_NE(p, nullptr);
+  // The predictor's follower is inside a call the registry does not answer.
+  ASSERT_TRUE(stalled.entered_.WaitForNotificationWithTimeout(absl::Seconds(30)));
+
+  auto stub = v1::Simulator::NewStub(ChannelTo(*p));
+  for (int i = 0; i < 3; ++i) {
+    v1::PredictRequest predict = Gpt13bRequest();
+    predict.mutable_plan()->set_global_batch(512 + 8 * i);  // never the cached answer
+    v1::PredictResponse answer;
+    const grpc::Status s = stub->Predict(Ctx().get(), predict, &answer);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_GT(answer.iteration_time_ns(), 0);
+    // From its own sets, and it says so.
+    ASSERT_EQ(answer.warnings_size(), 1);
+    EXPECT_THAT(answer.warnings(0), HasSubstr(absl::StrCat("registry 127.0.0.1:", port)));
+  }
+  EXPECT_EQ(stalled.answered_.load(), 0) << "the predictions came after the registry's answer";
+  EXPECT_EQ(HealthOf(*p, ""), kServing);
+  EXPECT_EQ(HealthOf(*p, kRegistryHealthService), kNotServing);
+
+  stalled.release_.Notify();
+  p->Shutdown(absl::Milliseconds(100));
+  p.reset();
+  registry->Shutdown();
 }
 
 // Regression (issue 12): a set over the follower's message limit stopped
