@@ -9,6 +9,7 @@
 #include "core/util/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "proto/enum_convert.h"
 #include "proto/sha256.h"
 
@@ -59,10 +60,37 @@ std::string KeyText(const v1::OperatorKey& k) {
 
 namespace {
 
+// The operator of a key written by the first agents, which sent it as text
+// in field 3 ("attention_fwd"; now `reserved 3`, the enum is field 12): the
+// parser keeps it as an unknown field. Empty when there is none.
+std::string LegacyOperatorText(const v1::OperatorKey& k) {
+  const google::protobuf::UnknownFieldSet& unknown = k.GetReflection()->GetUnknownFields(k);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField& f = unknown.field(i);
+    if (f.number() == 3 && f.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
+      return f.length_delimited();
+    }
+  }
+  return "";
+}
+
 // One operator key of a set, every field checked against the ranges a job
 // may have; `where` names it in errors, `gpu` is the set's GPU.
 absl::StatusOr<OperatorKey> KeyFromProto(const v1::OperatorKey& k, const std::string& where,
                                          const std::string& gpu) {
+  if (k.op() == v1::OPERATOR_KIND_UNSPECIFIED) {
+    if (const std::string legacy = LegacyOperatorText(k); !legacy.empty()) {
+      absl::StatusOr<OperatorKind> kind = ParseOperatorKind(legacy);
+      if (!kind.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ".key.op: '", legacy, "' (sent as text by an older agent) is not an operator"));
+      }
+      v1::OperatorKey upgraded = k;
+      upgraded.set_op(ToProto(*kind));
+      upgraded.GetReflection()->MutableUnknownFields(&upgraded)->Clear();
+      return KeyFromProto(upgraded, where, gpu);
+    }
+  }
   VTRAIN_ASSIGN_OR_RETURN(OperatorKind kind,
                           RequiredFromProto(k.op(), absl::StrCat(where, ".key.op")));
   VTRAIN_ASSIGN_OR_RETURN(DType dtype,

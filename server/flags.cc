@@ -62,6 +62,10 @@ common::FlagParser Declare(const CommandLine& defaults) {
         "calls one client may have waiting for a slot; more get RESOURCE_EXHAUSTED with a retry "
         "hint (0: sixteen per slot, at least 64)",
         absl::StrCat(o.max_queued_per_client));
+  value("ready-without-registry-seconds", "N",
+        "predictor: NOT_SERVING until its first sync with the registry or this long without "
+        "one (0: SERVING at once)",
+        absl::StrCat(o.ready_without_registry_seconds));
   value("grace-seconds", "N", "on SIGTERM, how long in-flight calls may finish",
         absl::StrCat(defaults.grace_seconds));
   f.AddValue("check-db", "FILE",
@@ -88,6 +92,11 @@ absl::Status CheckRanges(const CommandLine& c) {
         "--max-message-bytes must be in [1, 2^30], --max-tasks positive, "
         "--max-concurrent-simulations in [0, 4096], --grace-seconds in [0, 3600] and "
         "--max-request-memory-bytes at least 1048576");
+  }
+  if (o.ready_without_registry_seconds < 0 || o.ready_without_registry_seconds > 3600) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--ready-without-registry-seconds=", o.ready_without_registry_seconds,
+                     " must be in [0, 3600] (0: ready at once)"));
   }
   if (o.prediction_cache_entries < 0 || o.prediction_cache_entries > 1'000'000) {
     return absl::InvalidArgumentError(
@@ -135,6 +144,8 @@ absl::StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& arg
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "prediction-cache-entries", &o.prediction_cache_entries));
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "reserved-slots", &o.reserved_slots));
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "max-queued-per-client", &o.max_queued_per_client));
+  VTRAIN_RETURN_IF_ERROR(
+      SetInt(f, "ready-without-registry-seconds", &o.ready_without_registry_seconds));
   VTRAIN_RETURN_IF_ERROR(SetInt(f, "grace-seconds", &c.grace_seconds));
   c.help = f.Switch("help");
   text("check-db", &c.check_db);

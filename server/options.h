@@ -44,6 +44,12 @@ struct ServerOptions {
   int max_queued_per_client = 0;
   // Predict answers kept for identical requests (0: none; prediction_cache.h).
   int64_t prediction_cache_entries = 4096;
+  // A predictor reports itself (Health "") NOT_SERVING until it has synced
+  // with its registry once, or until this many seconds have passed without
+  // it (then it serves its own cache, saying so): a new predictor in a
+  // rolling update takes traffic only once it holds the registry's sets.
+  // 0: SERVING at once.
+  int64_t ready_without_registry_seconds = 10;
 };
 
 }  // namespace vtrain::server

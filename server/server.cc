@@ -8,9 +8,12 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "common/credentials.h"
 #include "core/util/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -59,6 +62,7 @@ class Server::Impl {
   }
   void Shutdown(absl::Duration grace);
   void Wait() { server_->Wait(); }
+  ~Impl() { StopReadyTimer(); }
   int port() const { return port_; }
 
  private:
@@ -74,10 +78,30 @@ class Server::Impl {
   std::unique_ptr<RegistryService> registry_service_;
   std::unique_ptr<RegistryLink> link_;  // a predictor's contact with its registry
   std::unique_ptr<Follower> follower_;
+  // Health "" SERVING, unless stopping (a predictor's, once it is ready).
+  void MarkReady();
+  void StopReadyTimer() {
+    if (!stop_waiting_.HasBeenNotified()) stop_waiting_.Notify();
+    if (ready_timer_.joinable()) ready_timer_.join();
+  }
+
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
+  absl::Mutex ready_mu_;
+  bool ready_ ABSL_GUARDED_BY(ready_mu_) = false;
+  absl::Notification stop_waiting_;  // the readiness timer's end
+  std::thread ready_timer_;
 };
+
+void Server::Impl::MarkReady() {
+  absl::MutexLock lock(&ready_mu_);
+  if (ready_ || stopping_) return;
+  ready_ = true;
+  // The server's own name only: the unnamed overload would set every name,
+  // the registry's too.
+  server_->GetHealthCheckService()->SetServingStatus("", true);
+}
 
 absl::Status Server::Impl::Init() {
   VTRAIN_ASSIGN_OR_RETURN(registry_, Registry::Open(options_.db_path, metrics_));
@@ -146,12 +170,24 @@ absl::Status Server::Impl::Listen() {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on --listen=", options_.listen, "; is the port in use?"));
   }
-  // SERVING once profiles are loaded (they are, by now).
-  server_->GetHealthCheckService()->SetServingStatus(true);
+  // SERVING once profiles are loaded (they are, by now); a predictor once
+  // it has synced with its registry, or after the wait without it.
+  const bool wait_for_registry = link_ != nullptr && options_.ready_without_registry_seconds > 0;
+  if (wait_for_registry) {
+    server_->GetHealthCheckService()->SetServingStatus("", false);
+    ready_timer_ = std::thread([this] {
+      stop_waiting_.WaitForNotificationWithTimeout(
+          absl::Seconds(options_.ready_without_registry_seconds));
+      MarkReady();
+    });
+  } else {
+    MarkReady();
+  }
   if (link_ != nullptr) {
     // The registry by name: NOT_SERVING while away, the server still SERVING.
     link_->OnChange([this](bool up) {
       server_->GetHealthCheckService()->SetServingStatus(kRegistryHealthService, up);
+      if (up) MarkReady();
     });
   }
   Log(absl::StrCat("listening on port ", port_, " with ", registry_->size(), " profile sets"));
@@ -159,7 +195,11 @@ absl::Status Server::Impl::Listen() {
 }
 
 void Server::Impl::Shutdown(absl::Duration grace) {
-  if (stopping_.exchange(true)) return;
+  {
+    absl::MutexLock lock(&ready_mu_);  // no MarkReady after this
+    if (stopping_.exchange(true)) return;
+  }
+  StopReadyTimer();
   Log("shutting down");
   // Watch streams end on their own now, so they do not hold the grace
   // period; a predictor stops syncing before its calls drain.

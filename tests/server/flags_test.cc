@@ -32,7 +32,8 @@ TEST(FlagsTest, DashedAndUnderscoredNamesWithEitherValueForm) {
       const CommandLine c,
       ParseCommandLine({"--push-token-file=/a", "--metrics_listen", "0.0.0.0:9090",
                         "--max-concurrent-simulations", "2", "--role=predictor", "--registry=r:1",
-                        "--grace_seconds=3", "--max-tasks=7", "--prediction-cache-entries=0"}));
+                        "--grace_seconds=3", "--max-tasks=7", "--prediction-cache-entries=0",
+                        "--ready-without-registry-seconds=0"}));
   EXPECT_EQ(c.push_token_file, "/a");
   EXPECT_EQ(c.options.metrics_listen, "0.0.0.0:9090");
   EXPECT_EQ(c.options.max_concurrent_simulations, 2);
@@ -41,6 +42,7 @@ TEST(FlagsTest, DashedAndUnderscoredNamesWithEitherValueForm) {
   EXPECT_EQ(c.grace_seconds, 3);
   EXPECT_EQ(c.options.max_tasks, 7);
   EXPECT_EQ(c.options.prediction_cache_entries, 0);
+  EXPECT_EQ(c.options.ready_without_registry_seconds, 0);
 
   VTRAIN_ASSERT_OK_AND_ASSIGN(const CommandLine u, ParseCommandLine({"--push_token_file", "/b"}));
   EXPECT_EQ(u.push_token_file, "/b");
@@ -83,6 +85,9 @@ TEST(FlagsTest, ErrorsNameTheFlag) {
   EXPECT_THAT(ParseCommandLine({"--prediction-cache-entries=-5"}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("--prediction-cache-entries=-5 must be in [0, 1000000]")));
+  EXPECT_THAT(ParseCommandLine({"--ready-without-registry-seconds=-1"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--ready-without-registry-seconds=-1 must be in [0, 3600]")));
 }
 
 TEST(FlagsTest, PortsOutOfRangeAreRefused) {
@@ -101,7 +106,7 @@ TEST(FlagsTest, HelpListsEveryFlagWithItsDefault) {
         "--push-token-file FILE", "--require-auth-for-reads", "--tls-cert-file", "--tls-key-file",
         "--tls-client-ca-file", "--registry-ca-file", "--max-message-bytes", "--max-tasks",
         "--max-concurrent-simulations", "--prediction-cache-entries", "--grace-seconds",
-        "--help"}) {
+        "--ready-without-registry-seconds", "--help"}) {
     EXPECT_THAT(usage, HasSubstr(name));
   }
   EXPECT_THAT(usage, HasSubstr("(default: \"127.0.0.1:50051\")"));

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/profile/default_profiles.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "proto/profile_set_convert.h"
 #include "tests/testing/profile_sets.h"
@@ -62,6 +63,33 @@ v1::PredictRequest Gpt13bRequest() {
   r.mutable_plan()->set_dtype(v1::DTYPE_FP16);
   r.mutable_plan()->set_recompute(v1::RECOMPUTE_FULL);
   return r;
+}
+
+// The messages are written by hand (the health proto's stubs are not
+// installed): HealthCheckRequest is field 1 `service`, HealthCheckResponse
+// field 1 `status` (a varint).
+int HealthOf(const Server& s, const std::string& service) {
+  std::string bytes;
+  if (!service.empty()) bytes = std::string("\x0a") + static_cast<char>(service.size()) + service;
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer request(&slice, 1), response;
+  grpc::GenericStub generic(ChannelTo(s));
+  grpc::ClientContext ctx;
+  grpc::CompletionQueue cq;
+  grpc::Status status;
+  auto call = generic.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", request, &cq);
+  call->StartCall();
+  call->Finish(&response, &status, reinterpret_cast<void*>(1));
+  void* tag = nullptr;
+  bool ok = false;
+  if (!cq.Next(&tag, &ok) || !status.ok()) return -1;
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) return -1;
+  std::string out;
+  for (const grpc::Slice& piece : slices) {
+    out.append(reinterpret_cast<const char*>(piece.begin()), piece.size());
+  }
+  return out.size() == 2 && out[0] == 0x08 ? out[1] : 0;
 }
 
 bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout) {

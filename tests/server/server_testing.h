@@ -45,6 +45,11 @@ v1::PredictRequest Gpt13bRequest();
 using ::vtrain::testing::MeasuredSet;
 using ::vtrain::testing::PartialSet;
 
+// The server's grpc.health.v1 status for `service` ("": the server itself):
+// kServing, kNotServing, or -1 when the check fails.
+inline constexpr int kServing = 1, kNotServing = 2;
+int HealthOf(const Server& s, const std::string& service);
+
 // Polls `condition` every 50 ms until it holds (true) or `timeout` passes.
 bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout);
 
