@@ -182,6 +182,9 @@ absl::StatusOr<v1::ClusterSimRequest> StudyFromFlags(const common::FlagParser& f
   if (slack) r.set_deadline_slack(*slack);
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> limit, flags.GetDouble("promise-limit"));
   if (limit) r.set_promise_limit(*limit);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> displacement,
+                          flags.GetDouble("displacement-limit"));
+  if (displacement) r.set_displacement_limit(*displacement);
   if (auto o = flags.Get("rescale-overhead")) {
     VTRAIN_ASSIGN_OR_RETURN(double restart, Seconds(*o, "--rescale-overhead"));
     r.set_rescale_overhead_s(restart);
@@ -226,6 +229,9 @@ void AddClusterSimFlags(common::FlagParser& flags) {
                  "admission refuses a deadline promise of more GPU-time than X x the cluster's "
                  "GPUs over the median deadline window so far (default 2; 0: no limit, "
                  "ElasticFlow's admission)");
+  flags.AddValue("displacement-limit", "X",
+                 "admission refuses a deadline promise expected to turn away more than X later "
+                 "arrivals (default 1; 0: no limit)");
   flags.AddValue("window-start", "S", "instead of seeds: the first job submitted at or after S");
   flags.AddValue("policy", "P,..", "elasticflow,vtrain (default both)");
   flags.AddValue("rescale-overhead", "SECONDS", "checkpoint and restart per change (default 30s)");

@@ -96,6 +96,11 @@ void CheckOptions(const v1::ClusterSimRequest& r, ClusterSimCall& call,
   if (!(call.options.rescale_overhead_s >= 0 && call.options.rescale_overhead_s <= 86400)) {
     problems.push_back("rescale_overhead_s (--rescale-overhead) must be in [0, 86400] seconds");
   }
+  call.options.displacement_limit = r.has_displacement_limit() ? r.displacement_limit() : 1;
+  if (!(call.options.displacement_limit >= 0 && call.options.displacement_limit <= 1000)) {
+    problems.push_back(absl::StrCat("displacement_limit=", call.options.displacement_limit,
+                                    " (--displacement-limit) must be in [0, 1000]; 0: no limit"));
+  }
   call.options.promise_limit = r.has_promise_limit() ? r.promise_limit() : 2;
   if (!(call.options.promise_limit >= 0 && call.options.promise_limit <= 1000)) {
     problems.push_back(absl::StrCat("promise_limit=", call.options.promise_limit,

@@ -36,6 +36,35 @@ class PromiseLimit {
   std::priority_queue<double, std::vector<double>, std::greater<double>> upper_;
 };
 
+// The later arrivals a promise is expected to turn away (admission's second
+// test, ClusterSimOptions::displacement_limit). Deadlines count one per job:
+// promising `need` GPUs until a deadline `time_left_s` away keeps one
+// deadline, and turns away every arrival before then whose own minimum
+// share would have fitted beside the promises already made but no longer
+// fits beside this one. Estimated online from the arrivals seen so far:
+// their rate, and the shares they needed (a histogram over GPU counts).
+class Displacement {
+ public:
+  // limit <= 0: every promise is allowed.
+  Displacement(double limit, int64_t total_gpus);
+
+  // A job arrived at `now` whose deadline needs `need` GPUs (0: none can).
+  void Saw(double now, int64_t need);
+
+  // Whether promising `need` more GPUs, `promised` being promised already,
+  // until `time_left_s` from now turns away at most `limit` arrivals.
+  bool Allows(int64_t need, int64_t promised, double time_left_s) const;
+
+ private:
+  int64_t CountUpTo(int64_t gpus) const;  // arrivals seen needing 1..gpus
+
+  double limit_;
+  int64_t total_gpus_;
+  std::vector<int64_t> tree_;  // Fenwick tree of the needs seen, 1..total_gpus
+  int64_t seen_ = 0;           // arrivals
+  double first_s_ = 0, last_s_ = 0;
+};
+
 }  // namespace vtrain
 
 #endif  // VTRAIN_CORE_CLUSTER_PROMISE_LIMIT_H_

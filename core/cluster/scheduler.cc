@@ -40,7 +40,8 @@ class Cluster {
   Cluster(std::vector<Running> jobs, const ClusterSimOptions& options)
       : jobs_(std::move(jobs)),
         options_(options),
-        promise_limit_(options.promise_limit, options.total_gpus) {
+        promise_limit_(options.promise_limit, options.total_gpus),
+        displacement_(options.displacement_limit, options.total_gpus) {
     if (options_.nodes_per_leaf > 0 && options_.gpus_per_node > 0) {
       leaves_.emplace(options_.total_gpus / options_.gpus_per_node, options_.nodes_per_leaf);
     }
@@ -128,11 +129,15 @@ class Cluster {
         promised += Share(o, now);  // spare GPUs handed out are not promised
       }
     }
-    // Admission control: only with GPUs not promised to admitted jobs, and
-    // not a promise too large for the cluster's usual deadlines.
+    // Admission control: only with GPUs not promised to admitted jobs, not
+    // a promise too large for the cluster's usual deadlines, and not one
+    // expected to turn away more later arrivals than the one it keeps.
+    const double time_left = r.job->deadline_s - now;
     promise_limit_.Saw(r.job->deadline_s - r.job->submit_s);
+    displacement_.Saw(now, need);
     r.admitted = need > 0 && promised + need <= options_.total_gpus &&
-                 promise_limit_.Allows(need, r.job->deadline_s - now);
+                 promise_limit_.Allows(need, time_left) &&
+                 displacement_.Allows(need, promised, time_left);
     r.outcome.admitted = r.admitted;
   }
 
@@ -435,6 +440,7 @@ class Cluster {
   std::vector<Running> jobs_;
   const ClusterSimOptions options_;
   PromiseLimit promise_limit_;
+  Displacement displacement_;
   std::optional<LeafMap> leaves_;              // with ClusterSimOptions::nodes_per_leaf
   std::vector<LeafMap::Slice> shared_slices_;  // nodes the sub-node jobs share
   double gpu_seconds_ = 0, useful_gpu_seconds_ = 0, spine_shared_gpu_s_ = 0;
@@ -451,6 +457,9 @@ absl::StatusOr<ClusterOutcome> SimulateCluster(const std::vector<ClusterJob>& jo
   }
   if (!(options.promise_limit >= 0)) {
     return absl::InvalidArgumentError("promise_limit must be >= 0 (0: no limit)");
+  }
+  if (!(options.displacement_limit >= 0)) {
+    return absl::InvalidArgumentError("displacement_limit must be >= 0 (0: no limit)");
   }
   if (options.nodes_per_leaf < 0 || (options.nodes_per_leaf > 0 && options.gpus_per_node <= 0) ||
       !(options.contended_background >= 0)) {

@@ -2,8 +2,10 @@
 // vTrain paper's second case study; the scheduling idea of ElasticFlow,
 // ASPLOS '23, written from its published description): jobs arrive with a
 // deadline, are admitted only if they can meet it with GPUs nobody else was
-// promised (and not too large for the cluster's usual deadlines:
-// ClusterSimOptions::promise_limit), get their minimum satisfactory share,
+// promised (and not too large for the cluster's usual deadlines, nor turning
+// away more later arrivals than the one deadline kept:
+// ClusterSimOptions::promise_limit, displacement_limit), get their minimum
+// satisfactory share,
 // and spare GPUs go where they speed a job up the most; the plan is redone at
 // every arrival and completion, and every change of a running job's GPUs
 // costs a restart. The only input that differs between policies is each
@@ -78,6 +80,14 @@ struct ClusterSimOptions {
   // the GPUs that many later, shorter ones need. Refused jobs still run
   // best-effort. 0: no limit (ElasticFlow's admission).
   double promise_limit = 2;
+  // Admission also refuses a promise expected to turn away more than this
+  // many later arrivals: those arriving before its deadline (at the rate
+  // seen so far) whose own minimum share (as the shares seen so far) would
+  // fit beside the promises already made but not beside this one
+  // (Displacement, core/cluster/promise_limit.h). Deadlines count one per
+  // job, so 1: a promise may cost at most the one deadline it keeps. 0: no
+  // limit.
+  double displacement_limit = 1;
 };
 
 struct JobOutcome {
@@ -109,7 +119,8 @@ struct ClusterOutcome {
 
 // Runs the cluster; deterministic. INVALID_ARGUMENT for a job naming a table
 // that does not exist, a non-positive iteration count or a deadline before
-// the submission, a non-positive GPU count, or a negative promise_limit.
+// the submission, a non-positive GPU count, or a negative promise_limit or
+// displacement_limit.
 absl::StatusOr<ClusterOutcome> SimulateCluster(const std::vector<ClusterJob>& jobs,
                                                const std::vector<PlacementTables>& tables,
                                                const ClusterSimOptions& options);

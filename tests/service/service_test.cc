@@ -390,6 +390,9 @@ TEST(ServiceTest, ClusterSimRefusesWhatIsNotAStudy) {
       {[](v1::ClusterSimRequest& r) { r.set_deadline_slack(-1); }, "deadline_slack=-1"},
       {[](v1::ClusterSimRequest& r) { r.set_promise_limit(-0.5); }, "promise_limit=-0.5"},
       {[](v1::ClusterSimRequest& r) { r.set_promise_limit(std::nan("")); }, "promise_limit=nan"},
+      {[](v1::ClusterSimRequest& r) { r.set_displacement_limit(-1); }, "displacement_limit=-1"},
+      {[](v1::ClusterSimRequest& r) { r.set_displacement_limit(std::nan("")); },
+       "displacement_limit=nan"},
       {[](v1::ClusterSimRequest& r) {
          r.mutable_jobs(1)->set_submit_s(0);
          r.set_target_load(1);

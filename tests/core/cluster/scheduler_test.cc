@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "core/cluster/promise_limit.h"
 #include "core/cluster/window.h"
 #include "gmock/gmock.h"
@@ -326,7 +327,9 @@ TEST(ClusterSimTest, APromiseTooLargeForTheUsualDeadlinesIsRefused) {
                                         {"short3", 20, 100, 120, 0}};
   ClusterSimOptions options{.total_gpus = 8, .rescale_overhead_s = 10, .gpus_per_node = 0};
   // ElasticFlow's admission (no limit): 2 + 2 + 4 GPUs promised, so the
-  // long job is admitted and the short ones after it are not.
+  // long job is admitted and the short ones after it are not. (The
+  // displacement test is another test's.)
+  options.displacement_limit = 0;
   options.promise_limit = 0;
   VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome open, SimulateCluster(jobs, {Linear()}, options));
   EXPECT_TRUE(open.jobs[2].admitted);
@@ -366,6 +369,69 @@ TEST(PromiseLimitTest, APromiseMayHoldLimitTimesTheClusterOverTheMedianWindow) {
   PromiseLimit none(0, 10);
   none.Saw(1);
   EXPECT_TRUE(none.Allows(1000, 1e9));
+}
+
+// A promise of the whole cluster until a deadline 770 s away, while 2-GPU
+// jobs arrive every 50 s: ElasticFlow's admission promises it and turns the
+// next eleven away (they miss their deadlines behind it); counting the
+// arrivals it would turn away, admission refuses it, it runs best-effort
+// beside them, and only it misses its deadline.
+TEST(ClusterSimTest, APromiseThatWouldTurnAwayManyLaterArrivalsIsRefused) {
+  std::vector<ClusterJob> jobs;
+  for (int t = 0; t <= 100; t += 50) {
+    jobs.push_back({absl::StrCat("early", t), double(t), 100, t + 100.0, 0});  // 2 GPUs
+  }
+  jobs.push_back({"wide", 150, 6000, 150 + 10 + 750 + 10, 0});  // 8 GPUs
+  for (int t = 200; t <= 700; t += 50) {
+    jobs.push_back({absl::StrCat("short", t), double(t), 100, t + 60.0, 0});  // 2 GPUs
+  }
+  ClusterSimOptions options{.total_gpus = 8, .rescale_overhead_s = 10, .gpus_per_node = 0};
+  options.promise_limit = 0;
+  options.displacement_limit = 0;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome open, SimulateCluster(jobs, {Linear()}, options));
+  options.displacement_limit = 1;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(ClusterOutcome counted, SimulateCluster(jobs, {Linear()}, options));
+  ASSERT_EQ(open.jobs.size(), 15u);
+  EXPECT_TRUE(open.jobs[3].admitted);
+  EXPECT_FALSE(counted.jobs[3].admitted) << "rate 3 per 150 s x 770 s, every share turned away";
+  int open_met = 0, counted_met = 0;
+  for (size_t i = 4; i < jobs.size(); ++i) {
+    EXPECT_FALSE(open.jobs[i].admitted) << jobs[i].id;
+    EXPECT_TRUE(counted.jobs[i].admitted) << jobs[i].id;
+    open_met += open.jobs[i].met_deadline ? 1 : 0;
+    counted_met += counted.jobs[i].met_deadline ? 1 : 0;
+  }
+  EXPECT_EQ(counted_met, 11);
+  EXPECT_LT(open_met, 11);
+  EXPECT_GT(counted.deadline_satisfaction, open.deadline_satisfaction);
+  options.displacement_limit = -1;
+  EXPECT_THAT(SimulateCluster(jobs, {Linear()}, options),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(DisplacementTest, CountsTheArrivalsWhoseSharesWouldNoLongerFit) {
+  Displacement d(1, 8);
+  EXPECT_TRUE(d.Allows(8, 0, 1e9)) << "nothing seen yet";
+  for (int t = 0; t < 4; ++t) d.Saw(t, 2);  // one arrival a second, 2 GPUs each
+  // A promise of all 8 GPUs for 100 s turns away ~100 arrivals; for 0.5 s,
+  // half of one.
+  EXPECT_FALSE(d.Allows(8, 0, 100));
+  EXPECT_TRUE(d.Allows(8, 0, 0.5));
+  // 2 GPUs beside none promised leave 6 free: every 2-GPU share still fits.
+  EXPECT_TRUE(d.Allows(2, 0, 1e6));
+  // Beside 6 promised, the last 2 free GPUs were every arrival's room.
+  EXPECT_FALSE(d.Allows(2, 6, 100));
+  EXPECT_TRUE(d.Allows(2, 6, 1));
+  // Arrivals needing no share (their deadline is out of reach) displace
+  // nothing, but count in the rate: 4 of 6 arrivals in 5 s need a share.
+  d.Saw(4, 0);
+  d.Saw(5, 0);
+  EXPECT_TRUE(d.Allows(8, 0, 1.4));   // 1/s x 1.4 s x 4/6 < 1
+  EXPECT_FALSE(d.Allows(8, 0, 1.6));  // ... > 1
+  Displacement none(0, 8);
+  none.Saw(0, 2);
+  none.Saw(1, 2);
+  EXPECT_TRUE(none.Allows(8, 0, 1e9));
 }
 
 }  // namespace
