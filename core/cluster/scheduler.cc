@@ -238,7 +238,8 @@ class Cluster {
       for (size_t i = 0; i < jobs_.size(); ++i) {
         const Running& r = jobs_[i];
         if (!r.arrived || r.done) continue;
-        const int64_t next = NextCount(r, plan[i]);
+        int64_t next = NextCount(r, plan[i]);
+        if (plan[i] == 0 && next > 0 && !placed.FitsWith(0, next)) next = StartThatFits(r, placed);
         if (next == 0 || !placed.FitsWith(plan[i], next)) continue;
         if (!RepaysRestart(r, plan[i], next, now)) continue;
         const double gain = PerGpu(r, plan[i], next);
@@ -391,15 +392,37 @@ class Cluster {
   // per added GPU (0: none). Looking past the next count crosses a flat stretch
   // of the curve to the steep one behind it (a pipeline depth that only
   // pays from 32 GPUs, say) instead of stopping at its first small step.
-  // Whether it fits is the caller's question: a job whose best step does not
-  // fit waits for one that does rather than taking a worse step (measured:
-  // taking the best step that fits loses more often to data-parallel-only).
+  // Whether it fits is the caller's question: a running job whose best step
+  // does not fit waits for one that does rather than taking a worse step
+  // (measured: taking the best step that fits loses more often to
+  // data-parallel-only); a waiting one starts on what fits (StartThatFits).
   int64_t NextCount(const Running& r, int64_t current) const {
     const std::vector<int64_t>& gpus = r.table->gpus;
     if (current == 0) return (*r.steps)[0];
     const auto it = std::lower_bound(gpus.begin(), gpus.end(), current);
     if (it != gpus.end() && *it == current) return (*r.steps)[1 + (it - gpus.begin())];
     return SteepestStep(*r.table, current, options_.total_gpus);
+  }
+
+  // A waiting job whose best first step does not fit starts on the count
+  // that fits with the most throughput per GPU, the largest such (0: none
+  // fits): from nothing
+  // any plan is progress, and waiting for room for the best step left
+  // best-effort jobs of the 3D table idle where data-parallel's smaller
+  // first step had started them (cluster02, 2026, 256 GPUs: Qwen3-235B
+  // jobs waited 7 days longer).
+  static int64_t StartThatFits(const Running& r, const NodeBudget& placed) {
+    int64_t start = 0;
+    double best = 0;
+    for (size_t k = 0; k < r.table->gpus.size(); ++k) {
+      const int64_t g = r.table->gpus[k];
+      const double per_gpu = r.table->iterations_per_s[k] / static_cast<double>(g);
+      if (per_gpu > 0 && per_gpu >= best && placed.FitsWith(0, g)) {  // ties: more GPUs
+        best = per_gpu;
+        start = g;
+      }
+    }
+    return start;
   }
 
   ClusterOutcome Summarise(double start) {

@@ -409,6 +409,27 @@ TEST(ClusterSimTest, APromiseThatWouldTurnAwayManyLaterArrivalsIsRefused) {
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
+// A best-effort job whose best first step (all 8 GPUs: its plans pay off
+// only there) does not fit beside a running job starts on what fits
+// instead of waiting for it to finish.
+TEST(ClusterSimTest, AWaitingJobStartsOnWhatFitsWhenItsBestStepDoesNot) {
+  const ThroughputTable up_to_4 = {{1, 2, 4}, {1, 2, 4}};
+  const ThroughputTable best_at_8 = {{1, 2, 4, 8}, {0.5, 1, 2, 8}};
+  // "a": 400 iterations on at most 4 GPUs (110 s with its start);
+  // "b": 800, its deadline out of reach (best-effort).
+  const std::vector<ClusterJob> jobs = {{"a", 0, 400, 1000, 0}, {"b", 1, 800, 2, 1}};
+  VTRAIN_ASSERT_OK_AND_ASSIGN(
+      ClusterOutcome out,
+      SimulateCluster(jobs, {up_to_4, best_at_8},
+                      {.total_gpus = 8, .rescale_overhead_s = 10, .gpus_per_node = 0}));
+  EXPECT_DOUBLE_EQ(out.jobs[0].finish_s, 110);
+  // On 4 GPUs from 1 s (2 it/s after its 10 s start: 198 iterations by
+  // 110 s), then on 8 once "a" is done (another start): 602 / 8 = 75 s.
+  EXPECT_EQ(out.jobs[1].reallocations, 1);
+  EXPECT_NEAR(out.jobs[1].finish_s, 110 + 10 + 75.25, 1e-6);
+  EXPECT_LT(out.jobs[1].finish_s, 110 + 10 + 100) << "waited for all 8 GPUs";
+}
+
 TEST(DisplacementTest, CountsTheArrivalsWhoseSharesWouldNoLongerFit) {
   Displacement d(1, 8);
   EXPECT_TRUE(d.Allows(8, 0, 1e9)) << "nothing seen yet";
