@@ -7,6 +7,8 @@
 #define VTRAIN_SERVER_BATCH_PRIORITY_H_
 
 #include <functional>
+#include <optional>
+#include <type_traits>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -53,6 +55,18 @@ class CallerThread {
 absl::Status RunAtBatchPriority(const std::function<absl::Status(CallerThread&)>& body);
 // The same for work that hands nothing back.
 absl::Status RunAtBatchPriority(const std::function<absl::Status()>& body);
+
+// Runs `work` (taking the CallerThread) at batch priority as above and
+// returns what it returned, an absl::StatusOr of the answer.
+template <typename Work>
+std::invoke_result_t<Work&, CallerThread&> ComputeAtBatchPriority(Work work) {
+  std::optional<std::invoke_result_t<Work&, CallerThread&>> result;
+  (void)RunAtBatchPriority([&](CallerThread& caller) {
+    result.emplace(work(caller));
+    return absl::OkStatus();
+  });
+  return *std::move(result);
+}
 
 }  // namespace vtrain::server
 

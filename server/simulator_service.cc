@@ -85,16 +85,14 @@ absl::Status SimulatorService::RunPlanModel(const grpc::ServerContext* ctx,
   VTRAIN_ASSIGN_OR_RETURN(AdmissionGate::Slot slot,
                           admission_.Enter(ClientKey(*ctx), options.cancelled));
   // As a search: batch priority for the work, gRPC's thread for the rest.
-  absl::StatusOr<v1::PlanModelResult> result;
-  (void)RunAtBatchPriority([&](CallerThread& caller) {
+  absl::StatusOr<v1::PlanModelResult> result = ComputeAtBatchPriority([&](CallerThread& caller) {
     options.progress = [writer, &caller](int64_t done, int64_t total) {
       v1::PlanModelResponse msg;
       msg.mutable_progress()->set_evaluated(done);
       msg.mutable_progress()->set_total(total);
       caller.Run([&] { writer->Write(msg); });
     };
-    result = service::RunPlanModel(prepared, options);
-    return absl::OkStatus();
+    return service::RunPlanModel(prepared, options);
   });
   slot.Release();
   if (!result.ok()) return ExplainCancellation(*ctx, result.status(), "model planning");
@@ -122,11 +120,8 @@ absl::Status SimulatorService::RunClusterSim(const grpc::ServerContext* ctx,
   // The tables go through the curve cache: a scheduler replaying windows of
   // one trace asks for the same shapes again. As a search: slots on gRPC's
   // thread, the work at batch priority.
-  absl::StatusOr<v1::ClusterSimResponse> result;
-  (void)RunAtBatchPriority([&] {
-    result = service::RunClusterSim(prepared, options, &curve_cache_);
-    return absl::OkStatus();
-  });
+  absl::StatusOr<v1::ClusterSimResponse> result = ComputeAtBatchPriority(
+      [&](CallerThread&) { return service::RunClusterSim(prepared, options, &curve_cache_); });
   slots.clear();
   if (!result.ok()) return ExplainCancellation(*ctx, result.status(), "cluster simulation");
   *resp = *std::move(result);
@@ -155,11 +150,8 @@ absl::Status SimulatorService::RunCurve(const grpc::ServerContext* ctx,
   VTRAIN_ASSIGN_OR_RETURN(std::vector<AdmissionGate::Slot> slots,
                           admission_.EnterWide(ClientKey(*ctx), options.cancelled));
   options.threads = static_cast<int>(slots.size());
-  absl::StatusOr<v1::ThroughputCurveResponse> curves;  // as a search
-  (void)RunAtBatchPriority([&] {
-    curves = service::RunCurves(prepared, options, &curve_cache_);
-    return absl::OkStatus();
-  });
+  absl::StatusOr<v1::ThroughputCurveResponse> curves = ComputeAtBatchPriority(  // as a search
+      [&](CallerThread&) { return service::RunCurves(prepared, options, &curve_cache_); });
   slots.clear();
   if (!curves.ok()) return ExplainCancellation(*ctx, curves.status(), "curve");
   *resp = *std::move(curves);
@@ -314,8 +306,7 @@ absl::Status SimulatorService::RunSearch(const grpc::ServerContext* ctx,
   VTRAIN_ASSIGN_OR_RETURN(std::vector<AdmissionGate::Slot> slots,
                           admission_.EnterWide(ClientKey(*ctx), options.cancelled));
   options.threads = static_cast<int>(slots.size());
-  absl::StatusOr<v1::SearchResult> result;
-  (void)RunAtBatchPriority([&](CallerThread& caller) {
+  absl::StatusOr<v1::SearchResult> result = ComputeAtBatchPriority([&](CallerThread& caller) {
     // Progress as results finish, at most every 2%, in order.
     absl::Mutex progress_mu;
     int64_t last_reported = 0;
@@ -328,8 +319,7 @@ absl::Status SimulatorService::RunSearch(const grpc::ServerContext* ctx,
       msg.mutable_progress()->set_total(total);
       caller.Run([&] { writer->Write(msg); });
     };
-    result = service::RunSearch(prepared, options);
-    return absl::OkStatus();
+    return service::RunSearch(prepared, options);
   });
   slots.clear();
   if (!result.ok()) return ExplainCancellation(*ctx, result.status(), "search");

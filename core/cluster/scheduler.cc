@@ -171,7 +171,7 @@ class Cluster {
           const Running& r = jobs_[i];
           if (!r.arrived || r.done || plan[i] == 0 || r.admitted != (admitted_pass == 1)) continue;
           const int64_t floor = r.admitted ? Share(r, now) : 0;
-          const int64_t smaller = std::max(floor, PreviousCount(r, plan[i]));
+          const int64_t smaller = std::max(floor, PreviousCount(*r.table, plan[i]));
           if (smaller >= plan[i]) continue;
           const double loss = PerGpu(r, smaller, plan[i]);
           if (loss < least) {
@@ -239,7 +239,11 @@ class Cluster {
         const Running& r = jobs_[i];
         if (!r.arrived || r.done) continue;
         int64_t next = NextCount(r, plan[i]);
-        if (plan[i] == 0 && next > 0 && !placed.FitsWith(0, next)) next = StartThatFits(r, placed);
+        if (plan[i] == 0 && next > 0 && !placed.FitsWith(0, next)) {
+          // Waiting, and its best first step does not fit: it starts on
+          // what fits (MostPerGpu in core/cluster/tables.h says why).
+          next = MostPerGpu(*r.table, [&](int64_t g) { return placed.FitsWith(0, g); });
+        }
         if (next == 0 || !placed.FitsWith(plan[i], next)) continue;
         if (!RepaysRestart(r, plan[i], next, now)) continue;
         const double gain = PerGpu(r, plan[i], next);
@@ -343,7 +347,8 @@ class Cluster {
       for (size_t j = 0; j < jobs_.size(); ++j) {
         if (j == to || !active(j) || plan[j] == 0) continue;
         const Running& r = jobs_[j];
-        const int64_t prev = std::max(r.admitted ? Share(r, now) : 0, PreviousCount(r, plan[j]));
+        const int64_t prev =
+            std::max(r.admitted ? Share(r, now) : 0, PreviousCount(*r.table, plan[j]));
         if (prev >= plan[j]) continue;
         if (const double l = PerGpu(r, prev, plan[j]); l < loss) {
           loss = l;
@@ -368,23 +373,7 @@ class Cluster {
   // or, past saving, the fewest it can run on.
   int64_t Share(const Running& r, double now) const {
     const int64_t share = MinShare(r, now);
-    return share > 0 ? share : SmallestPlan(r);
-  }
-
-  static int64_t SmallestPlan(const Running& r) {
-    for (size_t i = 0; i < r.table->gpus.size(); ++i) {
-      if (r.table->iterations_per_s[i] > 0) return r.table->gpus[i];
-    }
-    return 0;
-  }
-
-  // The next smaller count with a plan (0 when none).
-  static int64_t PreviousCount(const Running& r, int64_t current) {
-    int64_t best = 0;
-    for (size_t i = 0; i < r.table->gpus.size() && r.table->gpus[i] < current; ++i) {
-      if (r.table->iterations_per_s[i] > 0) best = r.table->gpus[i];
-    }
-    return best;
+    return share > 0 ? share : SmallestCount(*r.table);
   }
 
   // The step up `r`'s whole curve from `current` GPUs: of the larger counts
@@ -395,34 +384,13 @@ class Cluster {
   // Whether it fits is the caller's question: a running job whose best step
   // does not fit waits for one that does rather than taking a worse step
   // (measured: taking the best step that fits loses more often to
-  // data-parallel-only); a waiting one starts on what fits (StartThatFits).
+  // data-parallel-only); a waiting one starts on what fits (GiveSpares).
   int64_t NextCount(const Running& r, int64_t current) const {
     const std::vector<int64_t>& gpus = r.table->gpus;
     if (current == 0) return (*r.steps)[0];
     const auto it = std::lower_bound(gpus.begin(), gpus.end(), current);
     if (it != gpus.end() && *it == current) return (*r.steps)[1 + (it - gpus.begin())];
     return SteepestStep(*r.table, current, options_.total_gpus);
-  }
-
-  // A waiting job whose best first step does not fit starts on the count
-  // that fits with the most throughput per GPU, the largest such (0: none
-  // fits): from nothing
-  // any plan is progress, and waiting for room for the best step left
-  // best-effort jobs of the 3D table idle where data-parallel's smaller
-  // first step had started them (cluster02, 2026, 256 GPUs: Qwen3-235B
-  // jobs waited 7 days longer).
-  static int64_t StartThatFits(const Running& r, const NodeBudget& placed) {
-    int64_t start = 0;
-    double best = 0;
-    for (size_t k = 0; k < r.table->gpus.size(); ++k) {
-      const int64_t g = r.table->gpus[k];
-      const double per_gpu = r.table->iterations_per_s[k] / static_cast<double>(g);
-      if (per_gpu > 0 && per_gpu >= best && placed.FitsWith(0, g)) {  // ties: more GPUs
-        best = per_gpu;
-        start = g;
-      }
-    }
-    return start;
   }
 
   ClusterOutcome Summarise(double start) {

@@ -54,4 +54,32 @@ ThroughputTable Frontier(const ThroughputTable& t) {
   return out;
 }
 
+int64_t SmallestCount(const ThroughputTable& t) {
+  for (size_t i = 0; i < t.gpus.size(); ++i) {
+    if (t.iterations_per_s[i] > 0) return t.gpus[i];
+  }
+  return 0;
+}
+
+int64_t PreviousCount(const ThroughputTable& t, int64_t current) {
+  int64_t best = 0;
+  for (size_t i = 0; i < t.gpus.size() && t.gpus[i] < current; ++i) {
+    if (t.iterations_per_s[i] > 0) best = t.gpus[i];
+  }
+  return best;
+}
+
+int64_t MostPerGpu(const ThroughputTable& t, const std::function<bool(int64_t)>& allowed) {
+  int64_t most = 0;
+  double best = 0;
+  for (size_t i = 0; i < t.gpus.size(); ++i) {
+    const double per_gpu = t.iterations_per_s[i] / static_cast<double>(t.gpus[i]);
+    if (per_gpu > 0 && per_gpu >= best && allowed(t.gpus[i])) {
+      best = per_gpu;
+      most = t.gpus[i];
+    }
+  }
+  return most;
+}
+
 }  // namespace vtrain

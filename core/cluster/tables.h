@@ -1,10 +1,11 @@
 // The throughput tables of the cluster study (core/cluster/scheduler.h) as its
-// scheduler reads them: cut to their frontier, and the steepest step up each
-// curve from every count.
+// scheduler reads them: cut to their frontier, the steepest step up each
+// curve from every count, and the other walks along a curve it takes.
 #ifndef VTRAIN_CORE_CLUSTER_TABLES_H_
 #define VTRAIN_CORE_CLUSTER_TABLES_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/cluster/scheduler.h"
@@ -21,6 +22,20 @@ int64_t SteepestStep(const ThroughputTable& t, int64_t current, int64_t total_gp
 
 // SteepestStep from 0 GPUs, then from each count of `t`, in order.
 std::vector<int64_t> SteepestSteps(const ThroughputTable& t, int64_t total_gpus);
+
+// The fewest GPUs with a plan (0: none).
+int64_t SmallestCount(const ThroughputTable& t);
+
+// The largest count below `current` with a plan (0: none).
+int64_t PreviousCount(const ThroughputTable& t, int64_t current);
+
+// Of the counts with a plan that `allowed` accepts, the one with the most
+// throughput per GPU, the largest on ties (0: none). Where a waiting job
+// starts when its steepest first step does not fit: from nothing any plan
+// is progress, and waiting for room for the best step left best-effort jobs
+// of the 3D table idle where data-parallel's narrower first step had
+// started them (cluster02, 2026, 256 GPUs: Qwen3-235B jobs 7 days later).
+int64_t MostPerGpu(const ThroughputTable& t, const std::function<bool(int64_t)>& allowed);
 
 }  // namespace vtrain
 

@@ -25,26 +25,11 @@ using ::testing::HasSubstr;
 std::unique_ptr<Server> Start(const std::string& db, Role role, const std::string& registry,
                               int64_t max_message_bytes = 64 << 20,
                               bool require_auth_for_reads = false, int port = 0) {
-  ServerOptions o;
+  ServerOptions o = TestServerOptions(db, role, registry);
   o.listen = absl::StrCat("127.0.0.1:", port);
-  o.db_path = db;
-  o.role = role;
-  o.registry = registry;
-  o.push_token = kToken;
   o.max_message_bytes = max_message_bytes;
   o.require_auth_for_reads = require_auth_for_reads;
-  absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
-  EXPECT_TRUE(s.ok()) << s.status();
-  return s.ok() ? *std::move(s) : nullptr;
-}
-
-bool Has(const Server& s, const std::string& id) {
-  v1::GetProfileSetRequest get;
-  get.set_id(id);
-  v1::ProfileSet set;
-  return v1::ProfileRegistry::NewStub(ChannelTo(s))
-      ->GetProfileSet(Ctx(kToken).get(), get, &set)
-      .ok();
+  return StartServerWith(o);
 }
 
 std::string Push(const Server& registry, const v1::ProfileSet& set) {
@@ -77,19 +62,19 @@ TEST(FollowerTest, DeletionsReachPredictorsLiveAndAfterARestart) {
   ASSERT_NE(p, nullptr);
 
   const std::string live = Push(*registry, MeasuredSet(70'000));
-  ASSERT_TRUE(WaitFor([&] { return Has(*p, live); }, absl::Seconds(10)));
+  ASSERT_TRUE(WaitFor([&] { return HoldsSet(*p, live); }, absl::Seconds(10)));
   Delete(*registry, live);
-  EXPECT_TRUE(WaitFor([&] { return !Has(*p, live); }, absl::Seconds(10)))
+  EXPECT_TRUE(WaitFor([&] { return !HoldsSet(*p, live); }, absl::Seconds(10)))
       << "a deletion did not reach the predictor through Watch";
 
   const std::string away = Push(*registry, MeasuredSet(71'000));
-  ASSERT_TRUE(WaitFor([&] { return Has(*p, away); }, absl::Seconds(10)));
+  ASSERT_TRUE(WaitFor([&] { return HoldsSet(*p, away); }, absl::Seconds(10)));
   p->Shutdown(absl::Milliseconds(100));
   p.reset();
   Delete(*registry, away);
   p = Start(dir.File("p.db"), Role::kPredictor, address);  // the same cache
   ASSERT_NE(p, nullptr);
-  EXPECT_TRUE(WaitFor([&] { return !Has(*p, away); }, absl::Seconds(10)))
+  EXPECT_TRUE(WaitFor([&] { return !HoldsSet(*p, away); }, absl::Seconds(10)))
       << "a deletion made while the predictor was down survived its restart";
 }
 
@@ -105,7 +90,7 @@ TEST(FollowerTest, APredictorStartsWithoutItsRegistryAndConvergesWhenItReturns) 
   auto p = Start(dir.File("p.db"), Role::kPredictor, address);
   ASSERT_NE(p, nullptr);
   const std::string kept = Push(*registry, MeasuredSet(72'000));
-  ASSERT_TRUE(WaitFor([&] { return Has(*p, kept); }, absl::Seconds(10)));
+  ASSERT_TRUE(WaitFor([&] { return HoldsSet(*p, kept); }, absl::Seconds(10)));
   p->Shutdown(absl::Milliseconds(100));
   p.reset();
   registry->Shutdown(absl::Milliseconds(100));
@@ -114,7 +99,7 @@ TEST(FollowerTest, APredictorStartsWithoutItsRegistryAndConvergesWhenItReturns) 
   // The registry away: the predictor starts and serves what it persisted.
   p = Start(dir.File("p.db"), Role::kPredictor, address);
   ASSERT_NE(p, nullptr);
-  EXPECT_TRUE(Has(*p, kept));
+  EXPECT_TRUE(HoldsSet(*p, kept));
   v1::PredictRequest predict = Gpt13bRequest();
   v1::PredictResponse answer;
   EXPECT_TRUE(v1::Simulator::NewStub(ChannelTo(*p))->Predict(Ctx().get(), predict, &answer).ok());
@@ -125,11 +110,11 @@ TEST(FollowerTest, APredictorStartsWithoutItsRegistryAndConvergesWhenItReturns) 
   ASSERT_NE(registry, nullptr);
   const absl::Time back = absl::Now();
   const std::string later = Push(*registry, MeasuredSet(73'000));
-  ASSERT_TRUE(WaitFor([&] { return Has(*p, later); }, absl::Seconds(20)))
+  ASSERT_TRUE(WaitFor([&] { return HoldsSet(*p, later); }, absl::Seconds(20)))
       << "the predictor did not converge after its registry returned";
   std::cout << "converged " << absl::ToDoubleSeconds(absl::Now() - back)
             << " s after the registry returned\n";
-  EXPECT_TRUE(Has(*p, kept));
+  EXPECT_TRUE(HoldsSet(*p, kept));
   EXPECT_EQ(HealthOf(*p, kRegistryHealthService), kServing);
   ASSERT_TRUE(v1::Simulator::NewStub(ChannelTo(*p))->Predict(Ctx().get(), predict, &answer).ok());
   EXPECT_EQ(answer.warnings_size(), 0);
@@ -207,12 +192,12 @@ TEST(FollowerTest, ASetTooLargeForAPredictorIsSkippedAndLaterSetsArrive) {
   }
   const std::string big_id = Push(*registry, big);
   const std::string small_id = Push(*registry, MeasuredSet(73'000));
-  EXPECT_TRUE(WaitFor([&] { return Has(*p, small_id); }, absl::Seconds(15)))
+  EXPECT_TRUE(WaitFor([&] { return HoldsSet(*p, small_id); }, absl::Seconds(15)))
       << "a later set never arrived after an oversized one";
-  EXPECT_FALSE(Has(*p, big_id));
+  EXPECT_FALSE(HoldsSet(*p, big_id));
   // And one pushed after the predictor is following.
   const std::string later = Push(*registry, MeasuredSet(74'000));
-  EXPECT_TRUE(WaitFor([&] { return Has(*p, later); }, absl::Seconds(15)));
+  EXPECT_TRUE(WaitFor([&] { return HoldsSet(*p, later); }, absl::Seconds(15)));
 }
 
 // Regression (issue 12): predictors could not follow a registry started with
@@ -225,7 +210,7 @@ TEST(FollowerTest, FollowsARegistryThatGuardsReads) {
   auto p = Start(dir.File("p.db"), Role::kPredictor, absl::StrCat("127.0.0.1:", registry->port()));
   ASSERT_NE(p, nullptr);
   const std::string id = Push(*registry, MeasuredSet(75'000));
-  EXPECT_TRUE(WaitFor([&] { return Has(*p, id); }, absl::Seconds(10)));
+  EXPECT_TRUE(WaitFor([&] { return HoldsSet(*p, id); }, absl::Seconds(10)));
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ std::string TempDir::File(const std::string& name) const {
   return (fs::path(path_) / name).string();
 }
 
-std::unique_ptr<Server> StartServer(const std::string& db, Role role, const std::string& registry) {
+ServerOptions TestServerOptions(const std::string& db, Role role, const std::string& registry) {
   ServerOptions o;
   o.listen = "127.0.0.1:0";
   o.db_path = db;
@@ -35,9 +35,26 @@ std::unique_ptr<Server> StartServer(const std::string& db, Role role, const std:
   o.registry = registry;
   o.push_token = kToken;
   o.max_tasks = 5'000'000;
-  absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
+  return o;
+}
+
+std::unique_ptr<Server> StartServerWith(const ServerOptions& options) {
+  absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(options);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? *std::move(s) : nullptr;
+}
+
+std::unique_ptr<Server> StartServer(const std::string& db, Role role, const std::string& registry) {
+  return StartServerWith(TestServerOptions(db, role, registry));
+}
+
+bool HoldsSet(const Server& s, const std::string& id) {
+  v1::GetProfileSetRequest get;
+  get.set_id(id);
+  v1::ProfileSet set;
+  return v1::ProfileRegistry::NewStub(ChannelTo(s))
+      ->GetProfileSet(Ctx(kToken).get(), get, &set)
+      .ok();
 }
 
 std::shared_ptr<grpc::Channel> ChannelTo(const Server& s) {

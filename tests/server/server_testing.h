@@ -35,6 +35,10 @@ inline constexpr char kToken[] = "s3cret-token";
 // nullptr (and a test failure) when it does not start.
 std::unique_ptr<Server> StartServer(const std::string& db, Role role = Role::kAll,
                                     const std::string& registry = "");
+// StartServer's options, for a test to change before StartServerWith.
+ServerOptions TestServerOptions(const std::string& db, Role role = Role::kAll,
+                                const std::string& registry = "");
+std::unique_ptr<Server> StartServerWith(const ServerOptions& options);
 std::shared_ptr<grpc::Channel> ChannelTo(const Server& s);
 // A context with a 30 s deadline and, when given, the bearer token.
 std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token = "");
@@ -49,6 +53,9 @@ using ::vtrain::testing::PartialSet;
 // kServing, kNotServing, or -1 when the check fails.
 inline constexpr int kServing = 1, kNotServing = 2;
 int HealthOf(const Server& s, const std::string& service);
+
+// Whether `s` holds the profile set `id` (asked with kToken).
+bool HoldsSet(const Server& s, const std::string& id);
 
 // Polls `condition` every 50 ms until it holds (true) or `timeout` passes.
 bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout);

@@ -147,23 +147,10 @@ TEST(UpgradeTest, ASetWhoseOperatorAnOlderAgentSentAsTextIsRead) {
 
 std::unique_ptr<Server> StartOn(const std::string& db, Role role, const std::string& registry,
                                 int port, int64_t ready_without_registry_seconds = 10) {
-  ServerOptions o;
-  o.ready_without_registry_seconds = ready_without_registry_seconds;
+  ServerOptions o = TestServerOptions(db, role, registry);
   o.listen = absl::StrCat("127.0.0.1:", port);
-  o.db_path = db;
-  o.role = role;
-  o.registry = registry;
-  o.push_token = kToken;
-  absl::StatusOr<std::unique_ptr<Server>> s = Server::Start(o);
-  EXPECT_TRUE(s.ok()) << s.status();
-  return s.ok() ? *std::move(s) : nullptr;
-}
-
-bool Holds(const Server& s, const std::string& id) {
-  v1::GetProfileSetRequest get;
-  get.set_id(id);
-  v1::ProfileSet set;
-  return v1::ProfileRegistry::NewStub(ChannelTo(s))->GetProfileSet(Ctx().get(), get, &set).ok();
+  o.ready_without_registry_seconds = ready_without_registry_seconds;
+  return StartServerWith(o);
 }
 
 // What a Kubernetes rollout does (deploy/base: the registry a StatefulSet of
@@ -191,7 +178,8 @@ TEST(UpgradeTest, ARollingRestartKeepsEverySetAndKeepsAnswering) {
     predictors.push_back(
         StartOn(dir.File(absl::StrCat("p", i, ".db")), Role::kPredictor, address, 0));
     ASSERT_NE(predictors.back(), nullptr);
-    ASSERT_TRUE(WaitFor([&] { return Holds(*predictors.back(), first.id()); }, absl::Seconds(20)));
+    ASSERT_TRUE(
+        WaitFor([&] { return HoldsSet(*predictors.back(), first.id()); }, absl::Seconds(20)));
   }
 
   // The Service: the ready predictors, round robin.
@@ -234,7 +222,7 @@ TEST(UpgradeTest, ARollingRestartKeepsEverySetAndKeepsAnswering) {
     auto next = StartOn(dir.File(absl::StrCat("q", i, ".db")), Role::kPredictor, address, 0);
     ASSERT_NE(next, nullptr);
     ASSERT_TRUE(WaitFor([&] { return HealthOf(*next, "") == kServing; }, absl::Seconds(20)));
-    EXPECT_TRUE(Holds(*next, first.id()) && Holds(*next, second.id()))
+    EXPECT_TRUE(HoldsSet(*next, first.id()) && HoldsSet(*next, second.id()))
         << "ready before it held the registry's sets";
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -251,11 +239,11 @@ TEST(UpgradeTest, ARollingRestartKeepsEverySetAndKeepsAnswering) {
   EXPECT_GT(calls.load(), 10);
   EXPECT_EQ(failures.load(), 0) << first_failure;
   for (const auto& p : predictors) {
-    EXPECT_TRUE(Holds(*p, first.id()));
-    EXPECT_TRUE(Holds(*p, second.id()));
+    EXPECT_TRUE(HoldsSet(*p, first.id()));
+    EXPECT_TRUE(HoldsSet(*p, second.id()));
   }
-  EXPECT_TRUE(Holds(*registry, first.id()));
-  EXPECT_TRUE(Holds(*registry, second.id()));
+  EXPECT_TRUE(HoldsSet(*registry, first.id()));
+  EXPECT_TRUE(HoldsSet(*registry, second.id()));
 }
 
 // With no registry to sync with, a new predictor is not ready at first, then
