@@ -68,8 +68,8 @@ void AddRoutingFlags(common::FlagParser& p) {
   p.AddValue("capacity-factor", "X",
              "tokens an expert takes, times the mean; drops beyond it (default: dropless)");
   p.AddValue("routing", "R",
-             "per-expert loads: balanced (default) or lognormal:SIGMA (slowest EP rank sets "
-             "the pace)");
+             "per-expert loads: balanced (default: forced balance, uniform random each "
+             "micro-batch) or lognormal:SIGMA (slowest EP rank sets the pace)");
 }
 
 }  // namespace

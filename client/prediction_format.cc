@@ -72,7 +72,7 @@ std::string MoeText(const v1::PredictResponse& r) {
                                   "%.1f%% of token copies kept",
                                   q.has_routing_sigma()
                                       ? absl::StrFormat("log-normal sigma %.2f", q.routing_sigma())
-                                      : std::string("balanced"),
+                                      : std::string("forced balance"),
                                   r.expert_load_max_over_mean(), 100 * r.expert_tokens_kept()));
   return text;
 }

@@ -316,8 +316,8 @@ void MegatronMapper::FinishModel(std::vector<std::string>& problems) {
     }
     if (!forced_balance_) {
       job_.notes.push_back(
-          "routing: the launch does not force balanced routing; vtrain predicts balanced "
-          "loads unless --routing lognormal:SIGMA is given");
+          "routing: the launch does not force balanced routing; vtrain predicts forced-balance "
+          "loads (uniform random) unless --routing lognormal:SIGMA is given");
     }
   } else if (!layer_freq_.empty()) {
     problems.push_back(absl::StrCat(name_, ": --moe-layer-freq without --num-experts"));

@@ -47,10 +47,11 @@ void MoePieces(const Job& job, const std::vector<LookupRecord>& records,
     out.push_back(
         absl::StrFormat("routing skew: log-normal sigma %.2f, an assumption (no measured routing)",
                         plan.moe.routing_sigma));
-  } else if (exchanges) {
-    out.push_back(
-        "routing: exactly balanced (forced balance still varies per micro-batch, about 1-2% on "
-        "the busiest rank with 4K-token sequences; not modelled)");
+  } else if (exchanges && plan.moe.capacity_factor <= 0) {
+    out.push_back(absl::StrFormat(
+        "routing: forced balance, each micro-batch's experts drawn uniformly (the busiest EP rank "
+        "%.1f%% above the mean, binomial spread); real routing is not measured",
+        100 * (ForcedBalanceSpread(job.model, plan) - 1)));
   }
 }
 

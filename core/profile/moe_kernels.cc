@@ -1,6 +1,7 @@
 #include "core/profile/moe_kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "absl/strings/match.h"
@@ -10,6 +11,14 @@ namespace vtrain::internal {
 namespace {
 
 // The sizes of one MoE block on one rank.
+// One expert's rows in its GEMMs: the expected count, a fraction under
+// uneven routing, taken to the next multiple of 8. A dropless expert's token
+// count is whatever the router gives it, and its GEMMs run on tensor cores
+// regardless: cuBLAS needs the leading dimensions aligned (the hidden and
+// FFN widths), not the row count, so the calibrated misaligned-GEMM factor
+// (an odd vocabulary's) does not apply to it.
+double ExpertRows(double rows) { return std::ceil(rows / 8) * 8; }
+
 struct MoeShape {
   double t, h, tokens, copies, local_experts, per_expert, expert_ffn, shared_tokens, shared_local;
   int64_t experts;
@@ -21,7 +30,7 @@ struct MoeShape {
         copies(MoeBusiestRankCopies(key)),
         local_experts(static_cast<double>(key.experts) /
                       static_cast<double>(std::max<int64_t>(1, key.expert_parallel))),
-        per_expert(copies / std::max(1.0, local_experts)),
+        per_expert(ExpertRows(copies / std::max(1.0, local_experts))),
         expert_ffn(static_cast<double>(key.ffn) /
                    static_cast<double>(std::max<int64_t>(1, key.expert_tensor_parallel))),
         // The shared experts are a tensor-parallel MLP: under sequence

@@ -335,14 +335,73 @@ ExpertLoad DrawExpertLoad(int64_t experts, int64_t ep, double sigma, double cap)
 
 }  // namespace
 
+double ExpectedMaxOfNormals(int64_t n) {
+  if (n <= 1) return 0;
+  static std::mutex mu;
+  static std::map<int64_t, double>* memo = new std::map<int64_t, double>();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = memo->find(n); it != memo->end()) return it->second;
+  }
+  // E[max] = integral of x * n * phi(x) * Phi(x)^(n-1) dx, by the midpoint
+  // rule over [-9, 9] (the integrand is below 1e-17 outside for n <= 2^20).
+  constexpr int kSteps = 3600;
+  constexpr double kLo = -9, kHi = 9, kDx = (kHi - kLo) / kSteps;
+  const double inv_sqrt_2pi = 1 / std::sqrt(2 * M_PI);
+  const double m = static_cast<double>(std::min<int64_t>(n, int64_t{1} << 20));
+  double sum = 0;
+  for (int i = 0; i < kSteps; ++i) {
+    const double x = kLo + (i + 0.5) * kDx;
+    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    if (cdf <= 0) continue;
+    sum += x * m * inv_sqrt_2pi * std::exp(-0.5 * x * x + (m - 1) * std::log(cdf)) * kDx;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (memo->size() >= 4096) memo->clear();  // bounded
+  memo->emplace(n, sum);
+  return sum;
+}
+
+double ForcedBalanceSpread(const ModelSpec& model, const ParallelPlan& plan) {
+  // Megatron-Core's --moe-router-force-load-balancing replaces the router's
+  // logits by fresh normal draws (router.py, apply_random_logits), so each
+  // token picks top_k distinct experts uniformly at random, anew every
+  // micro-batch and layer. One EP rank holds L = E / ep of them: a token
+  // sends it a hypergeometric count (mean k L / E, variance
+  // k (L/E)(1 - L/E)(E - k)/(E - 1)), summed over the T tokens the EP group
+  // routes. The ranks' counts share a fixed total, so with per-rank standard
+  // deviation sigma the busiest is z_ep * sigma * sqrt(ep / (ep - 1)) above
+  // the mean (z_n: the expected maximum of n standard normals).
+  const int64_t experts = model.moe.num_experts, ep = plan.expert_parallel;
+  const double k = static_cast<double>(std::min(model.moe.top_k, experts));
+  if (ep <= 1 || experts < ep || k <= 0) return 1;
+  const double e = static_cast<double>(experts);
+  const double share = static_cast<double>(experts / ep) / e;
+  const double tokens = MoeTokensPerRank(model, plan) * static_cast<double>(ep) *
+                        static_cast<double>(std::max<int64_t>(1, plan.expert_tensor_parallel));
+  const double mean = tokens * k * share;
+  if (!(mean > 0) || experts == 1) return 1;
+  const double var = tokens * k * share * (1 - share) * (e - k) / (e - 1);
+  const double n = static_cast<double>(ep);
+  const double busiest = mean + ExpectedMaxOfNormals(ep) * std::sqrt(var * n / (n - 1));
+  return std::min(n, busiest / mean);
+}
+
 ExpertLoad ExpectedExpertLoad(const ModelSpec& model, const ParallelPlan& plan) {
   ExpertLoad out;
   const int64_t experts = model.moe.num_experts, ep = plan.expert_parallel;
   const double sigma = plan.moe.routing_sigma, cap = plan.moe.capacity_factor;
-  if (experts <= 0 || ep <= 0 || (sigma == 0 && (cap == 0 || cap >= 1))) return out;
-  if (sigma == 0) {  // balanced, every expert cut to the capacity
+  if (experts <= 0 || ep <= 0) return out;
+  if (sigma == 0 && cap > 0) {
+    // A capacity factor pads every expert's input to its capacity
+    // (--moe-pad-expert-input-to-capacity, as the recipes that set one do):
+    // the GEMMs and the exchange carry cap x the mean, whatever the routing.
     out.max_over_mean = cap;
-    out.kept = cap;
+    out.kept = std::min(1.0, cap);
+    return out;
+  }
+  if (sigma == 0) {
+    out.max_over_mean = ForcedBalanceSpread(model, plan);
     return out;
   }
   // The draws cost about a millisecond for 256 experts, and one prediction
@@ -358,6 +417,7 @@ ExpertLoad ExpectedExpertLoad(const ModelSpec& model, const ParallelPlan& plan) 
     if (auto it = memo->find(key); it != memo->end()) return it->second;
   }
   out = DrawExpertLoad(experts, ep, sigma, cap);
+  if (cap > 0) out.max_over_mean = cap;  // padded to capacity, as above
   std::lock_guard<std::mutex> lock(mu);
   if (memo->size() >= 4096) memo->clear();  // bounded
   memo->emplace(key, out);

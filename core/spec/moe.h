@@ -37,10 +37,21 @@ struct ExpertLoad {
 
 // Under plan.routing_sigma (log-normal per-expert loads of mean 1; 0:
 // balanced) and plan.capacity_factor (each expert keeps at most that multiple
-// of the mean; 0: dropless), over plan.expert_parallel ranks of
-// num_experts / ep experts each. Estimated from 128 deterministic draws
-// (the same numbers on every machine).
+// of the mean, its input padded to it; 0: dropless), over
+// plan.expert_parallel ranks of num_experts / ep experts each. Log-normal
+// loads are estimated from 128 deterministic draws (the same numbers on every
+// machine); balanced routing is Megatron-Core's forced balance, uniform
+// random per micro-batch (ForcedBalanceSpread).
 ExpertLoad ExpectedExpertLoad(const ModelSpec& model, const ParallelPlan& plan);
+
+// The busiest EP rank's token copies over the mean under forced-balance
+// routing: each token's top_k experts drawn uniformly anew every micro-batch,
+// so the ranks' counts spread binomially (about 1% at EP 16 and 2% at EP 64
+// with 4K-token sequences). 1 without expert parallelism.
+double ForcedBalanceSpread(const ModelSpec& model, const ParallelPlan& plan);
+
+// The expected maximum of n independent standard normal draws (0 for n <= 1).
+double ExpectedMaxOfNormals(int64_t n);
 
 // Tokens one rank routes per micro-batch in a MoE layer: b * s / c, and / t
 // with sequence parallelism (each tensor-parallel rank routes its own slice).

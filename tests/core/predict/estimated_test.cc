@@ -53,7 +53,7 @@ TEST(EstimatedPiecesTest, AMoeJobNamesItsAnalyticalPieces) {
   EXPECT_TRUE(SaysPiece(ep8, "MoE layer kernels"));
   EXPECT_TRUE(SaysPiece(ep8, "token dispatch and combine"));
   EXPECT_TRUE(SaysPiece(ep8, "wait for the token counts"));
-  EXPECT_TRUE(SaysPiece(ep8, "exactly balanced"));
+  EXPECT_TRUE(SaysPiece(ep8, "forced balance"));
   EXPECT_FALSE(SaysPiece(ep8, "overlap"));
   // Without expert parallelism nothing is exchanged.
   const std::vector<std::string> ep1 = EstimatedOf(SmallQwen3Job(1));
