@@ -5,6 +5,7 @@
 #include <numeric>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -99,6 +100,20 @@ std::string RegimeTable(const std::vector<RegimeCoverage>& regimes, const std::s
   return out;
 }
 
+// The peak memory's error where the rows measured it ("" where none did).
+std::string MemoryLines(const ValidationReport& r) {
+  std::string out;
+  for (const auto& [what, s] :
+       {std::pair{"allocated", &r.memory_allocated}, std::pair{"reserved", &r.memory_reserved}}) {
+    if (s->count == 0) continue;
+    absl::StrAppend(
+        &out, absl::StrFormat("peak memory vs measured %-9s rows %d   MAPE %s   "
+                              "max |error| %s   bias %s\n",
+                              what, s->count, Pct(s->mape), Pct(s->max_abs_error), Pct(s->bias)));
+  }
+  return out.empty() ? out : out + "\n";
+}
+
 std::string ReportTable(const std::vector<Measurement>& m, const ValidationReport& r, int worst) {
   std::string out;
   absl::StrAppend(&out, absl::StrFormat("rows %d (failed %d)   MAPE %s   p90 |error| %s   R^2 %.4f "
@@ -106,6 +121,7 @@ std::string ReportTable(const std::vector<Measurement>& m, const ValidationRepor
                                         r.overall.count, r.failed, Pct(r.overall.mape),
                                         Pct(r.overall.p90_abs_error), r.overall.r2,
                                         Pct(r.overall.max_abs_error), Pct(r.overall.bias)));
+  absl::StrAppend(&out, MemoryLines(r));
   absl::StrAppend(&out, absl::StrFormat("%-36s %6s %9s %9s %9s %10s %9s\n", "group", "rows", "MAPE",
                                         "p90", "R^2", "max|err|", "bias"));
   for (const auto& [name, s] : r.groups) {
@@ -144,16 +160,20 @@ namespace {
 std::string ReportCsv(const std::vector<Measurement>& m, const ValidationReport& r) {
   std::string out =
       "source,num_gpus,global_batch,micro_batch,hidden_size,num_heads,num_layers,seq_len,tp,dp,pp,"
-      "measured_ms,predicted_ms,error\n";
+      "measured_ms,predicted_ms,error,peak_alloc_gib,predicted_peak_gib,memory_error\n";
   for (size_t i = 0; i < m.size(); ++i) {
     const Job& j = m[i].job;
+    const bool memory = m[i].peak_alloc_gib > 0;
     absl::StrAppend(
         &out,
-        absl::StrFormat("%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.3f,%.3f,%.6f\n", m[i].source,
+        absl::StrFormat("%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.3f,%.3f,%.6f,%s,%.3f,%s\n", m[i].source,
                         j.cluster.num_gpus, j.plan.global_batch, j.plan.micro_batch,
                         j.model.hidden_size, j.model.num_heads, j.model.num_layers, j.model.seq_len,
                         j.plan.tensor_parallel, j.plan.data_parallel, j.plan.pipeline_parallel,
-                        r.rows[i].measured_ms, r.rows[i].predicted_ms, r.rows[i].error));
+                        r.rows[i].measured_ms, r.rows[i].predicted_ms, r.rows[i].error,
+                        memory ? absl::StrFormat("%.2f", m[i].peak_alloc_gib) : "",
+                        r.rows[i].predicted_peak_gib,
+                        memory ? absl::StrFormat("%.6f", r.rows[i].memory_error) : ""));
   }
   return out;
 }
@@ -181,6 +201,12 @@ std::string ReportJson(const std::vector<Measurement>& m, const ValidationReport
     SummaryJson(w, s);
   }
   w.EndObject();
+  for (const auto& [key, s] : {std::pair{"memory_allocated", &r.memory_allocated},
+                               std::pair{"memory_reserved", &r.memory_reserved}}) {
+    if (s->count == 0) continue;
+    w.Key(key);
+    SummaryJson(w, *s);
+  }
   w.Key("regimes").BeginObject();
   for (const RegimeCoverage& c : r.regimes) {
     w.Key(c.regime).BeginObject();
@@ -202,6 +228,11 @@ std::string ReportJson(const std::vector<Measurement>& m, const ValidationReport
     w.Key("regime").String(r.rows[i].regime);
     w.Key("interval_low_ms").Double(r.rows[i].interval_low_ms);
     w.Key("interval_high_ms").Double(r.rows[i].interval_high_ms);
+    w.Key("predicted_peak_gib").Double(r.rows[i].predicted_peak_gib);
+    if (m[i].peak_alloc_gib > 0) {
+      w.Key("peak_alloc_gib").Double(m[i].peak_alloc_gib);
+      w.Key("memory_error").Double(r.rows[i].memory_error);
+    }
     if (!r.rows[i].status.ok()) w.Key("failure").String(r.rows[i].status.message());
     w.EndObject();
   }

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -193,6 +194,18 @@ absl::StatusOr<std::vector<Measurement>> ParsePublishedTable(const CsvTable& t,
     m.job = *std::move(job);
     VTRAIN_ASSIGN_OR_RETURN(m.measured_ms, PublishedMs(measure, value, m.job));
     m.source = where;
+    // Optional measured peak memory (GiB); an empty cell: not measured.
+    for (auto [column, field] : {std::pair{"peak_alloc_gib", &Measurement::peak_alloc_gib},
+                                 std::pair{"peak_reserved_gib", &Measurement::peak_reserved_gib}}) {
+      if (!t.column.count(column) || at(column).empty()) continue;
+      double gib = 0;
+      if (!absl::SimpleAtod(at(column), &gib) || !std::isfinite(gib) || !(gib > 0)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": column '", column,
+                         "' must be a positive number of GiB or empty ('", at(column), "')"));
+      }
+      m.*field = gib;
+    }
     out.push_back(std::move(m));
   }
   return out;

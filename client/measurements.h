@@ -45,9 +45,10 @@ absl::StatusOr<std::vector<Measurement>> ParseMeasurementCsv(absl::string_view t
 // --gpu, --gpus, --tp, ...) and one of tokens_per_sec_per_gpu, step_time_s
 // or iter_time_ms; other columns (a `source` URL, the release) are ignored.
 // Tokens per second per GPU become the iteration time
-// global batch x sequence / (GPUs x tokens/s/GPU). Lines starting with '#'
-// are comments. INVALID_ARGUMENT names the line and column of the first bad
-// cell, or the flag that does not parse.
+// global batch x sequence / (GPUs x tokens/s/GPU). Optional columns
+// peak_alloc_gib and peak_reserved_gib hold a measured peak memory per GPU
+// (an empty cell: not measured). Lines starting with '#' are comments. INVALID_ARGUMENT names the
+// line and column of the first bad cell, or the flag that does not parse.
 absl::StatusOr<std::vector<Measurement>> ParsePublishedCsv(absl::string_view text,
                                                            absl::string_view name);
 

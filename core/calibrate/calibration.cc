@@ -45,7 +45,26 @@ void PredictRange(absl::Span<const Measurement> m, absl::Span<const size_t> indi
     r.regime = p->regime;
     r.interval_low_ms = p->interval_low_ns * 1e-6;
     r.interval_high_ms = p->interval_high_ns * 1e-6;
+    r.predicted_peak_gib = p->memory.peak_bytes / static_cast<double>(int64_t{1} << 30);
+    r.memory_error = m[i].peak_alloc_gib > 0 ? r.predicted_peak_gib / m[i].peak_alloc_gib - 1 : 0;
   }
+}
+
+// The predicted peak memory against a measured one (`measured` of each
+// measurement, 0: not measured), over the rows that predicted.
+ErrorSummary MemorySummary(absl::Span<const Measurement> m, const std::vector<ValidationRow>& rows,
+                           double Measurement::*measured) {
+  std::vector<ValidationRow> memory;
+  for (size_t i = 0; i < m.size(); ++i) {
+    const double gib = m[i].*measured;
+    if (!(gib > 0) || !rows[i].status.ok()) continue;
+    ValidationRow r;
+    r.measured_ms = gib;
+    r.predicted_ms = rows[i].predicted_peak_gib;
+    r.error = r.predicted_ms / gib - 1;
+    memory.push_back(r);
+  }
+  return Summarize(memory);
 }
 
 // Predicts the rows named by `indices`, spreading them over `threads`.
@@ -267,6 +286,9 @@ ValidationReport Validate(absl::Span<const Measurement> measurements, const Prof
   PredictRows(measurements, all, profiles, options.threads, report.rows);
   Group(measurements, report);
   report.regimes = CoverageByRegime(measurements, report.rows);
+  report.memory_allocated = MemorySummary(measurements, report.rows, &Measurement::peak_alloc_gib);
+  report.memory_reserved =
+      MemorySummary(measurements, report.rows, &Measurement::peak_reserved_gib);
   return report;
 }
 

@@ -23,6 +23,10 @@ struct Measurement {
   Job job;
   double measured_ms = 0;
   std::string source;  // where it came from, e.g. "single_node.csv:17"
+  // The measured peak memory per GPU on the busiest rank, GiB: PyTorch's
+  // max_memory_allocated and max_memory_reserved (0: not measured).
+  double peak_alloc_gib = 0;
+  double peak_reserved_gib = 0;
 };
 
 struct ValidationRow {
@@ -34,6 +38,10 @@ struct ValidationRow {
   // The prediction interval (0 when the profile set has no band for it).
   double interval_low_ms = 0;
   double interval_high_ms = 0;
+  // The predicted peak memory per GPU (GiB; 0 when the prediction failed)
+  // and its error against the measured peak allocated (0: none measured).
+  double predicted_peak_gib = 0;
+  double memory_error = 0;
 };
 
 struct ErrorSummary {
@@ -67,6 +75,9 @@ struct ValidationReport {
   std::vector<std::pair<std::string, ErrorSummary>> groups;
   int64_t failed = 0;
   std::vector<RegimeCoverage> regimes;  // per RegimeOf, with interval coverage
+  // The predicted peak memory against the measured peak allocated and
+  // reserved, over the rows that measured it (count 0: none did).
+  ErrorSummary memory_allocated, memory_reserved;
 };
 
 // "tp", "dp", "pp" (the largest degree; ties in that order) or "none".
