@@ -112,8 +112,8 @@ void AddJobFlags(common::FlagParser& p) {
              "optimizer state a parameter, not 12 (memory only; default: the settings')");
   p.AddValue("fp32-grads", "on|off",
              "accumulate and reduce gradients in an fp32 buffer, as Megatron-LM does with --bf16: "
-             "4 bytes of gradient a parameter, not 2 (memory only; default: the settings': on "
-             "under megatron-defaults, off under tuned)");
+             "4 bytes of gradient a parameter, not 2, in memory and in the data-parallel "
+             "reduction (default: the settings': on under megatron-defaults, off under tuned)");
   p.AddValue("dtype", "T",
              "fp16, bf16 or fp8 (fp8: H100/H200/B200; default bf16, fp16 where the GPU has no "
              "bf16, and under --settings paper)");

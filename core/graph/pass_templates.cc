@@ -245,12 +245,15 @@ void TemplateMaker::Prepare() {
   }
   PrepareMoe();
   if (fsdp_) {
-    const double layer_bytes = LayerParameterCount(model_) / static_cast<double>(t_) * kElemBytes;
+    const double layer_params = LayerParameterCount(model_) / static_cast<double>(t_);
     const CommGroup group = DataParallelGroup(job_);
     fsdp_gather_ns_ = static_cast<double>(
-        lookup_.CollectiveNs(Collective::kAllGather, layer_bytes, group).latency_ns);
-    fsdp_scatter_ns_ = static_cast<double>(
-        lookup_.CollectiveNs(Collective::kReduceScatter, layer_bytes, group).latency_ns);
+        lookup_.CollectiveNs(Collective::kAllGather, layer_params * kElemBytes, group).latency_ns);
+    fsdp_scatter_ns_ =
+        static_cast<double>(lookup_
+                                .CollectiveNs(Collective::kReduceScatter,
+                                              layer_params * GradientElemBytes(plan_), group)
+                                .latency_ns);
   }
 }
 
@@ -336,7 +339,7 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   // Gradients of `params` parameters are final: close a bucket once full.
   auto gradients_ready = [&](double params) {
     if (!bucketed) return;
-    pending += params * kElemBytes;
+    pending += params * GradientElemBytes(plan_);
     if (pending >= bucket_limit) {
       w.EndSegment(pending);
       pending = 0;
@@ -434,9 +437,9 @@ StageTemplates TemplateMaker::Make(StageEnds ends) {
   if (ends.loss) s.parameters_per_gpu += OutputParametersPerGpu(model_, t_, p_);
   // FSDP reduce-scatters the layers' gradients layer by layer; the rest at
   // the end of the pass.
-  s.gradient_bytes =
-      (s.parameters_per_gpu - expert_parameters - (fsdp_ ? layer_parameters : 0)) * kElemBytes;
-  s.expert_gradient_bytes = expert_parameters * kElemBytes;
+  s.gradient_bytes = (s.parameters_per_gpu - expert_parameters - (fsdp_ ? layer_parameters : 0)) *
+                     GradientElemBytes(plan_);
+  s.expert_gradient_bytes = expert_parameters * GradientElemBytes(plan_);
   if (s.expert_gradient_bytes > 0 && ExpertDataParallel(plan_) > 1) {
     s.expert_reduce_ns = lookup_
                              .CollectiveNs(GradientCollective(job_), s.expert_gradient_bytes,

@@ -23,6 +23,11 @@ class TemplateWriter;  // core/graph/template_writer.h
 
 inline constexpr double kElemBytes = 2;  // fp16 / bf16 activations and gradients
 
+// Bytes of one gradient as the data-parallel reduction moves it: 4 with
+// Megatron-LM's fp32 gradient buffer (plan.fp32_grads: it reduces main_grad
+// in fp32 unless --grad-reduce-in-bf16), else 2.
+inline double GradientElemBytes(const ParallelPlan& plan) { return plan.fp32_grads ? 4 : 2; }
+
 // One future task of a pass, before it is placed in the graph.
 struct Item {
   int64_t duration_ns = 0;

@@ -228,9 +228,9 @@ void IterationWalker<Sink>::EmitTail() {
     // Tied embeddings: the first and last stages all-reduce the word
     // embedding gradient (Megatron's allreduce_embedding_grads).
     const ModelSpec& model = job_.model;
-    const double bytes = static_cast<double>(model.vocab_size) *
-                         static_cast<double>(model.hidden_size) /
-                         static_cast<double>(plan_.tensor_parallel) * internal::kElemBytes;
+    const double bytes =
+        static_cast<double>(model.vocab_size) * static_cast<double>(model.hidden_size) /
+        static_cast<double>(plan_.tensor_parallel) * internal::GradientElemBytes(plan_);
     const int64_t ns =
         CollectiveNs(Collective::kAllReduce, bytes, internal::StagePairGroup(job_, 0, p_ - 1));
     const Handle ends[2] = {done(0), done(p_ - 1)};

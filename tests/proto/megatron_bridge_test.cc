@@ -117,7 +117,8 @@ TEST(MegatronBridgeTest, Llama3RecipeDumpIsTheSameJobAsItsFlags) {
                      "--data-parallel-sharding", "optimizer", "--gradient-bucketing", "on",
                      // ddp.bucket_size counts parameters: 134217728 fp32 gradients.
                      "--bucket-size", "536870912", "--overlap-param-gather", "on", "--dtype",
-                     "bf16", "--micro-batch", "1", "--global-batch", "256", "--recompute", "none"});
+                     "bf16", "--micro-batch", "1", "--global-batch", "256", "--recompute", "none",
+                     "--fp32-grads", "off"});
 }
 
 TEST(MegatronBridgeTest, DeepSeekRecipeDumpIsThePresetsJobAtItsPlan) {
@@ -157,6 +158,8 @@ TEST(MegatronBridgeTest, DeepSeekRecipeDumpIsThePresetsJobAtItsPlan) {
                                          "on",
                                          "--bf16-moments",
                                          "on",
+                                         "--fp32-grads",
+                                         "off",
                                          "--recompute",
                                          "selective",
                                          "--recompute-modules",

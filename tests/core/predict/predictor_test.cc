@@ -126,6 +126,26 @@ TEST(PredictTest, OverlapsChargeOnlyWhatStaysExposed) {
   EXPECT_EQ(StageTotal(gathered.stages[0]), gathered.iteration_time_ns);
 }
 
+// Megatron-LM's fp32 gradient buffer reduces 4-byte gradients: the
+// data-parallel reduction moves twice the bytes, the compute is unchanged.
+TEST(PredictTest, Fp32GradientsDoubleTheReductionsBytes) {
+  Job job = WithPlan(Gpt13bJob(), 8, 4, 1, 1, 16);
+  job.plan.dtype = DType::kBf16;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction half, PredictDefault(job, Granularity::kOperator));
+  job.plan.fp32_grads = true;
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction full, PredictDefault(job, Granularity::kOperator));
+  EXPECT_EQ(full.stages[0].compute_ns, half.stages[0].compute_ns);
+  const double half_dp = static_cast<double>(half.stages[0].data_parallel_exposed_ns +
+                                             half.stages[0].data_parallel_hidden_ns);
+  const double full_dp = static_cast<double>(full.stages[0].data_parallel_exposed_ns +
+                                             full.stages[0].data_parallel_hidden_ns);
+  ASSERT_GT(half_dp, 0);
+  // Twice the bytes over the same link: between 1.5x (fixed latency) and 2x.
+  EXPECT_GT(full_dp, 1.5 * half_dp);
+  EXPECT_LE(full_dp, 2 * half_dp + 1);
+  EXPECT_GT(full.iteration_time_ns, half.iteration_time_ns);
+}
+
 TEST(PredictTest, InterleavedChunksReduceTheirGradientsUnderTheOthersBackward) {
   // gpt3-1.3b's 24 layers on t=2 d=4 p=2 with two chunks per stage: with
   // bucketing on, the chunk finishing its backward first reduces its
