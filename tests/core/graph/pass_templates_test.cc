@@ -367,6 +367,35 @@ TEST(PassTemplatesTest, ParameterGatherOverlapHidesAllButTheFirstBucket) {
   EXPECT_EQ(MakeMiddle(job, /*ends=*/true).templates.param_gather_ns, all);
 }
 
+// --overlap-grad-reduce buckets the routed experts' gradients beside the
+// last backward (Megatron-Core's expert-parallel DDP buffers): only the last
+// bucket and what the backward cannot hold stay exposed; one bucket holding
+// everything hides nothing.
+TEST(PassTemplatesTest, BucketedExpertGradientsHideBesideTheLastBackward) {
+  Job job;
+  job.model = *ModelPreset("qwen3-30b-a3b");
+  job.model.num_layers = 2;
+  job.cluster = DefaultCluster(*GpuByName("h100-sxm5-80gb"), 64);
+  job.plan.data_parallel = 64;
+  job.plan.expert_parallel = 8;  // expert data-parallel 8
+  job.plan.global_batch = 64;
+  job.plan.dtype = DType::kBf16;
+  job.plan.recompute = Recompute::kNone;
+  const int64_t after = MakeMiddle(job).templates.expert_reduce_ns;
+  ASSERT_GT(after, 0);
+  job.plan.gradient_bucketing = true;
+  job.plan.bucket_size_bytes = int64_t{1} << 20;
+  const Made beside = MakeMiddle(job);
+  EXPECT_GT(beside.templates.expert_reduce_ns, 0);
+  EXPECT_LT(beside.templates.expert_reduce_ns, after);
+  // At least the last of its buckets.
+  const double buckets = std::ceil(beside.templates.expert_gradient_bytes / (1 << 20));
+  EXPECT_GE(static_cast<double>(beside.templates.expert_reduce_ns),
+            static_cast<double>(after) / buckets - 1);
+  job.plan.bucket_size_bytes = int64_t{1} << 40;
+  EXPECT_EQ(MakeMiddle(job).templates.expert_reduce_ns, after);
+}
+
 // Megatron's merged 1F1B layer, by hand (PairedMoeExposedNs): phases
 // max(combine, fwd attention), max(2 dispatch, bwd moe + fwd moe, ...),
 // max(combine, bwd attention), less the compute, halved per pass.
