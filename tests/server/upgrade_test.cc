@@ -257,7 +257,9 @@ TEST(UpgradeTest, APredictorWithoutItsRegistryIsReadyAfterTheWait) {
   const int at_start = HealthOf(*p, "");
   const bool checked_in_time = absl::Now() - start < absl::Seconds(2);
   ASSERT_TRUE(WaitFor([&] { return HealthOf(*p, "") == kServing; }, absl::Seconds(20)));
-  if (checked_in_time) EXPECT_EQ(at_start, kNotServing);
+  if (checked_in_time) {
+    EXPECT_EQ(at_start, kNotServing);
+  }
   EXPECT_GE(absl::Now() - start, absl::Seconds(2)) << "ready before the wait had passed";
   EXPECT_EQ(HealthOf(*p, kRegistryHealthService), kNotServing);
   p->Shutdown(absl::Milliseconds(100));
