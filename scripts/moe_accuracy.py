@@ -7,7 +7,8 @@ fitted; the files are not kept-aside sources.
 
   python3 scripts/moe_accuracy.py [build/client/vtrainctl] [--rows]
 
---rows also prints each row's measured time and error.
+--rows also prints each row's measured time and error. Where a file measured the
+peak memory (peak_alloc_gib), a line under the model gives its error too.
 """
 import csv
 import io
@@ -40,9 +41,11 @@ def main():
         models = [r["model"] for r in rows]
         if len(models) != len(predicted):
             sys.exit(f"{name}: {len(models)} rows, {len(predicted)} predictions")
-        groups = {}
+        groups, memory = {}, {}
         for row, p in zip(rows, predicted):
             groups.setdefault(row["model"], []).append(float(p["error"]))
+            if p.get("memory_error"):
+                memory.setdefault(row["model"], []).append(float(p["memory_error"]))
             every.append(float(p["error"]))
             if per_row:
                 print(f"  {row['case']:44s} {float(row['step_time_s']):8.3f} s "
@@ -52,6 +55,11 @@ def main():
             bias = sum(errs) / len(errs)
             print(f"{os.path.basename(name):34s} {model:18s} {len(errs):4d} {100 * mape:6.2f}% "
                   f"{100 * bias:+6.2f}% {100 * min(errs):+6.1f}..{100 * max(errs):+5.1f}%")
+            if model in memory:
+                m = memory[model]
+                print(f"{'  peak memory vs measured':34s} {'':18s} {len(m):4d} "
+                      f"{100 * sum(abs(e) for e in m) / len(m):6.2f}% "
+                      f"{100 * sum(m) / len(m):+6.2f}% {100 * min(m):+6.1f}..{100 * max(m):+5.1f}%")
     print(f"{'all':34s} {'':18s} {len(every):4d} "
           f"{100 * sum(abs(e) for e in every) / len(every):6.2f}% "
           f"{100 * sum(every) / len(every):+6.2f}%")
