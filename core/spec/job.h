@@ -152,9 +152,10 @@ struct MoeRouting {
   // Tokens an expert takes, as a multiple of the mean (drops beyond it);
   // 0: dropless (Megatron's default).
   double capacity_factor = 0;
-  // Per-expert loads: 0 balanced (NVIDIA's published benchmarks force
-  // balance); sigma > 0: log-normal loads with that sigma, the slowest EP
-  // rank setting the pace.
+  // Per-expert loads: 0 Megatron-Core's forced balance (NVIDIA's published
+  // benchmarks force it: uniform random routing each micro-batch, the
+  // busiest EP rank its binomial spread above the mean); sigma > 0:
+  // log-normal loads with that sigma, the slowest EP rank setting the pace.
   double routing_sigma = 0;
 };
 
