@@ -10,7 +10,6 @@
 namespace vtrain::internal {
 namespace {
 
-// The sizes of one MoE block on one rank.
 // One expert's rows in its GEMMs: the expected count, a fraction under
 // uneven routing, taken to the next multiple of 8. A dropless expert's token
 // count is whatever the router gives it, and its GEMMs run on tensor cores
@@ -19,6 +18,7 @@ namespace {
 // (an odd vocabulary's) does not apply to it.
 double ExpertRows(double rows) { return std::ceil(rows / 8) * 8; }
 
+// The sizes of one MoE block on one rank.
 struct MoeShape {
   double t, h, tokens, copies, local_experts, per_expert, expert_ffn, shared_tokens, shared_local;
   int64_t experts;
