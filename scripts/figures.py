@@ -283,6 +283,7 @@ def render_readme_accuracy(f):
     m1, m2, m3, sb = (f["mlperf-h100-fp8"], f["mlperf-h200-fp8"], f["mlperf-b200-fp8"],
                       f["simumax-b200-bf16"])
     s, m = f["a100_single_held"], f["a100_multi_held"]
+    mem = f["simumax_memory"]
     lo, hi = f["a100_coverage"]
     return (
         "- **Hopper and Blackwell are fitted on published runs only**, none measured here: H100 "
@@ -292,6 +293,9 @@ def render_readme_accuracy(f):
         f"  {pct(m1['mape'], 1)}, {m2['rows']} MLPerf H200 runs {pct(m2['mape'], 1)}, "
         f"{m3['rows']} MLPerf B200 runs {pct(m3['mape'], 1)}, {sb['rows']} SimuMax B200 bf16 "
         f"runs {pct(sb['mape'], 1)}.\n"
+        f"  Peak memory per GPU on {mem['rows']} plans SimuMax measured (dense and MoE, to 128K): "
+        f"{pct(mem['mape'], 1)} MAPE,\n"
+        f"  none off by more than {pct(mem['max'], 1)}.\n"
         "  Hopper bf16 has no run (its intervals are the widened A100 ones); the H200 takes the "
         "H100's\n"
         "  fit and fp8 bands\n"
