@@ -209,6 +209,30 @@ double ExposedMoeExchangeNs(const Job& job, const MoeExchange& x, const MoeLayer
          paired_share * PairedMoeExposedNs(x, forward, backward, share);
 }
 
+int64_t ExpertReduceNs(const Job& job, ProfileLookup& lookup, const StageTemplates& s) {
+  if (!(s.expert_gradient_bytes > 0) || ExpertDataParallel(job.plan) <= 1) return 0;
+  const int64_t all = lookup
+                          .CollectiveNs(GradientCollective(job), s.expert_gradient_bytes,
+                                        ExpertDataParallelGroup(job))
+                          .latency_ns;
+  if (!job.plan.gradient_bucketing) return all;
+  // --overlap-grad-reduce: Megatron-Core's DDP buckets the routed experts'
+  // gradients as it does the dense ones (its expert-parallel buffers) and
+  // reduces each bucket as the last backward fills it, beside that
+  // backward's compute and the dense buckets' own reductions (Megatron-FSDP
+  // reduce-scatters them module by module). Charged after the backward,
+  // only what that window cannot hold stays: at least the last bucket.
+  const double dense_ns =
+      s.gradient_bytes > 0 && GradientRanks(job) > 1
+          ? static_cast<double>(
+                lookup
+                    .CollectiveNs(GradientCollective(job), s.gradient_bytes, DataParallelGroup(job))
+                    .latency_ns)
+          : 0;
+  const double window = std::max(0.0, s.backward_last.TaskNs() - dense_ns);
+  return ExposedParamGatherNs(all, s.expert_gradient_bytes, job.plan.bucket_size_bytes, window);
+}
+
 LayerParameters ChunkParameters(const ModelSpec& model, StageEnds ends) {
   LayerParameters p = LayerParametersIn(model, ends.first_layer, ends.num_layers);
   if (ends.mtp_layers > 0) {

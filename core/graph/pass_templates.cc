@@ -440,33 +440,10 @@ StageTemplates TemplateMaker::Make(StageEnds ends) {
   s.gradient_bytes = (s.parameters_per_gpu - expert_parameters - (fsdp_ ? layer_parameters : 0)) *
                      GradientElemBytes(plan_);
   s.expert_gradient_bytes = expert_parameters * GradientElemBytes(plan_);
-  if (s.expert_gradient_bytes > 0 && ExpertDataParallel(plan_) > 1) {
-    s.expert_reduce_ns = lookup_
-                             .CollectiveNs(GradientCollective(job_), s.expert_gradient_bytes,
-                                           ExpertDataParallelGroup(job_))
-                             .latency_ns;
-  }
   s.forward = Forward(ends);
   s.backward = Backward(ends, /*bucketed=*/false);
   s.backward_last = bucketing_ ? Backward(ends, /*bucketed=*/true) : s.backward;
-  if (s.expert_reduce_ns > 0 && plan_.gradient_bucketing) {
-    // --overlap-grad-reduce: Megatron-Core's DDP buckets the routed experts'
-    // gradients as it does the dense ones (its expert-parallel buffers) and
-    // reduces each bucket as the last backward fills it, beside that
-    // backward's compute and the dense buckets' own reductions (Megatron-FSDP
-    // reduce-scatters them module by module). Charged after the backward,
-    // only what that window cannot hold stays: at least the last bucket.
-    const double dense_ns =
-        s.gradient_bytes > 0 && GradientRanks(job_) > 1
-            ? static_cast<double>(lookup_
-                                      .CollectiveNs(GradientCollective(job_), s.gradient_bytes,
-                                                    DataParallelGroup(job_))
-                                      .latency_ns)
-            : 0;
-    const double window = std::max(0.0, s.backward_last.TaskNs() - dense_ns);
-    s.expert_reduce_ns = ExposedParamGatherNs(s.expert_reduce_ns, s.expert_gradient_bytes,
-                                              plan_.bucket_size_bytes, window);
-  }
+  s.expert_reduce_ns = ExpertReduceNs(job_, lookup_, s);
   if (SplitsBackward(plan_.schedule)) {
     // weight_ns_ as the Backward calls above set it.
     SplitWeightGradient(s, weight_ns_, label_("backward_input"), label_("backward_weight"));

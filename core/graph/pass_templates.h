@@ -95,8 +95,9 @@ struct StageTemplates {
   // FSDP those not reduce-scattered layer by layer.
   double gradient_bytes = 0;
   // The routed experts' gradients, reduced over the expert data-parallel
-  // group (ExpertDataParallelGroup) after the last backward, and that
-  // collective's time (0 when edp == 1 or the chunk has no MoE layer).
+  // group (ExpertDataParallelGroup) after the last backward, and the wait
+  // for that collective (ExpertReduceNs; 0 when edp == 1 or the chunk has
+  // no MoE layer).
   double expert_gradient_bytes = 0;
   int64_t expert_reduce_ns = 0;
   // The distributed optimizer's parameter all-gather: the part in the
@@ -263,6 +264,12 @@ double PairedPassShare(const ParallelPlan& plan);
 // exchange's SM share taken from the job's GPU.
 double ExposedMoeExchangeNs(const Job& job, const MoeExchange& x, const MoeLayerCompute& forward,
                             const MoeLayerCompute& backward, double paired_share);
+// The wait for a chunk's routed-expert gradient reduction over the expert
+// data-parallel group after its last backward (0 when edp == 1 or it has
+// none), from the chunk's expert_gradient_bytes, gradient_bytes and
+// backward_last. With gradient bucketing only what the last backward cannot
+// hold stays (at least one bucket).
+int64_t ExpertReduceNs(const Job& job, ProfileLookup& lookup, const StageTemplates& s);
 
 // Megatron rank order: tensor-parallel ranks innermost, then context-,
 // then data-parallel, then pipeline (rank = stage * t*c*d + replica * t*c +

@@ -392,16 +392,12 @@ ExpertLoad ExpectedExpertLoad(const ModelSpec& model, const ParallelPlan& plan) 
   const int64_t experts = model.moe.num_experts, ep = plan.expert_parallel;
   const double sigma = plan.moe.routing_sigma, cap = plan.moe.capacity_factor;
   if (experts <= 0 || ep <= 0) return out;
-  if (sigma == 0 && cap > 0) {
-    // A capacity factor pads every expert's input to its capacity
-    // (--moe-pad-expert-input-to-capacity, as the recipes that set one do):
-    // the GEMMs and the exchange carry cap x the mean, whatever the routing.
-    out.max_over_mean = cap;
-    out.kept = std::min(1.0, cap);
-    return out;
-  }
+  // A capacity factor pads every expert's input to its capacity
+  // (--moe-pad-expert-input-to-capacity, as the recipes that set one do): the
+  // GEMMs and the exchange carry cap x the mean, whatever the routing.
   if (sigma == 0) {
-    out.max_over_mean = ForcedBalanceSpread(model, plan);
+    out.max_over_mean = cap > 0 ? cap : ForcedBalanceSpread(model, plan);
+    out.kept = cap > 0 ? std::min(1.0, cap) : 1;
     return out;
   }
   // The draws cost about a millisecond for 256 experts, and one prediction
@@ -417,7 +413,7 @@ ExpertLoad ExpectedExpertLoad(const ModelSpec& model, const ParallelPlan& plan) 
     if (auto it = memo->find(key); it != memo->end()) return it->second;
   }
   out = DrawExpertLoad(experts, ep, sigma, cap);
-  if (cap > 0) out.max_over_mean = cap;  // padded to capacity, as above
+  if (cap > 0) out.max_over_mean = cap;  // padded
   std::lock_guard<std::mutex> lock(mu);
   if (memo->size() >= 4096) memo->clear();  // bounded
   memo->emplace(key, out);
