@@ -202,7 +202,10 @@ class Cluster {
       }
     }
     GiveSpares(now, plan, placed);
-    Rebalance(now, plan, placed);
+    for (size_t moves = 0; moves < 4 * jobs_.size() + 16 && RebalanceOnce(now, plan, placed);
+         ++moves) {
+      GiveSpares(now, plan, placed);
+    }
     if (leaves_) PlaceOnLeaves(plan);
     int64_t allocated = 0;
     for (size_t i = 0; i < jobs_.size(); ++i) {
@@ -239,10 +242,10 @@ class Cluster {
         const Running& r = jobs_[i];
         if (!r.arrived || r.done) continue;
         int64_t next = NextCount(r, plan[i]);
-        if (plan[i] == 0 && next > 0 && !placed.FitsWith(0, next)) {
-          // Waiting, and its best first step does not fit: it starts on
-          // what fits (MostPerGpu in core/cluster/tables.h says why).
-          next = MostPerGpu(*r.table, [&](int64_t g) { return placed.FitsWith(0, g); });
+        if (next > 0 && !placed.FitsWith(plan[i], next)) {
+          // Its best step does not fit: the steepest that does.
+          next = SteepestStepWhere(*r.table, plan[i], options_.total_gpus,
+                                   [&](int64_t g) { return placed.FitsWith(plan[i], g); });
         }
         if (next == 0 || !placed.FitsWith(plan[i], next)) continue;
         if (!RepaysRestart(r, plan[i], next, now)) continue;
@@ -323,50 +326,71 @@ class Cluster {
   // fits, the step moves. Both jobs restart, hence the factor; a running
   // receiver must also finish earlier despite its restart. Without this, a
   // job that grew on idle GPUs at low efficiency keeps them while later
-  // arrivals run on their minimum shares.
-  void Rebalance(double now, std::vector<int64_t>& plan, NodeBudget& placed) const {
+  // arrivals run on their minimum shares. One move per call: the step given
+  // back can free more GPUs than the step taken (128 -> 64 for a waiting
+  // job's first GPU), and the rest go out as spares before the next move
+  // (Replan) instead of standing idle.
+  bool RebalanceOnce(double now, std::vector<int64_t>& plan, NodeBudget& placed) const {
     constexpr double kRebalanceFactor = 2;
     auto active = [&](size_t i) { return jobs_[i].arrived && !jobs_[i].done; };
-    for (size_t moves = 0; moves < 4 * jobs_.size() + 16; ++moves) {
-      size_t to = jobs_.size(), from = jobs_.size();
-      double gain = 0, loss = kInf;
-      int64_t to_next = 0, from_prev = 0;
-      for (size_t i = 0; i < jobs_.size(); ++i) {
-        if (!active(i)) continue;
-        const Running& r = jobs_[i];
-        const int64_t next = NextCount(r, plan[i]);
-        if (next == 0) continue;
-        if (!RepaysRestart(r, plan[i], next, now)) continue;
-        if (const double g = PerGpu(r, plan[i], next); g > gain) {
-          gain = g;
-          to = i;
-          to_next = next;
-        }
+    size_t to = jobs_.size();
+    double gain = 0;
+    int64_t to_next = 0;
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      if (!active(i)) continue;
+      const Running& r = jobs_[i];
+      const int64_t next = NextCount(r, plan[i]);
+      if (next == 0) continue;
+      if (!RepaysRestart(r, plan[i], next, now)) continue;
+      if (const double g = PerGpu(r, plan[i], next); g > gain) {
+        gain = g;
+        to = i;
+        to_next = next;
       }
-      if (to == jobs_.size()) return;
+    }
+    if (to == jobs_.size()) return false;
+    // Room for the step, taken a step at a time from where a step is worth
+    // least, each worth less than 1 / kRebalanceFactor of the step it makes
+    // room for (several when one is too small), and restarting running jobs
+    // for no more time than the step saves.
+    const Running& receiver = jobs_[to];
+    const double saved = (plan[to] == receiver.gpus ? std::max(now, receiver.paused_until)
+                                                    : now + options_.rescale_overhead_s) +
+                         (plan[to] > 0 ? receiver.remaining / receiver.table->At(plan[to]) : kInf) -
+                         (now + options_.rescale_overhead_s +
+                          receiver.remaining / receiver.table->At(to_next));
+    double restarts = 0;
+    std::vector<int64_t> trial_plan = plan;
+    NodeBudget trial = placed;
+    trial.Remove(plan[to]);
+    trial.Add(to_next);
+    trial_plan[to] = to_next;
+    while (!trial.FitsWith(0, 0)) {
+      size_t from = jobs_.size();
+      double loss = kInf;
+      int64_t from_prev = 0;
       for (size_t j = 0; j < jobs_.size(); ++j) {
-        if (j == to || !active(j) || plan[j] == 0) continue;
+        if (j == to || !active(j) || trial_plan[j] == 0) continue;
         const Running& r = jobs_[j];
         const int64_t prev =
-            std::max(r.admitted ? Share(r, now) : 0, PreviousCount(*r.table, plan[j]));
-        if (prev >= plan[j]) continue;
-        if (const double l = PerGpu(r, prev, plan[j]); l < loss) {
+            std::max(r.admitted ? Share(r, now) : 0, PreviousCount(*r.table, trial_plan[j]));
+        if (prev >= trial_plan[j]) continue;
+        if (const double l = PerGpu(r, prev, trial_plan[j]); l < loss) {
           loss = l;
           from = j;
           from_prev = prev;
         }
       }
-      if (from == jobs_.size() || gain < kRebalanceFactor * loss) return;
-      NodeBudget trial = placed;
-      trial.Remove(plan[from]);
+      if (from == jobs_.size() || gain < kRebalanceFactor * loss) return false;
+      if (trial_plan[from] == jobs_[from].gpus) restarts += options_.rescale_overhead_s;
+      if (restarts > saved) return false;
+      trial.Remove(trial_plan[from]);
       trial.Add(from_prev);
-      trial.Remove(plan[to]);
-      trial.Add(to_next);
-      if (!trial.FitsWith(0, 0)) return;
-      placed = trial;
-      plan[from] = from_prev;
-      plan[to] = to_next;
+      trial_plan[from] = from_prev;
     }
+    placed = trial;
+    plan = std::move(trial_plan);
+    return true;
   }
 
   // An admitted job's share: the fewest GPUs that still meet its deadline,
@@ -381,10 +405,9 @@ class Cluster {
   // per added GPU (0: none). Looking past the next count crosses a flat stretch
   // of the curve to the steep one behind it (a pipeline depth that only
   // pays from 32 GPUs, say) instead of stopping at its first small step.
-  // Whether it fits is the caller's question: a running job whose best step
-  // does not fit waits for one that does rather than taking a worse step
-  // (measured: taking the best step that fits loses more often to
-  // data-parallel-only); a waiting one starts on what fits (GiveSpares).
+  // Whether it fits is the caller's question: as a spare, a job whose best
+  // step does not fit takes the steepest that does (GiveSpares); a move
+  // (RebalanceOnce) makes room for the best one.
   int64_t NextCount(const Running& r, int64_t current) const {
     const std::vector<int64_t>& gpus = r.table->gpus;
     if (current == 0) return (*r.steps)[0];

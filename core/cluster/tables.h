@@ -20,6 +20,17 @@ ThroughputTable Frontier(const ThroughputTable& t);
 // `current` GPUs, the one that adds the most per added GPU (0: none).
 int64_t SteepestStep(const ThroughputTable& t, int64_t current, int64_t total_gpus);
 
+// SteepestStep among the counts `allowed` accepts: where a job steps when
+// its best step does not fit. A waiting job that held out for its best first
+// step idled where data-parallel's narrower first step had started it
+// (cluster02, 2026, 256 GPUs: Qwen3-235B jobs 7 days later); a running one
+// that held out for its best next step stayed on the few GPUs it started on
+// while others took every freed GPU in smaller steps (a Llama 3.1 405B job
+// on 168 of 1,024 GPUs, 280,000 s later than data-parallel's, whose first
+// step waited for a lull).
+int64_t SteepestStepWhere(const ThroughputTable& t, int64_t current, int64_t total_gpus,
+                          const std::function<bool(int64_t)>& allowed);
+
 // SteepestStep from 0 GPUs, then from each count of `t`, in order.
 std::vector<int64_t> SteepestSteps(const ThroughputTable& t, int64_t total_gpus);
 
@@ -29,13 +40,6 @@ int64_t SmallestCount(const ThroughputTable& t);
 // The largest count below `current` with a plan (0: none).
 int64_t PreviousCount(const ThroughputTable& t, int64_t current);
 
-// Of the counts with a plan that `allowed` accepts, the one with the most
-// throughput per GPU, the largest on ties (0: none). Where a waiting job
-// starts when its steepest first step does not fit: from nothing any plan
-// is progress, and waiting for room for the best step left best-effort jobs
-// of the 3D table idle where data-parallel's narrower first step had
-// started them (cluster02, 2026, 256 GPUs: Qwen3-235B jobs 7 days later).
-int64_t MostPerGpu(const ThroughputTable& t, const std::function<bool(int64_t)>& allowed);
 
 }  // namespace vtrain
 

@@ -430,6 +430,50 @@ TEST(ClusterSimTest, AWaitingJobStartsOnWhatFitsWhenItsBestStepDoesNot) {
   EXPECT_LT(out.jobs[1].finish_s, 110 + 10 + 100) << "waited for all 8 GPUs";
 }
 
+TEST(ClusterSimTest, GpusAShrinkFreesBeyondTheStepItMadeRoomForAreNotLeftIdle) {
+  // "big" runs alone on all 128 GPUs, its last step (64 -> 128) worth little.
+  // "small" arrives best-effort: the move that makes room for its first GPU
+  // takes big back to 64, and the other 63 freed GPUs go out as spares
+  // before the next move. Left idle, small ran on 4 GPUs beside big on 16
+  // and 108 GPUs stood idle (cluster10, itp, 128 GPUs: +5.8% JCT).
+  const ThroughputTable big = {{1, 2, 4, 8, 16, 32, 64, 128}, {1, 2, 4, 8, 16, 32, 64, 80}};
+  const ThroughputTable small = {{1, 2, 4, 8, 16, 32, 64}, {1, 2, 4, 8, 16, 32, 64}};
+  const std::vector<ClusterJob> jobs = {{"big", 0, 1e6, 1e9, 0}, {"small", 100, 6400, 100, 1}};
+  VTRAIN_ASSERT_OK_AND_ASSIGN(
+      ClusterOutcome out,
+      SimulateCluster(jobs, {big, small},
+                      {.total_gpus = 128, .rescale_overhead_s = 10, .gpus_per_node = 0}));
+  ASSERT_EQ(out.jobs.size(), 2u);
+  EXPECT_FALSE(out.jobs[1].admitted);
+  // 6,400 iterations on 64 GPUs after its 10 s start.
+  EXPECT_DOUBLE_EQ(out.jobs[1].finish_s, 100 + 10 + 100);
+  EXPECT_EQ(out.jobs[1].reallocations, 0);
+  ASSERT_GE(out.allocated.size(), 2u);
+  EXPECT_EQ(out.allocated[1].second, 128) << "GPUs idle while a job could use them";
+}
+
+TEST(ClusterSimTest, ARunningJobGrowsOnTheSteepestStepThatFits) {
+  // "c" holds 2 of 8 GPUs for a long time, "a" 4 until 110 s. "b" starts
+  // best-effort on the 2 left; its best step from 2 is to 8, which never
+  // fits while c runs. When a is done it takes 6 (3 it/s) instead of
+  // waiting on 2 for its best step (done at 811 s).
+  const ThroughputTable linear_to_2 = {{1, 2}, {1, 2}};
+  const ThroughputTable linear_to_4 = {{1, 2, 4}, {1, 2, 4}};
+  const ThroughputTable best_at_8 = {{1, 2, 4, 6, 8}, {0.5, 1, 2, 3, 8}};
+  const std::vector<ClusterJob> jobs = {
+      {"c", 0, 10'000, 1e6, 0}, {"a", 0, 400, 1000, 1}, {"b", 1, 800, 2, 2}};
+  VTRAIN_ASSERT_OK_AND_ASSIGN(
+      ClusterOutcome out,
+      SimulateCluster(jobs, {linear_to_2, linear_to_4, best_at_8},
+                      {.total_gpus = 8, .rescale_overhead_s = 10, .gpus_per_node = 0}));
+  ASSERT_EQ(out.jobs.size(), 3u);
+  EXPECT_DOUBLE_EQ(out.jobs[1].finish_s, 110);
+  // On 2 GPUs from 11 s (99 iterations by 110 s), then 701 on 6 after a
+  // restart.
+  EXPECT_EQ(out.jobs[2].reallocations, 1);
+  EXPECT_NEAR(out.jobs[2].finish_s, 110 + 10 + 701.0 / 3, 1e-6);
+}
+
 TEST(DisplacementTest, CountsTheArrivalsWhoseSharesWouldNoLongerFit) {
   Displacement d(1, 8);
   EXPECT_TRUE(d.Allows(8, 0, 1e9)) << "nothing seen yet";
