@@ -354,11 +354,11 @@ class Cluster {
     // room for (several when one is too small), and restarting running jobs
     // for no more time than the step saves.
     const Running& receiver = jobs_[to];
-    const double saved = (plan[to] == receiver.gpus ? std::max(now, receiver.paused_until)
-                                                    : now + options_.rescale_overhead_s) +
-                         (plan[to] > 0 ? receiver.remaining / receiver.table->At(plan[to]) : kInf) -
-                         (now + options_.rescale_overhead_s +
-                          receiver.remaining / receiver.table->At(to_next));
+    const double saved =
+        (plan[to] == receiver.gpus ? std::max(now, receiver.paused_until)
+                                   : now + options_.rescale_overhead_s) +
+        (plan[to] > 0 ? receiver.remaining / receiver.table->At(plan[to]) : kInf) -
+        (now + options_.rescale_overhead_s + receiver.remaining / receiver.table->At(to_next));
     double restarts = 0;
     std::vector<int64_t> trial_plan = plan;
     NodeBudget trial = placed;
