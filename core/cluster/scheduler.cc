@@ -1,12 +1,12 @@
 #include "core/cluster/scheduler.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "core/cluster/leaf_map.h"
+#include "core/cluster/outcome.h"
 #include "core/cluster/promise_limit.h"
 #include "core/cluster/spine_share.h"
 #include "core/cluster/tables.h"
@@ -418,31 +418,11 @@ class Cluster {
 
   ClusterOutcome Summarise(double start) {
     ClusterOutcome out;
-    std::vector<double> jcts;
-    double last = start;
-    int64_t met = 0;
     for (Running& r : jobs_) {
       r.outcome.id = r.job->id;
-      out.reallocations += r.outcome.reallocations;
-      out.fragmented_placements += r.outcome.fragmented_placements;
-      if (r.outcome.finished) {
-        jcts.push_back(r.outcome.jct_s);
-        last = std::max(last, r.outcome.finish_s);
-      }
-      met += r.outcome.met_deadline ? 1 : 0;
       out.jobs.push_back(r.outcome);
     }
-    out.deadline_satisfaction =
-        jobs_.empty() ? 0 : static_cast<double>(met) / static_cast<double>(jobs_.size());
-    if (!jcts.empty()) {
-      double sum = 0;
-      for (double j : jcts) sum += j;
-      out.avg_jct_s = sum / static_cast<double>(jcts.size());
-      std::sort(jcts.begin(), jcts.end());
-      out.p95_jct_s =
-          jcts[std::min(jcts.size() - 1, static_cast<size_t>(std::ceil(0.95 * jcts.size())) - 1)];
-    }
-    out.makespan_s = last - start;
+    SummariseJobs(start, out);
     const double capacity = static_cast<double>(options_.total_gpus) * out.makespan_s;
     out.gpu_utilization = capacity > 0 ? gpu_seconds_ / capacity : 0;
     out.useful_utilization = capacity > 0 ? useful_gpu_seconds_ / capacity : 0;

@@ -40,7 +40,6 @@ int64_t SmallestCount(const ThroughputTable& t);
 // The largest count below `current` with a plan (0: none).
 int64_t PreviousCount(const ThroughputTable& t, int64_t current);
 
-
 }  // namespace vtrain
 
 #endif  // VTRAIN_CORE_CLUSTER_TABLES_H_
