@@ -185,6 +185,8 @@ absl::StatusOr<v1::ClusterSimRequest> StudyFromFlags(const common::FlagParser& f
   VTRAIN_ASSIGN_OR_RETURN(std::optional<double> displacement,
                           flags.GetDouble("displacement-limit"));
   if (displacement) r.set_displacement_limit(*displacement);
+  VTRAIN_ASSIGN_OR_RETURN(std::optional<double> sensitivity, flags.GetDouble("sensitivity"));
+  if (sensitivity) r.set_sensitivity(*sensitivity);
   if (auto o = flags.Get("rescale-overhead")) {
     VTRAIN_ASSIGN_OR_RETURN(double restart, Seconds(*o, "--rescale-overhead"));
     r.set_rescale_overhead_s(restart);
@@ -232,6 +234,9 @@ void AddClusterSimFlags(common::FlagParser& flags) {
   flags.AddValue("displacement-limit", "X",
                  "admission refuses a deadline promise expected to turn away more than X later "
                  "arrivals (default 1; 0: no limit)");
+  flags.AddValue("sensitivity", "F",
+                 "the scheduler's sensitivity check: the vtrain policy runs on the "
+                 "data-parallel tables F faster (0.001: 0.1%) instead of its 3D plans");
   flags.AddValue("window-start", "S", "instead of seeds: the first job submitted at or after S");
   flags.AddValue("policy", "P,..", "elasticflow,vtrain (default both)");
   flags.AddValue("rescale-overhead", "SECONDS", "checkpoint and restart per change (default 30s)");
@@ -295,6 +300,12 @@ int RunClusterSim(const std::vector<std::string>& args, std::ostream& out, std::
   if (flags.Switch("json")) {
     out << proto::ToJson(*response);
     return common::kExitOk;
+  }
+  if (request->sensitivity() > 0) {
+    out << absl::StrFormat(
+        "sensitivity check: \"vtrain\" runs on the data-parallel tables %g%% faster, not on "
+        "its 3D plans\n",
+        100 * request->sensitivity());
   }
   if (!one || response->windows_size() != 1) {
     out << StudyTable(*response);

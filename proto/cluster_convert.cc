@@ -106,6 +106,11 @@ void CheckOptions(const v1::ClusterSimRequest& r, ClusterSimCall& call,
     problems.push_back(absl::StrCat("promise_limit=", call.options.promise_limit,
                                     " (--promise-limit) must be in [0, 1000]; 0: no limit"));
   }
+  call.sensitivity = r.sensitivity();
+  if (!(call.sensitivity >= 0 && call.sensitivity <= 0.5)) {
+    problems.push_back(absl::StrCat("sensitivity=", r.sensitivity(),
+                                    " (--sensitivity) must be in [0, 0.5]; e.g. 0.001 for 0.1%"));
+  }
   if (r.has_target_load() && !(r.target_load() > 0 && r.target_load() <= 100)) {
     problems.push_back(
         absl::StrCat("target_load=", r.target_load(), " (--target-load) must be in (0, 100]"));

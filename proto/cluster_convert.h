@@ -32,6 +32,9 @@ struct ClusterSimCall {
   // total_gpus, nodes_per_leaf and contended_background: per cell.
   ClusterSimOptions options;
   bool leaves = false;  // a leaf/spine fabric: placement figures are drawn
+  // > 0: the best-plan policy runs on the data-parallel tables made this
+  // much faster (ClusterSimRequest.sensitivity).
+  double sensitivity = 0;
 };
 
 // INVALID_ARGUMENT listing every violation, each naming the field
