@@ -53,6 +53,21 @@ class NodeBudget {
     p.Add(to);
     return p.Used() <= total_;
   }
+  // The most GPUs that fit in place of an allocation of `from` (0: none):
+  // for g > 0, FitsWith(from, g) holds exactly when g <= Room(from) (it is
+  // monotone in g).
+  int64_t Room(int64_t from) const {
+    int64_t lo = 0, hi = total_;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo + 1) / 2;
+      if (FitsWith(from, mid)) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return lo;
+  }
 
  private:
   int64_t Used() const {

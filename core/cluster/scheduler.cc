@@ -228,38 +228,43 @@ class Cluster {
     allocated_.emplace_back(now, allocated);
   }
 
-  // Spare GPUs, one step at a time, to whichever job they speed up most
-  // per GPU, promised or not: an admitted job's share already keeps its
-  // deadline, and serving admitted jobs first starved best-effort ones
-  // behind the steeper curves of 3D plans (cluster03 at 256 GPUs: +24%
-  // average JCT against data-parallel tables, the same jobs admitted).
+  // Spare GPUs, a step at a time, to whichever job they speed up most per
+  // GPU, promised or not: serving admitted jobs (whose shares keep their
+  // deadlines) first starved best-effort ones (cluster03, 256 GPUs: +24%).
+  // A job's candidate step stands until it no longer fits: spares only
+  // shrink the room, so a step that still fits is still the steepest.
   void GiveSpares(double now, std::vector<int64_t>& plan, NodeBudget& placed) const {
+    std::vector<int64_t> next(jobs_.size(), 0);  // the step that fits (0: none)
+    std::vector<double> gain(jobs_.size(), 0);   // per GPU; 0 when it does not repay
+    const auto candidate = [&](size_t i) {
+      const Running& r = jobs_[i];
+      next[i] = NextCount(r, plan[i]);
+      if (next[i] > 0 && !placed.FitsWith(plan[i], next[i])) {
+        // Its best step does not fit: the steepest that does.
+        next[i] = SteepestStep(*r.table, plan[i], placed.Room(plan[i]));
+      }
+      gain[i] =
+          next[i] > 0 && RepaysRestart(r, plan[i], next[i], now) ? PerGpu(r, plan[i], next[i]) : 0;
+    };
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      if (jobs_[i].arrived && !jobs_[i].done) candidate(i);
+    }
     while (true) {
       double best_gain = 0;
       size_t best = jobs_.size();
-      int64_t best_next = 0;
       for (size_t i = 0; i < jobs_.size(); ++i) {
-        const Running& r = jobs_[i];
-        if (!r.arrived || r.done) continue;
-        int64_t next = NextCount(r, plan[i]);
-        if (next > 0 && !placed.FitsWith(plan[i], next)) {
-          // Its best step does not fit: the steepest that does.
-          next = SteepestStepWhere(*r.table, plan[i], options_.total_gpus,
-                                   [&](int64_t g) { return placed.FitsWith(plan[i], g); });
-        }
-        if (next == 0 || !placed.FitsWith(plan[i], next)) continue;
-        if (!RepaysRestart(r, plan[i], next, now)) continue;
-        const double gain = PerGpu(r, plan[i], next);
-        if (gain > best_gain) {
-          best_gain = gain;
+        if (next[i] == 0) continue;
+        if (!placed.FitsWith(plan[i], next[i])) candidate(i);
+        if (gain[i] > best_gain) {
+          best_gain = gain[i];
           best = i;
-          best_next = next;
         }
       }
       if (best == jobs_.size()) break;
       placed.Remove(plan[best]);
-      placed.Add(best_next);
-      plan[best] = best_next;
+      placed.Add(next[best]);
+      plan[best] = next[best];
+      candidate(best);
     }
   }
 
@@ -320,16 +325,13 @@ class Cluster {
     return (r.table->At(to) - r.table->At(from)) / r.remaining / static_cast<double>(to - from);
   }
 
-  // GPUs held where they do little move to where they do much more: while
-  // the best next step of any job is worth kRebalanceFactor times the worst
-  // last step of another (which never goes below its share), and the move
-  // fits, the step moves. Both jobs restart, hence the factor; a running
-  // receiver must also finish earlier despite its restart. Without this, a
-  // job that grew on idle GPUs at low efficiency keeps them while later
-  // arrivals run on their minimum shares. One move per call: the step given
-  // back can free more GPUs than the step taken (128 -> 64 for a waiting
-  // job's first GPU), and the rest go out as spares before the next move
-  // (Replan) instead of standing idle.
+  // GPUs held where they do little move to where they do much more: the
+  // best next step of any job, when worth kRebalanceFactor times the last
+  // steps of others (never below their shares) that make room for it. Both
+  // restart, hence the factor. Else a job grown on idle GPUs at low
+  // efficiency keeps them while later arrivals run on their shares. One
+  // move per call: the rest of a step given back (128 -> 64 for a waiting
+  // job's first GPU) goes out as spares before the next (Replan).
   bool RebalanceOnce(double now, std::vector<int64_t>& plan, NodeBudget& placed) const {
     constexpr double kRebalanceFactor = 2;
     auto active = [&](size_t i) { return jobs_[i].arrived && !jobs_[i].done; };
@@ -349,10 +351,9 @@ class Cluster {
       }
     }
     if (to == jobs_.size()) return false;
-    // Room for the step, taken a step at a time from where a step is worth
-    // least, each worth less than 1 / kRebalanceFactor of the step it makes
-    // room for (several when one is too small), and restarting running jobs
-    // for no more time than the step saves.
+    // Room, a step at a time from where a step is worth least, each worth
+    // under 1 / kRebalanceFactor of the step it makes room for, restarting
+    // running jobs for no longer in all than the step saves.
     const Running& receiver = jobs_[to];
     const double saved =
         (plan[to] == receiver.gpus ? std::max(now, receiver.paused_until)
@@ -400,14 +401,11 @@ class Cluster {
     return share > 0 ? share : SmallestCount(*r.table);
   }
 
-  // The step up `r`'s whole curve from `current` GPUs: of the larger counts
-  // up to the cluster's size that add throughput, the one that adds the most
-  // per added GPU (0: none). Looking past the next count crosses a flat stretch
-  // of the curve to the steep one behind it (a pipeline depth that only
-  // pays from 32 GPUs, say) instead of stopping at its first small step.
-  // Whether it fits is the caller's question: as a spare, a job whose best
-  // step does not fit takes the steepest that does (GiveSpares); a move
-  // (RebalanceOnce) makes room for the best one.
+  // The step up `r`'s whole curve from `current` GPUs (SteepestStep up to
+  // the cluster's size; 0: none): past a flat stretch of the curve to the
+  // steep one behind it (a pipeline depth that pays from 32 GPUs, say).
+  // Whether it fits is the caller's question: a spare takes the steepest
+  // step that fits (GiveSpares); a move makes room for this one.
   int64_t NextCount(const Running& r, int64_t current) const {
     const std::vector<int64_t>& gpus = r.table->gpus;
     if (current == 0) return (*r.steps)[0];

@@ -14,20 +14,14 @@ double ThroughputTable::At(int64_t g) const {
 // to `total_gpus` that add throughput, the one that adds the most per added
 // GPU (0: none).
 int64_t SteepestStep(const ThroughputTable& t, int64_t current, int64_t total_gpus) {
-  return SteepestStepWhere(t, current, total_gpus, [](int64_t) { return true; });
-}
-
-int64_t SteepestStepWhere(const ThroughputTable& t, int64_t current, int64_t total_gpus,
-                          const std::function<bool(int64_t)>& allowed) {
   const double now_tput = t.At(current);
   int64_t best = 0;
   double best_slope = 0;
   for (size_t i = 0; i < t.gpus.size(); ++i) {
     const int64_t g = t.gpus[i];
     if (g <= current || g > total_gpus) continue;
-    if (t.iterations_per_s[i] <= now_tput) continue;
     const double slope = (t.iterations_per_s[i] - now_tput) / static_cast<double>(g - current);
-    if (slope > best_slope && allowed(g)) {
+    if (slope > best_slope) {
       best_slope = slope;
       best = g;
     }

@@ -39,5 +39,28 @@ TEST(LeafMapTest, PacksOntoTheTightestLeafThenTheEmptiest) {
   EXPECT_TRUE(leaves.Fragmented(d));
 }
 
+TEST(NodeBudgetTest, RoomIsTheMostThatFitsInPlaceOfAnAllocation) {
+  // Every mix of whole-node and node-sharing allocations on 64 GPUs in
+  // nodes of 8 (and GPUs without nodes): g fits in place of `from` exactly
+  // when g <= Room(from).
+  for (int64_t node : {0, 8}) {
+    for (int64_t whole : {0, 8, 24, 56, 64}) {
+      for (int64_t shared : {0, 1, 3, 4, 7}) {
+        NodeBudget b(64, node);
+        if (whole > 0) b.Add(whole);
+        if (shared > 0) b.Add(shared);
+        for (int64_t from : {int64_t{0}, whole, shared}) {
+          const int64_t room = b.Room(from);
+          for (int64_t g = 1; g <= 64; ++g) {
+            EXPECT_EQ(b.FitsWith(from, g), g <= room)
+                << "node " << node << " whole " << whole << " shared " << shared << " from " << from
+                << " g " << g;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vtrain
