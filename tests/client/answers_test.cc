@@ -76,6 +76,27 @@ TEST(AnswersTest, ClusterSimJsonEscapesTraceFields) {
   EXPECT_EQ(jobs.values(0).struct_value().fields().at("id").string_value(), "a\"b\\c");
 }
 
+// --sensitivity says so above the table, and a value out of range is refused
+// naming the field and the flag.
+TEST(AnswersTest, ClusterSimSensitivitySaysWhatRanAndRefusesARangeItCannotMean) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/answers_sensitivity_" +
+                           std::to_string(getpid()) + ".csv";
+  std::ofstream(path) << "job_id,submission_time,num_iteration,model_name,deadline,batch_size,"
+                         "num_gpu,duration\n"
+                         "j1,0,1000,resnet50,7200,64,8,3600\n";
+  const Result ok = Vtrainctl({"cluster-sim", "--trace", path, "--gpus", "16", "--jobs", "1",
+                               "--threads", "1", "--sensitivity", "0.001"});
+  const Result bad = Vtrainctl({"cluster-sim", "--trace", path, "--gpus", "16", "--jobs", "1",
+                                "--threads", "1", "--sensitivity", "2"});
+  std::remove(path.c_str());
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("sensitivity check: \"vtrain\" runs on the data-parallel tables "
+                                "0.1% faster"));
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("sensitivity=2 (--sensitivity) must be in [0, 0.5]"));
+}
+
 TEST(AnswersTest, UsageListsEveryCommand) {
   const Result r = Vtrainctl({"help"});
   EXPECT_EQ(r.code, 0);
