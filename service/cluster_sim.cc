@@ -141,10 +141,13 @@ std::vector<ClusterJob> JobsOf(const StudyWindow& w, const std::vector<int>& sha
   return jobs;
 }
 
-// One window under every policy; `comparison` set when both ran.
+// One window under every policy; `comparison` set when both ran. The jobs'
+// work comes from `dp` and `best`; the best-plan policy runs on `planned`
+// (`best`, or the sensitivity check's faster `dp`).
 absl::Status RunWindow(const PreparedClusterSim& p, size_t k,
                        const std::vector<PlacementTables>& dp,
-                       const std::vector<PlacementTables>& best, v1::ClusterWindowOutcome* out,
+                       const std::vector<PlacementTables>& best,
+                       const std::vector<PlacementTables>& planned, v1::ClusterWindowOutcome* out,
                        std::optional<WindowComparison>* comparison) {
   const StudyWindow& w = p.windows[k];
   proto::WindowToProto(w, out);
@@ -159,7 +162,7 @@ absl::Status RunWindow(const PreparedClusterSim& p, size_t k,
   for (ClusterPolicy policy : p.call.policies) {
     VTRAIN_ASSIGN_OR_RETURN(
         ClusterOutcome outcome,
-        SimulateCluster(jobs, policy == ClusterPolicy::kBestPlan ? best : dp, options));
+        SimulateCluster(jobs, policy == ClusterPolicy::kBestPlan ? planned : dp, options));
     proto::PolicyOutcomeToProto(policy, outcome, names, p.call.keep_jobs, out->add_outcomes());
     (policy == ClusterPolicy::kBestPlan ? v : e) = std::move(outcome);
   }
@@ -243,7 +246,9 @@ absl::StatusOr<v1::ClusterSimResponse> RunClusterSim(const PreparedClusterSim& p
       cost.wall_ns += curves.curves(0).simulation().wall_ns();
     }
   }
-  if (p.call.sensitivity > 0) best = Faster(dp, 1 + p.call.sensitivity);
+  const std::vector<PlacementTables> faster =
+      p.call.sensitivity > 0 ? Faster(dp, 1 + p.call.sensitivity) : std::vector<PlacementTables>{};
+  const std::vector<PlacementTables>& planned = faster.empty() ? best : faster;
   std::vector<v1::ClusterWindowOutcome> outs(p.windows.size());
   std::vector<std::optional<WindowComparison>> comparisons(p.windows.size());
   std::vector<absl::Status> status(p.windows.size());
@@ -253,7 +258,7 @@ absl::StatusOr<v1::ClusterSimResponse> RunClusterSim(const PreparedClusterSim& p
       status[k] = absl::CancelledError("cluster simulation cancelled by the caller");
       return false;
     }
-    status[k] = RunWindow(p, k, dp, best, &outs[k], &comparisons[k]);
+    status[k] = RunWindow(p, k, dp, best, planned, &outs[k], &comparisons[k]);
     return status[k].ok();
   });
   for (const absl::Status& s : status) VTRAIN_RETURN_IF_ERROR(s);
