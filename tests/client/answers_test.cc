@@ -51,15 +51,22 @@ TEST(AnswersTest, ASearchWithAPlanExitsZeroWithoutAFrontierOfOne) {
   EXPECT_THAT(r.err, Not(HasSubstr("no plan")));
 }
 
-// Trace fields reach the JSON escaped: a job id with a quote and a
-// backslash still gives a document that parses, holding the id as written.
-TEST(AnswersTest, ClusterSimJsonEscapesTraceFields) {
+// A one-job ElasticFlow trace under $TMPDIR (8 GPUs for an hour, its
+// deadline two hours on), its job named `id`; the caller removes it.
+std::string OneJobTrace(const std::string& name, const std::string& id) {
   const char* tmp = std::getenv("TMPDIR");
-  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/answers_trace_" +
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/answers_" + name + "_" +
                            std::to_string(getpid()) + ".csv";
   std::ofstream(path) << "job_id,submission_time,num_iteration,model_name,deadline,batch_size,"
                          "num_gpu,duration\n"
-                         "a\"b\\c,0,1000,resnet50,7200,64,8,3600\n";
+                      << id << ",0,1000,resnet50,7200,64,8,3600\n";
+  return path;
+}
+
+// Trace fields reach the JSON escaped: a job id with a quote and a
+// backslash still gives a document that parses, holding the id as written.
+TEST(AnswersTest, ClusterSimJsonEscapesTraceFields) {
+  const std::string path = OneJobTrace("trace", "a\"b\\c");
   const Result r = Vtrainctl(
       {"cluster-sim", "--trace", path, "--gpus", "16", "--jobs", "1", "--threads", "1", "--json"});
   std::remove(path.c_str());
@@ -79,12 +86,7 @@ TEST(AnswersTest, ClusterSimJsonEscapesTraceFields) {
 // --sensitivity says so above the table, and a value out of range is refused
 // naming the field and the flag.
 TEST(AnswersTest, ClusterSimSensitivitySaysWhatRanAndRefusesARangeItCannotMean) {
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/answers_sensitivity_" +
-                           std::to_string(getpid()) + ".csv";
-  std::ofstream(path) << "job_id,submission_time,num_iteration,model_name,deadline,batch_size,"
-                         "num_gpu,duration\n"
-                         "j1,0,1000,resnet50,7200,64,8,3600\n";
+  const std::string path = OneJobTrace("sensitivity", "j1");
   const Result ok = Vtrainctl({"cluster-sim", "--trace", path, "--gpus", "16", "--jobs", "1",
                                "--threads", "1", "--sensitivity", "0.001"});
   const Result bad = Vtrainctl({"cluster-sim", "--trace", path, "--gpus", "16", "--jobs", "1",
