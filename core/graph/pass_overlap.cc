@@ -52,4 +52,19 @@ double ParamGatherWindowNs(const ParallelPlan& plan, double forward_ns) {
   return forward_ns * static_cast<double>(passes);
 }
 
+void AddParamGather(const Job& job, ProfileLookup& lookup, int32_t label, StageTemplates& s) {
+  const ParallelPlan& plan = job.plan;
+  const double bytes = s.parameters_per_gpu * kElemBytes;
+  const int64_t ns =
+      lookup.CollectiveNs(Collective::kAllGather, bytes, DataParallelGroup(job)).latency_ns;
+  s.param_gather_ns = plan.param_gather_overlap
+                          ? ExposedParamGatherNs(ns, bytes, plan.bucket_size_bytes,
+                                                 ParamGatherWindowNs(plan, s.forward.TaskNs()))
+                          : ns;
+  s.param_gather_hidden_ns = ns - s.param_gather_ns;
+  s.optimizer.segments.back().items.push_back(Item{s.param_gather_ns, 0, label,
+                                                   TaskKind::kDataParallel,
+                                                   std::llround(lookup.params().host_dispatch_ns)});
+}
+
 }  // namespace vtrain::internal

@@ -155,16 +155,16 @@ class TemplateMaker {
     if (!fsdp_) return;
     w.TensorParallel(std::llround(std::max(0.0, collective_ns - layer_ns)), fsdp_label_);
   }
-  // What recomputing mla_up_proj re-runs before the attention backward
-  // (MlaUpProjectionKernels); nullptr when nothing.
-  const ResolvedOperator* UpProjRecompute() {
-    if (!plan_.recomputes(kRecomputeMlaUpProj)) return nullptr;
-    if (up_proj_.profile.kernels.empty()) {
-      up_proj_.profile.kernels = MlaUpProjectionKernels(Op(OperatorKind::kAttentionFwd).profile);
-      up_proj_.chain = ChainOf(up_proj_.profile.kernels);
-    }
-    return up_proj_.profile.kernels.empty() ? nullptr : &up_proj_;
-  }
+  // What the backward re-runs of a layer's forward, looked up once (the
+  // lookup's references are stable): whole blocks under full recomputation
+  // and the mlp and moe modules; the parts (RecomputedKernels, the attention
+  // core) each module of selective recomputation re-runs before the MoE
+  // block's and the attention's backward.
+  struct Reruns {
+    const ResolvedOperator *attention = nullptr, *mlp = nullptr, *moe = nullptr;
+    std::vector<const ResolvedOperator*> before_moe, before_attention;
+  };
+  Reruns Rerun();
   void Prepare();
   ActionTemplate Forward(StageEnds ends);
   ActionTemplate Backward(StageEnds ends, bool bucketed);
@@ -188,9 +188,9 @@ class TemplateMaker {
   const ResolvedOperator* moe_bwd_ = nullptr;
   // Set by Backward: the weight-gradient share of the pass's compute (W).
   double weight_ns_ = 0;
-  // UpProjRecompute's operator: a member, as merged passes keep pointers
-  // to its kernels' names.
-  ResolvedOperator up_proj_;
+  // Rerun's parts: members, as merged passes keep pointers to their
+  // kernels' names.
+  ResolvedOperator up_proj_, input_norm_, moe_norm_, moe_act_;
   // Set by Prepare.
   int64_t reduce_ns_ = 0, gather_ns_ = 0, scatter_ns_ = 0, core_ns_ = 0, ring_step_ns_ = 0;
   int64_t block_gather_ns_ = 0;  // the all-gather into a block's first GEMM
@@ -359,46 +359,28 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   const ResolvedOperator& attention_bwd = Op(OperatorKind::kAttentionBwd);
   const double layer_ns =
       static_cast<double>(attention_bwd.profile.SpanNs() + mlp_bwd.profile.SpanNs());
-  // Looked up once, not per layer (the lookup's references are stable).
-  const bool full = plan_.recompute == Recompute::kFull;
-  const bool core_again = plan_.recomputes(kRecomputeCoreAttn);
-  const bool mlp_again = plan_.recomputes(kRecomputeMlp),
-             moe_again = plan_.recomputes(kRecomputeMoe);
-  const ResolvedOperator* attention_fwd = full ? &Op(OperatorKind::kAttentionFwd) : nullptr;
-  const ResolvedOperator* mlp_fwd = full || mlp_again ? &Op(OperatorKind::kMlpFwd) : nullptr;
-  const ResolvedOperator* core_fwd =
-      core_again ? &Op(OperatorKind::kAttentionFwd, 0, /*core_only=*/true) : nullptr;
-  const ResolvedOperator* up_proj = full ? nullptr : UpProjRecompute();
+  const Reruns rerun = Rerun();
   const bool moe_model = model_.is_moe();
   const ResolvedOperator* moe_bwd = moe_model ? &Op(OperatorKind::kMoeBwd) : nullptr;
-  const ResolvedOperator* moe_fwd =
-      moe_model && (full || moe_again) ? &Op(OperatorKind::kMoeFwd) : nullptr;
   // MoE layers reduce their routed experts' gradients apart (over edp).
   const double moe_layer_params = moe_model ? MoeLayerDenseParameterCount(model_) / t : 0;
   auto layer = [&](bool is_moe) {
-    if (full) {
+    if (rerun.attention != nullptr) {
       // Full recomputation re-runs the layer's forward before its backward.
-      Block(w, *attention_fwd);
+      Block(w, *rerun.attention);
       ContextRing(w, 1);
-      if (is_moe) {
-        MoeBlock(w, *moe_fwd);
-      } else {
-        Block(w, *mlp_fwd);
-      }
     }
     if (is_moe) {
-      if (moe_again) MoeBlock(w, *moe_fwd);  // recompute module moe
+      if (rerun.moe != nullptr) MoeBlock(w, *rerun.moe);
+      for (const ResolvedOperator* op : rerun.before_moe) w.Operator(*op);
       MoeBlock(w, *moe_bwd);
     } else {
-      if (mlp_again) Block(w, *mlp_fwd);
+      if (rerun.mlp != nullptr) Block(w, *rerun.mlp);
       Block(w, mlp_bwd);
     }
     weight_share(is_moe ? *moe_bwd : mlp_bwd, 0.5);
     weight_share(attention_bwd, attention_w);
-    // Selective recomputation re-runs only the attention core before the
-    // attention backward (Korthikanti et al. 2022, §5).
-    if (up_proj != nullptr) w.Operator(*up_proj);
-    if (core_again) w.Operator(*core_fwd);
+    for (const ResolvedOperator* op : rerun.before_attention) w.Operator(*op);
     Block(w, attention_bwd);
     ContextRing(w, 2);
     gradients_ready(is_moe ? moe_layer_params : layer_params);
@@ -422,6 +404,35 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
   }
   w.EndSegment(bucketed ? pending : 0);
   return std::move(w).Take(label_("backward"));
+}
+
+TemplateMaker::Reruns TemplateMaker::Rerun() {
+  using enum OperatorKind;
+  using enum RecomputedPart;
+  const bool full = plan_.recompute == Recompute::kFull, moe = model_.is_moe();
+  Reruns r;
+  if (full) r.attention = &Op(kAttentionFwd);
+  if (full || plan_.recomputes(kRecomputeMlp)) r.mlp = &Op(kMlpFwd);
+  if (moe && (full || plan_.recomputes(kRecomputeMoe))) r.moe = &Op(kMoeFwd);
+  auto add = [&](std::vector<const ResolvedOperator*>& to, RecomputeModule module, bool applies,
+                 ResolvedOperator& slot, OperatorKind forward, RecomputedPart part) {
+    if (!applies || !plan_.recomputes(module)) return;
+    if (slot.profile.kernels.empty()) {
+      slot.profile.kernels = RecomputedKernels(Op(forward).profile, part);
+      slot.chain = ChainOf(slot.profile.kernels);
+    }
+    if (!slot.profile.kernels.empty()) to.push_back(&slot);
+  };
+  add(r.before_moe, kRecomputeLayernorm, moe, moe_norm_, kMoeFwd, kNorm);
+  add(r.before_moe, kRecomputeMoeAct, moe && r.moe == nullptr, moe_act_, kMoeFwd, kMoeAct);
+  const bool mla = model_.attention == AttentionKind::kMla;
+  add(r.before_attention, kRecomputeLayernorm, mla, input_norm_, kAttentionFwd, kNorm);
+  add(r.before_attention, kRecomputeMlaUpProj, true, up_proj_, kAttentionFwd, kMlaUpProjection);
+  // The attention core, the default module (Korthikanti et al. 2022, §5).
+  if (plan_.recomputes(kRecomputeCoreAttn)) {
+    r.before_attention.push_back(&Op(kAttentionFwd, 0, /*core_only=*/true));
+  }
+  return r;
 }
 
 StageTemplates TemplateMaker::Make(StageEnds ends) {
@@ -458,18 +469,7 @@ StageTemplates TemplateMaker::Make(StageEnds ends) {
     for (Item& i : seg.items) i.kind = TaskKind::kOptimizer;
   }
   if (sharded && plan_.data_parallel_sharding == DataParallelSharding::kOptimizer) {
-    // The distributed optimizer all-gathers the updated fp16 parameters.
-    const double bytes = s.parameters_per_gpu * kElemBytes;
-    const int64_t ns =
-        lookup_.CollectiveNs(Collective::kAllGather, bytes, DataParallelGroup(job_)).latency_ns;
-    s.param_gather_ns = plan_.param_gather_overlap
-                            ? ExposedParamGatherNs(ns, bytes, plan_.bucket_size_bytes,
-                                                   ParamGatherWindowNs(plan_, s.forward.TaskNs()))
-                            : ns;
-    s.param_gather_hidden_ns = ns - s.param_gather_ns;
-    s.optimizer.segments.back().items.push_back(
-        Item{s.param_gather_ns, 0, label_("dp_param_all_gather"), TaskKind::kDataParallel,
-             std::llround(lookup_.params().host_dispatch_ns)});
+    AddParamGather(job_, lookup_, label_("dp_param_all_gather"), s);
   }
   return s;
 }

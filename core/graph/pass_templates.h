@@ -180,6 +180,12 @@ int64_t ExposedParamGatherNs(int64_t gather_ns, double bytes, int64_t bucket_byt
 // a chunk before the next chunk starts, and Megatron-Core launches a chunk's
 // gather from the forward before it).
 double ParamGatherWindowNs(const ParallelPlan& plan, double forward_ns);
+// The distributed optimizer's all-gather of the updated 16-bit parameters
+// after the optimizer step, the part the next forward does not hide
+// (ExposedParamGatherNs under --overlap-param-gather), appended to
+// `s.optimizer` (its forward and parameters set); sets s.param_gather_ns and
+// s.param_gather_hidden_ns.
+void AddParamGather(const Job& job, ProfileLookup& lookup, int32_t label, StageTemplates& s);
 
 // The time one MoE block's token exchange takes on a rank of `job` (valid,
 // MoE): dispatch (with the expert-TP gather) and combine (with the expert-TP

@@ -124,8 +124,15 @@ double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan, bo
       if (plan.recomputes(kRecomputeCoreAttn)) split -= terms.core;
       if (plan.recomputes(moe_layer ? kRecomputeMoe : kRecomputeMlp)) split -= terms.mlp;
       if (plan.recomputes(kRecomputeMlaUpProj)) split -= terms.mla_up;
-      // The norms' outputs: the QKV and MLP GEMM inputs, 2 + 2.
-      const double norms = plan.recomputes(kRecomputeLayernorm) ? (sp ? 4 / t : 4) : 0;
+      // layernorm drops the outputs (2 each) of the norms that are modules
+      // of their own: a MoE layer's pre-MLP norm and MLA's input norm.
+      // Transformer Engine fuses a standard attention's and a dense MLP's
+      // norm into their first GEMM, which keeps its input; Megatron-Core
+      // recomputes neither (transformer_layer.py, gpt_layer_specs.py).
+      const double own_norms =
+          (moe_layer ? 2 : 0) + (model.attention == AttentionKind::kMla ? 2 : 0);
+      const double norms =
+          plan.recomputes(kRecomputeLayernorm) ? (sp ? own_norms / t : own_norms) : 0;
       per_token = replicated - norms + split / t;
       break;
     }

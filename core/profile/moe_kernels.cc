@@ -240,12 +240,27 @@ void MlaBackward(KernelSequence& seq, Fp8Linear fp8, const MlaShape& x, const Op
 
 }  // namespace
 
-std::vector<KernelRecord> MlaUpProjectionKernels(const OperatorProfile& attention_forward) {
+std::vector<KernelRecord> RecomputedKernels(const OperatorProfile& forward, RecomputedPart part) {
   std::vector<KernelRecord> out;
-  for (const KernelRecord& k : attention_forward.kernels) {
-    if (absl::StrContains(k.name, "_up_fwd") || absl::StrContains(k.name, "rotary_fwd") ||
-        absl::StrContains(k.name, "qk_concat_fwd")) {
-      out.push_back(k);
+  for (const KernelRecord& k : forward.kernels) {
+    switch (part) {
+      case RecomputedPart::kMlaUpProjection:
+        if (absl::StrContains(k.name, "_up_fwd") || absl::StrContains(k.name, "rotary_fwd") ||
+            absl::StrContains(k.name, "qk_concat_fwd")) {
+          out.push_back(k);
+        }
+        break;
+      case RecomputedPart::kNorm:
+        // The first: MLA's q_ and kv_rmsnorm_fwd come after its input norm.
+        if (absl::StrContains(k.name, "rmsnorm_fwd") ||
+            absl::StrContains(k.name, "layernorm_fwd") ||
+            absl::StrContains(k.name, "layer_norm_fwd")) {
+          return {k};
+        }
+        break;
+      case RecomputedPart::kMoeAct:
+        if (absl::StrContains(k.name, "swiglu_fwd")) return {k};  // before the shared experts'
+        break;
     }
   }
   return out;

@@ -32,11 +32,21 @@ void MlaKernels(KernelSequence& seq, const OperatorKey& key);
 // causal mask); backward 2.5 times that (recomputed QK^T, dV, dP, dQ, dK).
 double CausalAttentionFlops(const OperatorKey& key, double qk_dim, double v_dim, bool backward);
 
-// The kernels of an MLA attention forward that re-make Q, K and V from the
-// kept latents (the up-projections, rotary embedding and concatenation), by
-// the names MlaForward gives them: what recomputing mla_up_proj re-runs.
+// What selective recomputation re-runs of a forward operator beside the
+// modules it rebuilds whole (the attention core, mlp, moe), picked from the
+// forward's kernels by the names the generators and the GPU agent give them:
+//  kMlaUpProjection (mla_up_proj): of an MLA attention forward, the kernels
+//   that re-make Q, K and V from the kept latents (the up-projections, rotary
+//   embedding and concatenation).
+//  kNorm (layernorm): the forward's first RMSNorm or LayerNorm: a MoE
+//   block's pre-MLP norm, MLA's input norm. (A standard attention's input
+//   norm and a dense MLP's are fused into their first GEMM by Transformer
+//   Engine, which keeps the output; Megatron-Core recomputes only norms that
+//   are modules of their own: transformer_layer.py, gpt_layer_specs.py.)
+//  kMoeAct (moe_act): a MoE forward's first SwiGLU, the routed experts'.
 // Empty for a table whose kernels are not named so.
-std::vector<KernelRecord> MlaUpProjectionKernels(const OperatorProfile& attention_forward);
+enum class RecomputedPart { kMlaUpProjection, kNorm, kMoeAct };
+std::vector<KernelRecord> RecomputedKernels(const OperatorProfile& forward, RecomputedPart part);
 
 // The tokens one rank routes (b * s / c, / t under sequence parallelism) and
 // the routed copies the busiest rank's experts compute.

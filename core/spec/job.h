@@ -78,7 +78,9 @@ enum class Recompute { kNone, kFull, kSelective };
 // parts of each layer recomputed in the backward instead of kept. Bits of
 // ParallelPlan::recompute_modules.
 //  core_attn: the attention core (Megatron's default).
-//  layernorm: the two norms' outputs (the QKV and MLP GEMM inputs).
+//  layernorm: the outputs of the norms that are modules of their own (a MoE
+//   layer's pre-MLP norm, MLA's input norm); Transformer Engine fuses the
+//   others into the GEMM after them, which keeps its input.
 //  mlp: a dense layer's MLP (its checkpointed input kept).
 //  moe: a MoE layer's whole MoE block, token exchange included.
 //  moe_act: the routed experts' SwiGLU output (fc2's input).

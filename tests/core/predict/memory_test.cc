@@ -187,8 +187,10 @@ TEST(MemoryTest, RecomputeModulesDropWhatTheyRecompute) {
   plan.sequence_parallel = true;
   plan.recompute = Recompute::kSelective;
   const double unit = 33'554'432.0;
-  plan.recompute_modules = kRecomputeLayernorm;  // the norms' outputs, 4
-  EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), unit * (8 - 4 + 25.5) / 4);
+  // Its norms are fused into the QKV and fc1 GEMMs (Transformer Engine),
+  // which keep their inputs: recomputing layernorm drops nothing.
+  plan.recompute_modules = kRecomputeLayernorm;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), unit * (8 + 25.5) / 4);
   plan.recompute_modules = kRecomputeMlp;
   EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), unit * (8 + 25.5 - 21) / 4);
   plan.recompute_modules = kRecomputeCoreAttn | kRecomputeMlp;
@@ -217,6 +219,38 @@ TEST(MemoryTest, RecomputeModulesDropWhatTheyRecompute) {
   EXPECT_NEAR(none - LayerActivationBytes(moe, p, true), 32'768.0 * load * 2 * 768, 1);
   p.recompute_modules = kRecomputeMoe;  // drops every routed copy and the probabilities
   EXPECT_NEAR(none - LayerActivationBytes(moe, p, true), 419'430'400.0 * load + 2'097'152.0, 1);
+  // layernorm drops the MoE layer's pre-MLP norm output (its own module, the
+  // router's input), 2 bytes of h = 2048 a token, and nothing of a dense
+  // layer of the same model (its norms fused into the GEMMs after them).
+  p.recompute_modules = kRecomputeLayernorm;
+  EXPECT_NEAR(none - LayerActivationBytes(moe, p, true), 4096.0 * 2 * 2048, 1);
+  ParallelPlan dense = p;
+  dense.recompute = Recompute::kNone;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(moe, p, false), LayerActivationBytes(moe, dense, false));
+}
+
+// Under MLA the input norm is a module of its own too (Megatron-Core's MLA
+// layer spec): recomputing layernorm drops its output in every layer, and in
+// a MoE layer the pre-MLP norm's as well; with sequence parallelism / t.
+TEST(MemoryTest, RecomputingLayernormUnderMlaDropsTheInputNorm) {
+  const ModelSpec model = *ModelPreset("deepseek-v3");
+  ParallelPlan plan;
+  plan.tensor_parallel = 2;
+  plan.sequence_parallel = true;
+  plan.expert_parallel = 8;
+  plan.data_parallel = 4;
+  plan.recompute = Recompute::kSelective;
+  plan.recompute_modules = kRecomputeCoreAttn;
+  const double tokens = static_cast<double>(model.seq_len);
+  const double h = static_cast<double>(model.hidden_size);
+  for (const bool moe_layer : {false, true}) {
+    const double kept = LayerActivationBytes(model, plan, moe_layer);
+    ParallelPlan norms = plan;
+    norms.recompute_modules = kRecomputeCoreAttn | kRecomputeLayernorm;
+    const double own = moe_layer ? 4 : 2;
+    EXPECT_NEAR(kept - LayerActivationBytes(model, norms, moe_layer), tokens * h * own / 2, 1)
+        << "moe_layer " << moe_layer;
+  }
 }
 
 }  // namespace
