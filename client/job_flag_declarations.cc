@@ -78,7 +78,7 @@ void AddJobFlags(common::FlagParser& p) {
              "activation recomputation: none, selective or full (default: the settings')");
   p.AddValue("recompute-modules", "M,..",
              "with --recompute selective, Megatron's modules: core_attn (default), layernorm, "
-             "mlp, moe, moe_act, mla_up_proj");
+             "mlp, moe, moe_act, mla_up_proj, shared_experts");
   p.AddValue("sequence-parallel", "on|off",
              "sequence parallelism with tensor parallelism (default: the settings'; no-op at tp "
              "1)");

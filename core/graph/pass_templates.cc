@@ -162,6 +162,7 @@ class TemplateMaker {
   // block's and the attention's backward.
   struct Reruns {
     const ResolvedOperator *attention = nullptr, *mlp = nullptr, *moe = nullptr;
+    const ResolvedOperator* shared = nullptr;  // the shared experts, a TP block
     std::vector<const ResolvedOperator*> before_moe, before_attention;
   };
   Reruns Rerun();
@@ -190,7 +191,7 @@ class TemplateMaker {
   double weight_ns_ = 0;
   // Rerun's parts: members, as merged passes keep pointers to their
   // kernels' names.
-  ResolvedOperator up_proj_, input_norm_, moe_norm_, moe_act_;
+  ResolvedOperator up_proj_, input_norm_, moe_norm_, moe_act_, shared_;
   // Set by Prepare.
   int64_t reduce_ns_ = 0, gather_ns_ = 0, scatter_ns_ = 0, core_ns_ = 0, ring_step_ns_ = 0;
   int64_t block_gather_ns_ = 0;  // the all-gather into a block's first GEMM
@@ -373,6 +374,7 @@ ActionTemplate TemplateMaker::Backward(StageEnds ends, bool bucketed) {
     if (is_moe) {
       if (rerun.moe != nullptr) MoeBlock(w, *rerun.moe);
       for (const ResolvedOperator* op : rerun.before_moe) w.Operator(*op);
+      if (rerun.shared != nullptr) Block(w, *rerun.shared);
       MoeBlock(w, *moe_bwd);
     } else {
       if (rerun.mlp != nullptr) Block(w, *rerun.mlp);
@@ -425,6 +427,9 @@ TemplateMaker::Reruns TemplateMaker::Rerun() {
   };
   add(r.before_moe, kRecomputeLayernorm, moe, moe_norm_, kMoeFwd, kNorm);
   add(r.before_moe, kRecomputeMoeAct, moe && r.moe == nullptr, moe_act_, kMoeFwd, kMoeAct);
+  std::vector<const ResolvedOperator*> shared;
+  add(shared, kRecomputeSharedExperts, moe && r.moe == nullptr, shared_, kMoeFwd, kSharedExperts);
+  if (!shared.empty()) r.shared = shared.front();
   const bool mla = model_.attention == AttentionKind::kMla;
   add(r.before_attention, kRecomputeLayernorm, mla, input_norm_, kAttentionFwd, kNorm);
   add(r.before_attention, kRecomputeMlaUpProj, true, up_proj_, kAttentionFwd, kMlaUpProjection);

@@ -122,7 +122,12 @@ double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan, bo
       // Megatron-Core's --recompute-modules (core_attn alone by default).
       double split = terms.split;
       if (plan.recomputes(kRecomputeCoreAttn)) split -= terms.core;
-      if (plan.recomputes(moe_layer ? kRecomputeMoe : kRecomputeMlp)) split -= terms.mlp;
+      // The MLP's share: a dense layer's under mlp, the shared experts' under
+      // moe (the whole block) or shared_experts.
+      if (plan.recomputes(moe_layer ? kRecomputeMoe : kRecomputeMlp) ||
+          (moe_layer && plan.recomputes(kRecomputeSharedExperts))) {
+        split -= terms.mlp;
+      }
       if (plan.recomputes(kRecomputeMlaUpProj)) split -= terms.mla_up;
       // layernorm drops the outputs (2 each) of the norms that are modules
       // of their own: a MoE layer's pre-MLP norm and MLA's input norm.

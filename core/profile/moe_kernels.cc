@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "absl/strings/match.h"
@@ -241,6 +242,20 @@ void MlaBackward(KernelSequence& seq, Fp8Linear fp8, const MlaShape& x, const Op
 }  // namespace
 
 std::vector<KernelRecord> RecomputedKernels(const OperatorProfile& forward, RecomputedPart part) {
+  const std::vector<KernelRecord>& kernels = forward.kernels;
+  if (part == RecomputedPart::kSharedExperts) {
+    size_t first = kernels.size(), last = 0;
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      if (first == kernels.size() && absl::StrContains(kernels[i].name, "shared_fc1_fwd")) {
+        first = i;
+      }
+      if (absl::StrContains(kernels[i].name, "shared_fc2_fwd")) last = i;
+    }
+    if (first > last) return {};
+    if (first > 0 && absl::StrContains(kernels[first - 1].name, "fp8_cast")) --first;
+    return {kernels.begin() + static_cast<std::ptrdiff_t>(first),
+            kernels.begin() + static_cast<std::ptrdiff_t>(last) + 1};
+  }
   std::vector<KernelRecord> out;
   for (const KernelRecord& k : forward.kernels) {
     switch (part) {
@@ -260,6 +275,8 @@ std::vector<KernelRecord> RecomputedKernels(const OperatorProfile& forward, Reco
         break;
       case RecomputedPart::kMoeAct:
         if (absl::StrContains(k.name, "swiglu_fwd")) return {k};  // before the shared experts'
+        break;
+      case RecomputedPart::kSharedExperts:
         break;
     }
   }

@@ -44,8 +44,10 @@ double CausalAttentionFlops(const OperatorKey& key, double qk_dim, double v_dim,
 //   Engine, which keeps the output; Megatron-Core recomputes only norms that
 //   are modules of their own: transformer_layer.py, gpt_layer_specs.py.)
 //  kMoeAct (moe_act): a MoE forward's first SwiGLU, the routed experts'.
+//  kSharedExperts (shared_experts): a MoE forward's shared experts, from
+//   their fc1 GEMM (and its fp8 cast) to their fc2 GEMM.
 // Empty for a table whose kernels are not named so.
-enum class RecomputedPart { kMlaUpProjection, kNorm, kMoeAct };
+enum class RecomputedPart { kMlaUpProjection, kNorm, kMoeAct, kSharedExperts };
 std::vector<KernelRecord> RecomputedKernels(const OperatorProfile& forward, RecomputedPart part);
 
 // The tokens one rank routes (b * s / c, / t under sequence parallelism) and

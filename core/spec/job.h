@@ -86,6 +86,8 @@ enum class Recompute { kNone, kFull, kSelective };
 //  moe_act: the routed experts' SwiGLU output (fc2's input).
 //  mla_up_proj: MLA's query and key/value up-projections and rotary
 //   embedding (Q, K and V re-made from the kept latents).
+//  shared_experts: a MoE layer's shared experts, checkpointed (their input
+//   kept, their forward re-run, tensor-parallel collectives included).
 enum RecomputeModule : uint32_t {
   kRecomputeCoreAttn = 1,
   kRecomputeLayernorm = 2,
@@ -93,6 +95,7 @@ enum RecomputeModule : uint32_t {
   kRecomputeMoe = 8,
   kRecomputeMoeAct = 16,
   kRecomputeMlaUpProj = 32,
+  kRecomputeSharedExperts = 64,
 };
 // The settings base a request's unset training settings come from
 // (core/spec/settings.h): the model's tuned public recipe, Megatron-LM's

@@ -84,6 +84,11 @@ void CheckRecomputeModules(const Job& job, Problems& p) {
   if ((m & (kRecomputeMoe | kRecomputeMoeAct)) != 0 && !job.model.is_moe()) {
     p.Add(absl::StrCat(name, ": moe and moe_act need a MoE model; leave them out"));
   }
+  if ((m & kRecomputeSharedExperts) != 0 && job.model.moe.shared_width() == 0) {
+    p.Add(absl::StrCat(name,
+                       ": shared_experts needs a MoE model with shared experts "
+                       "(model.moe.shared_experts > 0); leave it out"));
+  }
   if ((m & kRecomputeMlaUpProj) != 0 && job.model.attention != AttentionKind::kMla) {
     p.Add(absl::StrCat(name,
                        ": mla_up_proj needs multi-latent attention (model.attention=mla); "

@@ -76,17 +76,18 @@ constexpr struct {
                          {kRecomputeMlp, "mlp"},
                          {kRecomputeMoe, "moe"},
                          {kRecomputeMoeAct, "moe_act"},
-                         {kRecomputeMlaUpProj, "mla_up_proj"}};
+                         {kRecomputeMlaUpProj, "mla_up_proj"},
+                         {kRecomputeSharedExperts, "shared_experts"}};
 }  // namespace
 
 absl::StatusOr<RecomputeModule> ParseRecomputeModule(absl::string_view name) {
   for (const auto& m : kRecomputeModules) {
     if (name == m.name) return m.module;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "plan.recompute_modules: '", name,
-      "' is unknown; use core_attn, layernorm, mlp, moe, moe_act or mla_up_proj (Megatron's "
-      "shared_experts is not modelled)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("plan.recompute_modules: '", name,
+                   "' is unknown; use core_attn, layernorm, mlp, moe, moe_act, mla_up_proj or "
+                   "shared_experts"));
 }
 
 std::vector<absl::string_view> RecomputeModuleNames(uint32_t bits) {

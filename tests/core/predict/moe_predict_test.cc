@@ -55,11 +55,15 @@ std::optional<Job> RandomSmallMoeJob(uint64_t seed) {
   plan.moe.overlap = pick(24, 2) == 1;
   plan.moe.routing_sigma = pick(26, 2) == 1 ? 0.5 : 0;
   plan.moe.capacity_factor = pick(28, 3) == 0 ? 1.25 : 0;
-  // Megatron's recompute modules (5 bits; 0: core_attn alone).
+  // Megatron's recompute modules (7 bits, those that apply; 0: core_attn alone).
   if (pick(31, 2) == 0) plan.recompute = Recompute::kSelective;
   if (plan.recompute == Recompute::kSelective) {
-    plan.recompute_modules = static_cast<uint32_t>(pick(33, 32));
+    plan.recompute_modules = static_cast<uint32_t>(pick(33, 128));
     if (plan.moe.overlap) plan.recompute_modules &= ~uint32_t{kRecomputeMoe};
+    if (job.model.attention != AttentionKind::kMla) {
+      plan.recompute_modules &= ~uint32_t{kRecomputeMlaUpProj};
+    }
+    if (moe.shared_experts == 0) plan.recompute_modules &= ~uint32_t{kRecomputeSharedExperts};
   }
   if (!ValidateJob(job).ok()) return std::nullopt;
   return job;
@@ -192,6 +196,29 @@ TEST(MoePredictTest, RecomputingTheMoeBlockCostsItsForwardAgain) {
   EXPECT_GT(Ms(moe), Ms(job));
   VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction a, PredictMoe(job, Granularity::kOperator));
   VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction b, PredictMoe(moe, Granularity::kOperator));
+  EXPECT_LT(b.memory.peak_bytes, a.memory.peak_bytes);
+}
+
+// shared_experts re-runs the shared experts' forward (with their TP
+// collectives) before the MoE block's backward: slower than keeping their
+// activations, faster than re-running the whole block, lighter on memory.
+TEST(MoePredictTest, RecomputingTheSharedExpertsCostsTheirForward) {
+  Job job = Qwen3(8);
+  job.model.moe.shared_experts = 1;
+  job.model.moe.shared_expert_ffn = 2048;
+  job.plan.tensor_parallel = 2;
+  job.plan.data_parallel = 32;
+  job.plan.sequence_parallel = true;
+  job.plan.recompute = Recompute::kSelective;
+  job.plan.recompute_modules = kRecomputeCoreAttn;
+  Job shared = job;
+  shared.plan.recompute_modules = kRecomputeCoreAttn | kRecomputeSharedExperts;
+  Job moe = job;
+  moe.plan.recompute_modules = kRecomputeCoreAttn | kRecomputeMoe;
+  EXPECT_GT(Ms(shared), Ms(job));
+  EXPECT_LT(Ms(shared), Ms(moe));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction a, PredictMoe(job, Granularity::kOperator));
+  VTRAIN_ASSERT_OK_AND_ASSIGN(const Prediction b, PredictMoe(shared, Granularity::kOperator));
   EXPECT_LT(b.memory.peak_bytes, a.memory.peak_bytes);
 }
 

@@ -190,6 +190,33 @@ TEST(SettingsTest, MlaUpProjRecomputationDropsQkvFromTheActivations) {
   EXPECT_THAT(ValidateJob(dense).message(), HasSubstr("mla_up_proj needs multi-latent attention"));
 }
 
+// shared_experts checkpoints the shared experts: their activations go (6
+// bytes of their width a token, / t), and a model without them is refused.
+TEST(SettingsTest, SharedExpertsRecomputationDropsTheirActivations) {
+  Job job = PresetJob("deepseek-v3", 2, 8, 4, 8);
+  job.plan.sequence_parallel = true;
+  job.plan.recompute = Recompute::kSelective;
+  job.plan.recompute_modules = kRecomputeCoreAttn;
+  const double kept = LayerActivationBytes(job.model, job.plan, /*moe_layer=*/true);
+  job.plan.recompute_modules = kRecomputeCoreAttn | kRecomputeSharedExperts;
+  const double dropped = kept - LayerActivationBytes(job.model, job.plan, /*moe_layer=*/true);
+  const double tokens = static_cast<double>(job.model.seq_len * job.plan.micro_batch);
+  EXPECT_NEAR(dropped, tokens * 6 * static_cast<double>(job.model.moe.shared_width()) / 2, 1);
+  // A dense layer keeps its MLP's.
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(job.model, job.plan, /*moe_layer=*/false), [&] {
+    ParallelPlan p = job.plan;
+    p.recompute_modules = kRecomputeCoreAttn;
+    return LayerActivationBytes(job.model, p, /*moe_layer=*/false);
+  }());
+  EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
+  Job qwen = PresetJob("qwen3-30b-a3b", 1, 1, 8);
+  qwen.plan.expert_parallel = 8;
+  qwen.plan.recompute = Recompute::kSelective;
+  qwen.plan.recompute_modules = kRecomputeSharedExperts;
+  EXPECT_THAT(ValidateJob(qwen).message(),
+              HasSubstr("shared_experts needs a MoE model with shared experts"));
+}
+
 }  // namespace
 }  // namespace vtrain
 
