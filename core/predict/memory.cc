@@ -42,7 +42,13 @@ LayerActivationTerms Terms(const ModelSpec& model, bool moe_layer = false) {
   const bool unfused = model.attention_impl == AttentionImpl::kUnfused;
   if (model.arch == Architecture::kLlama) {
     // FlashAttention keeps no s x s scores, only its output (and a row
-    // log-sum-exp, negligible). Per token, in units of h bytes: two RMSNorm
+    // log-sum-exp, negligible). The output is also the projection's input,
+    // which the projection keeps whatever the core does: recomputing the
+    // core (core_attn) drops only the unfused scores. Megatron-Core
+    // checkpoints the core with Q, K and V as its inputs and warns that a
+    // fused core has no need of it (transformer_config.py); under
+    // FlashAttention it costs a forward and saves nothing vtrain counts.
+    // Per token, in units of h bytes: two RMSNorm
     // inputs (2 + 2), the QKV and gate/up GEMM inputs (2 + 2); Q (2 qd/h),
     // K and V (2 * 2 kvd/h), the attention output (2 qd/h, the projection's
     // input), the gate and up outputs (2 * 2 * f/h) and the SwiGLU output
@@ -58,23 +64,24 @@ LayerActivationTerms Terms(const ModelSpec& model, bool moe_layer = false) {
       const double v = a * static_cast<double>(m.value_head_dim) / h;
       const double latents =
           2 * static_cast<double>(m.q_lora_rank + m.kv_lora_rank + m.rope_head_dim) / h;
-      return {8 + latents, 4 * qk + 4 * v + 6 * f, 2 * v, 6 * f, 4 * qk + 2 * v};
+      return {8 + latents, 4 * qk + 4 * v + 6 * f, 0, 6 * f, 4 * qk + 2 * v};
     }
     const double qd = a * d / h;
     const double kvd = static_cast<double>(model.kv_heads()) * d / h;
     // Unfused, the softmax output (2 bytes per score; no dropout in Llama
     // recipes) is kept for the weighted sum's and the softmax's backward.
     const double scores = unfused ? 2 * a * s / h : 0;
-    return {8, 4 * qd + 4 * kvd + 6 * f + scores, 2 * qd + scores, 6 * f};
+    return {8, 4 * qd + 4 * kvd + 6 * f + scores, scores, 6 * f};
   }
   // Korthikanti et al. 2022, §4.1: 10 replicated (layer-norm inputs 4, QKV
   // and MLP inputs 2 + 2, dropout masks 1 + 1), 24 split (Q, K 4, V 2,
   // projection input 2, GeLU input and output 8 + 8), and the attention
   // core's 5*a*s/h (scores 2, softmax dropout mask 1, its output 2).
   // FlashAttention keeps none of the s x s terms (its dropout mask is
-  // regenerated from the RNG state); selective recomputation then drops the
-  // attention output's 2, as for Llama.
-  if (!unfused) return {10, 24, 2, 16};
+  // regenerated from the RNG state), and its output is the projection's
+  // input (in the 24): selective recomputation then drops nothing, as for
+  // Llama.
+  if (!unfused) return {10, 24, 0, 16};
   return {10, 24 + 5 * a * s / h, 5 * a * s / h, 16};
 }
 

@@ -87,10 +87,11 @@ TEST(MemoryTest, LayerActivationsForEachOptionFollowKorthikantiTable2) {
   // Context parallelism 2: each rank holds half the tokens.
   EXPECT_DOUBLE_EQ(bytes(Recompute::kNone, false, 2), 578'813'952.0 / 2);
   // FlashAttention keeps none of the 5*a*s/h: 10 + 24/8 = 13 without
-  // recomputation; selective drops the attention output, 10 + 22/8 = 12.75.
+  // recomputation, and selective drops nothing more: the core's output is
+  // the projection's input (in the 24), which the projection keeps.
   model.attention_impl = AttentionImpl::kFlash;
   EXPECT_DOUBLE_EQ(bytes(Recompute::kNone, false, 1), kSbh * 13);
-  EXPECT_DOUBLE_EQ(bytes(Recompute::kSelective, false, 1), kSbh * 12.75);
+  EXPECT_DOUBLE_EQ(bytes(Recompute::kSelective, false, 1), kSbh * 13);
   EXPECT_DOUBLE_EQ(bytes(Recompute::kFull, false, 1), kSbh * 2);
   model.attention_impl = AttentionImpl::kUnfused;
   // SP is a no-op without tensor parallelism (as Megatron turns it off).
@@ -101,7 +102,8 @@ TEST(MemoryTest, LayerActivationsForEachOptionFollowKorthikantiTable2) {
 TEST(MemoryTest, LlamaLayersKeepNoAttentionScores) {
   // Llama 3 70B: h = 8192, a = 64, 8 KV heads, f = 28672, s = 8192. Per
   // token in units of h bytes: 8 replicated; split 4 + 4 * 8/64 + 6 * 3.5
-  // = 25.5, of which the attention output's 2 is the core.
+  // = 25.5. The core keeps nothing of its own under FlashAttention (its
+  // output, 2, is the projection's input): recomputing it drops nothing.
   const ModelSpec model = *ModelPreset("llama3-70b");
   ParallelPlan plan;
   plan.tensor_parallel = 4;
@@ -110,12 +112,19 @@ TEST(MemoryTest, LlamaLayersKeepNoAttentionScores) {
   plan.recompute = Recompute::kNone;
   // s/c * b * h = 4096 * 8192 = 33,554,432; (8 + 25.5) / 4 = 8.375.
   EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), 33'554'432.0 * 8.375);
-  // Selective: (8 + 23.5) / 4 = 7.875.
   plan.recompute = Recompute::kSelective;
-  EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), 33'554'432.0 * 7.875);
-  // Without SP the 8 stays whole: 8 + 23.5 / 4 = 13.875.
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), 33'554'432.0 * 8.375);
+  // Without SP the 8 stays whole: 8 + 25.5 / 4 = 14.375.
   plan.sequence_parallel = false;
-  EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), 33'554'432.0 * 13.875);
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), 33'554'432.0 * 14.375);
+  // Unfused, the core's scores (2 bytes each, a * s / h = 64 of them a
+  // token at s = 8192) are what selective recomputation drops.
+  ModelSpec unfused = model;
+  unfused.attention_impl = AttentionImpl::kUnfused;
+  ParallelPlan none = plan;
+  none.recompute = Recompute::kNone;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(unfused, none) - LayerActivationBytes(unfused, plan),
+                   33'554'432.0 * 2 * 64 / 4);
 }
 
 TEST(MemoryTest, InterleavingHoldsMegatronsWarmUpOfChunks) {
@@ -179,7 +188,8 @@ TEST(MemoryTest, SequenceAndContextParallelismShrinkTheEndBuffers) {
 // Megatron's --recompute-modules: each module drops what it recomputes.
 TEST(MemoryTest, RecomputeModulesDropWhatTheyRecompute) {
   // Llama 3 70B as above, t = 4, c = 2, SP: 8 replicated, 25.5 split, of
-  // which the core's 2 and the MLP's 6 * 3.5 = 21; per token, / 4.
+  // which the MLP's 6 * 3.5 = 21 (the core's share is 0 under
+  // FlashAttention); per token, / 4.
   const ModelSpec model = *ModelPreset("llama3-70b");
   ParallelPlan plan;
   plan.tensor_parallel = 4;
@@ -194,7 +204,7 @@ TEST(MemoryTest, RecomputeModulesDropWhatTheyRecompute) {
   plan.recompute_modules = kRecomputeMlp;
   EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), unit * (8 + 25.5 - 21) / 4);
   plan.recompute_modules = kRecomputeCoreAttn | kRecomputeMlp;
-  EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), unit * (8 + 25.5 - 2 - 21) / 4);
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), unit * (8 + 25.5 - 21) / 4);
   // Not selective: the modules mean nothing.
   plan.recompute = Recompute::kNone;
   EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), unit * (8 + 25.5) / 4);
