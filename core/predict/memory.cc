@@ -35,7 +35,7 @@ struct LayerActivationTerms {
   double replicated = 0, split = 0, core = 0, mlp = 0, mla_up = 0;
 };
 
-LayerActivationTerms Terms(const ModelSpec& model, bool moe_layer = false) {
+LayerActivationTerms Terms16(const ModelSpec& model, bool moe_layer) {
   const double h = static_cast<double>(model.hidden_size);
   const double a = static_cast<double>(model.num_heads);
   const double s = static_cast<double>(model.seq_len);
@@ -85,6 +85,43 @@ LayerActivationTerms Terms(const ModelSpec& model, bool moe_layer = false) {
   return {10, 24 + 5 * a * s / h, 5 * a * s / h, 16};
 }
 
+// Under fp8 Transformer Engine's linear layers keep their own fp8 copy of
+// their input for the weight gradient, one byte an element, and the 16-bit
+// input is freed unless something else keeps it (module/linear.py,
+// layernorm_linear.py, grouped_linear.py: the row-wise data is dropped, the
+// column-wise kept). In units of h bytes a token: a norm fused into QKV or
+// fc1 keeps its output at 1, not 2 (a MoE layer's pre-MLP norm is its own
+// module and the 16-bit router keeps its output; its shared experts' fc1
+// adds an fp8 copy; MLA's input norm feeds two down-projections, a copy
+// each: unchanged); the activation's output into fc2 halves; the attention
+// output gains the projection's fp8 copy beside the 16-bit one
+// FlashAttention keeps for its backward (unfused, the core keeps none, and
+// it halves). fp8 attention (fp8_dpa) is not modelled.
+LayerActivationTerms Terms(const ModelSpec& model, const ParallelPlan& plan, bool moe_layer) {
+  LayerActivationTerms x = Terms16(model, moe_layer);
+  if (plan.dtype != DType::kFp8) return x;
+  const double h = static_cast<double>(model.hidden_size);
+  const bool flash = model.attention_impl != AttentionImpl::kUnfused;
+  if (model.arch != Architecture::kLlama) {
+    // GPT: QKV and fc1 inputs 2 + 2 -> 1 + 1; the GeLU output 8 -> 4.
+    x.replicated -= 2;
+    x.split += (flash ? 1 : -1) - 4;
+    x.mlp -= 4;
+    return x;
+  }
+  const bool mla = model.attention == AttentionKind::kMla;
+  const double heads = static_cast<double>(model.num_heads);
+  const double output =
+      heads * static_cast<double>(mla ? model.mla.value_head_dim : model.head_width()) / h;
+  const double f = static_cast<double>(moe_layer ? model.moe.shared_width() : model.ffn()) / h;
+  if (!mla) x.replicated -= 1;                // the fused QKV norm's output
+  if (!moe_layer) x.replicated -= 1;          // the fused fc1 norm's output
+  if (moe_layer && f > 0) x.replicated += 1;  // the shared experts' fc1 copy
+  x.split += (flash ? 1 : -1) * output - f;   // projection input; SwiGLU output
+  x.mlp -= f;
+  return x;
+}
+
 }  // namespace
 
 // The routed token copies a MoE layer keeps per micro-batch on one rank:
@@ -92,7 +129,8 @@ LayerActivationTerms Terms(const ModelSpec& model, bool moe_layer = false) {
 // (2 * 2 * expert_ffn / etp) and the SwiGLU output (2 * expert_ffn / etp),
 // plus the fp32 router probabilities per token. Full recomputation, or
 // recomputing the moe module, keeps none of it; recomputing moe_act drops
-// the SwiGLU output.
+// the SwiGLU output. Under fp8 the grouped GEMMs keep fp8 copies of their
+// inputs (Terms): the permuted input 2h -> h, the SwiGLU output halves.
 double RoutedActivationBytes(const ModelSpec& model, const ParallelPlan& plan) {
   if (!model.is_moe() || plan.recompute == Recompute::kFull || plan.recomputes(kRecomputeMoe)) {
     return 0;
@@ -103,7 +141,9 @@ double RoutedActivationBytes(const ModelSpec& model, const ParallelPlan& plan) {
   const double etp = static_cast<double>(plan.expert_tensor_parallel);
   const double copies = tokens * static_cast<double>(model.moe.top_k) * etp * load.max_over_mean;
   const double fe = static_cast<double>(model.moe.expert_ffn) / etp;
-  const double per_copy = 4 * h + (plan.recomputes(kRecomputeMoeAct) ? 4 : 6) * fe;
+  const bool fp8 = plan.dtype == DType::kFp8;
+  const double swiglu_output = plan.recomputes(kRecomputeMoeAct) ? 0 : (fp8 ? 1 : 2);
+  const double per_copy = (fp8 ? 3 : 4) * h + (4 + swiglu_output) * fe;
   return copies * per_copy + tokens * static_cast<double>(model.moe.num_experts) * 4;
 }
 
@@ -118,7 +158,7 @@ double LayerActivationBytes(const ModelSpec& model, const ParallelPlan& plan, bo
   const double t = static_cast<double>(plan.tensor_parallel);
   const double c = static_cast<double>(plan.context_parallel);
   const bool sp = plan.sequence_parallel_active();
-  const LayerActivationTerms terms = Terms(model, moe_layer);
+  const LayerActivationTerms terms = Terms(model, plan, moe_layer);
   const double replicated = sp ? terms.replicated / t : terms.replicated;
   double per_token = 0;
   switch (plan.recompute) {

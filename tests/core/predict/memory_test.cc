@@ -127,6 +127,49 @@ TEST(MemoryTest, LlamaLayersKeepNoAttentionScores) {
                    33'554'432.0 * 2 * 64 / 4);
 }
 
+// Under fp8 Transformer Engine's linear layers keep fp8 copies of their
+// inputs: the fused norms' outputs and the activation's output halve, and
+// the attention output gains the projection's copy beside FlashAttention's
+// own (unfused, it halves).
+TEST(MemoryTest, Fp8KeepsTheGemmsInputsAtOneByte) {
+  // Llama 3 70B as above (t = 4, c = 2, SP): 8 -> 6 replicated, 25.5 ->
+  // 25.5 + 1 - 3.5 = 23 split; (6 + 23) / 4 = 7.25.
+  const ModelSpec llama = *ModelPreset("llama3-70b");
+  ParallelPlan plan;
+  plan.tensor_parallel = 4;
+  plan.context_parallel = 2;
+  plan.sequence_parallel = true;
+  plan.recompute = Recompute::kNone;
+  plan.dtype = DType::kFp8;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(llama, plan), 33'554'432.0 * 7.25);
+  // GPT-3 175B (t = 8, no SP): 10 -> 8; flash 24 -> 24 + 1 - 4 = 21;
+  // unfused 24 + 80 -> 24 - 1 - 4 + 80 = 99.
+  ModelSpec gpt = *ModelPreset("gpt3-175b");
+  ParallelPlan g;
+  g.tensor_parallel = 8;
+  g.recompute = Recompute::kNone;
+  g.dtype = DType::kFp8;
+  constexpr double kSbh = 25'165'824.0;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(gpt, g), kSbh * (8 + 21.0 / 8));
+  gpt.attention_impl = AttentionImpl::kUnfused;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(gpt, g), kSbh * (8 + 99.0 / 8));
+  // Qwen3-30B-A3B's routed copies (t = 1, s = 4096): each keeps 3h + 5 *
+  // 768 = 9,984 bytes under fp8 instead of 12,800; its attention side (no
+  // shared experts) loses the QKV norm's byte and gains the output's qd/h
+  // = 32 * 128 / 2048 = 2.
+  ModelSpec moe = *ModelPreset("qwen3-30b-a3b");
+  moe.seq_len = 4096;
+  ParallelPlan p;
+  p.data_parallel = 8;
+  p.expert_parallel = 8;
+  p.recompute = Recompute::kNone;
+  const double bf16 = LayerActivationBytes(moe, p, /*moe_layer=*/true);
+  p.dtype = DType::kFp8;
+  const double load = ForcedBalanceSpread(moe, p);
+  EXPECT_NEAR(bf16 - LayerActivationBytes(moe, p, /*moe_layer=*/true),
+              32'768.0 * load * (12'800 - 9'984) + 4096.0 * 2048 * (1 - 2), 1);
+}
+
 TEST(MemoryTest, InterleavingHoldsMegatronsWarmUpOfChunks) {
   // p=4, V=2, m=8: stage 0 warms up 2*(4-0-1) + (2-1)*4 = 10 chunk forwards
   // and holds 11; stage 3 warms up 0 + 4 and holds 5.
