@@ -155,14 +155,12 @@ class TemplateMaker {
     if (!fsdp_) return;
     w.TensorParallel(std::llround(std::max(0.0, collective_ns - layer_ns)), fsdp_label_);
   }
-  // What the backward re-runs of a layer's forward, looked up once (the
-  // lookup's references are stable): whole blocks under full recomputation
-  // and the mlp and moe modules; the parts (RecomputedKernels, the attention
-  // core) each module of selective recomputation re-runs before the MoE
-  // block's and the attention's backward.
+  // What the backward re-runs of a layer's forward, looked up once: whole
+  // blocks under full recomputation and mlp and moe; the shared experts (a
+  // TP block); the parts (RecomputedKernels, the attention core) selective
+  // recomputation re-runs before the MoE block's and the attention's backward.
   struct Reruns {
-    const ResolvedOperator *attention = nullptr, *mlp = nullptr, *moe = nullptr;
-    const ResolvedOperator* shared = nullptr;  // the shared experts, a TP block
+    const ResolvedOperator *attention = nullptr, *mlp = nullptr, *moe = nullptr, *shared = nullptr;
     std::vector<const ResolvedOperator*> before_moe, before_attention;
   };
   Reruns Rerun();
@@ -416,23 +414,26 @@ TemplateMaker::Reruns TemplateMaker::Rerun() {
   if (full) r.attention = &Op(kAttentionFwd);
   if (full || plan_.recomputes(kRecomputeMlp)) r.mlp = &Op(kMlpFwd);
   if (moe && (full || plan_.recomputes(kRecomputeMoe))) r.moe = &Op(kMoeFwd);
-  auto add = [&](std::vector<const ResolvedOperator*>& to, RecomputeModule module, bool applies,
-                 ResolvedOperator& slot, OperatorKind forward, RecomputedPart part) {
-    if (!applies || !plan_.recomputes(module)) return;
+  // `slot` made the part of `forward` that `module` re-runs, where it applies.
+  auto part = [&](RecomputeModule module, bool applies, ResolvedOperator& slot,
+                  OperatorKind forward, RecomputedPart which) -> const ResolvedOperator* {
+    if (!applies || !plan_.recomputes(module)) return nullptr;
     if (slot.profile.kernels.empty()) {
-      slot.profile.kernels = RecomputedKernels(Op(forward).profile, part);
+      slot.profile.kernels = RecomputedKernels(Op(forward).profile, which);
       slot.chain = ChainOf(slot.profile.kernels);
     }
-    if (!slot.profile.kernels.empty()) to.push_back(&slot);
+    return slot.profile.kernels.empty() ? nullptr : &slot;
   };
-  add(r.before_moe, kRecomputeLayernorm, moe, moe_norm_, kMoeFwd, kNorm);
-  add(r.before_moe, kRecomputeMoeAct, moe && r.moe == nullptr, moe_act_, kMoeFwd, kMoeAct);
-  std::vector<const ResolvedOperator*> shared;
-  add(shared, kRecomputeSharedExperts, moe && r.moe == nullptr, shared_, kMoeFwd, kSharedExperts);
-  if (!shared.empty()) r.shared = shared.front();
-  const bool mla = model_.attention == AttentionKind::kMla;
-  add(r.before_attention, kRecomputeLayernorm, mla, input_norm_, kAttentionFwd, kNorm);
-  add(r.before_attention, kRecomputeMlaUpProj, true, up_proj_, kAttentionFwd, kMlaUpProjection);
+  const auto add = [](std::vector<const ResolvedOperator*>& to, const ResolvedOperator* op) {
+    if (op != nullptr) to.push_back(op);
+  };
+  const bool mla = model_.attention == AttentionKind::kMla, routed = moe && r.moe == nullptr;
+  add(r.before_moe, part(kRecomputeLayernorm, moe, moe_norm_, kMoeFwd, kNorm));
+  add(r.before_moe, part(kRecomputeMoeAct, routed, moe_act_, kMoeFwd, kMoeAct));
+  r.shared = part(kRecomputeSharedExperts, routed, shared_, kMoeFwd, kSharedExperts);
+  add(r.before_attention, part(kRecomputeLayernorm, mla, input_norm_, kAttentionFwd, kNorm));
+  add(r.before_attention,
+      part(kRecomputeMlaUpProj, true, up_proj_, kAttentionFwd, kMlaUpProjection));
   // The attention core, the default module (Korthikanti et al. 2022, §5).
   if (plan_.recomputes(kRecomputeCoreAttn)) {
     r.before_attention.push_back(&Op(kAttentionFwd, 0, /*core_only=*/true));

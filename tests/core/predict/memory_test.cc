@@ -99,17 +99,24 @@ TEST(MemoryTest, LayerActivationsForEachOptionFollowKorthikantiTable2) {
   EXPECT_DOUBLE_EQ(bytes(Recompute::kNone, true, 1), bytes(Recompute::kNone, false, 1));
 }
 
+// The Llama 3 70B layer plan the tests below work by hand: t = 4, c = 2,
+// sequence parallelism, `recompute`.
+ParallelPlan Llama70bPlan(Recompute recompute) {
+  ParallelPlan plan;
+  plan.tensor_parallel = 4;
+  plan.context_parallel = 2;
+  plan.sequence_parallel = true;
+  plan.recompute = recompute;
+  return plan;
+}
+
 TEST(MemoryTest, LlamaLayersKeepNoAttentionScores) {
   // Llama 3 70B: h = 8192, a = 64, 8 KV heads, f = 28672, s = 8192. Per
   // token in units of h bytes: 8 replicated; split 4 + 4 * 8/64 + 6 * 3.5
   // = 25.5. The core keeps nothing of its own under FlashAttention (its
   // output, 2, is the projection's input): recomputing it drops nothing.
   const ModelSpec model = *ModelPreset("llama3-70b");
-  ParallelPlan plan;
-  plan.tensor_parallel = 4;
-  plan.context_parallel = 2;
-  plan.sequence_parallel = true;
-  plan.recompute = Recompute::kNone;
+  ParallelPlan plan = Llama70bPlan(Recompute::kNone);
   // s/c * b * h = 4096 * 8192 = 33,554,432; (8 + 25.5) / 4 = 8.375.
   EXPECT_DOUBLE_EQ(LayerActivationBytes(model, plan), 33'554'432.0 * 8.375);
   plan.recompute = Recompute::kSelective;
@@ -135,11 +142,7 @@ TEST(MemoryTest, Fp8KeepsTheGemmsInputsAtOneByte) {
   // Llama 3 70B as above (t = 4, c = 2, SP): 8 -> 6 replicated, 25.5 ->
   // 25.5 + 1 - 3.5 = 23 split; (6 + 23) / 4 = 7.25.
   const ModelSpec llama = *ModelPreset("llama3-70b");
-  ParallelPlan plan;
-  plan.tensor_parallel = 4;
-  plan.context_parallel = 2;
-  plan.sequence_parallel = true;
-  plan.recompute = Recompute::kNone;
+  ParallelPlan plan = Llama70bPlan(Recompute::kNone);
   plan.dtype = DType::kFp8;
   EXPECT_DOUBLE_EQ(LayerActivationBytes(llama, plan), 33'554'432.0 * 7.25);
   // GPT-3 175B (t = 8, no SP): 10 -> 8; flash 24 -> 24 + 1 - 4 = 21;
@@ -234,11 +237,7 @@ TEST(MemoryTest, RecomputeModulesDropWhatTheyRecompute) {
   // which the MLP's 6 * 3.5 = 21 (the core's share is 0 under
   // FlashAttention); per token, / 4.
   const ModelSpec model = *ModelPreset("llama3-70b");
-  ParallelPlan plan;
-  plan.tensor_parallel = 4;
-  plan.context_parallel = 2;
-  plan.sequence_parallel = true;
-  plan.recompute = Recompute::kSelective;
+  ParallelPlan plan = Llama70bPlan(Recompute::kSelective);
   const double unit = 33'554'432.0;
   // Its norms are fused into the QKV and fc1 GEMMs (Transformer Engine),
   // which keep their inputs: recomputing layernorm drops nothing.

@@ -172,16 +172,27 @@ TEST(SettingsTest, NamesRoundTripAndAnUnknownNameIsRefusedByField) {
               HasSubstr("plan.settings='nemo' is unknown; use tuned, megatron-defaults or paper"));
 }
 
-// Recomputing MLA's up-projections keeps less: Q, K and V are re-made from
-// the latents in the backward.
-TEST(SettingsTest, MlaUpProjRecomputationDropsQkvFromTheActivations) {
+// DeepSeek-V3 at t = 2, p = 8, ep = 8 with sequence parallelism,
+// recomputing `modules` selectively.
+Job SelectiveDeepSeek(uint32_t modules) {
   Job job = PresetJob("deepseek-v3", 2, 8, 4, 8);
   job.plan.sequence_parallel = true;
   job.plan.recompute = Recompute::kSelective;
-  job.plan.recompute_modules = kRecomputeMlp;
-  const double mlp_only = LayerActivationBytes(job.model, job.plan, /*moe_layer=*/true);
-  job.plan.recompute_modules = kRecomputeMlp | kRecomputeMlaUpProj;
-  const double with_up = LayerActivationBytes(job.model, job.plan, /*moe_layer=*/true);
+  job.plan.recompute_modules = modules;
+  return job;
+}
+
+// What one of its layers keeps.
+double LayerBytes(uint32_t modules, bool moe_layer) {
+  const Job job = SelectiveDeepSeek(modules);
+  return LayerActivationBytes(job.model, job.plan, moe_layer);
+}
+
+// Recomputing MLA's up-projections keeps less: Q, K and V are re-made from
+// the latents in the backward.
+TEST(SettingsTest, MlaUpProjRecomputationDropsQkvFromTheActivations) {
+  const double mlp_only = LayerBytes(kRecomputeMlp, /*moe_layer=*/true);
+  const double with_up = LayerBytes(kRecomputeMlp | kRecomputeMlaUpProj, /*moe_layer=*/true);
   EXPECT_LT(with_up, mlp_only);
   // mla_up_proj needs MLA.
   Job dense = PresetJob("llama3-8b", 1, 1, 8);
@@ -193,21 +204,13 @@ TEST(SettingsTest, MlaUpProjRecomputationDropsQkvFromTheActivations) {
 // shared_experts checkpoints the shared experts: their activations go (6
 // bytes of their width a token, / t), and a model without them is refused.
 TEST(SettingsTest, SharedExpertsRecomputationDropsTheirActivations) {
-  Job job = PresetJob("deepseek-v3", 2, 8, 4, 8);
-  job.plan.sequence_parallel = true;
-  job.plan.recompute = Recompute::kSelective;
-  job.plan.recompute_modules = kRecomputeCoreAttn;
-  const double kept = LayerActivationBytes(job.model, job.plan, /*moe_layer=*/true);
-  job.plan.recompute_modules = kRecomputeCoreAttn | kRecomputeSharedExperts;
-  const double dropped = kept - LayerActivationBytes(job.model, job.plan, /*moe_layer=*/true);
+  const uint32_t shared = kRecomputeCoreAttn | kRecomputeSharedExperts;
+  const Job job = SelectiveDeepSeek(shared);
+  const double dropped = LayerBytes(kRecomputeCoreAttn, true) - LayerBytes(shared, true);
   const double tokens = static_cast<double>(job.model.seq_len * job.plan.micro_batch);
   EXPECT_NEAR(dropped, tokens * 6 * static_cast<double>(job.model.moe.shared_width()) / 2, 1);
   // A dense layer keeps its MLP's.
-  EXPECT_DOUBLE_EQ(LayerActivationBytes(job.model, job.plan, /*moe_layer=*/false), [&] {
-    ParallelPlan p = job.plan;
-    p.recompute_modules = kRecomputeCoreAttn;
-    return LayerActivationBytes(job.model, p, /*moe_layer=*/false);
-  }());
+  EXPECT_DOUBLE_EQ(LayerBytes(shared, false), LayerBytes(kRecomputeCoreAttn, false));
   EXPECT_TRUE(ValidateJob(job).ok()) << ValidateJob(job);
   Job qwen = PresetJob("qwen3-30b-a3b", 1, 1, 8);
   qwen.plan.expert_parallel = 8;
